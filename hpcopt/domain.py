@@ -1,0 +1,136 @@
+"""Domain types shared by traces, the driver, policies and models.
+
+``Job`` and ``System`` are immutable descriptions; ``Window`` is the snapshot a policy sees at
+one scheduling instance; ``Decision`` is what it answers.  Optional fields (burst buffer, SSD
+per node, topology, capacity profile, deferrable-job bounds) are here from the start so that
+multi-resource, topology-aware and cloud models plug in without changing these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .errors import ModelError
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A batch job.
+
+    ``runtime`` is the actual run time (already capped at ``walltime``); ``walltime`` is the
+    user's request, which is all a scheduler may plan with.  ``bb`` is shared burst buffer in
+    GB for the whole run, ``ssd`` local SSD per node in GB.  ``earliest``/``latest`` bound the
+    start of deferrable cloud jobs; ``deps`` are ids of jobs that must finish first.
+    """
+
+    id: int
+    submit: float
+    runtime: float
+    walltime: float
+    nodes: int
+    bb: float = 0.0
+    ssd: float = 0.0
+    priority: int = 0
+    user: int = -1
+    queue: int = -1
+    cores: int = 0
+    earliest: float | None = None
+    latest: float | None = None
+    deps: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ModelError(f"job {self.id}: nodes must be >= 1, got {self.nodes}")
+        if self.runtime < 0 or self.walltime < 0:
+            raise ModelError(
+                f"job {self.id}: runtime and walltime must be >= 0, "
+                f"got runtime={self.runtime}, walltime={self.walltime}"
+            )
+        if self.runtime > self.walltime:
+            raise ModelError(
+                f"job {self.id}: runtime {self.runtime} exceeds walltime {self.walltime}; "
+                "cap it at the walltime (the job is killed there)"
+            )
+        if self.bb < 0 or self.ssd < 0:
+            raise ModelError(f"job {self.id}: bb and ssd must be >= 0")
+
+
+@dataclass(frozen=True)
+class System:
+    """A machine: nodes plus optional shared burst buffer, SSD classes, topology, capacity.
+
+    ``ssd_classes`` maps SSD size per node (GB) to the number of nodes of that class; when
+    given, the counts must add up to ``nodes``.  ``topology`` is a network description used by
+    allocation models; ``capacity`` is an optional time -> available-nodes profile (cloud).
+    """
+
+    nodes: int
+    bb: float = 0.0
+    ssd_classes: Mapping[float, int] = field(default_factory=dict)
+    topology: Any = None
+    capacity: Any = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if int(self.nodes) != self.nodes or self.nodes < 1:
+            raise ModelError(f"system nodes must be a positive integer, got {self.nodes!r}")
+        if self.bb < 0:
+            raise ModelError(f"system burst buffer must be >= 0, got {self.bb!r}")
+        if self.ssd_classes and sum(self.ssd_classes.values()) != self.nodes:
+            raise ModelError(
+                f"system ssd_classes {dict(self.ssd_classes)} cover "
+                f"{sum(self.ssd_classes.values())} nodes, expected {self.nodes}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job on the machine: when it started, when it is planned to end, what it holds."""
+
+    job: Job
+    start: float
+    est_end: float
+    allocation: Any = None
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a policy sees at one scheduling instance.
+
+    ``jobs`` are the first W queued jobs in the base order (FCFS, SJF, WFP), starved jobs
+    first.  ``resources`` is a private copy of the free-resource state: policies may call
+    ``fits``/``take`` on it to plan a selection without touching the machine.  ``passed`` maps
+    job id to the number of passes the job has been passed over.
+    """
+
+    time: float
+    jobs: Sequence[Job]
+    resources: Any
+    running: Sequence[RunningJob]
+    system: System
+    queue_length: int
+    passed: Mapping[int, int] = field(default_factory=dict)
+
+    @property
+    def free_nodes(self) -> int:
+        return self.resources.free_nodes
+
+    def wait(self, job: Job) -> float:
+        """Time the job has waited so far."""
+        return self.time - job.submit
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer: jobs to start now, optionally the job to reserve.
+
+    ``start`` lists job ids to start at the window's time (they must all fit together).
+    ``reserve`` names the job that gets the EASY reservation when backfilling is on; ``None``
+    lets the driver choose (the first window job that did not start).  ``allocations`` maps a
+    job id to an explicit node set where allocation matters (topology models).
+    """
+
+    start: tuple[int, ...] = ()
+    reserve: int | None = None
+    allocations: Mapping[int, Sequence[int]] = field(default_factory=dict)

@@ -1,0 +1,70 @@
+"""One exception tree for hpcopt.
+
+Every error a user can provoke (bad input, unknown names, missing optional backends,
+infeasible requests) is an ``HpcoptError`` whose message is one line that says what was
+wrong, what was received and what was expected.  The CLI prints exactly that line.
+"""
+
+from __future__ import annotations
+
+
+class HpcoptError(Exception):
+    """Base of every error hpcopt raises on purpose."""
+
+
+class ModelError(HpcoptError, ValueError):
+    """Model data that violates the model's schema (shapes, signs, missing fields)."""
+
+
+class InstanceError(HpcoptError, ValueError):
+    """An instance file that cannot be read or does not follow the instance schema."""
+
+
+class TraceError(HpcoptError, ValueError):
+    """A workload trace that cannot be parsed (names file, line and field)."""
+
+
+class UnknownSolverError(HpcoptError, KeyError):
+    """A backend name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownPolicyError(HpcoptError, KeyError):
+    """A policy name that is not registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class SolverUnavailableError(HpcoptError, ImportError):
+    """A registered backend whose library is not installed."""
+
+
+class IncompatibleModelError(HpcoptError, TypeError):
+    """A backend asked to solve a model kind it does not support."""
+
+
+class NoSolutionError(HpcoptError):
+    """A result without a solution was asked for its solution."""
+
+
+class InfeasibleSolutionError(HpcoptError):
+    """A backend returned a decision that fails the model's certificate check."""
+
+
+class InvalidDecisionError(HpcoptError):
+    """A policy returned a decision the driver cannot apply (unknown job, over-subscription)."""
+
+
+class SimulationError(HpcoptError):
+    """An invalid simulation request (job larger than the system, bad option)."""
+
+
+def closest(name: str, names) -> str:
+    """Return a ' Did you mean ...?' hint for ``name`` among ``names`` (or '')."""
+    import difflib
+
+    match = difflib.get_close_matches(name, list(names), n=1)
+    return f" Did you mean {match[0]!r}?" if match else ""

@@ -1,0 +1,75 @@
+"""Classic window policies: head-first (FCFS/SJF/WFP), BinPacking and Random."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcopt.domain import Decision, Window
+
+from .base import Policy, register_policy
+
+
+def greedy_fill(window: Window, jobs) -> tuple[int, ...]:
+    """Start ``jobs`` in the given order, skipping those that no longer fit."""
+    pool = window.resources
+    chosen = []
+    for job in jobs:
+        if pool.free_nodes == 0:
+            break
+        if pool.fits(job):
+            pool.take(job)
+            chosen.append(job.id)
+    return tuple(chosen)
+
+
+@register_policy("fcfs", order="fcfs")
+@register_policy("sjf", order="sjf")
+@register_policy("wfp", order="wfp")
+class HeadFirst(Policy):
+    """Start jobs from the head of the base order while the head fits (FCFS/SJF/WFP)."""
+
+    def __init__(self, order: str = "fcfs", window: int | None = None) -> None:
+        self.order = order
+        self.window = window
+
+    def decide(self, window: Window) -> Decision:
+        pool = window.resources
+        chosen = []
+        for job in window.jobs:
+            if not pool.fits(job):
+                break
+            pool.take(job)
+            chosen.append(job.id)
+        return Decision(tuple(chosen))
+
+
+@register_policy("binpacking")
+class BinPacking(Policy):
+    """Start the largest runnable jobs first until nothing else fits (DRAS's BinPacking)."""
+
+    def __init__(self, window: int | None = None, order: str | None = None) -> None:
+        self.window = window
+        self.order = order
+
+    def decide(self, window: Window) -> Decision:
+        jobs = sorted(window.jobs, key=lambda j: -j.nodes)  # stable: ties keep base order
+        return Decision(greedy_fill(window, jobs))
+
+
+@register_policy("random")
+class RandomPolicy(Policy):
+    """Start runnable window jobs in a random (seeded) order until nothing else fits."""
+
+    def __init__(self, window: int | None = None, order: str | None = None,
+                 seed: int | None = None) -> None:
+        self.window = window
+        self.order = order
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+
+    def decide(self, window: Window) -> Decision:
+        perm = self._rng.permutation(len(window.jobs))
+        return Decision(greedy_fill(window, [window.jobs[i] for i in perm]))

@@ -1,0 +1,43 @@
+"""Base queue orders: FCFS, SJF and ALCF's WFP.
+
+An order is a sort key over (job, now).  Static orders (FCFS, SJF) do not depend on time, so
+the driver keeps the queue sorted by insertion; WFP is re-sorted at every pass.
+"""
+
+from __future__ import annotations
+
+from hpcopt.domain import Job
+from hpcopt.errors import SimulationError, closest
+
+
+def fcfs_key(job: Job, now: float):
+    return (job.submit, job.id)
+
+
+def sjf_key(job: Job, now: float):
+    """Shortest requested walltime first; ties by arrival."""
+    return (job.walltime, job.submit, job.id)
+
+
+def wfp_key(job: Job, now: float):
+    """ALCF's WFP utility, highest first: ``(wait / walltime) ** 3 * nodes``.
+
+    The utility used by Cobalt on ALCF machines (Allcock et al., 2017): it favors large jobs
+    and jobs that have waited long relative to their requested walltime.  Walltimes below 1 s
+    count as 1 s.  Ties by arrival.
+    """
+    wait = now - job.submit
+    return (-((wait / max(job.walltime, 1.0)) ** 3) * job.nodes, job.submit, job.id)
+
+
+ORDERS = {"fcfs": (fcfs_key, True), "sjf": (sjf_key, True), "wfp": (wfp_key, False)}
+
+
+def get_order(name: str):
+    """(key function, is_static) for an order name."""
+    try:
+        return ORDERS[name]
+    except KeyError:
+        raise SimulationError(
+            f"unknown order {name!r}; expected one of {sorted(ORDERS)}." + closest(name, ORDERS)
+        ) from None

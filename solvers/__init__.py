@@ -1,0 +1,34 @@
+"""Solver backends and their registry (imported as ``hpcopt.solvers``).
+
+Importing this package registers the built-in backends; none of them imports its backend
+library until it solves something.
+"""
+
+from .registry import (
+    Availability,
+    Outcome,
+    Solver,
+    SolveOptions,
+    available_backends,
+    describe,
+    get_solver,
+    names,
+    register,
+    solve,
+)
+
+# built-in backends register themselves on import
+from . import knapsack_dp, knapsack_greedy, ortools_backends, pyomo_backend, scip_backend  # noqa: E402,F401
+
+__all__ = [
+    "Availability",
+    "Outcome",
+    "Solver",
+    "SolveOptions",
+    "available_backends",
+    "describe",
+    "get_solver",
+    "names",
+    "register",
+    "solve",
+]

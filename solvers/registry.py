@@ -1,0 +1,281 @@
+"""The backend registry and the one ``solve`` entry point.
+
+Backends register by name with ``@register("dp")``; families with a parameter
+(``pyomo:<solver>``) register their prefix with ``family=True``.  Third-party backends come in
+through the entry-point group ``hpcopt.solvers``.  ``Solver.solve`` is a template method: it
+validates options, times the backend, and certifies the answer with ``model.evaluate`` so no
+backend can report a decision the model does not accept.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, ClassVar
+
+from hpcopt.errors import (
+    IncompatibleModelError,
+    InfeasibleSolutionError,
+    SolverUnavailableError,
+    UnknownSolverError,
+    closest,
+)
+from hpcopt.result import Limit, ParetoPoint, Result, Status
+
+_REGISTRY: dict[str, type[Solver]] = {}
+_FAMILIES: dict[str, type[Solver]] = {}
+_entry_points_loaded = False
+
+OBJECTIVE_TOL = 1e-6
+
+
+class Availability(IntEnum):
+    """Whether a backend can run here; falsy when it cannot."""
+
+    NOT_FOUND = 0
+    AVAILABLE = 1
+
+
+@dataclass
+class SolveOptions:
+    """Validated common options handed to a backend."""
+
+    time_limit: float | None = None
+    seed: int | None = None
+    warm_start: Any = None
+    solver_options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """What a backend's ``_solve`` hands back to the template (before certification)."""
+
+    status: Status
+    decision: Any = None
+    objective: float | None = None
+    bound: float | None = None
+    limit: Limit | None = None
+    pareto: list[tuple[Any, tuple[float, ...]]] | None = None
+    n_evals: int | None = None
+    extra: dict = field(default_factory=dict)
+    log: str = ""
+
+
+class Solver:
+    """Base class of every backend.
+
+    Subclasses set ``SUPPORTED_MODELS`` (model kinds), ``REQUIRED_MODULES`` (import names,
+    checked with ``find_spec`` and imported only inside ``_solve``), ``EXACT`` (may claim
+    OPTIMAL) and implement ``_solve``.  Family backends receive their parameter (the part
+    after ``:``) as ``arg``.
+    """
+
+    name: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+    SUPPORTED_MODELS: ClassVar[tuple[str, ...]] = ()
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
+    INSTALL_HINT: ClassVar[str] = ""
+    EXACT: ClassVar[bool] = False
+
+    def __init__(self, arg: str | None = None) -> None:
+        self.arg = arg
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}:{self.arg}" if self.arg else self.name
+
+    @classmethod
+    def available(cls) -> Availability:
+        for module in cls.REQUIRED_MODULES:
+            if importlib.util.find_spec(module) is None:
+                return Availability.NOT_FOUND
+        return Availability.AVAILABLE
+
+    def version(self) -> str:
+        """Version of the backend library ('' when not applicable)."""
+        if not self.REQUIRED_MODULES:
+            return ""
+        from importlib import metadata
+
+        dist = {"pyscipopt": "PySCIPOpt", "ortools": "ortools", "pyomo": "pyomo"}
+        try:
+            return metadata.version(dist.get(self.REQUIRED_MODULES[0], self.REQUIRED_MODULES[0]))
+        except metadata.PackageNotFoundError:
+            return ""
+
+    def supports(self, model) -> bool:
+        return model.kind in self.SUPPORTED_MODELS
+
+    def solve(
+        self,
+        model,
+        *,
+        time_limit: float | None = None,
+        seed: int | None = None,
+        warm_start: Any = None,
+        solver_options: dict | None = None,
+    ) -> Result:
+        """Solve ``model``; hitting a limit is a normal return with status FEASIBLE."""
+        if not self.supports(model):
+            raise IncompatibleModelError(
+                f"backend {self.full_name!r} does not solve {model.kind!r} models; "
+                f"it supports {list(self.SUPPORTED_MODELS)}"
+            )
+        if not self.available():
+            hint = f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""
+            raise SolverUnavailableError(
+                f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
+                f"which is not installed{hint}"
+            )
+        if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
+            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        if seed is not None and (int(seed) != seed or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        opts = SolveOptions(time_limit, None if seed is None else int(seed), warm_start,
+                            dict(solver_options or {}))
+        t0 = time.perf_counter()
+        out = self._solve(model, opts)
+        wall = time.perf_counter() - t0
+        return self._certify(model, out, wall, opts)
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _certify(self, model, out: Outcome, wall: float, opts: SolveOptions) -> Result:
+        status, bound = out.status, out.bound
+        if status == Status.OPTIMAL and not self.EXACT:
+            status = Status.FEASIBLE  # heuristics never claim optimality
+        decision = certificate = objective = None
+        if out.decision is not None and status.has_solution:
+            decision = tuple(int(v) for v in out.decision)
+            certificate = model.evaluate(decision)
+            if not certificate.feasible:
+                raise InfeasibleSolutionError(
+                    f"backend {self.full_name!r} returned a decision that violates the model "
+                    f"(violations {certificate.violations})"
+                )
+            objective = float(certificate.objective)
+            if out.objective is not None and abs(out.objective - objective) > OBJECTIVE_TOL * max(
+                1.0, abs(objective)
+            ):
+                raise InfeasibleSolutionError(
+                    f"backend {self.full_name!r} reported objective {out.objective} but its "
+                    f"decision evaluates to {objective}"
+                )
+            if status == Status.OPTIMAL:
+                bound = objective
+        elif status.has_solution:
+            status = Status.NO_SOLUTION
+        if bound is None:
+            bound = math.inf if model.sense == "max" else -math.inf
+        pareto = None
+        if out.pareto is not None:
+            pareto = tuple(
+                ParetoPoint(tuple(int(v) for v in x), tuple(float(f) for f in fs))
+                for x, fs in out.pareto
+            )
+        return Result(
+            status=status,
+            backend=self.full_name,
+            model_kind=model.kind,
+            decision=decision,
+            objective=objective,
+            bound=float(bound),
+            sense=model.sense,
+            objectives=None if certificate is None else tuple(certificate.objectives),
+            pareto=pareto,
+            limit=out.limit,
+            wall_time=wall,
+            backend_version=self.version(),
+            seed=opts.seed,
+            certificate=certificate,
+            selected_ids=None if decision is None else tuple(model.decision_ids(decision)),
+            n_evals=out.n_evals,
+            extra=out.extra,
+            log=out.log,
+        )
+
+
+def register(name: str, *, family: bool = False):
+    """Class decorator: register a backend under ``name`` (a family prefix if ``family``)."""
+
+    def deco(cls: type[Solver]) -> type[Solver]:
+        cls.name = name
+        (_FAMILIES if family else _REGISTRY)[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="hpcopt.solvers"):
+        ep.load()  # the module registers its backends with @register
+
+
+def names() -> list[str]:
+    """Registered backend names; families appear as ``prefix:<solver>``."""
+    _load_entry_points()
+    return sorted(_REGISTRY) + sorted(f"{f}:<solver>" for f in _FAMILIES)
+
+
+def get_solver(name: str) -> Solver:
+    """Instantiate a backend by name (``dp``, ``cpsat``, ``pyomo:appsi_highs``, ...)."""
+    _load_entry_points()
+    if not isinstance(name, str) or not name:
+        raise UnknownSolverError(f"backend name must be a non-empty string, got {name!r}")
+    if name in _REGISTRY:
+        return _REGISTRY[name]()
+    prefix, sep, arg = name.partition(":")
+    if sep and prefix in _FAMILIES and arg:
+        return _FAMILIES[prefix](arg)
+    known = sorted(_REGISTRY) + [f"{f}:<solver>" for f in sorted(_FAMILIES)]
+    raise UnknownSolverError(
+        f"unknown backend {name!r}; registered: {', '.join(known)}."
+        + closest(name, list(_REGISTRY) + list(_FAMILIES))
+    )
+
+
+def solver_classes() -> dict[str, type[Solver]]:
+    """Registered (non-family) backends by name."""
+    _load_entry_points()
+    return dict(_REGISTRY)
+
+
+def family_classes() -> dict[str, type[Solver]]:
+    _load_entry_points()
+    return dict(_FAMILIES)
+
+
+def available_backends(model_kind: str | None = None) -> list[str]:
+    """Names of registered, installed backends (for one model kind if given)."""
+    out = []
+    for n, cls in solver_classes().items():
+        if cls.available() and (model_kind is None or model_kind in cls.SUPPORTED_MODELS):
+            out.append(n)
+    return sorted(out)
+
+
+def solve(model, backend: str = "dp", **kwargs) -> Result:
+    """Solve ``model`` with the named backend; see ``Solver.solve`` for the options."""
+    return get_solver(backend).solve(model, **kwargs)
+
+
+def describe() -> list[dict]:
+    """One row per backend (name, models, exact, available, doc) for ``hpcopt backends``."""
+    rows = []
+    for n, cls in sorted(solver_classes().items()):
+        rows.append(dict(backend=n, models=",".join(cls.SUPPORTED_MODELS), exact=cls.EXACT,
+                         available=bool(cls.available()), doc=cls.doc))
+    for n, cls in sorted(family_classes().items()):
+        rows.append(dict(backend=f"{n}:<solver>", models=",".join(cls.SUPPORTED_MODELS),
+                         exact=cls.EXACT, available=bool(cls.available()), doc=cls.doc))
+    return rows
