@@ -1,2 +1,41 @@
-"""hpcopt: optimization models and solvers for HPC batch-scheduling window decisions."""
+"""hpcopt: optimization models and interchangeable solvers for HPC batch-scheduling window
+decisions, and a rolling-horizon driver that turns them into online schedulers.
+
+The top-level names are imported lazily so that ``import hpcopt`` stays fast.
+"""
+
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "simulate": "hpcopt.api",
+    "solve": "hpcopt.api",
+    "load_trace": "hpcopt.api",
+    "load_instance": "hpcopt.api",
+    "SimulationResult": "hpcopt.api",
+    "Job": "hpcopt.domain",
+    "System": "hpcopt.domain",
+    "Window": "hpcopt.domain",
+    "Decision": "hpcopt.domain",
+    "Result": "hpcopt.result",
+    "Status": "hpcopt.result",
+    "Simulator": "hpcopt.sim.driver",
+    "make_policy": "hpcopt.policies",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hpcopt' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

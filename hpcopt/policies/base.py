@@ -40,15 +40,38 @@ def register_policy(name: str, **defaults):
     return deco
 
 
-def make_policy(name: str, **options) -> Policy:
-    """Build a registered policy; ``options`` override its defaults."""
+def _lookup(name: str):
     try:
-        cls, defaults = _POLICIES[name]
+        return _POLICIES[name]
     except KeyError:
         raise UnknownPolicyError(
             f"unknown policy {name!r}; registered: {', '.join(sorted(_POLICIES))}."
             + closest(name, _POLICIES)
         ) from None
+
+
+def policy_options(name: str) -> set[str]:
+    """Keyword options the policy ``name`` accepts."""
+    import inspect
+
+    cls, _ = _lookup(name)
+    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+def make_policy(name: str, **options) -> Policy:
+    """Build a registered policy; ``options`` override its defaults.
+
+    An option the policy does not take is a ``SimulationError`` naming the accepted ones.
+    """
+    cls, defaults = _lookup(name)
+    unknown = set(options) - policy_options(name)
+    if unknown:
+        from hpcopt.errors import SimulationError
+
+        raise SimulationError(
+            f"policy {name!r} does not take option(s) {sorted(unknown)}; "
+            f"it takes {sorted(policy_options(name))}"
+        )
     policy = cls(**{**defaults, **options})
     policy.name = name
     return policy

@@ -1,0 +1,136 @@
+"""The Python API that mirrors the CLI: ``simulate``, ``solve``, ``load_trace``, ``load_instance``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .domain import Job, System
+from .errors import SimulationError
+
+
+@dataclass
+class SimulationResult:
+    """A finished simulation: the per-job table, the summary metrics and the settings."""
+
+    jobs: Any  # pandas DataFrame, one row per job
+    summary: dict
+    settings: dict = field(default_factory=dict)
+    cleaning: dict | None = None
+
+    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
+        self.jobs.to_csv(jobs_csv, index=False)
+        doc = {**self.summary, "settings": self.settings}
+        if self.cleaning is not None:
+            doc["cleaning"] = self.cleaning
+        summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        return jobs_csv, summary_json
+
+
+def load_trace(path, **kwargs):
+    """Read a workload trace (SWF, CSV or JSON job table); see ``hpcopt.traces.load_trace``."""
+    from .traces import load_trace as _load
+
+    return _load(path, **kwargs)
+
+
+def load_instance(path):
+    """Read and validate an instance file; see ``hpcopt.instances.load_instance``."""
+    from .instances import load_instance as _load
+
+    return _load(path)
+
+
+def solve(model_or_path, backend: str = "dp", **kwargs):
+    """Solve a model (or an instance file) with a named backend; returns a ``Result``."""
+    from .solvers import solve as _solve
+
+    model = model_or_path
+    if isinstance(model_or_path, (str, Path)):
+        model = load_instance(model_or_path).model
+    elif hasattr(model_or_path, "model") and not hasattr(model_or_path, "evaluate"):
+        model = model_or_path.model  # an Instance
+    return _solve(model, backend, **kwargs)
+
+
+def build_policy(policy, **options):
+    """A policy object from a name plus options, rejecting options it does not take."""
+    from .policies import make_policy
+
+    if hasattr(policy, "decide"):
+        if options:
+            raise SimulationError(f"options {sorted(options)} given with a policy object")
+        return policy
+    return make_policy(policy, **options)
+
+
+def simulate(
+    trace,
+    *,
+    nodes: int | None = None,
+    jobs: int | None = None,
+    cores_per_node: int = 1,
+    policy="fcfs",
+    order: str | None = None,
+    backfill: str | bool = "easy",
+    window: int | None = None,
+    seed: int | None = None,
+    starvation_bound: int | None = None,
+    period: float | None = None,
+    warmup: float = 0,
+    cooldown: float = 0,
+    progress: bool = False,
+    **policy_options,
+) -> SimulationResult:
+    """Simulate a trace (path, ``Trace`` or list of ``Job``) under a policy.
+
+    ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
+    options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
+    size, ``jobs`` keeps the first N jobs of a trace file.  Returns a ``SimulationResult``.
+    """
+    from .sim.driver import Simulator
+    from .sim.metrics import job_table, summarize
+
+    cleaning = None
+    if isinstance(trace, (str, Path)):
+        trace = load_trace(trace, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs)
+    if hasattr(trace, "jobs") and hasattr(trace, "system"):
+        job_list, system = list(trace.jobs), trace.system
+        if nodes is not None and system.nodes != nodes:
+            system = System(nodes)
+        report = getattr(trace, "report", None)
+        cleaning = report.to_dict() if report is not None else None
+    else:
+        job_list = list(trace)
+        if jobs is not None:
+            job_list = job_list[:jobs]
+        if nodes is None:
+            raise SimulationError("simulate() of a job list needs nodes= (the system size)")
+        system = System(nodes)
+    pol = build_policy(policy, **policy_options)
+    pol.reset(seed)
+    sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
+                    starvation_bound=starvation_bound, period=period, progress=progress).run()
+    table = job_table(sim.records.values(), _extra_columns(job_list))
+    summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown)
+    settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
+                    backfill="easy" if sim.backfilling else "none", window=sim.window_size,
+                    starvation_bound=starvation_bound, seed=seed, nodes=system.nodes,
+                    **{k: v for k, v in policy_options.items() if isinstance(v, (int, float, str))})
+    return SimulationResult(table, summary, settings, cleaning)
+
+
+def _extra_columns(jobs: Iterable[Job]) -> dict:
+    """One column per further resource some job uses (burst buffer, SSD per node)."""
+    cols = {}
+    if any(j.bb for j in jobs):
+        cols["bb"] = lambda r: r.job.bb
+    if any(j.ssd for j in jobs):
+        cols["ssd"] = lambda r: r.job.ssd
+    return cols

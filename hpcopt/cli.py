@@ -1,0 +1,206 @@
+"""The ``hpcopt`` command line: solve, simulate, backends, policies, demo.
+
+Every error is one line on stderr with a non-zero exit code; ``--debug`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import HpcoptError
+
+SUMMARY_KEYS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
+                "avg_bounded_slowdown", "utilization", "makespan"]
+TABLE_COLUMNS = ["instance", "backend", "status", "objective", "bound", "wall_time_s",
+                 "certified", "decision", "error"]
+
+
+def instances_dir() -> Path:
+    """The project's bundled ``instances/`` folder (next to the package in a checkout)."""
+    here = Path(__file__).resolve().parents[1] / "instances"
+    if not here.is_dir():
+        raise HpcoptError(
+            f"bundled instances not found at {here}; install hpcopt from a checkout with "
+            "'pip install -e .'"
+        )
+    return here
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hpcopt", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("solve", help="batch-solve instance files")
+    s.add_argument("files", nargs="+", help="instance files or quoted globs ('instances/*.json')")
+    s.add_argument("--backend", action="append", default=None,
+                   help="backend name, repeatable or comma-separated (default: dp)")
+    s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--workers", type=_positive_int, default=1, help="parallel processes")
+    s.add_argument("--out", default=None, help="write rows to F.csv or F.jsonl")
+
+    m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
+    m.add_argument("trace", help="SWF (.swf, .swf.gz) or CSV/JSON job table")
+    m.add_argument("--nodes", type=_positive_int, default=None, help="system size in nodes")
+    m.add_argument("--jobs", type=_positive_int, default=None, help="first N jobs of the trace")
+    m.add_argument("--cores-per-node", type=_positive_int, default=1,
+                   help="processors per node: converts trace processors to nodes")
+    m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
+    m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
+    m.add_argument("--backfill", choices=["easy", "none"], default="easy")
+    m.add_argument("--window", type=_positive_int, default=None, help="window size W")
+    m.add_argument("--backend", default=None, help="solver backend of optimizing policies")
+    m.add_argument("--value", default=None, help="knapsack value: nodes, wait or capability")
+    m.add_argument("--starvation", type=_positive_int, default=None, metavar="K",
+                   help="serve a job first once it was passed over K times")
+    m.add_argument("--warmup", type=float, default=0, help="jobs (or fraction) to trim at start")
+    m.add_argument("--cooldown", type=float, default=0, help="jobs (or fraction) to trim at end")
+    m.add_argument("--seed", type=int, default=None)
+    m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
+    m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    sub.add_parser("backends", help="list solver backends")
+    sub.add_parser("policies", help="list scheduling policies")
+    d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
+    d.add_argument("--out", default=None, help="directory for the demo's outputs")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (HpcoptError, OSError, ValueError, KeyError) as exc:
+        if args.debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"hpcopt: error: {msg}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - never a traceback unless --debug
+        if args.debug:
+            raise
+        print(f"hpcopt: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+              file=sys.stderr)
+        return 3
+
+
+def _backends(args) -> list[str]:
+    names = []
+    for item in args.backend or ["dp"]:
+        names.extend(n.strip() for n in item.split(",") if n.strip())
+    return names
+
+
+def cmd_solve(args) -> int:
+    from .batch import solve_batch, write_rows
+    from .solvers import get_solver
+
+    backends = _backends(args)
+    for name in backends:
+        get_solver(name)  # an unknown backend is a usage error, not a row per file
+    rows = solve_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
+                       workers=args.workers, progress=True)
+    _print_rows(rows)
+    if args.out:
+        print(f"wrote {write_rows(rows, args.out)}")
+    errors = sum(r["status"] == "ERROR" for r in rows)
+    if errors:
+        print(f"hpcopt: error: {errors} of {len(rows)} rows failed", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _print_rows(rows: list[dict]) -> None:
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    df["decision"] = df["decision"].map(lambda d: "" if d is None else " ".join(map(str, d)))
+    df["decision"] = df["decision"].map(lambda s: s if len(s) <= 40 else s[:37] + "...")
+    with pd.option_context("display.width", 200, "display.max_columns", 20,
+                           "display.max_colwidth", 60):
+        print(df.to_string(index=False))
+
+
+def cmd_simulate(args) -> int:
+    from .api import simulate
+
+    options = {k: v for k, v in (("backend", args.backend), ("value", args.value)) if v}
+    res = simulate(args.trace, nodes=args.nodes, jobs=args.jobs,
+                   cores_per_node=args.cores_per_node, policy=args.policy, order=args.order,
+                   backfill=args.backfill, window=args.window, seed=args.seed,
+                   starvation_bound=args.starvation, warmup=args.warmup,
+                   cooldown=args.cooldown, progress=not args.no_progress, **options)
+    _print_summary({f"{args.policy}": res.summary})
+    if args.out:
+        jobs_csv, summary_json = res.write(args.out)
+        print(f"wrote {jobs_csv} and {summary_json}")
+    return 0
+
+
+def _print_summary(summaries: dict[str, dict]) -> None:
+    import pandas as pd
+
+    df = pd.DataFrame({name: {k: s[k] for k in SUMMARY_KEYS} for name, s in summaries.items()})
+    with pd.option_context("display.float_format", "{:,.4g}".format, "display.width", 200):
+        print(df.to_string())
+
+
+def cmd_backends(args) -> int:
+    import pandas as pd
+
+    from .solvers import describe
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 70):
+        print(pd.DataFrame(describe()).to_string(index=False))
+    return 0
+
+
+def cmd_policies(args) -> int:
+    import pandas as pd
+
+    from .policies import describe_policies
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(pd.DataFrame(describe_policies()).to_string(index=False))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .api import simulate
+    from .batch import solve_batch, write_rows
+
+    base = instances_dir()
+    trace = base / "traces" / "demo.swf"
+    print(f"== simulation: {trace.name}, FCFS+EASY vs knapsack (W=20, dp) + EASY ==")
+    runs = {"fcfs+easy": simulate(trace, policy="fcfs"),
+            "knapsack+easy": simulate(trace, policy="knapsack", backend="dp")}
+    _print_summary({name: r.summary for name, r in runs.items()})
+    print(f"\n== batch solve: {base.name}/knapsack/*.json with dp and cpsat ==")
+    rows = solve_batch([str(base / "knapsack" / "*.json")], ["dp", "cpsat"])
+    _print_rows(rows)
+    if args.out:
+        for name, r in runs.items():
+            r.write(Path(args.out) / name)
+        write_rows(rows, Path(args.out) / "solve.csv")
+        print(f"wrote results under {args.out}")
+    return 1 if any(r["status"] == "ERROR" for r in rows) else 0
+
+
+COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "backends": cmd_backends,
+            "policies": cmd_policies, "demo": cmd_demo}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""Shared test fixtures: where the shared data lives, and a few job builders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+INSTANCES = REPO / "instances"
+
+
+def shared_file(relpath: str) -> Path:
+    """A file under ../shared/data, or skip the test when it is not there."""
+    path = SHARED_DATA / relpath
+    if not path.exists():
+        pytest.skip(f"shared data {relpath} not available (expected at {path})")
+    return path
+
+
+try:  # keep torch to one thread on these 2-core machines, if it is installed
+    import torch
+
+    torch.set_num_threads(1)
+except ImportError:
+    pass
