@@ -128,6 +128,8 @@ def _print_rows(rows: list[dict]) -> None:
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     df["decision"] = df["decision"].map(lambda d: "" if d is None else " ".join(map(str, d)))
     df["decision"] = df["decision"].map(lambda s: s if len(s) <= 40 else s[:37] + "...")
+    if not df["error"].fillna("").astype(bool).any():
+        df = df.drop(columns="error")
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 60):
         print(df.to_string(index=False))
