@@ -1,0 +1,224 @@
+"""Instance files: JSON envelopes around a model's data, checked against a published schema.
+
+An instance file looks like::
+
+    {"format": "hpcopt-instance", "version": 1, "name": "bb_table1", "model": "knapsack",
+     "description": "...", "meta": {...}, "data": {...}}
+
+The schema is ``instances/schema/hpcopt-instance.schema.json``.  Every problem with a file is
+an ``InstanceError`` with one line naming the file, the JSON path of the field (e.g.
+``data.weights[1]``) and what was expected.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InstanceError, ModelError
+
+FORMAT = "hpcopt-instance"
+VERSION = 1
+SCHEMA_PATH = (Path(__file__).resolve().parent.parent / "instances" / "schema"
+               / "hpcopt-instance.schema.json")
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
+               float: "number", type(None): "null"}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A loaded instance: its ``name``, validated ``model`` and where it came from."""
+
+    name: str
+    model: Any
+    path: Path | None = None
+    description: str = ""
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def model_kind(self) -> str:
+        return self.model.kind
+
+    def to_dict(self) -> dict:
+        """The whole file content (envelope plus ``model.to_dict()``)."""
+        out = {"format": FORMAT, "version": VERSION, "name": self.name, "model": self.model.kind}
+        if self.description:
+            out["description"] = self.description
+        if self.meta:
+            out["meta"] = self.meta
+        out["data"] = self.model.to_dict()
+        return out
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict:
+    """The instance-file JSON Schema (draft 2020-12)."""
+    try:
+        return json.loads(SCHEMA_PATH.read_text())
+    except OSError as err:
+        raise InstanceError(f"instance schema not found at {SCHEMA_PATH} ({err.strerror})") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema())
+
+
+def _json_path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (dict, list, str, bool, type(None))) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _describe(error) -> tuple[list, str]:
+    """(JSON path parts, "expected ..." text) for one jsonschema error."""
+    parts, kind, want, got = list(error.absolute_path), error.validator, error.validator_value, error.instance
+    if kind == "required":
+        missing = next(k for k in want if k not in got)
+        return parts + [missing], "missing required field"
+    if kind == "additionalProperties":
+        extra = sorted(k for k in got if k not in error.schema.get("properties", {}))
+        allowed = ", ".join(error.schema.get("properties", {}))
+        return parts + [extra[0]], f"unexpected field (allowed: {allowed})"
+    if kind == "type":
+        want = " or ".join(want) if isinstance(want, list) else want
+        return parts, f"expected {want}, got {_JSON_TYPES.get(type(got), 'value')} {_short(got)}"
+    if kind == "const":
+        return parts, f"expected {_short(want)}, got {_short(got)}"
+    if kind == "minimum":
+        return parts, f"expected a number >= {want}, got {_short(got)}"
+    if kind == "minItems":
+        return parts, f"expected at least {want} entries, got {len(got)}"
+    if kind == "minLength":
+        return parts, "expected a non-empty string"
+    if kind == "uniqueItems":
+        return parts, "expected unique entries, got duplicates"
+    if kind == "pattern":
+        return parts, f"expected a string matching {want}, got {_short(got)}"
+    return parts, error.message.splitlines()[0]
+
+
+def validate_instance(obj: Any, path: str | Path = "<memory>") -> None:
+    """Check ``obj`` (parsed JSON) against the schema; ``InstanceError`` on the first problem."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(obj))
+    if error is not None:
+        parts, expected = _describe(error)
+        raise InstanceError(f"{path}: {_json_path(parts)}: {expected}")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-finite number {name} is not valid JSON")
+
+
+def instance_from_dict(obj: Any, path: str | Path = "<memory>") -> Instance:
+    """Validate parsed JSON and build its ``Instance`` (``InstanceError`` on any problem)."""
+    from hpcopt.models import model_class
+
+    validate_instance(obj, path)
+    try:
+        cls = model_class(obj["model"])
+    except InstanceError as err:
+        raise InstanceError(f"{path}: model: {err}") from None
+    try:
+        model = cls.from_dict(obj["data"])
+    except ModelError as err:
+        where = f"data.{err.field}" if getattr(err, "field", None) else "data"
+        raise InstanceError(f"{path}: {where}: {getattr(err, 'detail', err)}") from None
+    return Instance(obj["name"], model, Path(path) if path != "<memory>" else None,
+                    obj.get("description", ""), obj.get("meta", {}))
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read, validate and build one instance file.
+
+    Raises
+    ------
+    InstanceError
+        One line: the file, the JSON path of the bad field and what was expected.
+
+    Examples
+    --------
+    >>> inst = load_instance(SCHEMA_PATH.parent.parent / "knapsack" / "bb_table1.json")
+    >>> inst.name, inst.model_kind, inst.model.n_items
+    ('bb_table1', 'knapsack', 5)
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise InstanceError(f"{path}: cannot read file ({err.strerror})") from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise InstanceError(
+            f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
+        ) from None
+    except ValueError as err:
+        raise InstanceError(f"{path}: not valid JSON: {err}") from None
+    return instance_from_dict(obj, path)
+
+
+def _dumps(obj: Any, indent: int = 0) -> str:
+    """JSON with one entry per line, except that lists of numbers/strings stay on one line."""
+    pad = " " * (indent + 2)
+    if isinstance(obj, dict) and obj:
+        body = ",\n".join(f"{pad}{json.dumps(k)}: {_dumps(v, indent + 2)}" for k, v in obj.items())
+        return "{\n" + body + "\n" + " " * indent + "}"
+    if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
+        body = ",\n".join(pad + _dumps(v, indent + 2) for v in obj)
+        return "[\n" + body + "\n" + " " * indent + "]"
+    return json.dumps(obj, allow_nan=False)
+
+
+def save_instance(path: str | Path, model, name: str, *, description: str = "",
+                  meta: dict | None = None) -> Path:
+    """Write ``model`` as an instance file (validated first); returns the path."""
+    inst = Instance(name, model, None, description, dict(meta or {}))
+    obj = inst.to_dict()
+    validate_instance(obj, path)
+    path = Path(path)
+    path.write_text(_dumps(obj) + "\n")
+    return path
+
+
+def expand_paths(patterns) -> list[Path]:
+    """Expand file names, directories (their ``*.json``) and glob patterns, sorted, no duplicates.
+
+    Globs are expanded here (``**`` too), so quoted patterns work on every shell.  A pattern
+    that matches nothing, or a missing file, is an ``InstanceError`` naming it.
+    """
+    if isinstance(patterns, (str, Path)):
+        patterns = [patterns]
+    found: set[Path] = set()
+    for pattern in patterns:
+        text = str(pattern)
+        if glob.has_magic(text):
+            matches = [Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file()]
+        elif Path(text).is_dir():
+            matches = list(Path(text).glob("*.json"))
+        else:
+            matches = [Path(text)] if Path(text).is_file() else []
+        if not matches:
+            raise InstanceError(f"{text}: no such file (or the pattern matched no files)")
+        found.update(matches)
+    return sorted(found)
+
+
+__all__ = [
+    "Instance", "expand_paths", "instance_from_dict", "load_instance", "save_instance",
+    "schema", "validate_instance",
+]

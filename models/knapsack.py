@@ -1,0 +1,362 @@
+"""0-1 knapsack job selection, with one or several resources.
+
+Choose which queued jobs of a window to start so that the total value (e.g. nodes used) is
+maximal and no resource (nodes, burst buffer, ...) is oversubscribed::
+
+    maximize   sum_i v_i x_i
+    subject to sum_i a_ri x_i <= b_r   for every resource r
+               x_i in {0, 1}
+
+``KnapsackModel`` is the data plus the certificate check (``evaluate``).  ``reduced`` gives
+backends the equivalent smaller problem they all start from (items that can matter, capacities
+clipped, integer-scaled on request), so that the "scale to integers or raise" rule lives in
+one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcopt.errors import ModelError
+
+from .base import Evaluation, Model
+
+FEAS_TOL = 1e-9
+MAX_DECIMALS = 6  # integer scaling tries 10**0 .. 10**MAX_DECIMALS
+INT_LIMIT = 2**53  # scaled integer data must stay exact in float64 and int64 sums
+
+
+def _field_error(field: str, expected: str, got: Any = None) -> ModelError:
+    """A one-line ``ModelError`` naming ``field``; ``err.field``/``err.detail`` keep the parts."""
+    detail = f"expected {expected}"
+    if got is not None:
+        text = got if isinstance(got, str) else repr(got)
+        detail += f", got {text if len(text) <= 60 else text[:57] + '...'}"
+    err = ModelError(f"knapsack {field}: {detail}")
+    err.field, err.detail = field, detail  # for instance-file messages (data.<field>)
+    return err
+
+
+def _numeric(name: str, data: Any) -> np.ndarray:
+    """``data`` as a float array; booleans, strings and ragged lists are a ``ModelError``."""
+    try:
+        raw = np.asarray(data)
+        if raw.dtype.kind not in "iuf":
+            if raw.dtype.kind != "O" or any(isinstance(v, (bool, str)) for v in raw.ravel()):
+                raise TypeError
+        return np.array(raw, dtype=float)
+    except (TypeError, ValueError):
+        raise _field_error(name, "a rectangular list of numbers", data) from None
+
+
+def _first_bad(arr: np.ndarray, bad: np.ndarray, name: str) -> str:
+    """Name of the first entry flagged by ``bad``, e.g. ``weights[1][3]``."""
+    index = np.argwhere(bad)[0]
+    return name + "".join(f"[{i}]" for i in index)
+
+
+@dataclass(frozen=True)
+class ReducedKnapsack:
+    """An equivalent, smaller knapsack that backends solve instead of the model.
+
+    ``items`` are the model indices that can be in an optimal solution (positive value, fit
+    alone); ``forced`` items (positive value, no weight at all) are always taken.  Capacities
+    are clipped to the total weight of ``items``.  A reduced objective ``z`` is worth
+    ``z / value_scale + offset`` in the model (``objective``); ``lift`` maps a 0-1 vector
+    over ``items`` back to a full decision.
+    """
+
+    n: int
+    items: np.ndarray
+    forced: np.ndarray
+    values: np.ndarray
+    weights: np.ndarray
+    capacities: np.ndarray
+    value_scale: float
+    offset: float
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+    def lift(self, chosen) -> list[int]:
+        """Full 0-1 decision (a list) from a 0-1 vector over ``items``."""
+        x = np.zeros(self.n, dtype=np.int8)
+        x[self.forced] = 1
+        x[self.items[np.asarray(chosen, dtype=bool)]] = 1
+        return x.tolist()
+
+    def objective(self, reduced_value: float) -> float:
+        return float(reduced_value) / self.value_scale + self.offset
+
+
+def integer_scale(arr: np.ndarray, what: str, backend: str) -> int:
+    """Smallest 10**k (k <= MAX_DECIMALS) that makes ``arr`` integral, else ``ModelError``.
+
+    ``what`` and ``backend`` name the data and the backend in the message.
+    """
+    arr = np.asarray(arr, dtype=float)
+    for k in range(MAX_DECIMALS + 1):
+        scaled = arr * 10.0**k
+        if np.abs(scaled).max(initial=0.0) >= INT_LIMIT:
+            break
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return 10**k
+    raise ModelError(
+        f"backend {backend!r} needs integer {what} (or multiples of 10^-{MAX_DECIMALS} that "
+        f"scale below 2^53); got {what} such as {arr.ravel()[:3].tolist()}; "
+        "round them or use backend 'scip' or 'pyomo:appsi_highs', which accept any numbers"
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class KnapsackModel(Model):
+    """Multi-resource 0-1 knapsack: ``values`` (n,), ``weights`` (m, n), ``capacities`` (m,).
+
+    Parameters
+    ----------
+    values : array-like, shape (n,)
+        Value of each item; any finite number (items worth <= 0 are never needed).
+    weights : array-like, shape (m, n) or (n,)
+        Non-negative use of each resource by each item; a flat list means one resource.
+    capacities : array-like, shape (m,), or a number
+        Non-negative capacity of each resource.
+    ids : sequence, optional
+        Item ids (int or str, unique); default ``0 .. n-1``.
+    resources : sequence of str, optional
+        Resource names (unique); default ``r0 .. r{m-1}``.
+
+    Raises
+    ------
+    ModelError
+        One line naming the field (``err.field``) and what was expected.
+
+    Examples
+    --------
+    >>> m = KnapsackModel([80, 10, 40, 10, 20], [[80, 10, 40, 10, 20], [20, 85, 5, 0, 0]],
+    ...                   [100, 100], ids=["J1", "J2", "J3", "J4", "J5"])
+    >>> m.evaluate([1, 0, 0, 0, 1]).objectives
+    (100.0,)
+    >>> m.decision_ids([1, 0, 0, 0, 1])
+    ('J1', 'J5')
+    """
+
+    kind: ClassVar[str] = "knapsack"
+    sense: ClassVar[str] = "max"
+
+    values: np.ndarray
+    weights: np.ndarray
+    capacities: np.ndarray
+    ids: tuple | None = None
+    resources: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        values = _numeric("values", self.values)
+        if values.ndim != 1 or values.size == 0:
+            raise _field_error("values", "a non-empty list of numbers", self.values)
+        n = values.size
+        rows = self.weights
+        if isinstance(rows, (list, tuple)) and all(hasattr(row, "__len__") for row in rows):
+            for r, row in enumerate(rows):  # name the first row of the wrong length
+                if len(row) != n:
+                    raise _field_error(f"weights[{r}]", f"{n} entries (one per value)",
+                                       f"{len(row)} entries")
+        weights = _numeric("weights", rows)
+        if weights.ndim == 1:
+            weights = weights[None, :]
+        if weights.ndim != 2 or weights.shape[0] == 0 or weights.shape[1] != n:
+            raise _field_error("weights", f"{n} entries or rows of {n} entries (one per value)",
+                               f"shape {weights.shape}")
+        m = weights.shape[0]
+        capacities = _numeric("capacities", self.capacities)
+        if capacities.ndim == 0:
+            capacities = capacities[None]
+        if capacities.ndim != 1 or capacities.size != m:
+            raise _field_error("capacities", f"one number per weight row ({m})", self.capacities)
+        for name, arr, lower in (("values", values, None), ("weights", weights, 0.0),
+                                 ("capacities", capacities, 0.0)):
+            bad = ~np.isfinite(arr) if lower is None else ~(np.isfinite(arr) & (arr >= lower))
+            if bad.any():
+                field = _first_bad(arr, bad, name)
+                if name == "weights" and m == 1:
+                    field = field.replace("weights[0]", "weights", 1)
+                if name == "capacities" and np.ndim(self.capacities) == 0:
+                    field = "capacities"
+                expected = "a finite number" if lower is None else "a finite number >= 0"
+                raise _field_error(field, expected, float(arr[tuple(np.argwhere(bad)[0])]))
+        ids = tuple(range(n)) if self.ids is None else self._labels("ids", self.ids, n, (int, str))
+        names = (tuple(f"r{r}" for r in range(m)) if self.resources is None
+                 else self._labels("resources", self.resources, m, (str,)))
+        for arr in (values, weights, capacities):
+            arr.setflags(write=False)
+        # loads may exceed a capacity by this much (float round-off) and still be feasible
+        object.__setattr__(self, "_tolerance", FEAS_TOL * np.maximum(1.0, capacities))
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "capacities", capacities)
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "resources", names)
+
+    @staticmethod
+    def _labels(field: str, labels, count: int, types: tuple) -> tuple:
+        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+            raise _field_error(field, f"a list of {count} labels", repr(labels))
+        out = tuple(v.item() if isinstance(v, np.generic) else v for v in labels)
+        if len(out) != count:
+            raise _field_error(field, f"{count} labels", f"{len(out)} labels")
+        for i, v in enumerate(out):
+            if isinstance(v, bool) or not isinstance(v, types):
+                kinds = " or ".join(t.__name__ for t in types)
+                raise _field_error(f"{field}[{i}]", kinds, repr(v))
+        if len(set(out)) != count:
+            dup = next(v for i, v in enumerate(out) if v in out[:i])
+            raise _field_error(field, "unique labels", f"{dup!r} twice")
+        return out
+
+    # -- sizes ----------------------------------------------------------------------------
+    @property
+    def n_items(self) -> int:
+        return self.values.size
+
+    @property
+    def n_resources(self) -> int:
+        return self.weights.shape[0]
+
+    # -- semantics ------------------------------------------------------------------------
+    def _decision(self, x) -> np.ndarray:
+        """``x`` as a boolean vector, or ``ModelError`` (wrong length, entries not 0/1)."""
+        arr = np.asarray(x)
+        if arr.shape != (self.n_items,):
+            raise ModelError(
+                f"knapsack decision: expected {self.n_items} entries (one per item), "
+                f"got shape {arr.shape}"
+            )
+        kind = arr.dtype.kind
+        if kind == "b":
+            return arr
+        sel = arr != 0
+        if kind not in "iuf" or not (arr[sel] == 1).all():
+            raise ModelError("knapsack decision: expected entries 0 or 1, got "
+                             f"{arr[:8].tolist()}{'...' if arr.size > 8 else ''}")
+        return sel
+
+    def evaluate(self, x) -> Evaluation:
+        """Certificate of decision ``x`` (0-1 per item): value, per-resource overload."""
+        xf = self._decision(x).astype(float)
+        over = self.weights @ xf - self.capacities
+        return Evaluation(bool((over <= self._tolerance).all()), (float(self.values @ xf),),
+                          tuple(over.clip(0.0).tolist()))
+
+    def decision_ids(self, x) -> tuple:
+        """Ids of the selected items."""
+        sel = self._decision(x)
+        return tuple(self.ids[i] for i in sel.nonzero()[0].tolist())
+
+    def reduced(self, *, integer_weights: bool = False, integer_values: bool = False,
+                backend: str = "") -> ReducedKnapsack:
+        """The equivalent problem backends solve (see ``ReducedKnapsack``).
+
+        Items with value <= 0 or that do not fit alone are dropped, items with value > 0 and
+        no weight are forced, capacities are clipped to the remaining total weight.  With
+        ``integer_weights``/``integer_values`` the data are scaled by a power of ten to
+        integers (one factor per resource row, one for the values) or ``ModelError`` names
+        ``backend`` and says why it cannot be done.  Weights become int64 then, capacities are
+        floored (exact, since loads are integers).
+        """
+        values, weights, caps = self.values, self.weights, self.capacities
+        positive = values > 0
+        heavy = (weights > 0).any(0)
+        forced = (positive & ~heavy).nonzero()[0]
+        items = (positive & heavy & (weights <= caps[:, None]).all(0)).nonzero()[0]
+        v = values[items]
+        w = weights[:, items]
+        if integer_weights:
+            rounded = w.round()
+            if (rounded == w).all():
+                scales = np.ones(len(caps))
+            else:
+                scales = np.array([integer_scale(row, "weights", backend) for row in w], float)
+                rounded = (w * scales[:, None]).round()
+            w = rounded.astype(np.int64)
+            # integer loads make flooring exact; the tiny slack absorbs round-off of cap * s
+            caps = np.floor(caps * scales * (1 + 1e-12) + 1e-9).astype(np.int64)
+        caps = np.minimum(caps, w.sum(1))
+        value_scale = 1
+        if integer_values:
+            value_scale = integer_scale(v, "values", backend)
+            v = (v * value_scale).round().astype(np.int64)
+            if v.sum() >= INT_LIMIT:
+                raise ModelError(f"backend {backend!r}: scaled values overflow 2^53")
+        return ReducedKnapsack(self.n_items, items, forced, v, w, caps, float(value_scale),
+                               float(values[forced].sum()))
+
+    # -- algebraic form and instance files ------------------------------------------------
+    def to_pyomo(self):
+        """A pyomo ``ConcreteModel``: binary ``x[i]``, objective ``obj``, constraints ``capacity[r]``."""
+        import pyomo.environ as pyo
+
+        m = pyo.ConcreteModel(name="knapsack")
+        m.I = pyo.RangeSet(0, self.n_items - 1)
+        m.R = pyo.RangeSet(0, self.n_resources - 1)
+        m.x = pyo.Var(m.I, within=pyo.Binary)
+        v = self.values.tolist()
+        a = self.weights.tolist()
+        b = self.capacities.tolist()
+        m.obj = pyo.Objective(expr=sum(v[i] * m.x[i] for i in m.I if v[i]), sense=pyo.maximize)
+
+        def capacity(m, r):
+            used = [i for i in m.I if a[r][i]]
+            if not used:
+                return pyo.Constraint.Skip
+            return sum(a[r][i] * m.x[i] for i in used) <= b[r]
+
+        m.capacity = pyo.Constraint(m.R, rule=capacity)
+        return m
+
+    def to_dict(self) -> dict:
+        """The ``data`` part of an instance file (ids/resources only when not the default)."""
+
+        def plain(arr) -> list:
+            return [int(a) if float(a).is_integer() else float(a) for a in arr]
+
+        out: dict = {
+            "values": plain(self.values),
+            "weights": [plain(row) for row in self.weights],
+            "capacities": plain(self.capacities),
+        }
+        if self.ids != tuple(range(self.n_items)):
+            out["ids"] = list(self.ids)
+        if self.resources != tuple(f"r{r}" for r in range(self.n_resources)):
+            out["resources"] = list(self.resources)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> KnapsackModel:
+        """Build from an instance file's ``data`` (see ``to_dict``); raises ``ModelError``."""
+        if not isinstance(data, dict):
+            raise _field_error("data", "an object", repr(data))
+        allowed = ("values", "weights", "capacities", "ids", "resources")
+        for key in data:
+            if key not in allowed:
+                raise _field_error(key, f"no such field (allowed: {', '.join(allowed)})")
+        for key in allowed[:3]:
+            if key not in data:
+                raise _field_error(key, "a required field, which is missing")
+        return cls(data["values"], data["weights"], data["capacities"],
+                   ids=data.get("ids"), resources=data.get("resources"))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, KnapsackModel):
+            return NotImplemented
+        return (self.ids == other.ids and self.resources == other.resources
+                and np.array_equal(self.values, other.values)
+                and np.array_equal(self.weights, other.weights)
+                and np.array_equal(self.capacities, other.capacities))
+
+    __hash__ = None  # arrays are not hashable
+
+    def __repr__(self) -> str:
+        return f"KnapsackModel(n_items={self.n_items}, resources={list(self.resources)})"

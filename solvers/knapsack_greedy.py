@@ -1,0 +1,56 @@
+"""Value-density greedy heuristic for the 0-1 knapsack (backend ``greedy``).
+
+Items are taken in order of value per normalized weight while they fit; the answer is the
+better of that fill and the best single item (which makes it a 1/2-approximation for one
+resource).  It never proves optimality.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcopt.result import Status
+
+from .registry import Outcome, SolveOptions, Solver, register
+
+AGGREGATES = ("max", "sum")
+
+
+@register("greedy")
+class Greedy(Solver):
+    """Greedy by value density; ``solver_options={"aggregate": "max" | "sum"}``.
+
+    Supported models: ``knapsack``.  The density of item i is ``v_i / s_i`` with
+    ``s_i = max_r a_ri / b_r`` (default) or ``sum_r a_ri / b_r``.  Native statuses:
+    ``STATUS_MAP = {"filled": Status.FEASIBLE}`` -- a heuristic answer is never OPTIMAL.
+    Deterministic (ties keep item order); ``time_limit`` and ``seed`` have no effect.
+    """
+
+    doc = "greedy by value density (heuristic, never OPTIMAL)"
+    SUPPORTED_MODELS = ("knapsack",)
+    EXACT = False
+    STATUS_MAP = {"filled": Status.FEASIBLE}
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        aggregate = opts.solver_options.get("aggregate", "max")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
+        red = model.reduced(backend=self.full_name)
+        chosen = np.zeros(red.size, dtype=bool)
+        if red.size:
+            caps = red.capacities
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(caps[:, None] > 0, red.weights / caps[:, None], 0.0)
+            size = share.max(axis=0) if aggregate == "max" else share.sum(axis=0)
+            order = np.argsort(-red.values / size, kind="stable")
+            room = caps.astype(float).copy()
+            for i in order:
+                w = red.weights[:, i]
+                if np.all(w <= room):
+                    chosen[i] = True
+                    room -= w
+            single = int(np.argmax(red.values))  # every reduced item fits alone
+            if red.values[single] > red.values[chosen].sum():
+                chosen[:] = False
+                chosen[single] = True
+        return Outcome(self.STATUS_MAP["filled"], red.lift(chosen))

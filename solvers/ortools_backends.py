@@ -1,0 +1,133 @@
+"""OR-tools backends: the multi-dimensional knapsack solver (``ortools``) and CP-SAT (``cpsat``).
+
+Both need integer data: ``KnapsackModel.reduced`` scales values and weights with up to six
+decimals to integers, or raises a one-line ``ModelError`` naming the backend.
+"""
+
+from __future__ import annotations
+
+from hpcopt.result import Limit, Status
+
+from .registry import Outcome, SolveOptions, Solver, register
+
+
+@register("ortools")
+class OrtoolsKnapsack(Solver):
+    """OR-tools ``knapsack_solver`` (multi-dimensional branch and bound by default).
+
+    Supported models: ``knapsack``.  ``solver_options``: ``solver_type`` (a
+    ``knapsack_solver.SolverType`` member name), ``use_reduction`` (bool).  The solver only
+    says whether its answer is proven, so the native status is ``is_solution_optimal()``::
+
+        STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}  # False: time limit hit
+
+    ``seed`` has no effect (the algorithm is deterministic).
+    """
+
+    doc = "OR-tools multi-dimensional knapsack branch and bound; integer data"
+    SUPPORTED_MODELS = ("knapsack",)
+    REQUIRED_MODULES = ("ortools",)
+    INSTALL_HINT = "pip install ortools"
+    EXACT = True
+    STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        from ortools.algorithms.python import knapsack_solver
+
+        red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
+        if red.size == 0:
+            return Outcome(Status.OPTIMAL, red.lift([]))
+        options = dict(opts.solver_options)
+        kind = options.pop("solver_type", "KNAPSACK_MULTIDIMENSION_BRANCH_AND_BOUND_SOLVER")
+        try:
+            solver_type = getattr(knapsack_solver.SolverType, kind)
+        except AttributeError:
+            raise ValueError(f"ortools: unknown solver_type {kind!r}") from None
+        solver = knapsack_solver.KnapsackSolver(solver_type, "hpcopt")
+        if "use_reduction" in options:
+            solver.set_use_reduction(bool(options.pop("use_reduction")))
+        if options:
+            raise ValueError(f"ortools: unknown solver_options {sorted(options)}; "
+                             "expected solver_type, use_reduction")
+        if opts.time_limit is not None:
+            solver.set_time_limit(opts.time_limit)
+        solver.init(red.values.tolist(), red.weights.tolist(), red.capacities.tolist())
+        value = solver.solve()
+        proven = bool(solver.is_solution_optimal())
+        chosen = [solver.best_solution_contains(i) for i in range(red.size)]
+        return Outcome(
+            self.STATUS_MAP[proven],
+            red.lift(chosen),
+            objective=red.objective(value),
+            limit=None if proven else Limit.TIME,
+        )
+
+
+@register("cpsat")
+class CpSat(Solver):
+    """OR-tools CP-SAT model built directly (boolean x, linear capacities, linear objective).
+
+    Supported models: ``knapsack``.  ``seed`` -> ``random_seed``; ``solver_options`` are
+    CP-SAT parameters (``num_workers`` defaults to 1, which makes runs deterministic);
+    ``warm_start`` (a 0-1 decision) becomes a solution hint.  Native statuses::
+
+        STATUS_MAP = {"OPTIMAL": Status.OPTIMAL, "FEASIBLE": Status.FEASIBLE,
+                      "INFEASIBLE": Status.INFEASIBLE, "MODEL_INVALID": Status.ERROR,
+                      "UNKNOWN": Status.NO_SOLUTION}
+
+    FEASIBLE and UNKNOWN carry ``limit=TIME`` when a time limit was set.  The bound is
+    ``best_objective_bound`` (only reported with an incumbent).
+    """
+
+    doc = "OR-tools CP-SAT; integer data; seedable"
+    SUPPORTED_MODELS = ("knapsack",)
+    REQUIRED_MODULES = ("ortools",)
+    INSTALL_HINT = "pip install ortools"
+    EXACT = True
+    STATUS_MAP = {
+        "OPTIMAL": Status.OPTIMAL,
+        "FEASIBLE": Status.FEASIBLE,
+        "INFEASIBLE": Status.INFEASIBLE,
+        "MODEL_INVALID": Status.ERROR,
+        "UNKNOWN": Status.NO_SOLUTION,
+    }
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        from ortools.sat.python import cp_model
+
+        red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
+        if red.size == 0:
+            return Outcome(Status.OPTIMAL, red.lift([]))
+        cp = cp_model.CpModel()
+        x = [cp.new_bool_var(f"x{i}") for i in range(red.size)]
+        for row, cap in zip(red.weights.tolist(), red.capacities.tolist()):
+            cp.add(cp_model.LinearExpr.weighted_sum(x, row) <= cap)
+        cp.maximize(cp_model.LinearExpr.weighted_sum(x, red.values.tolist()))
+        if opts.warm_start is not None:
+            model.evaluate(opts.warm_start)  # checks length and 0/1 entries
+            for var, i in zip(x, red.items.tolist()):
+                cp.add_hint(var, int(opts.warm_start[i]))
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = 1
+        if opts.time_limit is not None:
+            params.max_time_in_seconds = opts.time_limit
+        if opts.seed is not None:
+            params.random_seed = opts.seed
+        for key, val in opts.solver_options.items():
+            try:
+                setattr(params, key, val)
+            except (AttributeError, TypeError, ValueError) as err:
+                raise ValueError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+        code = solver.solve(cp)
+        status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
+        limit = None
+        if status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
+            limit = Limit.TIME
+        decision = objective = bound = None
+        if status.has_solution:  # without one, CP-SAT's bound is not meaningful
+            decision = red.lift([solver.boolean_value(v) for v in x])
+            objective = red.objective(solver.objective_value)
+            bound = red.objective(solver.best_objective_bound)
+        return Outcome(status, decision, objective=objective, bound=bound, limit=limit,
+                       log=solver.response_stats())
