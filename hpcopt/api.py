@@ -1,11 +1,12 @@
-"""The Python API that mirrors the CLI: ``simulate``, ``solve``, ``load_trace``, ``load_instance``."""
+"""The Python API that mirrors the CLI: simulate, solve, load_trace, load_instance."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .domain import Job, System
 from .errors import SimulationError

@@ -8,8 +8,9 @@ multi-resource, topology-aware and cloud models plug in without changing these t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ModelError
 

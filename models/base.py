@@ -44,7 +44,7 @@ class Model(ABC):
 
     @classmethod
     @abstractmethod
-    def from_dict(cls, data: dict) -> "Model":
+    def from_dict(cls, data: dict) -> Model:
         """Build from the ``data`` part of an instance file (raises ``ModelError``)."""
 
     def decision_ids(self, x) -> tuple[Any, ...]:

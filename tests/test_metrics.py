@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hpcopt
-from hpcopt.domain import Job, System
+from hpcopt.domain import Job
 from hpcopt.sim.metrics import summarize
 
 from .conftest import shared_file

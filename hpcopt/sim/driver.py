@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
-from typing import Callable, Iterable, Sequence
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
