@@ -155,8 +155,11 @@ def _print_summary(summaries: dict[str, dict]) -> None:
     import pandas as pd
 
     df = pd.DataFrame({name: {k: s[k] for k in SUMMARY_KEYS} for name, s in summaries.items()})
-    with pd.option_context("display.float_format", "{:,.4g}".format, "display.width", 200):
-        print(df.to_string())
+    def fmt(v) -> str:
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+    with pd.option_context("display.width", 200):
+        print(df.map(fmt).to_string())
 
 
 def cmd_backends(args) -> int:
