@@ -59,7 +59,7 @@ def main() -> None:
     print(df.to_string(index=False))
     ax = df.pivot(index="trace", columns="policy", values="jobs_per_s").plot.bar(rot=0)
     ax.set_ylabel("simulated jobs per second")
-    ax.set_title("hpcopt driver speed (best of %d)" % args.repeat)
+    ax.set_title(f"hpcopt driver speed (best of {args.repeat})")
     plt.tight_layout()
     plt.savefig(out / "simulator_speed.png", dpi=120)
     print(f"wrote {out / 'simulator_speed.csv'} and {out / 'simulator_speed.png'}")

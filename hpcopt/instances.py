@@ -60,7 +60,9 @@ def schema() -> dict:
     try:
         return json.loads(SCHEMA_PATH.read_text())
     except OSError as err:
-        raise InstanceError(f"instance schema not found at {SCHEMA_PATH} ({err.strerror})") from None
+        raise InstanceError(
+            f"instance schema not found at {SCHEMA_PATH} ({err.strerror})"
+        ) from None
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,13 +80,15 @@ def _json_path(parts) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value) if isinstance(value, (dict, list, str, bool, type(None))) else repr(value)
+    plain = isinstance(value, (dict, list, str, bool, type(None)))
+    text = json.dumps(value) if plain else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _describe(error) -> tuple[list, str]:
     """(JSON path parts, "expected ..." text) for one jsonschema error."""
-    parts, kind, want, got = list(error.absolute_path), error.validator, error.validator_value, error.instance
+    parts, kind = list(error.absolute_path), error.validator
+    want, got = error.validator_value, error.instance
     if kind == "required":
         missing = next(k for k in want if k not in got)
         return parts + [missing], "missing required field"

@@ -105,9 +105,11 @@ def integer_scale(arr: np.ndarray, what: str, backend: str) -> int:
             break
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
             return 10**k
+    odd = arr[np.abs(arr - np.round(arr)) > 1e-9 * np.maximum(1.0, np.abs(arr))]
+    example = odd[0] if odd.size else np.abs(arr).max()
     raise ModelError(
         f"backend {backend!r} needs integer {what} (or multiples of 10^-{MAX_DECIMALS} that "
-        f"scale below 2^53); got {what} such as {arr.ravel()[:3].tolist()}; "
+        f"scale below 2^53); got {what} such as {float(example)!r}; "
         "round them or use backend 'scip' or 'pyomo:appsi_highs', which accept any numbers"
     )
 
@@ -295,7 +297,7 @@ class KnapsackModel(Model):
 
     # -- algebraic form and instance files ------------------------------------------------
     def to_pyomo(self):
-        """A pyomo ``ConcreteModel``: binary ``x[i]``, objective ``obj``, constraints ``capacity[r]``."""
+        """A pyomo ``ConcreteModel``: binary ``x[i]``, objective ``obj``, ``capacity[r]`` rows."""
         import pyomo.environ as pyo
 
         m = pyo.ConcreteModel(name="knapsack")

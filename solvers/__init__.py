@@ -4,11 +4,13 @@ Importing this package registers the built-in backends; none of them imports its
 library until it solves something.
 """
 
+# built-in backends register themselves on import
+from . import knapsack_dp, knapsack_greedy, ortools_backends, pyomo_backend, scip_backend  # noqa: E402,F401
 from .registry import (
     Availability,
     Outcome,
-    Solver,
     SolveOptions,
+    Solver,
     available_backends,
     describe,
     get_solver,
@@ -16,9 +18,6 @@ from .registry import (
     register,
     solve,
 )
-
-# built-in backends register themselves on import
-from . import knapsack_dp, knapsack_greedy, ortools_backends, pyomo_backend, scip_backend  # noqa: E402,F401
 
 __all__ = [
     "Availability",

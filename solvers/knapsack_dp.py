@@ -13,6 +13,9 @@ dropped.  Then:
   resource, "best value at exactly this load"), one vectorized numpy update per item over the
   loads reachable so far (items in ascending size), with a boolean take-table to rebuild the
   decision.  The table has ``items x states`` cells; more than ``max_cells`` is refused.
+  With one binding resource and integer values, LP bounds first fix the items that some
+  optimal solution provably takes or leaves (a Martello-Toth style reduction), and the DP
+  runs on the rest.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ MAX_CELLS = 2**26  # take-table cells (bytes) the DP may allocate by default
 def solve_arrays(values, weights, capacities, *, max_cells: int = MAX_CELLS):
     """Optimal 0-1 selection for integer ``weights`` (m, k) >= 0 and ``capacities`` (m,).
 
-    ``values`` (k,) are positive numbers.  Returns ``(chosen, method)``: a boolean vector and
-    the name of the algorithm used ("all-fit", "subset-sum" or "grid").  This is the pure
-    algorithm, without the registry's option checks and certificate.
+    ``values`` (k,) are any numbers (items worth <= 0 or too heavy are never chosen).  Returns
+    ``(chosen, method)``: a boolean vector and the algorithm used ("all-fit", "subset-sum",
+    "grid+bounds" or "grid").  This is the pure algorithm, without the registry's option
+    checks and certificate.
 
     Raises
     ------
@@ -44,6 +48,12 @@ def solve_arrays(values, weights, capacities, *, max_cells: int = MAX_CELLS):
     values = np.asarray(values, dtype=float)
     weights = np.asarray(weights, dtype=np.int64)
     caps = np.asarray(capacities, dtype=np.int64)
+    useful = (values > 0) & (weights <= caps[:, None]).all(0)
+    if not useful.all():  # KnapsackModel.reduced already did this
+        chosen = np.zeros(values.size, dtype=bool)
+        chosen[useful], method = solve_arrays(values[useful], weights[:, useful], caps,
+                                              max_cells=max_cells)
+        return chosen, method
     binding = caps < weights.sum(1)
     if not binding.any():
         return np.ones(values.size, dtype=bool), "all-fit"
@@ -53,11 +63,55 @@ def solve_arrays(values, weights, capacities, *, max_cells: int = MAX_CELLS):
     if (gcd > 1).any():
         weights, caps = weights // gcd[:, None], caps // gcd
     if len(caps) == 1:
-        w = weights[0]
+        w, cap = weights[0], int(caps[0])
         j = int(w.argmax())
         if (values * w[j] == values[j] * w).all():
-            return _subset_sum(w.tolist(), int(caps[0])), "subset-sum"
+            return _subset_sum(w.tolist(), cap), "subset-sum"
+        if w.min() > 0 and w[j] <= cap and (values == values.round()).all():
+            take, drop = _fix_by_bounds(values, w, cap)
+            room = cap - int(w[take].sum())
+            free = ~(take | drop) & (w <= room)
+            chosen = take
+            if free.any():
+                sub_w = w[free]
+                chosen[free] = (True if room >= sub_w.sum() else
+                                _grid(values[free], sub_w[None, :], np.array([room]), max_cells))
+            return chosen, "grid+bounds"
     return _grid(values, weights, caps, max_cells), "grid"
+
+
+def _fix_by_bounds(values: np.ndarray, w: np.ndarray, cap: int):
+    """Items some optimal solution takes / leaves, proven with LP bounds (one resource).
+
+    Needs integer values, ``0 < w <= cap < sum(w)``.  Items in density order; the LP optimum
+    takes items ``< s`` and part of the critical item ``s``; ``low`` is the greedy value (a
+    solution that takes every item ``< s``).  Item ``j < s`` is taken when the LP bound without
+    it is at most ``low``; item ``j > s`` is left when the LP bound with it is below ``low``.
+    The greedy solution (or any optimum, when it is better) satisfies all of these at once.
+    Returns boolean masks ``(take, drop)`` over the items.
+    """
+    order = (-values / w).argsort(kind="stable")
+    vs, ws = values[order], w[order]
+    wsum = np.concatenate(([0], ws.cumsum()))
+    vsum = np.concatenate(([0.0], vs.cumsum()))
+    density = np.append(vs / ws, 0.0)
+    s = int(wsum.searchsorted(cap, "right")) - 1  # the critical item
+    low, room = 0.0, cap
+    for v, a in zip(vs.tolist(), ws.tolist()):
+        if a <= room:
+            room -= a
+            low += v
+
+    def lp(c):  # LP value of the density-sorted items with capacities c (vectorized)
+        t = wsum.searchsorted(c, "right") - 1
+        return vsum[t] + (c - wsum[t]) * density[t]
+
+    slack = 1e-9 * max(1.0, vsum[-1])  # floating error stays below it; values are integers
+    rank = np.arange(len(vs))
+    take, drop = np.zeros(len(vs), dtype=bool), np.zeros(len(vs), dtype=bool)
+    take[order] = (rank < s) & (np.floor(lp(cap + ws) - vs + slack) <= low)
+    drop[order] = (rank > s) & (np.floor(lp(cap - ws) + vs + slack) < low)
+    return take, drop
 
 
 def _subset_sum(w: list[int], cap: int) -> np.ndarray:
@@ -154,6 +208,9 @@ class DynamicProgramming(Solver):
     STATUS_MAP = {"solved": Status.OPTIMAL}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
+        unknown = sorted(set(opts.solver_options) - {"max_cells"})
+        if unknown:
+            raise ValueError(f"dp: unknown solver_options {unknown}; expected max_cells")
         red = model.reduced(integer_weights=True, backend=self.full_name)
         max_cells = int(opts.solver_options.get("max_cells", MAX_CELLS))
         chosen, method = solve_arrays(red.values, red.weights, red.capacities,

@@ -32,6 +32,9 @@ class Greedy(Solver):
     STATUS_MAP = {"filled": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
+        unknown = sorted(set(opts.solver_options) - {"aggregate"})
+        if unknown:
+            raise ValueError(f"greedy: unknown solver_options {unknown}; expected aggregate")
         aggregate = opts.solver_options.get("aggregate", "max")
         if aggregate not in AGGREGATES:
             raise ValueError(f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
@@ -42,13 +45,13 @@ class Greedy(Solver):
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(caps[:, None] > 0, red.weights / caps[:, None], 0.0)
             size = share.max(axis=0) if aggregate == "max" else share.sum(axis=0)
-            order = np.argsort(-red.values / size, kind="stable")
-            room = caps.astype(float).copy()
-            for i in order:
-                w = red.weights[:, i]
-                if np.all(w <= room):
+            order = (-red.values / size).argsort(kind="stable").tolist()
+            cols = red.weights.T.tolist()
+            room = caps.tolist()
+            for i in order:  # plain Python: a window has tens of items
+                if all(a <= r for a, r in zip(cols[i], room)):
                     chosen[i] = True
-                    room -= w
+                    room = [r - a for a, r in zip(cols[i], room)]
             single = int(np.argmax(red.values))  # every reduced item fits alone
             if red.values[single] > red.values[chosen].sum():
                 chosen[:] = False

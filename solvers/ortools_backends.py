@@ -10,12 +10,18 @@ from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
 
+DP_CELLS = 2**24  # largest items x capacity table for the ortools one-resource DP
+
 
 @register("ortools")
 class OrtoolsKnapsack(Solver):
-    """OR-tools ``knapsack_solver`` (multi-dimensional branch and bound by default).
+    """OR-tools ``knapsack_solver``.
 
-    Supported models: ``knapsack``.  ``solver_options``: ``solver_type`` (a
+    Supported models: ``knapsack``.  By default one resource uses OR-tools' dynamic program
+    (exact, ignores the time limit, table ``items x capacity`` at most ``DP_CELLS``) and
+    several resources its multi-dimensional branch and bound (honours the time limit; on
+    subset-sum-like data, where every item has the same density, its LP bound never prunes,
+    so give it a time limit).  ``solver_options``: ``solver_type`` (a
     ``knapsack_solver.SolverType`` member name), ``use_reduction`` (bool).  The solver only
     says whether its answer is proven, so the native status is ``is_solution_optimal()``::
 
@@ -24,12 +30,19 @@ class OrtoolsKnapsack(Solver):
     ``seed`` has no effect (the algorithm is deterministic).
     """
 
-    doc = "OR-tools multi-dimensional knapsack branch and bound; integer data"
+    doc = "OR-tools knapsack solver (DP for one resource, B&B for several); integer data"
     SUPPORTED_MODELS = ("knapsack",)
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"
     EXACT = True
     STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}
+
+    @staticmethod
+    def default_type(red) -> str:
+        """OR-tools' DP for one resource (when the table is small), else branch and bound."""
+        if len(red.capacities) == 1 and red.size * (int(red.capacities[0]) + 1) <= DP_CELLS:
+            return "KNAPSACK_DYNAMIC_PROGRAMMING_SOLVER"
+        return "KNAPSACK_MULTIDIMENSION_BRANCH_AND_BOUND_SOLVER"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from ortools.algorithms.python import knapsack_solver
@@ -38,7 +51,7 @@ class OrtoolsKnapsack(Solver):
         if red.size == 0:
             return Outcome(Status.OPTIMAL, red.lift([]))
         options = dict(opts.solver_options)
-        kind = options.pop("solver_type", "KNAPSACK_MULTIDIMENSION_BRANCH_AND_BOUND_SOLVER")
+        kind = options.pop("solver_type", None) or self.default_type(red)
         try:
             solver_type = getattr(knapsack_solver.SolverType, kind)
         except AttributeError:

@@ -70,8 +70,8 @@ class Pyomo(Solver):
     Supported models: ``knapsack``.  ``time_limit``, ``seed`` and a zero relative MIP gap go to
     the solver under its own option names (``OPTION_NAMES``; a solver not listed gets none of
     them, which ``Result.log`` says, and its "optimal" is then within its default gap);
-    ``solver_options`` are set on ``opt.options`` unchecked, after those.  Native statuses are pyomo's
-    ``TerminationCondition`` values, mapped by ``_termination_map()``::
+    ``solver_options`` are set on ``opt.options`` unchecked, after those.  Native statuses are
+    pyomo's ``TerminationCondition`` values, mapped by ``_termination_map()``::
 
         optimal/globallyOptimal -> OPTIMAL; feasible/locallyOptimal/other -> FEASIBLE;
         maxTimeLimit -> FEASIBLE + TIME; maxIterations -> FEASIBLE + ITERATION;

@@ -9,6 +9,7 @@ backend can report a decision the model does not accept.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import time
@@ -96,15 +97,7 @@ class Solver:
 
     def version(self) -> str:
         """Version of the backend library ('' when not applicable)."""
-        if not self.REQUIRED_MODULES:
-            return ""
-        from importlib import metadata
-
-        dist = {"pyscipopt": "PySCIPOpt", "ortools": "ortools", "pyomo": "pyomo"}
-        try:
-            return metadata.version(dist.get(self.REQUIRED_MODULES[0], self.REQUIRED_MODULES[0]))
-        except metadata.PackageNotFoundError:
-            return ""
+        return _dist_version(self.REQUIRED_MODULES[0]) if self.REQUIRED_MODULES else ""
 
     def supports(self, model) -> bool:
         return model.kind in self.SUPPORTED_MODELS
@@ -197,6 +190,19 @@ class Solver:
             extra=out.extra,
             log=out.log,
         )
+
+
+@functools.cache
+def _dist_version(module: str) -> str:
+    """Installed version of the distribution providing ``module`` (cached: the metadata
+    lookup costs ~0.25 ms, more than a small knapsack solve)."""
+    from importlib import metadata
+
+    dist = {"pyscipopt": "PySCIPOpt", "ortools": "ortools", "pyomo": "pyomo"}
+    try:
+        return metadata.version(dist.get(module, module))
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def register(name: str, *, family: bool = False):

@@ -250,7 +250,9 @@ def test_bad_common_options_rejected():
 
 @pytest.mark.parametrize("name, options", [("cpsat", {"no_such_param": 1}),
                                            ("scip", {"no/such/param": 1}),
-                                           ("ortools", {"no_such_option": 1})])
+                                           ("ortools", {"no_such_option": 1}),
+                                           ("dp", {"no_such_option": 1}),
+                                           ("greedy", {"no_such_option": 1})])
 def test_bad_solver_options_are_one_line_errors(name, options):
     with pytest.raises(ValueError) as info:
         backend(name).solve(SHIPPED[0][0], solver_options=options)
@@ -288,7 +290,25 @@ def test_dp_methods():
     assert S.solve(nodes, "dp").extra["method"] == "subset-sum"
     assert S.solve(nodes, "dp").objective == 14
     assert S.solve(KnapsackModel([5, 7], [5, 7], 20), "dp").extra["method"] == "all-fit"
-    assert S.solve(KnapsackModel([5, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid"
+    assert S.solve(KnapsackModel([5, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid+bounds"
+    assert S.solve(KnapsackModel([5.5, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid"
+    two = KnapsackModel([5, 8, 9], [[5, 7, 9], [1, 2, 2]], [14, 3])
+    assert S.solve(two, "dp").extra["method"] == "grid"
+
+
+@pytest.mark.parametrize("kind", ["uncorrelated", "correlated", "nodehours"])
+def test_dp_bound_fixing_matches_ortools(kind):
+    """The LP-bound reduction (one resource, integer values) on many windows."""
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        n = int(rng.integers(5, 51))
+        w = np.exp(rng.uniform(0, np.log(500), n)).astype(int)
+        v = {"uncorrelated": rng.integers(1, 1000, n), "correlated": w + 10,
+             "nodehours": w * rng.integers(1, 25, n)}[kind]
+        model = KnapsackModel(v, w, int(rng.integers(1, w.sum() + 1)))
+        result = S.solve(model, "dp")
+        check_certificate(model, result)
+        assert result.objective == S.solve(model, "ortools").objective
 
 
 # -- names and models -------------------------------------------------------------------------
