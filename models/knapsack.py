@@ -362,3 +362,17 @@ class KnapsackModel(Model):
 
     def __repr__(self) -> str:
         return f"KnapsackModel(n_items={self.n_items}, resources={list(self.resources)})"
+
+
+def brute_force_optimum(model: KnapsackModel, max_items: int = 20) -> float:
+    """Optimal value by enumerating every 0-1 vector: the oracle for small test instances."""
+    import itertools
+
+    if model.n_items > max_items:
+        raise ModelError(f"brute force enumerates 2^n decisions; n={model.n_items} > {max_items}")
+    best = -np.inf
+    for bits in itertools.product((0, 1), repeat=model.n_items):
+        ev = model.evaluate(bits)
+        if ev.feasible:
+            best = max(best, ev.objective)
+    return float(best)

@@ -7,7 +7,6 @@ registered backend is missing from it.  Backends whose library is not installed 
 from __future__ import annotations
 
 import csv
-import itertools
 import math
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from hpcopt.errors import (
 from hpcopt.instances import load_instance
 from hpcopt.models import Evaluation, Model
 from hpcopt.models.knapsack import KnapsackModel
+from hpcopt.models.knapsack import brute_force_optimum as brute_force
 from hpcopt.result import Limit, Status
 
 KNAPSACK_DIR = Path(__file__).resolve().parent.parent / "instances" / "knapsack"
@@ -66,14 +66,6 @@ def check_certificate(model, result) -> None:
     if result.bound is not None and not math.isinf(result.bound):
         assert result.bound >= result.objective - 1e-6 * max(1.0, abs(result.objective))
 
-
-def brute_force(model: KnapsackModel) -> float:
-    best = -math.inf
-    for bits in itertools.product((0, 1), repeat=model.n_items):
-        ev = model.evaluate(bits)
-        if ev.feasible:
-            best = max(best, ev.objective)
-    return best
 
 
 def shipped():

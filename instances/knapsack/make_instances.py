@@ -12,13 +12,13 @@ brute-force enumeration too).
 from __future__ import annotations
 
 import csv
-import itertools
 from pathlib import Path
 
 import numpy as np
 
 from hpcopt.instances import save_instance
 from hpcopt.models.knapsack import KnapsackModel
+from hpcopt.models.knapsack import brute_force_optimum as brute_force
 from hpcopt.solvers import solve
 
 HERE = Path(__file__).resolve().parent
@@ -90,14 +90,6 @@ def build(rng: np.random.Generator) -> list[tuple[str, KnapsackModel, str]]:
                 "25 jobs, 256 nodes, 40 TB burst buffer, 128 large-SSD nodes; maximize nodes."))
     return out
 
-
-def brute_force(model: KnapsackModel) -> float:
-    best = -np.inf
-    for bits in itertools.product((0, 1), repeat=model.n_items):
-        ev = model.evaluate(bits)
-        if ev.feasible:
-            best = max(best, ev.objective)
-    return best
 
 
 def main() -> None:
