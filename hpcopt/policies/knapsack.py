@@ -18,6 +18,7 @@ from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
 from .base import Policy, register_policy
+from .classic import greedy_fill
 
 VALUES = ("nodes", "wait", "capability")
 
@@ -56,23 +57,34 @@ class KnapsackPolicy(Policy):
         n_sys = window.system.nodes
         return [w / t_max / 3 + 2 * j.nodes / n_sys / 3 for w, j in zip(waits, jobs)]
 
-    def decide(self, window: Window) -> Decision:
-        free = window.free_nodes
-        candidates = [j for j in window.jobs if j.nodes <= free]
-        if not candidates:
-            chosen: tuple = ()
-        elif sum(j.nodes for j in candidates) <= free:
-            chosen = tuple(j.id for j in candidates)  # everything fits: optimal trivially
-        else:
-            from hpcopt.models.knapsack import KnapsackModel
+    def _select(self, window: Window, candidates, free: int) -> tuple:
+        """Ids of the best subset of ``candidates`` for the free nodes (and burst buffer)."""
+        weights = [[j.nodes for j in candidates]]
+        caps = [free]
+        if any(j.bb for j in candidates):
+            weights.append([j.bb for j in candidates])
+            caps.append(window.resources.free_dict()["bb"])
+        if all(sum(row) <= cap for row, cap in zip(weights, caps)):
+            return tuple(j.id for j in candidates)  # everything fits: optimal trivially
+        from hpcopt.models.knapsack import KnapsackModel
 
-            sub = Window(window.time, candidates, window.resources, window.running,
-                         window.system, window.queue_length, window.passed)
-            model = KnapsackModel(values=self.values(sub), weights=[[j.nodes for j in candidates]],
-                                  capacities=[free], ids=[j.id for j in candidates])
-            result = self._solver.solve(model, time_limit=self.time_limit, seed=self.seed)
-            chosen = tuple(result.selected_ids or ())
-        chosen_set = set(chosen)
-        waiting = [j for j in window.jobs if j.id not in chosen_set]
+        sub = Window(window.time, candidates, window.resources, window.running,
+                     window.system, window.queue_length, window.passed)
+        model = KnapsackModel(values=self.values(sub), weights=weights, capacities=caps,
+                              ids=[j.id for j in candidates])
+        result = self._solver.solve(model, time_limit=self.time_limit, seed=self.seed)
+        return tuple(result.selected_ids or ())
+
+    def decide(self, window: Window) -> Decision:
+        pool = window.resources
+        candidates = [j for j in window.jobs if pool.fits(j)]
+        chosen: tuple = ()
+        if candidates:
+            picked = set(self._select(window, candidates, pool.free_nodes))
+            # the model counts nodes and burst buffer; SSD classes are checked on the window's
+            # resources, which drop a picked job that no longer fits
+            chosen = greedy_fill(window, [j for j in candidates if j.id in picked])
+        started = set(chosen)
+        waiting = [j for j in window.jobs if j.id not in started]
         reserve = min(waiting, key=lambda j: (j.submit, j.id)).id if waiting else None
         return Decision(chosen, reserve=reserve)

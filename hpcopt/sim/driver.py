@@ -17,7 +17,8 @@ A pass:
    at which it first fits, and the *extra* resources are what is free at that moment minus
    its own demand.  The rest of the queue is scanned in order: a job that fits now starts
    (mode ``backfilled``) if it ends by its walltime no later than the shadow time, or else if
-   it fits in the extra resources, which then shrink by its demand.
+   the very resources it takes now (nodes of each SSD class, burst buffer) are among the
+   extra ones, which then shrink by them.
 
 A job that held a reservation and later starts has mode ``reserved``.  The pass steps are
 public methods (``window``, ``start``, ``reserve``, ``backfill``) so that learning
@@ -121,6 +122,7 @@ class Simulator:
         self.progress = progress
 
         self.pool = make_pool(system)
+        self._empty = make_pool(system)  # never touched: "can this job ever run here?"
         self.now = -math.inf
         self.records: dict[int, JobRecord] = {}
         self.queue: list[Job] = []  # waiting jobs (kept in order when the order is static)
@@ -284,8 +286,8 @@ class Simulator:
                 raise InvalidDecisionError(f"decision starts job {jid} twice")
             if not trial.fits(job):
                 raise InvalidDecisionError(
-                    f"decision over-subscribes the machine: job {jid} needs {job.nodes} nodes, "
-                    f"{trial.free_nodes} left (time {self.now})"
+                    f"decision over-subscribes the machine: job {jid} {trial.why_not(job)} "
+                    f"(time {self.now})"
                 )
             trial.take(job, decision.allocations.get(jid))
             started.add(jid)
@@ -344,23 +346,24 @@ class Simulator:
                 break
             if job.id in started or job is reserved or not pool.fits(job):
                 continue
-            if now + job.walltime <= shadow:
-                pass
-            elif extra.fits(job):
-                extra.take(job)
-            else:
-                continue
+            alloc = None
+            if now + job.walltime > shadow:
+                # it will still run at the shadow time: the very resources it takes now
+                # must be left over by the reserved job then
+                alloc = pool.plan(job)
+                if not extra.fits(job, alloc):
+                    continue
+                extra.take(job, alloc)
             started.add(job.id)
-            self.start(job, BACKFILLED)
+            self.start(job, BACKFILLED, alloc)
 
     # ------------------------------------------------------------------ internals
     def _register(self, job: Job) -> None:
         if job.id in self.records:
             raise SimulationError(f"duplicate job id {job.id!r}")
-        if job.nodes > self.system.nodes:
-            raise SimulationError(
-                f"job {job.id} needs {job.nodes} nodes, the system has {self.system.nodes}"
-            )
+        if not self._empty.fits(job):
+            raise SimulationError(f"job {job.id} can never run on this system: "
+                                  f"it {self._empty.why_not(job)} on the empty machine")
         self.records[job.id] = JobRecord(job)
 
     def _push(self, time: float, kind: int, payload) -> None:

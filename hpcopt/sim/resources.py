@@ -24,8 +24,12 @@ class NodePool:
     def free_nodes(self) -> int:
         return self.free
 
-    def fits(self, job: Job) -> bool:
+    def fits(self, job: Job, allocation=None) -> bool:
         return job.nodes <= self.free
+
+    def plan(self, job: Job):
+        """The allocation ``take`` would make now, without taking it."""
+        return job.nodes
 
     def take(self, job: Job, allocation=None):
         """Allocate the job's resources; returns the allocation (here: the node count)."""
@@ -40,6 +44,9 @@ class NodePool:
     def copy(self) -> NodePool:
         return NodePool(self.total, self.free)
 
+    def why_not(self, job: Job) -> str:
+        return f"needs {job.nodes} nodes, {self.free} free"
+
     def free_dict(self) -> dict[str, float]:
         return {"nodes": self.free}
 
@@ -47,6 +54,98 @@ class NodePool:
         return f"NodePool(free={self.free}/{self.total})"
 
 
-def make_pool(system: System) -> NodePool:
-    """The resource state that fits ``system``."""
+class MultiPool:
+    """Nodes in SSD classes plus a shared burst buffer (BBSched's resources).
+
+    A job needs ``nodes`` nodes whose SSD size is at least its ``ssd`` request, and ``bb`` GB
+    of burst buffer for its whole run.  Nodes are taken from the smallest eligible SSD class
+    first (a 100 GB request prefers 128 GB nodes and spills into 256 GB ones; a 200 GB request
+    only gets 256 GB nodes), so large-SSD nodes stay free for the jobs that need them.  The
+    allocation is the tuple of nodes taken per class.
+    """
+
+    __slots__ = ("sizes", "counts", "free_class", "bb_total", "free_bb")
+
+    def __init__(self, sizes, counts, bb_total: float, free_class=None, free_bb=None) -> None:
+        self.sizes = tuple(sizes)  # SSD GB per node, ascending
+        self.counts = tuple(counts)
+        self.free_class = list(counts if free_class is None else free_class)
+        self.bb_total = float(bb_total)
+        self.free_bb = self.bb_total if free_bb is None else float(free_bb)
+
+    @classmethod
+    def for_system(cls, system: System) -> MultiPool:
+        classes = sorted(system.ssd_classes.items()) or [(0.0, system.nodes)]
+        return cls([float(s) for s, _ in classes], [int(n) for _, n in classes], system.bb)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def free_nodes(self) -> int:
+        return sum(self.free_class)
+
+    def _eligible_free(self, job: Job) -> int:
+        return sum(f for size, f in zip(self.sizes, self.free_class) if size >= job.ssd)
+
+    def fits(self, job: Job, allocation=None) -> bool:
+        """Whether ``job`` fits now; with ``allocation``, whether exactly those nodes are free."""
+        if job.bb > self.free_bb + 1e-9:
+            return False
+        if allocation is None:
+            return job.nodes <= self._eligible_free(job)
+        return sum(allocation) == job.nodes and all(
+            got <= free and (got == 0 or size >= job.ssd)
+            for got, free, size in zip(allocation, self.free_class, self.sizes))
+
+    def plan(self, job: Job) -> tuple[int, ...]:
+        """Nodes per class that ``take`` would use: smallest eligible class first."""
+        need, alloc = job.nodes, []
+        for size, free in zip(self.sizes, self.free_class):
+            got = min(need, free) if size >= job.ssd else 0
+            need -= got
+            alloc.append(got)
+        return tuple(alloc)
+
+    def take(self, job: Job, allocation=None):
+        """Allocate ``job`` (by the class rule, or exactly ``allocation``); returns the
+        nodes taken per class."""
+        alloc = self.plan(job) if allocation is None else tuple(allocation)
+        if not self.fits(job, alloc):
+            raise ValueError(f"job {job.id} does not fit: {self.why_not(job)}")
+        for k, got in enumerate(alloc):
+            self.free_class[k] -= got
+        self.free_bb -= job.bb
+        return alloc
+
+    def give(self, job: Job, allocation) -> None:
+        for k, got in enumerate(allocation):
+            self.free_class[k] += got
+        self.free_bb += job.bb
+
+    def copy(self) -> MultiPool:
+        return MultiPool(self.sizes, self.counts, self.bb_total, self.free_class, self.free_bb)
+
+    def free_dict(self) -> dict[str, float]:
+        out = {"nodes": self.free_nodes, "bb": self.free_bb}
+        if len(self.sizes) > 1 or self.sizes[0] > 0:
+            out.update({f"ssd_{size:g}": f for size, f in zip(self.sizes, self.free_class)})
+        return out
+
+    def why_not(self, job: Job) -> str:
+        """Why ``job`` does not fit, in words (for error messages)."""
+        if job.bb > self.free_bb + 1e-9:
+            return f"needs {job.bb:g} GB burst buffer, {self.free_bb:g} free"
+        return (f"needs {job.nodes} nodes with >= {job.ssd:g} GB SSD, "
+                f"{self._eligible_free(job)} free")
+
+    def __repr__(self) -> str:
+        return f"MultiPool({self.free_dict()})"
+
+
+def make_pool(system: System):
+    """The resource state that fits ``system``: plain node counting unless it has extras."""
+    if system.bb > 0 or system.ssd_classes:
+        return MultiPool.for_system(system)
     return NodePool(system.nodes)
