@@ -75,6 +75,7 @@ def simulate(
     trace,
     *,
     nodes: int | None = None,
+    system: System | None = None,
     jobs: int | None = None,
     cores_per_node: int = 1,
     policy="fcfs",
@@ -93,7 +94,8 @@ def simulate(
 
     ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
     options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
-    size, ``jobs`` keeps the first N jobs of a trace file.  Returns a ``SimulationResult``.
+    size, ``system`` gives the whole machine (burst buffer, SSD classes) for a job list, and
+    ``jobs`` keeps the first N jobs.  Returns a ``SimulationResult``.
     """
     from .sim.driver import Simulator
     from .sim.metrics import job_table, summarize
@@ -111,9 +113,10 @@ def simulate(
         job_list = list(trace)
         if jobs is not None:
             job_list = job_list[:jobs]
-        if nodes is None:
-            raise SimulationError("simulate() of a job list needs nodes= (the system size)")
-        system = System(nodes)
+        if system is None:
+            if nodes is None:
+                raise SimulationError("simulate() of a job list needs nodes= or system=")
+            system = System(nodes)
     pol = build_policy(policy, **policy_options)
     pol.reset(seed)
     sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,

@@ -10,17 +10,15 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from .errors import HpcoptError
+from .errors import HpcoptError, one_line
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
 
 
 def _error_row(instance: str, backend: str, message: str, model: str = "") -> dict:
-    return {"instance": instance, "model": model, "backend": backend, "status": "ERROR",
-            "objective": None, "bound": None, "gap": None, "wall_time_s": None,
-            "certified": False, "decision": None, "limit": None, "seed": None,
-            "error": message}
+    return {**dict.fromkeys(COLUMNS), "instance": instance, "model": model, "backend": backend,
+            "status": "ERROR", "certified": False, "error": message}
 
 
 def solve_file(path: str, backends: list[str], time_limit: float | None = None,
@@ -33,7 +31,7 @@ def solve_file(path: str, backends: list[str], time_limit: float | None = None,
     try:
         inst = load_instance(path)
     except (HpcoptError, OSError) as exc:
-        return [_error_row(name, b, _one_line(exc)) for b in backends]
+        return [_error_row(name, b, one_line(exc)) for b in backends]
     rows = []
     for backend in backends:
         try:
@@ -45,14 +43,8 @@ def solve_file(path: str, backends: list[str], time_limit: float | None = None,
                                   "objectives": list(p.objectives)} for p in res.pareto]
             rows.append(row)
         except Exception as exc:  # noqa: BLE001 - a batch never dies because of one instance
-            rows.append(_error_row(inst.name, backend, _one_line(exc), inst.model.kind))
+            rows.append(_error_row(inst.name, backend, one_line(exc), inst.model.kind))
     return rows
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    msg = text[0] if text else ""
-    return msg if isinstance(exc, HpcoptError) else f"{type(exc).__name__}: {msg}"
 
 
 def solve_batch(patterns, backends, *, time_limit=None, seed=None, workers: int = 1,
@@ -65,7 +57,7 @@ def solve_batch(patterns, backends, *, time_limit=None, seed=None, workers: int 
         try:
             paths.update((str(p), None) for p in expand_paths([pattern]))
         except HpcoptError as exc:
-            rows.extend(_error_row(str(pattern), b, _one_line(exc)) for b in backends)
+            rows.extend(_error_row(str(pattern), b, one_line(exc)) for b in backends)
     args = [(p, list(backends), time_limit, seed, solver_options) for p in paths]
     from tqdm.auto import tqdm
 

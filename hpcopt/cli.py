@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import HpcoptError
+from .errors import HpcoptError, one_line
 
 SUMMARY_KEYS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
                 "avg_bounded_slowdown", "utilization", "makespan"]
@@ -86,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except (HpcoptError, OSError, ValueError, KeyError) as exc:
         if args.debug:
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"hpcopt: error: {msg}", file=sys.stderr)
+        print(f"hpcopt: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - never a traceback unless --debug
         if args.debug:

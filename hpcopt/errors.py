@@ -62,6 +62,13 @@ class SimulationError(HpcoptError):
     """An invalid simulation request (job larger than the system, bad option)."""
 
 
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message; non-hpcopt errors keep their type name."""
+    lines = str(exc).strip().splitlines()
+    msg = lines[0] if lines else ""
+    return msg if isinstance(exc, HpcoptError) and msg else f"{type(exc).__name__}: {msg}"
+
+
 def closest(name: str, names) -> str:
     """Return a ' Did you mean ...?' hint for ``name`` among ``names`` (or '')."""
     import difflib

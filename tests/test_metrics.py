@@ -40,7 +40,7 @@ def test_simulation_result_files(tmp_path):
 
     import pandas as pd
 
-    res = hpcopt.simulate([Job(1, 0, 5, 10, 1, bb=3.0)], nodes=1)
+    res = hpcopt.simulate([Job(1, 0, 5, 10, 1, bb=3.0)], system=hpcopt.System(1, bb=10.0))
     jobs_csv, summary_json = res.write(tmp_path / "out")
     df = pd.read_csv(jobs_csv)
     assert list(df.columns[:12]) == ["job_id", "submit", "start", "end", "nodes", "walltime",

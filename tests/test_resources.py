@@ -62,6 +62,8 @@ def test_jobs_that_can_never_run_are_rejected():
         Simulator([J(1, 0, 1, 10, bb=500)], SSD_SYSTEM, make_policy("fcfs"))
     with pytest.raises(SimulationError, match="SSD"):
         Simulator([J(1, 0, 3, 10, ssd=200)], SSD_SYSTEM, make_policy("fcfs"))
+    with pytest.raises(SimulationError, match="has neither"):  # never silently ignored
+        Simulator([J(1, 0, 1, 10, bb=5)], System(8), make_policy("fcfs"))
 
 
 jobs_st = st.lists(

@@ -64,13 +64,14 @@ def make_policy(name: str, **options) -> Policy:
     An option the policy does not take is a ``SimulationError`` naming the accepted ones.
     """
     cls, defaults = _lookup(name)
-    unknown = set(options) - policy_options(name)
+    accepted = policy_options(name)
+    unknown = set(options) - accepted
     if unknown:
         from hpcopt.errors import SimulationError
 
         raise SimulationError(
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
-            f"it takes {sorted(policy_options(name))}"
+            f"it takes {sorted(accepted)}"
         )
     policy = cls(**{**defaults, **options})
     policy.name = name

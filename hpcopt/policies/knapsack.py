@@ -46,11 +46,11 @@ class KnapsackPolicy(Policy):
         if seed is not None:
             self.seed = seed
 
-    def values(self, window: Window) -> list[float]:
-        jobs, now = window.jobs, window.time
+    def values(self, window: Window, jobs) -> list[float]:
+        """The value of starting each of ``jobs`` at the window's time."""
         if self.value == "nodes":
             return [float(j.nodes) for j in jobs]
-        waits = [now - j.submit for j in jobs]
+        waits = [window.wait(j) for j in jobs]
         if self.value == "wait":
             return [w + 1.0 for w in waits]
         t_max = max(max(waits), 1.0)
@@ -68,9 +68,8 @@ class KnapsackPolicy(Policy):
             return tuple(j.id for j in candidates)  # everything fits: optimal trivially
         from hpcopt.models.knapsack import KnapsackModel
 
-        sub = Window(window.time, candidates, window.resources, window.running,
-                     window.system, window.queue_length, window.passed)
-        model = KnapsackModel(values=self.values(sub), weights=weights, capacities=caps,
+        model = KnapsackModel(values=self.values(window, candidates), weights=weights,
+                              capacities=caps,
                               ids=[j.id for j in candidates])
         result = self._solver.solve(model, time_limit=self.time_limit, seed=self.seed)
         return tuple(result.selected_ids or ())

@@ -12,7 +12,10 @@ from hpcopt.domain import Job, System
 
 
 class NodePool:
-    """Interchangeable nodes: the state is the number of free nodes."""
+    """Interchangeable nodes: the state is the number of free nodes.
+
+    The machine has no burst buffer and no SSD classes, so a job asking for either never fits.
+    """
 
     __slots__ = ("total", "free")
 
@@ -25,7 +28,7 @@ class NodePool:
         return self.free
 
     def fits(self, job: Job, allocation=None) -> bool:
-        return job.nodes <= self.free
+        return job.nodes <= self.free and not job.bb and not job.ssd
 
     def plan(self, job: Job):
         """The allocation ``take`` would make now, without taking it."""
@@ -33,8 +36,8 @@ class NodePool:
 
     def take(self, job: Job, allocation=None):
         """Allocate the job's resources; returns the allocation (here: the node count)."""
-        if job.nodes > self.free:
-            raise ValueError(f"job {job.id} needs {job.nodes} nodes, {self.free} free")
+        if not self.fits(job):
+            raise ValueError(f"job {job.id} {self.why_not(job)}")
         self.free -= job.nodes
         return job.nodes
 
@@ -45,6 +48,9 @@ class NodePool:
         return NodePool(self.total, self.free)
 
     def why_not(self, job: Job) -> str:
+        if job.bb or job.ssd:
+            return (f"needs burst buffer ({job.bb:g} GB) or SSD ({job.ssd:g} GB per node), "
+                    "and the system has neither")
         return f"needs {job.nodes} nodes, {self.free} free"
 
     def free_dict(self) -> dict[str, float]:
