@@ -94,8 +94,8 @@ def simulate(
 
     ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
     options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
-    size, ``system`` gives the whole machine (burst buffer, SSD classes) for a job list, and
-    ``jobs`` keeps the first N jobs.  Returns a ``SimulationResult``.
+    size, ``system`` gives the whole machine (burst buffer, SSD classes; a trace file only
+    knows the node count), and ``jobs`` keeps the first N jobs.  Returns a ``SimulationResult``.
     """
     from .sim.driver import Simulator
     from .sim.metrics import job_table, summarize
@@ -104,9 +104,9 @@ def simulate(
     if isinstance(trace, (str, Path)):
         trace = load_trace(trace, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs)
     if hasattr(trace, "jobs") and hasattr(trace, "system"):
-        job_list, system = list(trace.jobs), trace.system
-        if nodes is not None and system.nodes != nodes:
-            system = System(nodes)
+        job_list = list(trace.jobs)
+        if system is None:
+            system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
         report = getattr(trace, "report", None)
         cleaning = report.to_dict() if report is not None else None
     else:

@@ -331,18 +331,9 @@ def load_trace(
         raise TraceError(f"{src}: unknown trace format {fmt!r}; expected 'swf', 'csv' or 'json'")
     if extra_fields not in ("error", "ignore"):
         raise TraceError(f"extra_fields must be 'error' or 'ignore', got {extra_fields!r}")
-    if isinstance(cores_per_node, bool) or not isinstance(cores_per_node, (int, np.integer)) \
-            or cores_per_node < 1:
-        raise TraceError(f"cores_per_node must be a positive integer, got {cores_per_node!r}")
-    cores_per_node = int(cores_per_node)
-    if nodes is not None and (
-        isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1
-    ):
-        raise TraceError(f"nodes must be a positive integer, got {nodes!r}")
-    if max_jobs is not None and (
-        isinstance(max_jobs, bool) or not isinstance(max_jobs, (int, np.integer)) or max_jobs < 0
-    ):
-        raise TraceError(f"max_jobs must be a non-negative integer, got {max_jobs!r}")
+    cores_per_node = _whole("cores_per_node", cores_per_node, 1)
+    nodes = None if nodes is None else _whole("nodes", nodes, 1)
+    max_jobs = None if max_jobs is None else _whole("max_jobs", max_jobs, 0)
     if fmt != "swf" and cores_per_node != 1:
         raise TraceError(
             f"{src}: cores_per_node={cores_per_node} applies to SWF processor counts only; "
@@ -366,13 +357,21 @@ def load_trace(
         path=p,
         fmt=fmt,
         header=header,
-        nodes=None if nodes is None else int(nodes),
+        nodes=nodes,
         cores_per_node=cores_per_node,
-        max_jobs=None if max_jobs is None else int(max_jobs),
+        max_jobs=max_jobs,
         rebase=rebase,
         extra=extra,
         ignored=ignored,
     )
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``, or a one-line ``TraceError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = "a positive" if minimum == 1 else "a non-negative"
+        raise TraceError(f"{name} must be {kind} integer, got {value!r}")
+    return int(value)
 
 
 def _guess_format(p: Path) -> str:

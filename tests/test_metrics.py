@@ -72,3 +72,13 @@ def test_unknown_policy_and_option_are_clear_errors():
         hpcopt.simulate([Job(1, 0, 5, 10, 1)], nodes=1, policy="fcfz")
     with pytest.raises(SimulationError, match="does not take"):
         hpcopt.simulate([Job(1, 0, 5, 10, 1)], nodes=1, policy="fcfs", backend="dp")
+
+
+def test_a_trace_file_with_burst_buffer_runs_on_a_given_system(tmp_path):
+    table = tmp_path / "jobs.csv"
+    table.write_text("id,submit,runtime,walltime,nodes,bb\n1,0,10,20,2,30\n2,0,10,20,2,30\n")
+    with pytest.raises(hpcopt.errors.SimulationError, match="has neither"):
+        hpcopt.simulate(table)  # the file knows nodes only: never ignore the burst buffer
+    res = hpcopt.simulate(table, system=hpcopt.System(4, bb=40.0))
+    assert list(res.jobs["start"]) == [0, 10]  # 60 GB asked, 40 GB there: one at a time
+    assert list(res.jobs["bb"]) == [30, 30]
