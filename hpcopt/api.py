@@ -48,8 +48,12 @@ def load_instance(path):
     return _load(path)
 
 
-def solve(model_or_path, backend: str = "dp", **kwargs):
-    """Solve a model (or an instance file) with a named backend; returns a ``Result``."""
+def solve(model_or_path, backend: str | None = None, **kwargs):
+    """Solve a model (or an instance file) with a named backend (default: the model's own,
+    e.g. ``dp`` for knapsack, ``pareto-exact`` for bbsched); returns a ``Result``.
+
+    ``rule=`` picks the decision from a multi-objective backend's Pareto set (see
+    ``hpcopt.models.pareto_rules``)."""
     from .solvers import solve as _solve
 
     model = model_or_path
@@ -121,20 +125,26 @@ def simulate(
     pol.reset(seed)
     sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
                     starvation_bound=starvation_bound, period=period, progress=progress).run()
-    table = job_table(sim.records.values(), _extra_columns(job_list))
-    summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown)
+    table = job_table(sim.records.values(), _extra_columns(job_list, system))
+    ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
+    summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,
+                        bb_capacity=system.bb, ssd_capacity=ssd_total)
     settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
                     backfill="easy" if sim.backfilling else "none", window=sim.window_size,
-                    starvation_bound=starvation_bound, seed=seed, nodes=system.nodes,
+                    starvation_bound=sim.starvation_bound, seed=seed, nodes=system.nodes,
                     **{k: v for k, v in policy_options.items() if isinstance(v, (int, float, str))})
     return SimulationResult(table, summary, settings, cleaning)
 
 
-def _extra_columns(jobs: Iterable[Job]) -> dict:
-    """One column per further resource some job uses (burst buffer, SSD per node)."""
+def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
+    """Columns for the further resources: burst buffer (GB), SSD per node (GB) and, on a
+    system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``)."""
     cols = {}
-    if any(j.bb for j in jobs):
+    if system.bb > 0 or any(j.bb for j in jobs):
         cols["bb"] = lambda r: r.job.bb
-    if any(j.ssd for j in jobs):
+    if system.ssd_classes or any(j.ssd for j in jobs):
         cols["ssd"] = lambda r: r.job.ssd
+    if system.ssd_classes:
+        sizes = sorted(float(s) for s in system.ssd_classes)
+        cols["ssd_assigned"] = lambda r: float(sum(n * s for n, s in zip(r.allocation, sizes)))
     return cols

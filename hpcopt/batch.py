@@ -21,9 +21,13 @@ def _error_row(instance: str, backend: str, message: str, model: str = "") -> di
             "status": "ERROR", "certified": False, "error": message}
 
 
-def solve_file(path: str, backends: list[str], time_limit: float | None = None,
-               seed: int | None = None, solver_options: dict | None = None) -> list[dict]:
-    """Rows for one instance file solved by each backend."""
+def solve_file(path: str, backends: list[str] | None, time_limit: float | None = None,
+               seed: int | None = None, solver_options: dict | None = None,
+               rule=None) -> list[dict]:
+    """Rows for one instance file solved by each backend (``None``: the model's default).
+
+    Multi-objective rows also carry ``pareto`` (a list of ``{"jobs", "objectives"}``) and
+    ``rule``; their ``decision`` is the rule's pick."""
     from .instances import load_instance
     from .solvers import solve
 
@@ -31,14 +35,15 @@ def solve_file(path: str, backends: list[str], time_limit: float | None = None,
     try:
         inst = load_instance(path)
     except (HpcoptError, OSError) as exc:
-        return [_error_row(name, b, one_line(exc)) for b in backends]
+        return [_error_row(name, b, one_line(exc)) for b in backends or ["(default)"]]
     rows = []
-    for backend in backends:
+    for backend in backends or [inst.model.default_backend]:
         try:
             res = solve(inst.model, backend, time_limit=time_limit, seed=seed,
-                        solver_options=solver_options)
+                        solver_options=solver_options, rule=rule)
             row = {"instance": inst.name, **res.to_row(), "error": ""}
             if res.pareto is not None:
+                row["rule"] = res.extra.get("rule")
                 row["pareto"] = [{"jobs": list(inst.model.decision_ids(p.decision)),
                                   "objectives": list(p.objectives)} for p in res.pareto]
             rows.append(row)
@@ -47,9 +52,11 @@ def solve_file(path: str, backends: list[str], time_limit: float | None = None,
     return rows
 
 
-def solve_batch(patterns, backends, *, time_limit=None, seed=None, workers: int = 1,
-                progress: bool = False, solver_options: dict | None = None) -> list[dict]:
-    """Solve every file matched by ``patterns`` (paths or quoted globs) with every backend."""
+def solve_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
+                progress: bool = False, solver_options: dict | None = None,
+                rule=None) -> list[dict]:
+    """Solve every file matched by ``patterns`` (paths or quoted globs) with every backend
+    (``None``: each model's default backend); ``rule`` picks from Pareto sets."""
     from .instances import expand_paths
 
     paths, rows = {}, []  # dict: dedup, keep order
@@ -57,8 +64,10 @@ def solve_batch(patterns, backends, *, time_limit=None, seed=None, workers: int 
         try:
             paths.update((str(p), None) for p in expand_paths([pattern]))
         except HpcoptError as exc:
-            rows.extend(_error_row(str(pattern), b, one_line(exc)) for b in backends)
-    args = [(p, list(backends), time_limit, seed, solver_options) for p in paths]
+            rows.extend(_error_row(str(pattern), b, one_line(exc))
+                        for b in backends or ["(default)"])
+    args = [(p, None if backends is None else list(backends), time_limit, seed, solver_options,
+             rule) for p in paths]
     from tqdm.auto import tqdm
 
     with tqdm(total=len(args), unit="file", desc="solve", disable=not progress) as bar:

@@ -46,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("solve", help="batch-solve instance files")
     s.add_argument("files", nargs="+", help="instance files or quoted globs ('instances/*.json')")
     s.add_argument("--backend", action="append", default=None,
-                   help="backend name, repeatable or comma-separated (default: dp)")
+                   help="backend name, repeatable or comma-separated (default: each model's "
+                        "own: dp for knapsack, pareto-exact for bbsched)")
+    s.add_argument("--rule", default=None,
+                   help="decision rule that picks from a Pareto set: bbsched (default), "
+                        "weighted, lexicographic")
     s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--workers", type=_positive_int, default=1, help="parallel processes")
@@ -96,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
-def _backends(args) -> list[str]:
+def _backends(args) -> list[str] | None:
+    if not args.backend:
+        return None
     names = []
-    for item in args.backend or ["dp"]:
+    for item in args.backend:
         names.extend(n.strip() for n in item.split(",") if n.strip())
     return names
 
@@ -108,10 +114,17 @@ def cmd_solve(args) -> int:
     from .solvers import get_solver
 
     backends = _backends(args)
-    for name in backends:
+    for name in backends or []:
         get_solver(name)  # an unknown backend is a usage error, not a row per file
+    if args.rule is not None:
+        from .errors import closest
+        from .models.pareto_rules import RULES
+
+        if args.rule not in RULES:
+            raise HpcoptError(f"--rule {args.rule!r}: expected one of {sorted(RULES)}."
+                              + closest(args.rule, RULES))
     rows = solve_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
-                       workers=args.workers, progress=True)
+                       workers=args.workers, progress=True, rule=args.rule)
     _print_rows(rows)
     if args.out:
         print(f"wrote {write_rows(rows, args.out)}")

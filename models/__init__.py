@@ -14,6 +14,7 @@ from .base import Evaluation, Model
 # model kind (as written in instance files) -> "module:Class", imported on first use
 MODEL_KINDS: dict[str, str] = {
     "knapsack": "hpcopt.models.knapsack:KnapsackModel",
+    "bbsched": "hpcopt.models.bbsched:BBSchedModel",
 }
 
 

@@ -33,6 +33,7 @@ class Model(ABC):
 
     kind: ClassVar[str]
     sense: ClassVar[str] = "max"
+    default_backend: ClassVar[str] = ""
 
     @abstractmethod
     def evaluate(self, x) -> Evaluation:

@@ -147,6 +147,7 @@ class KnapsackModel(Model):
     """
 
     kind: ClassVar[str] = "knapsack"
+    default_backend: ClassVar[str] = "dp"
     sense: ClassVar[str] = "max"
 
     values: np.ndarray

@@ -48,6 +48,7 @@ class SolveOptions:
     seed: int | None = None
     warm_start: Any = None
     solver_options: dict = field(default_factory=dict)
+    rule: Any = None
 
 
 @dataclass
@@ -110,8 +111,14 @@ class Solver:
         seed: int | None = None,
         warm_start: Any = None,
         solver_options: dict | None = None,
+        rule: Any = None,
     ) -> Result:
-        """Solve ``model``; hitting a limit is a normal return with status FEASIBLE."""
+        """Solve ``model``; hitting a limit is a normal return with status FEASIBLE.
+
+        Multi-objective backends return a Pareto set; ``rule`` (a name from
+        ``hpcopt.models.pareto_rules.RULES``, a ``(name, options)`` pair or a callable;
+        default ``"bbsched"``) picks the decision from it.
+        """
         if not self.supports(model):
             raise IncompatibleModelError(
                 f"backend {self.full_name!r} does not solve {model.kind!r} models; "
@@ -128,7 +135,7 @@ class Solver:
         if seed is not None and (int(seed) != seed or seed < 0):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         opts = SolveOptions(time_limit, None if seed is None else int(seed), warm_start,
-                            dict(solver_options or {}))
+                            dict(solver_options or {}), rule)
         t0 = time.perf_counter()
         out = self._solve(model, opts)
         wall = time.perf_counter() - t0
@@ -141,6 +148,17 @@ class Solver:
         status, bound = out.status, out.bound
         if status == Status.OPTIMAL and not self.EXACT:
             status = Status.FEASIBLE  # heuristics never claim optimality
+        extra = dict(out.extra)
+        pareto = None
+        if out.pareto is not None:
+            pareto = self._certify_pareto(model, out.pareto)
+            if out.decision is None and pareto and status.has_solution:
+                from hpcopt.models.pareto_rules import choose, rule_name
+
+                rule = "bbsched" if opts.rule is None else opts.rule
+                points = [(p.decision, p.objectives) for p in pareto]
+                out.decision = pareto[choose(model, points, rule)].decision
+                extra["rule"] = rule_name(rule)
         decision = certificate = objective = None
         if out.decision is not None and status.has_solution:
             decision = tuple(int(v) for v in out.decision)
@@ -158,18 +176,12 @@ class Solver:
                     f"backend {self.full_name!r} reported objective {out.objective} but its "
                     f"decision evaluates to {objective}"
                 )
-            if status == Status.OPTIMAL:
+            if status == Status.OPTIMAL and pareto is None:
                 bound = objective
         elif status.has_solution:
             status = Status.NO_SOLUTION
         if bound is None:
             bound = math.inf if model.sense == "max" else -math.inf
-        pareto = None
-        if out.pareto is not None:
-            pareto = tuple(
-                ParetoPoint(tuple(int(v) for v in x), tuple(float(f) for f in fs))
-                for x, fs in out.pareto
-            )
         return Result(
             status=status,
             backend=self.full_name,
@@ -187,9 +199,29 @@ class Solver:
             certificate=certificate,
             selected_ids=None if decision is None else tuple(model.decision_ids(decision)),
             n_evals=out.n_evals,
-            extra=out.extra,
+            extra=extra,
             log=out.log,
         )
+
+
+    def _certify_pareto(self, model, points) -> tuple[ParetoPoint, ...]:
+        """Every Pareto point checked by ``model.evaluate``; objectives are the model's."""
+        out = []
+        for x, reported in points:
+            decision = tuple(int(v) for v in x)
+            cert = model.evaluate(decision)
+            if not cert.feasible:
+                raise InfeasibleSolutionError(
+                    f"backend {self.full_name!r} returned a Pareto point that violates the "
+                    f"model (violations {cert.violations})")
+            if len(reported) != len(cert.objectives) or any(
+                    abs(r - c) > OBJECTIVE_TOL * max(1.0, abs(c))
+                    for r, c in zip(reported, cert.objectives)):
+                raise InfeasibleSolutionError(
+                    f"backend {self.full_name!r} reported Pareto objectives {tuple(reported)} but "
+                    f"the decision evaluates to {cert.objectives}")
+            out.append(ParetoPoint(decision, tuple(float(f) for f in cert.objectives)))
+        return tuple(out)
 
 
 @functools.cache
@@ -270,9 +302,10 @@ def available_backends(model_kind: str | None = None) -> list[str]:
     return sorted(out)
 
 
-def solve(model, backend: str = "dp", **kwargs) -> Result:
-    """Solve ``model`` with the named backend; see ``Solver.solve`` for the options."""
-    return get_solver(backend).solve(model, **kwargs)
+def solve(model, backend: str | None = None, **kwargs) -> Result:
+    """Solve ``model`` with the named backend (default: the model's ``default_backend``);
+    see ``Solver.solve`` for the options."""
+    return get_solver(backend or model.default_backend).solve(model, **kwargs)
 
 
 def describe() -> list[dict]:

@@ -3,12 +3,18 @@
 Definitions (seconds): wait = start - submit; response = end - submit; slowdown =
 response / max(runtime, 1); bounded slowdown = max(1, response / max(runtime, 10));
 utilization = used node-seconds / (system nodes x (last end - first submit)); makespan =
-last end - first submit.  Trimming drops the first ``warmup`` and last ``cooldown`` jobs by
+last end - first submit.  Multi-resource runs (BBSched) add, over the same span:
+burst-buffer usage = used BB GB-seconds / (system BB x span); SSD usage = requested SSD
+GB-seconds (ssd per node x nodes x runtime) / (total SSD x span); wasted SSD = (assigned minus
+requested SSD) GB-seconds / (total SSD x span), where a job's assigned SSD is the size of the
+class of every node it got.  Trimming drops the first ``warmup`` and last ``cooldown`` jobs by
 submission order (a count, or a fraction of the jobs when below 1) before computing the
 summary, to remove the warm-up and cool-down periods.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -51,8 +57,13 @@ def _trim_count(n_jobs: int, amount: float) -> int:
     return int(round(amount * n_jobs)) if amount < 1 else int(amount)
 
 
-def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0) -> dict:
-    """Summary metrics (snake_case keys) of a job table, after trimming."""
+def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0,
+              bb_capacity: float = 0.0, ssd_capacity: float = 0.0) -> dict:
+    """Summary metrics (snake_case keys) of a job table, after trimming.
+
+    ``bb_capacity`` (GB) and ``ssd_capacity`` (GB over all nodes) add the burst-buffer and SSD
+    metrics when positive (the table then needs ``bb``, resp. ``ssd`` and ``ssd_assigned``
+    columns; missing ones count as zero use)."""
     n = len(jobs)
     lo, hi = _trim_count(n, warmup), n - _trim_count(n, cooldown)
     if lo >= hi:
@@ -61,6 +72,17 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
     first, last = float(kept["submit"].min()), float(kept["end"].max())
     span = last - first
     node_seconds = float((kept["nodes"] * kept["runtime"]).sum())
+    extra = {}
+    if bb_capacity > 0:
+        bb = kept["bb"] if "bb" in kept else 0.0
+        extra["bb_usage"] = float((bb * kept["runtime"]).sum()) / (bb_capacity * span) \
+            if span > 0 else 0.0
+    if ssd_capacity > 0:
+        req = kept["ssd"] * kept["nodes"] if "ssd" in kept else 0.0 * kept["nodes"]
+        got = kept["ssd_assigned"] if "ssd_assigned" in kept else req
+        denom = ssd_capacity * span if span > 0 else math.inf
+        extra["ssd_usage"] = float((req * kept["runtime"]).sum()) / denom
+        extra["wasted_ssd"] = float(((got - req) * kept["runtime"]).sum()) / denom
     return {
         "job_count": int(len(kept)),
         "avg_wait": float(kept["wait"].mean()),
@@ -75,4 +97,5 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
         "last_end": last,
         "trimmed_warmup": lo,
         "trimmed_cooldown": n - hi,
+        **extra,
     }
