@@ -5,7 +5,16 @@ library until it solves something.
 """
 
 # built-in backends register themselves on import
-from . import knapsack_dp, knapsack_greedy, ortools_backends, pyomo_backend, scip_backend  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    bbsched_exact,
+    bbsched_ga,
+    knapsack_dp,
+    knapsack_greedy,
+    ortools_backends,
+    pymoo_nsga2,
+    pyomo_backend,
+    scip_backend,
+)
 from .registry import (
     Availability,
     Outcome,

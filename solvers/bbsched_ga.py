@@ -1,0 +1,154 @@
+"""The BBSched genetic algorithm (backend ``bbsched-ga``; Fan et al., HPDC'19, section 3.2.2).
+
+A chromosome is a 0-1 vector over the window (gene i = start job i).  The first population is
+random; each generation makes P children by crossing two random parents at a random cut point
+(two children per pair) and flipping each child gene with probability p_m; then selection
+keeps, from parents and children, the current Pareto set first (Set 1) and fills up with the
+newest of the rest (Set 2); when Set 1 alone exceeds P, its P newest stay.  Ages grow by one
+per generation.  After G generations Set 1 is the answer (never claimed optimal).
+
+Choices the paper leaves open:
+
+- infeasible chromosomes are *repaired*, not rejected: jobs are dropped from the back of the
+  window until the selection fits (nodes, burst buffer, SSD classes).  Every chromosome then
+  stays a usable schedule, no evaluation is wasted, and the drop order keeps the base
+  scheduler's priority (front jobs survive).  Option ``fill=True`` (two-objective form only,
+  off by default to stay the paper's GA) then adds every job that still fits, front to back:
+  adding a job raises f1 and never lowers f2, so only such maximal selections can be
+  Pareto-optimal; it costs about 2x the time per generation;
+- chromosomes with the same objective vector count once in Set 1 (the newest represents
+  them), so copies of one solution cannot crowd the population;
+- ages break ties by position (earlier first); all randomness comes from one seeded
+  ``numpy.random.Generator``.
+
+Options (``solver_options``): ``generations`` (G, default 500), ``population`` (P, default 20),
+``mutation`` (p_m per gene, default 0.0005 = the paper's 0.05%), ``fill`` (see above).
+Non-dominated sorting is pymoo's.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hpcopt.errors import ModelError
+from hpcopt.result import Limit, Status
+
+from .registry import Outcome, SolveOptions, Solver, register
+
+DEFAULTS = {"generations": 500, "population": 20, "mutation": 0.0005, "fill": False}
+
+
+def ga_options(options: dict, defaults: dict = DEFAULTS) -> dict:
+    """Validated G, P and p_m; a bad or unknown option is a one-line ``ModelError``."""
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ModelError(f"unknown option(s) {sorted(unknown)}; expected {sorted(defaults)}")
+    out = {**defaults, **options}
+    for key in ("generations", "population"):
+        v = out[key]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if key ==
+                                                                              "generations" else 2):
+            raise ModelError(f"option {key!r}: expected an integer >= "
+                             f"{0 if key == 'generations' else 2}, got {v!r}")
+    if out.get("mutation") is not None and not (isinstance(out["mutation"], (int, float))
+                                  and 0 <= out["mutation"] <= 1):
+        raise ModelError(f"option 'mutation': expected a probability in [0, 1], "
+                         f"got {out['mutation']!r}")
+    return out
+
+
+def repair(model, X: np.ndarray, fill: bool = False) -> np.ndarray:
+    """Drop selected jobs from the back of the window until every row is feasible; with
+    ``fill``, then add every unselected job that still fits, front to back."""
+    X = X.copy()
+    bad = ~model.feasible_many(X)
+    cols = np.arange(X.shape[1])
+    while bad.any():
+        rows = np.flatnonzero(bad)
+        last = np.where(X[rows], cols, -1).max(axis=1)
+        X[rows, last] = False
+        bad[rows] = ~model.feasible_many(X[rows])
+    if fill:
+        demand, suffix_free = model._demand, model._suffix_free
+        levels = X @ demand
+        bb = X @ model.bb
+        for j in np.flatnonzero(model.feasible_many(np.eye(X.shape[1], dtype=bool))):
+            new = levels + demand[j]
+            ok = ~X[:, j] & (bb + model.bb[j] <= model.free_bb + 1e-9) & (
+                np.cumsum(new[:, ::-1], axis=1)[:, ::-1] <= suffix_free + 1e-9).all(axis=1)
+            X[ok, j] = True
+            levels[ok] = new[ok]
+            bb[ok] += model.bb[j]
+    return X
+
+
+def pareto_rows(F: np.ndarray, newest_first: np.ndarray) -> np.ndarray:
+    """Indices of one row per distinct non-dominated objective vector (the first of
+    ``newest_first`` order represents its copies)."""
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+    order = newest_first
+    _, first = np.unique(F[order], axis=0, return_index=True)
+    reps = order[np.sort(first)]
+    front = NonDominatedSorting().do(-F[reps], only_non_dominated_front=True)
+    return reps[np.sort(front)]
+
+
+def front_points(model, X: np.ndarray, F: np.ndarray) -> list:
+    """``(decision, objectives)`` pairs sorted by decreasing objectives."""
+    order = np.lexsort(tuple(-F[:, k] for k in range(F.shape[1] - 1, -1, -1)))
+    return [(X[i].astype(int).tolist(), tuple(F[i].tolist())) for i in order]
+
+
+@register("bbsched-ga")
+class BBSchedGA(Solver):
+    """BBSched's multi-objective genetic algorithm (G=500, P=20, p_m=0.05%; seeded)."""
+
+    doc = "BBSched's multi-objective GA (paper section 3.2.2); bbsched models; heuristic"
+    SUPPORTED_MODELS = ("bbsched",)
+    REQUIRED_MODULES = ("pymoo",)
+
+    def version(self) -> str:
+        return ""
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        o = ga_options(opts.solver_options)
+        G, P, pm = int(o["generations"]), int(o["population"]), float(o["mutation"])
+        rng = np.random.default_rng(opts.seed)
+        n = model.n_items
+        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        fill = bool(opts.solver_options.get("fill", False)) and model.objectives == 2
+        X = repair(model, rng.random((P, n)) < 0.5, fill)
+        F, _ = model.evaluate_many(X)
+        age = np.zeros(P, dtype=np.int64)
+        cols = np.arange(n)
+        half = (P + 1) // 2
+        limit, gen = Limit.ITERATION, 0
+        for gen in range(1, G + 1):
+            if deadline is not None and time.perf_counter() > deadline:
+                limit, gen = Limit.TIME, gen - 1
+                break
+            a, b = rng.integers(0, P, half), rng.integers(0, P, half)
+            cut = rng.integers(1, n, half)[:, None] if n > 1 else np.ones((half, 1), int)
+            left = cols[None, :] < cut
+            kids = np.concatenate([np.where(left, X[a], X[b]), np.where(left, X[b], X[a])])[:P]
+            kids ^= rng.random(kids.shape) < pm
+            kids = repair(model, kids, fill)
+            FK, _ = model.evaluate_many(kids)
+            X = np.concatenate([X, kids])
+            F = np.concatenate([F, FK])
+            age = np.concatenate([age + 1, np.zeros(P, dtype=np.int64)])
+            newest = np.argsort(age, kind="stable")
+            set1 = pareto_rows(F, newest)
+            if len(set1) >= P:
+                keep = set1[np.argsort(age[set1], kind="stable")[:P]]
+            else:
+                rest = newest[~np.isin(newest, set1)]
+                keep = np.concatenate([set1, rest[: P - len(set1)]])
+            X, F, age = X[keep], F[keep], age[keep]
+        final = pareto_rows(F, np.argsort(age, kind="stable"))
+        return Outcome(Status.FEASIBLE, pareto=front_points(model, X[final], F[final]),
+                       limit=limit, n_evals=P * (gen + 1),
+                       extra={"generations": gen, "population": P, "mutation": pm})

@@ -1,0 +1,80 @@
+"""pymoo's NSGA-II on BBSched models (backend ``nsga2``).
+
+Binary random sampling (plus the empty selection, which is always feasible), single-point
+crossover and bit-flip mutation, duplicates eliminated; the constraints are pymoo inequality
+constraints (violations of nodes, burst buffer and SSD classes, from ``evaluate_many``) and
+the objectives are negated, since pymoo minimizes.  The default budget equals the BBSched GA's
+(population P = 20, G = 500 generations); the answer is the feasible non-dominated set of the
+final population, one decision per objective vector.  Options (``solver_options``):
+``generations``, ``population``, ``mutation`` (per-gene flip probability; default pymoo's
+1/n).  Never claims optimality.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcopt.result import Limit, Status
+
+from .bbsched_ga import front_points, ga_options, pareto_rows
+from .registry import Outcome, SolveOptions, Solver, register
+
+
+@register("nsga2")
+class NSGA2(Solver):
+    """pymoo's NSGA-II with binary operators, same evaluation budget as bbsched-ga."""
+
+    doc = "pymoo NSGA-II with binary operators; bbsched models; heuristic"
+    SUPPORTED_MODELS = ("bbsched",)
+    REQUIRED_MODULES = ("pymoo",)
+    INSTALL_HINT = "pip install pymoo"
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        from pymoo.algorithms.moo.nsga2 import NSGA2 as Algorithm
+        from pymoo.core.problem import Problem
+        from pymoo.operators.crossover.pntx import SinglePointCrossover
+        from pymoo.operators.mutation.bitflip import BitflipMutation
+        from pymoo.optimize import minimize
+        from pymoo.termination import get_termination
+        from pymoo.termination.collection import TerminationCollection
+
+        o = ga_options(opts.solver_options, {"generations": 500, "population": 20,
+                                             "mutation": None})
+        o.pop("fill", None)
+        n = model.n_items
+
+        class Window(Problem):
+            def __init__(self):
+                super().__init__(n_var=n, n_obj=model.n_objectives, n_ieq_constr=3,
+                                 xl=0, xu=1, vtype=bool)
+
+            def _evaluate(self, X, out, *args, **kwargs):
+                F, G = model.evaluate_many(X)
+                out["F"], out["G"] = -F, G
+
+        rng = np.random.default_rng(opts.seed)
+        start = rng.random((int(o["population"]), n)) < 0.5
+        start[0] = False
+        mutation = BitflipMutation() if o["mutation"] is None else \
+            BitflipMutation(prob=1.0, prob_var=float(o["mutation"]))
+        algo = Algorithm(pop_size=int(o["population"]), sampling=start,
+                         crossover=SinglePointCrossover(), mutation=mutation,
+                         eliminate_duplicates=True)
+        term = get_termination("n_gen", int(o["generations"]) + 1)
+        if opts.time_limit is not None:
+            term = TerminationCollection(term, get_termination("time", opts.time_limit))
+        seed = None if opts.seed is None else int(opts.seed)
+        res = minimize(Window(), algo, term, seed=seed, verbose=False)
+        X = np.asarray(res.pop.get("X"), dtype=bool)
+        F, G = model.evaluate_many(X)
+        ok = model.feasible_many(X)
+        X, F = X[ok], F[ok]
+        gens = min(int(res.algorithm.n_iter) - 1, int(o["generations"]))
+        limit = Limit.ITERATION if gens >= int(o["generations"]) else Limit.TIME
+        evals = int(res.algorithm.evaluator.n_eval)
+        if not len(X):
+            return Outcome(Status.NO_SOLUTION, limit=limit, n_evals=evals)
+        keep = pareto_rows(F, np.arange(len(F)))
+        return Outcome(Status.FEASIBLE, pareto=front_points(model, X[keep], F[keep]),
+                       limit=limit, n_evals=evals,
+                       extra={"generations": gens, "population": int(o["population"])})
