@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--window", type=_positive_int, default=None, help="window size W")
     m.add_argument("--backend", default=None, help="solver backend of optimizing policies")
     m.add_argument("--value", default=None, help="knapsack value: nodes, wait or capability")
+    m.add_argument("--rule", default=None,
+                   help="bbsched policy: decision rule (bbsched, weighted, lexicographic)")
+    m.add_argument("--bb", type=float, default=None, metavar="GB",
+                   help="shared burst-buffer capacity of the system")
+    m.add_argument("--ssd-classes", default=None, metavar="GB:N,...",
+                   help="nodes per local-SSD class, e.g. 128:50,256:50 (default with a "
+                        "generated S5-S7 workload: half 128 GB, half 256 GB)")
     m.add_argument("--starvation", type=_positive_int, default=None, metavar="K",
                    help="serve a job first once it was passed over K times")
     m.add_argument("--warmup", type=float, default=0, help="jobs (or fraction) to trim at start")
@@ -147,11 +154,36 @@ def _print_rows(rows: list[dict]) -> None:
         print(df.to_string(index=False))
 
 
-def cmd_simulate(args) -> int:
-    from .api import simulate
+def _ssd_classes(text: str | None) -> dict:
+    if not text:
+        return {}
+    out = {}
+    for part in text.split(","):
+        size, sep, count = part.partition(":")
+        try:
+            out[float(size)] = int(count)
+        except ValueError:
+            raise HpcoptError(f"--ssd-classes {text!r}: expected GB:NODES pairs separated by "
+                              "commas, e.g. 128:50,256:50") from None
+        if not sep or out[float(size)] < 0:
+            raise HpcoptError(f"--ssd-classes {text!r}: expected GB:NODES pairs, e.g. 128:50")
+    return out
 
-    options = {k: v for k, v in (("backend", args.backend), ("value", args.value)) if v}
-    res = simulate(args.trace, nodes=args.nodes, jobs=args.jobs,
+
+def cmd_simulate(args) -> int:
+    from .api import load_trace, simulate
+    from .domain import System
+
+    options = {k: v for k, v in (("backend", args.backend), ("value", args.value),
+                                 ("rule", args.rule)) if v}
+    trace = args.trace
+    system = None
+    if args.bb is not None or args.ssd_classes:
+        trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node,
+                           max_jobs=args.jobs)
+        system = System(trace.system.nodes, bb=args.bb or 0.0,
+                        ssd_classes=_ssd_classes(args.ssd_classes))
+    res = simulate(trace, nodes=args.nodes, system=system, jobs=args.jobs,
                    cores_per_node=args.cores_per_node, policy=args.policy, order=args.order,
                    backfill=args.backfill, window=args.window, seed=args.seed,
                    starvation_bound=args.starvation, warmup=args.warmup,
@@ -166,7 +198,9 @@ def cmd_simulate(args) -> int:
 def _print_summary(summaries: dict[str, dict]) -> None:
     import pandas as pd
 
-    df = pd.DataFrame({name: {k: s[k] for k in SUMMARY_KEYS} for name, s in summaries.items()})
+    keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd")
+                           if all(k in s for s in summaries.values())]
+    df = pd.DataFrame({name: {k: s[k] for k in keys} for name, s in summaries.items()})
     def fmt(v) -> str:
         return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 

@@ -25,10 +25,15 @@ def greedy_fill(window: Window, jobs) -> tuple[int, ...]:
 @register_policy("fcfs", order="fcfs")
 @register_policy("sjf", order="sjf")
 @register_policy("wfp", order="wfp")
+@register_policy("baseline", order=None, window=20)
 class HeadFirst(Policy):
-    """Start jobs from the head of the base order while the head fits (FCFS/SJF/WFP)."""
+    """Start jobs from the head of the base order while the head fits (FCFS/SJF/WFP).
 
-    def __init__(self, order: str = "fcfs", window: int | None = None) -> None:
+    Registered as ``baseline`` too: BBSched's naive method (Slurm's burst-buffer scheduling:
+    in queue order until some resource runs out), in the base order the driver is given.
+    """
+
+    def __init__(self, order: str | None = "fcfs", window: int | None = None) -> None:
         self.order = order
         self.window = window
 

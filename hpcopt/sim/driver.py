@@ -82,7 +82,8 @@ class Simulator:
     order : base order ``fcfs``, ``sjf`` or ``wfp``; default the policy's own order or fcfs.
     backfill : ``"easy"`` (default) or ``"none"``.
     window : W, the number of queued jobs the policy sees; ``None`` = the policy's default.
-    starvation_bound : K; a job passed over K times is served first. ``None`` = off.
+    starvation_bound : K; a job passed over K times is served first. ``None`` = the policy's
+        ``starvation_bound`` attribute if it has one, else off.
     period : if set, passes happen only every ``period`` seconds (ticks), not at every event.
     progress : show a progress bar over completed jobs.
     """
@@ -113,6 +114,8 @@ class Simulator:
         self.window_size = window if window is not None else getattr(policy, "window", None)
         if self.window_size is not None and self.window_size < 1:
             raise SimulationError(f"window must be >= 1, got {self.window_size}")
+        if starvation_bound is None:
+            starvation_bound = getattr(policy, "starvation_bound", None)
         if starvation_bound is not None and starvation_bound < 1:
             raise SimulationError(f"starvation bound must be >= 1, got {starvation_bound}")
         self.starvation_bound = starvation_bound
