@@ -6,6 +6,42 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
+from hpcopt.errors import ModelError
+
+
+def field_error(model: str, field: str, expected: str, got: Any = None) -> ModelError:
+    """A one-line ``ModelError`` naming ``model`` and ``field``; ``err.field``/``err.detail``
+    keep the parts (instance-file messages name ``data.<field>``)."""
+    detail = f"expected {expected}"
+    if got is not None:
+        text = got if isinstance(got, str) else repr(got)
+        detail += f", got {text if len(text) <= 60 else text[:57] + '...'}"
+    err = ModelError(f"{model} {field}: {detail}")
+    err.field, err.detail = field, detail
+    return err
+
+
+def check_labels(model: str, field: str, labels, count: int, types: tuple = (int, str), *,
+                 item: str | None = None) -> tuple:
+    """``labels`` as a tuple of ``count`` distinct values of ``types`` (numpy scalars
+    unwrapped, booleans refused); ``item`` names entry ``{i}`` in messages (default
+    ``<field>[{i}]``)."""
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise field_error(model, field, f"a list of {count} labels", repr(labels))
+    out = tuple(v.item() if isinstance(v, np.generic) else v for v in labels)
+    if len(out) != count:
+        raise field_error(model, field, f"{count} labels", f"{len(out)} labels")
+    for i, v in enumerate(out):
+        if isinstance(v, bool) or not isinstance(v, types):
+            kinds = " or ".join(t.__name__ for t in types)
+            raise field_error(model, (item or f"{field}[{{i}}]").format(i=i), kinds, repr(v))
+    if len(set(out)) != count:
+        dup = next(v for i, v in enumerate(out) if v in out[:i])
+        raise field_error(model, field, "unique labels", f"{dup!r} twice")
+    return out
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -54,3 +90,9 @@ class Model(ABC):
 
     def to_pyomo(self):  # pragma: no cover - overridden by mathematical programs
         raise NotImplementedError(f"model {self.kind!r} has no algebraic form")
+
+    def pyomo_decision(self, pm) -> list[int]:
+        """The decision held by a solved ``to_pyomo()`` model (default: its vector ``x``)."""
+        from pyomo.environ import value
+
+        return [round(value(pm.x[i]) or 0) for i in pm.x]

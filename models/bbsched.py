@@ -32,7 +32,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
-from .base import Evaluation, Model
+from .base import Evaluation, Model, check_labels, field_error
 
 FEAS_TOL = 1e-9
 OBJECTIVE_NAMES = ("nodes", "bb", "ssd", "neg_wasted_ssd")
@@ -40,13 +40,7 @@ CONSTRAINT_NAMES = ("nodes", "bb", "ssd")
 
 
 def _error(field: str, expected: str, got: Any = None) -> ModelError:
-    detail = f"expected {expected}"
-    if got is not None:
-        text = got if isinstance(got, str) else repr(got)
-        detail += f", got {text if len(text) <= 60 else text[:57] + '...'}"
-    err = ModelError(f"bbsched {field}: {detail}")
-    err.field, err.detail = field, detail  # for instance-file messages (data.<field>)
-    return err
+    return field_error("bbsched", field, expected, got)
 
 
 def _vector(name: str, data, n: int | None, *, integer: bool = False,
@@ -144,7 +138,8 @@ class BBSchedModel(Model):
         free_bb = _vector("free.bb", [self.free_bb], 1)[0]
         # min eligible class per job; len(sizes) means "no class is large enough"
         level = np.searchsorted(sizes, ssd - FEAS_TOL * np.maximum(1.0, ssd), side="left")
-        ids = tuple(range(n)) if self.ids is None else self._ids(self.ids, n)
+        ids = (tuple(range(n)) if self.ids is None
+               else check_labels("bbsched", "ids", self.ids, n, item="jobs[{i}].id"))
         cap = dict(self.capacity or {})
         unknown = set(cap) - {"nodes", "bb", "ssd"}
         if unknown:
@@ -199,21 +194,6 @@ class BBSchedModel(Model):
         if np.unique(sizes).size != sizes.size:
             raise _error("free.ssd_classes", "distinct sizes", list(self.ssd_classes))
         return sizes, np.array([p[1] for p in pairs])
-
-    @staticmethod
-    def _ids(labels, n: int) -> tuple:
-        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
-            raise _error("ids", f"a list of {n} labels", repr(labels))
-        out = tuple(v.item() if isinstance(v, np.generic) else v for v in labels)
-        if len(out) != n:
-            raise _error("ids", f"{n} labels", f"{len(out)} labels")
-        for i, v in enumerate(out):
-            if isinstance(v, bool) or not isinstance(v, (int, str)):
-                raise _error(f"jobs[{i}].id", "an int or a string", repr(v))
-        if len(set(out)) != n:
-            dup = next(v for i, v in enumerate(out) if v in out[:i])
-            raise _error("ids", "unique job ids", f"{dup!r} twice")
-        return out
 
     # -- sizes ----------------------------------------------------------------------------
     @property

@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
-from .base import Evaluation, Model
+from .base import Evaluation, Model, check_labels, field_error
 
 FEAS_TOL = 1e-9
 MAX_DECIMALS = 6  # integer scaling tries 10**0 .. 10**MAX_DECIMALS
@@ -31,13 +31,7 @@ INT_LIMIT = 2**53  # scaled integer data must stay exact in float64 and int64 su
 
 def _field_error(field: str, expected: str, got: Any = None) -> ModelError:
     """A one-line ``ModelError`` naming ``field``; ``err.field``/``err.detail`` keep the parts."""
-    detail = f"expected {expected}"
-    if got is not None:
-        text = got if isinstance(got, str) else repr(got)
-        detail += f", got {text if len(text) <= 60 else text[:57] + '...'}"
-    err = ModelError(f"knapsack {field}: {detail}")
-    err.field, err.detail = field, detail  # for instance-file messages (data.<field>)
-    return err
+    return field_error("knapsack", field, expected, got)
 
 
 def _numeric(name: str, data: Any) -> np.ndarray:
@@ -190,9 +184,10 @@ class KnapsackModel(Model):
                     field = "capacities"
                 expected = "a finite number" if lower is None else "a finite number >= 0"
                 raise _field_error(field, expected, float(arr[tuple(np.argwhere(bad)[0])]))
-        ids = tuple(range(n)) if self.ids is None else self._labels("ids", self.ids, n, (int, str))
+        ids = (tuple(range(n)) if self.ids is None
+               else check_labels("knapsack", "ids", self.ids, n))
         names = (tuple(f"r{r}" for r in range(m)) if self.resources is None
-                 else self._labels("resources", self.resources, m, (str,)))
+                 else check_labels("knapsack", "resources", self.resources, m, (str,)))
         for arr in (values, weights, capacities):
             arr.setflags(write=False)
         # loads may exceed a capacity by this much (float round-off) and still be feasible
@@ -202,22 +197,6 @@ class KnapsackModel(Model):
         object.__setattr__(self, "capacities", capacities)
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "resources", names)
-
-    @staticmethod
-    def _labels(field: str, labels, count: int, types: tuple) -> tuple:
-        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
-            raise _field_error(field, f"a list of {count} labels", repr(labels))
-        out = tuple(v.item() if isinstance(v, np.generic) else v for v in labels)
-        if len(out) != count:
-            raise _field_error(field, f"{count} labels", f"{len(out)} labels")
-        for i, v in enumerate(out):
-            if isinstance(v, bool) or not isinstance(v, types):
-                kinds = " or ".join(t.__name__ for t in types)
-                raise _field_error(f"{field}[{i}]", kinds, repr(v))
-        if len(set(out)) != count:
-            dup = next(v for i, v in enumerate(out) if v in out[:i])
-            raise _field_error(field, "unique labels", f"{dup!r} twice")
-        return out
 
     # -- sizes ----------------------------------------------------------------------------
     @property

@@ -129,6 +129,8 @@ def test_least_waste_beats_every_other_assignment():
     (dict(nodes=[1], free_nodes=2, objectives=3), "objectives"),
     (dict(nodes=[1]), "free.nodes"),
     (dict(nodes=[1, 1], free_nodes=2, ids=["a", "a"]), "unique"),
+    (dict(nodes=[1, 1], free_nodes=2, ids=[1, True]), r"jobs\[1\]\.id: expected int or str"),
+    (dict(nodes=[1, 1], free_nodes=2, ids=[1]), "ids: expected 2 labels"),
     (dict(nodes=[1], free_nodes=2, capacity={"cpu": 1}), "capacity"),
 ])
 def test_bad_data_is_a_one_line_model_error(kwargs, field):
