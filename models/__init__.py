@@ -15,6 +15,8 @@ from .base import Evaluation, Model
 MODEL_KINDS: dict[str, str] = {
     "knapsack": "hpcopt.models.knapsack:KnapsackModel",
     "bbsched": "hpcopt.models.bbsched:BBSchedModel",
+    "scas": "hpcopt.models.scas:SCASModel",
+    "dcas": "hpcopt.models.dcas:DCASModel",
 }
 
 

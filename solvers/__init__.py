@@ -13,6 +13,7 @@ from . import (  # noqa: E402,F401
     ortools_backends,
     pymoo_nsga2,
     pyomo_backend,
+    scas_exact,
     scip_backend,
 )
 from .registry import (

@@ -11,6 +11,7 @@ from hpcopt.result import Limit, Status
 from .registry import Outcome, SolveOptions, Solver, register
 
 DP_CELLS = 2**24  # largest items x capacity table for the ortools one-resource DP
+SCAS_SCALE = 1000  # CP-SAT needs integer costs: SCAS costs are solved in units of 1/1000
 
 
 @register("ortools")
@@ -80,7 +81,9 @@ class OrtoolsKnapsack(Solver):
 class CpSat(Solver):
     """OR-tools CP-SAT model built directly (boolean x, linear capacities, linear objective).
 
-    Supported models: ``knapsack``.  ``seed`` -> ``random_seed``; ``solver_options`` are
+    Supported models: ``knapsack`` and ``scas`` (boolean y[j, i], one start per job, at most
+    one job per idle node; costs rounded to 1/1000, so OPTIMAL means optimal for the rounded
+    costs, within J/2000 of the true optimum).  ``seed`` -> ``random_seed``; ``solver_options`` are
     CP-SAT parameters (``num_workers`` defaults to 1, which makes runs deterministic);
     ``warm_start`` (a 0-1 decision) becomes a solution hint.  Native statuses::
 
@@ -92,8 +95,8 @@ class CpSat(Solver):
     ``best_objective_bound`` (only reported with an incumbent).
     """
 
-    doc = "OR-tools CP-SAT; integer data; seedable"
-    SUPPORTED_MODELS = ("knapsack",)
+    doc = "OR-tools CP-SAT (knapsack with integer data, SCAS); seedable"
+    SUPPORTED_MODELS = ("knapsack", "scas")
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"
     EXACT = True
@@ -108,18 +111,15 @@ class CpSat(Solver):
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from ortools.sat.python import cp_model
 
-        red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
-        if red.size == 0:
-            return Outcome(Status.OPTIMAL, red.lift([]))
         cp = cp_model.CpModel()
-        x = [cp.new_bool_var(f"x{i}") for i in range(red.size)]
-        for row, cap in zip(red.weights.tolist(), red.capacities.tolist()):
-            cp.add(cp_model.LinearExpr.weighted_sum(x, row) <= cap)
-        cp.maximize(cp_model.LinearExpr.weighted_sum(x, red.values.tolist()))
-        if opts.warm_start is not None:
-            model.evaluate(opts.warm_start)  # checks length and 0/1 entries
-            for var, i in zip(x, red.items.tolist()):
-                cp.add_hint(var, int(opts.warm_start[i]))
+        if model.kind == "scas":
+            decode, to_objective, bound_of = _scas(cp, model, opts.warm_start)
+        else:
+            red = model.reduced(integer_weights=True, integer_values=True,
+                                backend=self.full_name)
+            if red.size == 0:
+                return Outcome(Status.OPTIMAL, red.lift([]))
+            decode, to_objective, bound_of = _knapsack(cp, model, red, opts.warm_start)
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.num_workers = 1
@@ -139,8 +139,52 @@ class CpSat(Solver):
             limit = Limit.TIME
         decision = objective = bound = None
         if status.has_solution:  # without one, CP-SAT's bound is not meaningful
-            decision = red.lift([solver.boolean_value(v) for v in x])
-            objective = red.objective(solver.objective_value)
-            bound = red.objective(solver.best_objective_bound)
+            decision = decode(solver.boolean_value)
+            objective = to_objective(solver.objective_value)
+            bound = bound_of(solver.best_objective_bound)
         return Outcome(status, decision, objective=objective, bound=bound, limit=limit,
                        log=solver.response_stats())
+
+
+def _knapsack(cp, model, red, warm_start):
+    """Boolean x per kept item, linear capacities, maximize the (integer-scaled) value."""
+    from ortools.sat.python import cp_model
+
+    x = [cp.new_bool_var(f"x{i}") for i in range(red.size)]
+    for row, cap in zip(red.weights.tolist(), red.capacities.tolist()):
+        cp.add(cp_model.LinearExpr.weighted_sum(x, row) <= cap)
+    cp.maximize(cp_model.LinearExpr.weighted_sum(x, red.values.tolist()))
+    if warm_start is not None:
+        model.evaluate(warm_start)  # checks length and 0/1 entries
+        for var, i in zip(x, red.items.tolist()):
+            cp.add_hint(var, int(warm_start[i]))
+    return (lambda val: red.lift([val(v) for v in x])), red.objective, red.objective
+
+
+def _scas(cp, model, warm_start):
+    """Boolean y[j, i] (job j starts at position i), exactly one start per job, at most one
+    job per idle node (compact rows); costs scaled by ``SCAS_SCALE`` and rounded."""
+    from ortools.sat.python import cp_model
+
+    costs = model.interval_costs
+    q, sizes = model.n_idle, [int(n) for n in model.sizes]
+    y = [[cp.new_bool_var(f"y{j}_{i}") for i in range(q)] for j in range(len(sizes))]
+    for row in y:
+        cp.add_exactly_one(row)
+    covers = model.covering_starts()
+    for k in range(q):
+        cp.add_at_most_one([y[j][i] for j, n in enumerate(sizes) for i in covers[n][k]])
+    terms = [(y[j][i], round(float(costs[i, n - 1]) * SCAS_SCALE))
+             for j, n in enumerate(sizes) for i in range(q)]
+    cp.minimize(cp_model.LinearExpr.weighted_sum([t[0] for t in terms], [t[1] for t in terms]))
+    if warm_start is not None and model.evaluate(warm_start).feasible:
+        for j, row in enumerate(y):
+            for i, var in enumerate(row):
+                cp.add_hint(var, int(i == warm_start[j]))
+
+    def decode(val):
+        return [next(i for i, v in enumerate(row) if val(v)) for row in y]
+
+    slack = 0.5 * len(sizes) / SCAS_SCALE  # rounding: the true optimum is within this
+
+    return decode, (lambda scaled: None), (lambda scaled: scaled / SCAS_SCALE - slack)

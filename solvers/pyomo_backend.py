@@ -67,9 +67,11 @@ def _termination_map() -> dict:
 class Pyomo(Solver):
     """Any pyomo solver on ``model.to_pyomo()``: ``pyomo:<solver>``.
 
-    Supported models: ``knapsack``.  ``time_limit``, ``seed`` and a zero relative MIP gap go to
-    the solver under its own option names (``OPTION_NAMES``; a solver not listed gets none of
-    them, which ``Result.log`` says, and its "optimal" is then within its default gap);
+    Supported models: ``knapsack``, ``scas`` (the paper's formulation; ``solver_options``
+    ``{"formulation": "compact"}`` for the compact one).  ``time_limit``, ``seed`` and a
+    zero relative MIP gap go to the solver under its own option names (``OPTION_NAMES``; a
+    solver not listed gets none of them, which ``Result.log`` says, and its "optimal" is then
+    within its default gap);
     ``solver_options`` are set on ``opt.options`` unchecked, after those.  Native statuses are
     pyomo's ``TerminationCondition`` values, mapped by ``_termination_map()``::
 
@@ -84,7 +86,7 @@ class Pyomo(Solver):
     """
 
     doc = "any pyomo solver on to_pyomo() (appsi_highs, scip_direct, cbc, gurobi, ...)"
-    SUPPORTED_MODELS = ("knapsack",)
+    SUPPORTED_MODELS = ("knapsack", "scas")
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
     EXACT = True
@@ -109,7 +111,6 @@ class Pyomo(Solver):
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from pyomo.common.log import LoggingIntercept
-        from pyomo.environ import value
 
         opt = self._solver()
         notes = []
@@ -122,9 +123,11 @@ class Pyomo(Solver):
                 notes.append(f"{what}={given} not passed: option name for {self.arg!r} unknown")
             else:
                 opt.options[option] = given
-        for key, val in opts.solver_options.items():
+        options = dict(opts.solver_options)
+        form = options.pop("formulation", None)
+        for key, val in options.items():
             opt.options[key] = val
-        pm = model.to_pyomo()
+        pm = model.to_pyomo() if form is None else model.to_pyomo(form)
         results = opt.solve(pm, load_solutions=False)
         condition = results.solver.termination_condition
         status, limit = _termination_map().get(condition, (Status.ERROR, None))
@@ -133,7 +136,7 @@ class Pyomo(Solver):
             with LoggingIntercept(io.StringIO()) as captured:  # "aborted status" on limits
                 pm.solutions.load_from(results)
             notes.append(captured.getvalue().strip())
-            decision = [round(value(pm.x[i]) or 0) for i in pm.x]
+            decision = model.pyomo_decision(pm)
         side = results.problem.upper_bound if model.sense == "max" else results.problem.lower_bound
         bound = float(side) if side is not None and math.isfinite(float(side)) else None
         notes.append(f"termination_condition={condition}")

@@ -1,0 +1,220 @@
+"""Exact SCAS by a constrained-shortest-path dynamic program (backend ``scas-exact``).
+
+The paper (Lan et al., CLUSTER'23, section IV-B) turns SCAS into a constrained shortest path:
+the positions 0..m of the idle sequence Q are vertices, a zero-cost *transition* arc leads
+from position p to p + 1 (node p stays idle), and an *operation* arc of size r leads from p to
+p + r at the CH cost of the block D(p, r); a path from 0 to m must use exactly e_r operation
+arcs of each job size r.  We solve that resource-constrained path exactly, as a label DP:
+
+- a label at vertex p is (jobs still to place, as a multiset of sizes; cost); two labels at
+  the same vertex with the same multiset keep the cheaper one (dominance), so the DP is exact;
+- a label is pruned when its cost plus a lower bound of its remaining jobs (each job at its
+  cheapest block starting at p or later, disjointness relaxed) cannot beat the incumbent,
+  which starts as a greedy placement (largest job first, cheapest free block);
+- wrap-around: in a feasible solution at most one block crosses the end of Q.  A label may
+  start with such a block of size r taking the last r - b positions and the first b ones; it
+  then starts at vertex b and must leave the last r - b positions free ("pending"), a third
+  component of the label.
+
+All labels of vertex p are expanded before vertex p + 1, so the search ends with a proven
+optimum (status OPTIMAL).  A time limit returns the incumbent as FEASIBLE.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hpcopt.result import Limit, Status
+
+from .registry import Outcome, SolveOptions, Solver, register
+
+_EPS = 1e-9
+
+
+def greedy_starts(costs: np.ndarray, sizes) -> tuple[float, list[int]] | None:
+    """Largest job first, each on the cheapest block of free positions (wrapping allowed);
+    ``None`` when a job finds no free block (fragmented Q)."""
+    m = costs.shape[0]
+    used = np.zeros(m, dtype=np.int64)
+    starts = [0] * len(sizes)
+    total = 0.0
+    for j in sorted(range(len(sizes)), key=lambda j: -sizes[j]):
+        r = int(sizes[j])
+        run = np.concatenate([[0], np.cumsum(np.concatenate([used, used]))])
+        busy = run[np.arange(m) + r] - run[np.arange(m)]
+        cand = np.where(busy == 0, costs[:, r - 1], np.inf)
+        i = int(np.argmin(cand))
+        if not np.isfinite(cand[i]):
+            return None
+        starts[j] = i
+        total += float(cand[i])
+        used[(i + np.arange(r)) % m] = 1
+    return total, starts
+
+
+def sequential_starts(sizes) -> list[int]:
+    """Jobs back to back from the head of Q in window order (always feasible: sum <= |Q|)."""
+    return [int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]])]
+
+
+def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | None = None):
+    """Exact SCAS on the interval-cost table ``costs[i, r - 1]`` (see the module docstring).
+
+    Returns ``(cost, starts, proven, labels)``: one first position per job, whether the
+    search finished (optimality proven), and how many labels it created.  ``incumbent``
+    ``(cost, starts)`` is a known feasible solution (default: the greedy one).
+    """
+    m = costs.shape[0]
+    sizes = [int(s) for s in sizes]
+    groups = sorted(set(sizes), reverse=True)
+    members = {r: [j for j, s in enumerate(sizes) if s == r] for r in groups}
+    count = [len(members[r]) for r in groups]
+    base, b = [], 1
+    for c in count:
+        base.append(b)
+        b *= c + 1
+    full = sum(c * bb for c, bb in zip(count, base))
+    G = len(groups)
+    # smin[g, p]: cheapest non-wrapping block of size groups[g] starting at p or later
+    smin = np.full((G, m + 1), np.inf)
+    for g, r in enumerate(groups):
+        col = np.full(m, np.inf)
+        if r <= m:
+            col[:m - r + 1] = costs[:m - r + 1, r - 1]
+        smin[g, :m] = np.minimum.accumulate(col[::-1])[::-1]
+    smin = smin.tolist()
+
+    def unpack(key):
+        return [(key // base[g]) % (count[g] + 1) for g in range(G)]
+
+    if incumbent is None:
+        incumbent = greedy_starts(costs, sizes)
+    best_cost = incumbent[0] if incumbent else np.inf
+    best = None  # (vertex, state) of the best complete label found by the DP
+    # layers[p]: state (key, pending) -> cost; parent[p]: state -> (prev p, prev state, g)
+    layers: list[dict] = [dict() for _ in range(m + 1)]
+    parent: list[dict] = [dict() for _ in range(m + 1)]
+    labels = 0
+    need_full = sum(sizes)
+
+    def bound(key_counts, p):
+        return sum(c * smin[g][p] for g, c in enumerate(key_counts) if c)
+
+    layers[0][(full, 0)] = 0.0
+    parent[0][(full, 0)] = None
+    for g, r in enumerate(groups):  # labels whose first block wraps around the end of Q
+        for tail in range(1, min(r, m)):
+            pend = r - tail
+            start = m - pend
+            cost = float(costs[start, r - 1])
+            key = full - base[g]
+            if need_full - r > m - pend - tail:
+                continue
+            if cost + bound(unpack(key), tail) >= best_cost - _EPS:
+                continue
+            state = (key, pend)
+            if cost < layers[tail].get(state, np.inf):
+                layers[tail][state] = cost
+                parent[tail][state] = (-1, start, g)
+
+    proven = True
+    for p in range(m + 1):
+        layer = layers[p]
+        if not layer:
+            continue
+        if deadline is not None and time.perf_counter() > deadline:
+            proven = False
+            break
+        for state, cost in layer.items():
+            key, pend = state
+            if cost + _EPS >= best_cost:
+                continue
+            if key == 0:
+                best_cost, best = cost, (p, state)
+                continue
+            kc = unpack(key)
+            need = sum(c * groups[g] for g, c in enumerate(kc))
+            end = m - pend
+            if p + 1 + need <= end and cost + bound(kc, p + 1) < best_cost - _EPS:
+                nxt = layers[p + 1]
+                if cost < nxt.get(state, np.inf):
+                    nxt[state] = cost
+                    parent[p + 1][state] = (p, state, -1)
+                    labels += 1
+            for g, c in enumerate(kc):
+                if not c:
+                    continue
+                r = groups[g]
+                q = p + r
+                if q > end or q + need - r > end:
+                    continue
+                new = cost + costs[p, r - 1]
+                kc[g] -= 1
+                lb = bound(kc, q)
+                kc[g] += 1
+                if new + lb >= best_cost - _EPS:
+                    continue
+                nstate = (key - base[g], pend)
+                if new < layers[q].get(nstate, np.inf):
+                    layers[q][nstate] = new
+                    parent[q][nstate] = (p, state, g)
+                    labels += 1
+        layers[p] = None  # free the layer; parents stay for the path
+    if best is None:
+        if incumbent is None:
+            return None, None, proven, labels
+        return float(incumbent[0]), list(incumbent[1]), proven, labels
+    starts = [0] * len(sizes)
+    free = {r: list(members[r]) for r in groups}
+    p, state = best
+    while True:
+        link = parent[p][state]
+        if link is None:
+            break
+        prev_p, prev_state, g = link
+        if prev_p == -1:  # the wrapping first block: prev_state holds its start
+            starts[free[groups[g]].pop()] = prev_state
+            break
+        if g >= 0:
+            starts[free[groups[g]].pop()] = prev_p
+        p, state = prev_p, prev_state
+    return float(best_cost), starts, proven, labels
+
+
+@register("scas-exact")
+class ScasExact(Solver):
+    """Exact SCAS: constrained-shortest-path label DP with dominance and bound pruning.
+
+    Supported models: ``scas``.  Deterministic; ``seed`` is ignored.  ``time_limit`` stops
+    the search and returns the incumbent (status FEASIBLE, limit TIME).  ``warm_start``: a
+    feasible SCAS decision (first positions) used as the first incumbent.  ``extra`` reports
+    the number of labels created.
+    """
+
+    doc = "exact SCAS: constrained-shortest-path DP over Q (dominance + bounds), proves optimality"
+    SUPPORTED_MODELS = ("scas",)
+    EXACT = True
+
+    def version(self) -> str:
+        return "hpcopt"
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        costs = model.interval_costs
+        incumbent = None
+        if opts.warm_start is not None:
+            ev = model.evaluate(opts.warm_start)
+            if ev.feasible:
+                incumbent = (ev.objective, [int(v) for v in opts.warm_start])
+        seq = sequential_starts(model.sizes)
+        for cand in (greedy_starts(costs, model.sizes), (model.evaluate(seq).objective, seq)):
+            if cand is not None and (incumbent is None or cand[0] < incumbent[0]):
+                incumbent = cand
+        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        cost, starts, proven, labels = solve_arrays(costs, model.sizes, incumbent=incumbent,
+                                                    deadline=deadline)
+        extra = {"labels": labels}
+        if proven:
+            return Outcome(Status.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
+        return Outcome(Status.FEASIBLE, starts, objective=cost, limit=Limit.TIME, extra=extra)
