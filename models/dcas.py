@@ -65,6 +65,24 @@ class DCASModel(AllocationModel):
         cost, violations = self._certificate(self.node_sets(x), bad)
         return Evaluation(not any(violations), (cost,), violations)
 
+    def replay(self, order, first_nodes) -> tuple[list[np.ndarray], list[int]]:
+        """Place jobs ``order`` one by one, each from its given first node id, on the Q left
+        by the ones before; returns per-step node sets and positions.  Destroy-and-repair
+        search keeps the first nodes of the jobs it does not remove and replays them: a
+        kept job's block can only shrink into nodes freed inside its old span, so the replay
+        is always feasible and yields a valid DCAS decision ``tuple(order) + tuple(pos)``."""
+        seq = self.idle_nodes
+        sets, pos = [], []
+        for j, first in zip(order, first_nodes):
+            p = int(np.searchsorted(seq, first))
+            if p >= seq.size or seq[p] != first:
+                raise ValueError(f"dcas replay: node {first} is not idle at job {j}'s step")
+            nodes = block(seq, p, int(self.sizes[j]))
+            sets.append(nodes)
+            pos.append(p)
+            seq = np.setdiff1d(seq, nodes, assume_unique=True)
+        return sets, pos
+
     def from_scas(self, starts) -> tuple[int, ...]:
         """The DCAS decision placing each job on its SCAS block (order: window order)."""
         q = self.n_idle
