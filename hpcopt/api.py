@@ -84,7 +84,7 @@ def simulate(
     cores_per_node: int = 1,
     policy="fcfs",
     order: str | None = None,
-    backfill: str | bool = "easy",
+    backfill: str | bool | None = None,
     window: int | None = None,
     seed: int | None = None,
     starvation_bound: int | None = None,
@@ -99,7 +99,8 @@ def simulate(
     ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
     options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
     size, ``system`` gives the whole machine (burst buffer, SSD classes; a trace file only
-    knows the node count), and ``jobs`` keeps the first N jobs.  Returns a ``SimulationResult``.
+    knows the node count), and ``jobs`` keeps the first N jobs.  ``backfill`` and ``period``
+    default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
     """
     from .sim.driver import Simulator
     from .sim.metrics import job_table, summarize
@@ -138,7 +139,8 @@ def simulate(
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
     """Columns for the further resources: burst buffer (GB), SSD per node (GB) and, on a
-    system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``)."""
+    system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
+    system with a topology, the communication-hop cost of each job's nodes (``comm_cost``)."""
     cols = {}
     if system.bb > 0 or any(j.bb for j in jobs):
         cols["bb"] = lambda r: r.job.bb
@@ -147,4 +149,6 @@ def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
     if system.ssd_classes:
         sizes = sorted(float(s) for s in system.ssd_classes)
         cols["ssd_assigned"] = lambda r: float(sum(n * s for n, s in zip(r.allocation, sizes)))
+    if system.topology is not None:
+        cols["comm_cost"] = lambda r: system.topology.cost(r.allocation)
     return cols

@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="processors per node: converts trace processors to nodes")
     m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
     m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
-    m.add_argument("--backfill", choices=["easy", "none"], default="easy")
+    m.add_argument("--backfill", choices=["easy", "none"], default=None,
+                   help="EASY backfilling on or off (default: the policy's, easy for most)")
     m.add_argument("--window", type=_positive_int, default=None, help="window size W")
     m.add_argument("--backend", default=None, help="solver backend of optimizing policies")
     m.add_argument("--value", default=None, help="knapsack value: nodes, wait or capability")
@@ -82,6 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    m.add_argument("--topology", default=None, metavar="PRESET",
+                   help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
+                        "a topology job file (id arrival runtime nodes)")
+    m.add_argument("--tau", type=float, default=None,
+                   help="tjap-window policy: period in seconds (default 60)")
+    m.add_argument("--model", default=None, help="tjap-window policy: scas or dcas")
+    m.add_argument("--dump-windows", default=None, metavar="DIR",
+                   help="tjap-window policy: write every solved window as an instance file")
 
     sub.add_parser("backends", help="list solver backends")
     sub.add_parser("policies", help="list scheduling policies")
@@ -170,15 +179,28 @@ def _ssd_classes(text: str | None) -> dict:
     return out
 
 
+def _looks_like_swf(path: str) -> bool:
+    name = path[:-3] if path.endswith(".gz") else path
+    return name.endswith((".swf", ".csv", ".json"))
+
+
 def cmd_simulate(args) -> int:
     from .api import load_trace, simulate
     from .domain import System
 
     options = {k: v for k, v in (("backend", args.backend), ("value", args.value),
-                                 ("rule", args.rule)) if v}
+                                 ("rule", args.rule), ("tau", args.tau),
+                                 ("model", args.model), ("dump_windows", args.dump_windows))
+               if v}
     trace = args.trace
     system = None
-    if args.bb is not None or args.ssd_classes:
+    if args.topology:
+        from .tjap import load_jobs, tjap_system
+
+        system = tjap_system(args.topology)
+        if not _looks_like_swf(args.trace):
+            trace = load_jobs(args.trace, max_jobs=args.jobs)
+    elif args.bb is not None or args.ssd_classes:
         trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node,
                            max_jobs=args.jobs)
         system = System(trace.system.nodes, bb=args.bb or 0.0,
@@ -198,7 +220,7 @@ def cmd_simulate(args) -> int:
 def _print_summary(summaries: dict[str, dict]) -> None:
     import pandas as pd
 
-    keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd")
+    keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd", "avg_comm_cost")
                            if all(k in s for s in summaries.values())]
     df = pd.DataFrame({name: {k: s[k] for k in keys} for name, s in summaries.items()})
     def fmt(v) -> str:

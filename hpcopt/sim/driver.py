@@ -80,11 +80,12 @@ class Simulator:
     system : System.
     policy : a policy object (``decide(window) -> Decision``), see ``hpcopt.policies``.
     order : base order ``fcfs``, ``sjf`` or ``wfp``; default the policy's own order or fcfs.
-    backfill : ``"easy"`` (default) or ``"none"``.
+    backfill : ``"easy"`` or ``"none"``; default the policy's ``backfill`` attribute, else easy.
     window : W, the number of queued jobs the policy sees; ``None`` = the policy's default.
     starvation_bound : K; a job passed over K times is served first. ``None`` = the policy's
         ``starvation_bound`` attribute if it has one, else off.
-    period : if set, passes happen only every ``period`` seconds (ticks), not at every event.
+    period : if set, passes happen only every ``period`` seconds (ticks), not at every event;
+        default the policy's ``period`` attribute if it has one.
     progress : show a progress bar over completed jobs.
     """
 
@@ -95,7 +96,7 @@ class Simulator:
         policy,
         *,
         order: str | None = None,
-        backfill: str | bool = "easy",
+        backfill: str | bool | None = None,
         window: int | None = None,
         starvation_bound: int | None = None,
         period: float | None = None,
@@ -105,9 +106,11 @@ class Simulator:
         self.policy = policy
         self.order_name = order or getattr(policy, "order", None) or "fcfs"
         self._key, self._static = get_order(self.order_name)
+        if backfill is None:
+            backfill = getattr(policy, "backfill", "easy")
         if backfill in (True, "easy"):
             self.backfilling = True
-        elif backfill in (False, "none", None):
+        elif backfill in (False, "none"):
             self.backfilling = False
         else:
             raise SimulationError(f"backfill must be 'easy' or 'none', got {backfill!r}")
@@ -119,6 +122,8 @@ class Simulator:
         if starvation_bound is not None and starvation_bound < 1:
             raise SimulationError(f"starvation bound must be >= 1, got {starvation_bound}")
         self.starvation_bound = starvation_bound
+        if period is None:
+            period = getattr(policy, "period", None)
         if period is not None and not period > 0:
             raise SimulationError(f"period must be > 0 seconds, got {period}")
         self.period = period

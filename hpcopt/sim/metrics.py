@@ -7,9 +7,10 @@ last end - first submit.  Multi-resource runs (BBSched) add, over the same span:
 burst-buffer usage = used BB GB-seconds / (system BB x span); SSD usage = requested SSD
 GB-seconds (ssd per node x nodes x runtime) / (total SSD x span); wasted SSD = (assigned minus
 requested SSD) GB-seconds / (total SSD x span), where a job's assigned SSD is the size of the
-class of every node it got.  Trimming drops the first ``warmup`` and last ``cooldown`` jobs by
-submission order (a count, or a fraction of the jobs when below 1) before computing the
-summary, to remove the warm-up and cool-down periods.
+class of every node it got.  Runs on a topology add the average communication-hop cost per job
+(``avg_comm_cost``, from the ``comm_cost`` column).  Trimming drops the first ``warmup`` and
+last ``cooldown`` jobs by submission order (a count, or a fraction of the jobs when below 1)
+before computing the summary, to remove the warm-up and cool-down periods.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
         denom = ssd_capacity * span if span > 0 else math.inf
         extra["ssd_usage"] = float((req * kept["runtime"]).sum()) / denom
         extra["wasted_ssd"] = float(((got - req) * kept["runtime"]).sum()) / denom
+    if "comm_cost" in kept:
+        extra["avg_comm_cost"] = float(kept["comm_cost"].mean())
     return {
         "job_count": int(len(kept)),
         "avg_wait": float(kept["wait"].mean()),

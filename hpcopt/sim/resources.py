@@ -8,6 +8,8 @@ richer states (burst buffer, SSD classes, node sets on a topology) implement the
 
 from __future__ import annotations
 
+import numpy as np
+
 from hpcopt.domain import Job, System
 
 
@@ -150,8 +152,84 @@ class MultiPool:
         return f"MultiPool({self.free_dict()})"
 
 
+class TopologyPool:
+    """Distinguishable nodes on a network topology: the state is the set of idle node ids.
+
+    ``take(job)`` without an allocation is first-fit contiguous: the lowest run of at least
+    n consecutive idle node ids, else (the idle nodes are too fragmented) the n lowest idle
+    ids.  ``take(job, nodes)`` takes exactly ``nodes``; allocation models (SCAS, DCAS) pass
+    their node sets this way.  ``idle_nodes()`` is the sorted sequence Q they start from.
+    """
+
+    __slots__ = ("total", "idle")
+
+    def __init__(self, total: int, idle=None) -> None:
+        self.total = int(total)
+        self.idle = np.ones(self.total, dtype=bool) if idle is None else idle.copy()
+
+    @property
+    def free_nodes(self) -> int:
+        return int(self.idle.sum())
+
+    def idle_nodes(self) -> np.ndarray:
+        return np.flatnonzero(self.idle)
+
+    def fits(self, job: Job, allocation=None) -> bool:
+        if job.bb or job.ssd:
+            return False
+        if allocation is None:
+            return job.nodes <= self.free_nodes
+        nodes = np.asarray(allocation, dtype=np.int64)
+        return (nodes.size == job.nodes and np.unique(nodes).size == nodes.size
+                and bool(((nodes >= 0) & (nodes < self.total)).all())
+                and bool(self.idle[nodes].all()))
+
+    def plan(self, job: Job) -> np.ndarray:
+        """First-fit contiguous node ids for ``job`` (see the class docstring)."""
+        free = self.idle_nodes()
+        n = job.nodes
+        if free.size < n:
+            raise ValueError(f"job {job.id} {self.why_not(job)}")
+        breaks = np.flatnonzero(np.diff(free) != 1) + 1
+        starts = np.concatenate([[0], breaks])
+        lengths = np.diff(np.concatenate([starts, [free.size]]))
+        long_enough = np.flatnonzero(lengths >= n)
+        first = starts[long_enough[0]] if long_enough.size else 0
+        return free[first:first + n]
+
+    def take(self, job: Job, allocation=None) -> np.ndarray:
+        nodes = self.plan(job) if allocation is None else np.asarray(allocation, dtype=np.int64)
+        if not self.fits(job, nodes):
+            raise ValueError(f"job {job.id} cannot take nodes {list(map(int, nodes))[:8]}...: "
+                             f"{job.nodes} distinct idle node ids in 0..{self.total - 1} needed")
+        self.idle[nodes] = False
+        return nodes
+
+    def give(self, job: Job, allocation) -> None:
+        self.idle[np.asarray(allocation, dtype=np.int64)] = True
+
+    def copy(self) -> TopologyPool:
+        return TopologyPool(self.total, self.idle)
+
+    def why_not(self, job: Job) -> str:
+        if job.bb or job.ssd:
+            return "needs burst buffer or SSD, and the system has neither"
+        return f"needs {job.nodes} nodes, {self.free_nodes} free"
+
+    def free_dict(self) -> dict[str, float]:
+        return {"nodes": self.free_nodes}
+
+    def __repr__(self) -> str:
+        return f"TopologyPool(free={self.free_nodes}/{self.total})"
+
+
 def make_pool(system: System):
-    """The resource state that fits ``system``: plain node counting unless it has extras."""
+    """The resource state that fits ``system``: node sets on a topology, several resources,
+    or plain node counting."""
+    if system.topology is not None:
+        if system.bb > 0 or system.ssd_classes:
+            raise ValueError("a system with a topology has no burst buffer or SSD classes here")
+        return TopologyPool(system.nodes)
     if system.bb > 0 or system.ssd_classes:
         return MultiPool.for_system(system)
     return NodePool(system.nodes)
