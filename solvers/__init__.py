@@ -8,6 +8,7 @@ library until it solves something.
 from . import (  # noqa: E402,F401
     bbsched_exact,
     bbsched_ga,
+    dcas_nsa,
     dcas_sa,
     knapsack_dp,
     knapsack_greedy,

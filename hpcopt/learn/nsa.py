@@ -1,0 +1,609 @@
+"""Neural simulated annealing (NSA): a learned repair operator for DCAS, trained with PPO.
+
+Lan et al., CLUSTER'23, sections V-A/V-B and VI-A..VI-C.  NSA is the SA of
+``hpcopt.solvers.dcas_sa`` with the repair step done by a policy network: after the destroy
+step removed 1..n_D jobs, the removed jobs are re-inserted largest first, and for each one the
+network picks its first position in the current idle sequence Q (DCAS: Q shrinks after every
+insertion).
+
+The repair MDP (section V-B)
+----------------------------
+* State, ``q x 4`` (q = 100): row i describes the i-th entry of the current Q -- its leaf
+  switch id / (leaves - 1), its pod id / (pods - 1), the current job's size / n_max and the
+  mean size of the other jobs still to insert / n_max (the paper's
+  ``sum_{j' in J' \\ {j}} n_j' / ((|J'| - 1) n_max)``, 0 for the last job); rows beyond |Q|
+  are zeros.  n_max = 40, the largest job of the paper's workload.
+* Action: a first position 0..q-1; positions >= |Q| are illegal and their logits are set to
+  the smallest float before the softmax, so their probability is exactly 0.
+* Reward: 0 for every job but the last; after the last, ``-(sum of the CH costs of the
+  repaired jobs) / (c * h_other * n_max)`` -- the paper's negative cost, scaled so that one
+  job of n_max nodes spread over pods (the worst case) scores about -1 (c = 1000,
+  h_other = 6, n_max = 40 on ``paper-1000``: scale 240,000).
+
+Networks (Table II): ``fcn1..fcn3`` and ``cnn1..cnn3`` as printed (Tanh between the listed
+layers only; the CNNs' two final Linear layers have no activation between them, as in the
+table).  The critic is the same body with a 1-output head.  The parameter totals printed in
+Table II do not follow from its layer lists: the FCN totals (42,724 / 46,884 / 60,804) are
+exactly those of the same layers on a 500-wide input (q x 5), and the CNN totals match no
+reading of the listed layers; ``n_parameters`` gives the counts of the layers as listed
+(FCN 36,324 / 40,484 / 51,204; CNN 71,260 / 71,504 / 117,372).
+
+PPO (``ppo_update``): clipped surrogate (epsilon 0.2), actor and critic, Monte-Carlo returns
+with gamma = 1 (an episode has at most n_D steps and one terminal reward, so every step's
+return is the final reward; GAE would add nothing), advantage = return - V(s) normalised per
+batch, value loss weight 0.5, entropy bonus 0.01, Adam, gradient-norm clip 0.5.
+
+Training episodes (``train``) are cut from windows of the paper's workload: a start solution
+of the window (sequential placement, the SCAS optimum, or the SCAS optimum improved by 100
+steps of random-repair SA, one per window) loses 1..n_D random jobs; the agent repairs them.
+Windows come from ``hpcopt.tjap.generate_windows`` when that module is present, else from
+``random_windows`` (a fragmented cluster: random blocks taken until a random utilisation).
+
+Shipped operator: ``hpcopt/data/nsa_cnn3_paper1000.pt`` -- see ``SHIPPED`` below for its
+training budget.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from hpcopt.errors import HpcoptError, closest
+from hpcopt.topology import FatTree, block
+
+FORMAT = "hpcopt-nsa/1"
+FEATURES = 4
+DEFAULT_Q = 100
+DEFAULT_N_MAX = 40
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "nsa_cnn3_paper1000.pt"
+
+# Table II as printed: (conv1 channels, conv2 channels) for CNNs, hidden widths for FCNs.
+ARCHS = {
+    "fcn1": ("fcn", (64, 64)),
+    "fcn2": ("fcn", (64, 64, 64)),
+    "fcn3": ("fcn", (96, 64)),
+    "cnn1": ("cnn", (4, 4)),
+    "cnn2": ("cnn", (8, 4)),
+    "cnn3": ("cnn", (16, 8)),
+}
+# The totals printed in Table II (see the module docstring for why they differ).
+TABLE_II_PARAMS = {"fcn1": 42724, "fcn2": 46884, "fcn3": 60804,
+                   "cnn1": 37248, "cnn2": 42097, "cnn3": 54641}
+
+# Filled in from the shipped checkpoint's training run (hpcopt train nsa ...).
+SHIPPED = {}
+
+
+class NSAError(HpcoptError):
+    """A checkpoint or option the NSA operator cannot use."""
+
+
+# --------------------------------------------------------------------------- networks
+def build_body(arch: str, q: int = DEFAULT_Q, out: int | None = None,
+               features: int = FEATURES) -> nn.Sequential:
+    """The Table II network ``arch`` on a ``q x features`` state with ``out`` outputs
+    (default q: the actor; 1: the critic)."""
+    if arch not in ARCHS:
+        raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
+                       f"expected one of {sorted(ARCHS)}")
+    out = q if out is None else out
+    kind, widths = ARCHS[arch]
+    if kind == "fcn":
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = q * features
+        for w in widths:
+            layers += [nn.Linear(width, w), nn.Tanh()]
+            width = w
+        layers.append(nn.Linear(width, out))
+        return nn.Sequential(*layers)
+    c1, c2 = widths
+    length = (q - 10 + 1 - 5) // 2 + 1  # Conv1d(k=10, s=1) then Conv1d(k=5, s=2)
+    if length < 1:
+        raise NSAError(f"CNN architectures need q >= 14, got q={q}")
+    return nn.Sequential(
+        _ChannelsFirst(),
+        nn.Conv1d(features, c1, 10, 1, 0), nn.Tanh(),
+        nn.Conv1d(c1, c2, 5, 2, 0), nn.Flatten(),
+        nn.Linear(c2 * length, 256), nn.Linear(256, out))
+
+
+class _ChannelsFirst(nn.Module):
+    """``(batch, q, features)`` -> ``(batch, features, q)`` for Conv1d."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2)
+
+
+def n_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+class ActorCritic(nn.Module):
+    """Actor (q logits) and critic (one value) with the same Table II body, no sharing."""
+
+    def __init__(self, arch: str, q: int = DEFAULT_Q) -> None:
+        super().__init__()
+        self.arch, self.q = arch, q
+        self.actor = build_body(arch, q)
+        self.critic = build_body(arch, q, out=1)
+
+    def logits(self, states: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """Actor logits with illegal positions set to the smallest float."""
+        raw = self.actor(states)
+        return raw.masked_fill(~masks, torch.finfo(raw.dtype).min)
+
+    def value(self, states: torch.Tensor) -> torch.Tensor:
+        return self.critic(states).squeeze(-1)
+
+
+# --------------------------------------------------------------------------- the MDP
+def encode_state(topology: FatTree, seq: np.ndarray, size: int, others, q: int = DEFAULT_Q,
+                 n_max: int = DEFAULT_N_MAX) -> np.ndarray:
+    """The ``q x 4`` state of inserting a job of ``size`` nodes into the idle sequence
+    ``seq`` with the jobs ``others`` still to insert after it (module docstring)."""
+    state = np.zeros((q, FEATURES), dtype=np.float32)
+    head = np.asarray(seq[:q], dtype=np.int64)
+    m = head.size
+    if m == 0:
+        return state
+    state[:m, 0] = topology.leaf[head] / max(topology.n_leaves - 1, 1)
+    state[:m, 1] = topology.pod[head] / max(topology.n_pods - 1, 1)
+    state[:m, 2] = size / n_max
+    others = list(others)
+    state[:m, 3] = sum(others) / (len(others) * n_max) if others else 0.0
+    return state
+
+
+def action_mask(seq_len: int, q: int = DEFAULT_Q) -> np.ndarray:
+    """Legal first positions: 0..min(|Q|, q) - 1."""
+    mask = np.zeros(q, dtype=bool)
+    mask[:min(seq_len, q)] = True
+    return mask
+
+
+def reward_scale(topology: FatTree, n_max: int = DEFAULT_N_MAX) -> float:
+    """``c * h_other * n_max``: the terminal reward is ``-repair cost / reward_scale``."""
+    cm = topology.cost_model
+    return float(cm.c * cm.h_other * n_max)
+
+
+def _signature(topology: FatTree) -> list:
+    cm = topology.cost_model
+    return [int(topology.n_nodes), int(topology.nodes_per_leaf), int(topology.leaves_per_pod),
+            cm.h_leaf, cm.h_pod, cm.h_other, cm.c, bool(cm.ordered), bool(cm.integer)]
+
+
+def _sample(probs: np.ndarray, legal: int, rng: np.random.Generator) -> int:
+    """Inverse-CDF draw from ``probs`` restricted to the first ``legal`` entries."""
+    cdf = np.cumsum(probs[:legal], dtype=np.float64)
+    return min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), legal - 1)
+
+
+# --------------------------------------------------------------------------- the operator
+class LearnedRepair:
+    """The NSA repair operator: ``repair(model, seq, sizes, rng) -> positions`` (the protocol
+    of ``hpcopt.solvers.dcas_sa``), one policy decision per job.
+
+    ``mode="sample"`` (default) draws each position from the policy with ``rng``, so runs are
+    reproducible from the SA seed and the search keeps exploring; ``"greedy"`` takes the
+    argmax.
+    """
+
+    name = "learned"
+    MODES = ("sample", "greedy")
+
+    def __init__(self, policy: ActorCritic, *, topology: FatTree, n_max: int = DEFAULT_N_MAX,
+                 mode: str = "sample", meta: dict | None = None) -> None:
+        if mode not in self.MODES:
+            raise NSAError(f"nsa mode must be one of {list(self.MODES)}, got {mode!r}")
+        self.policy = policy.eval()
+        self.q, self.arch = policy.q, policy.arch
+        self.topology = topology
+        self.n_max = int(n_max)
+        self.mode = mode
+        self.meta = dict(meta or {})
+        self.source = ""
+        self.has_critic = True
+
+    def check(self, topology: FatTree, q: int | None = None) -> None:
+        """Raise ``NSAError`` unless this operator was trained for ``topology`` (and ``q``)."""
+        if _signature(topology) != _signature(self.topology):
+            raise NSAError(
+                f"nsa checkpoint {self.source or '(in memory)'} was trained for {self.topology!r},"
+                f" the model's topology is {topology!r}; train one with 'hpcopt train nsa "
+                f"--topology ...'")
+        if q is not None and int(q) != self.q:
+            raise NSAError(f"nsa checkpoint {self.source or '(in memory)'} was trained with "
+                           f"q={self.q}, got q={q}; train one with 'hpcopt train nsa --q {q}'")
+
+    @torch.inference_mode()
+    def __call__(self, model, seq, sizes, rng) -> list[int]:
+        out = []
+        seq = np.asarray(seq, dtype=np.int64)
+        sizes = [int(n) for n in sizes]
+        for i, n in enumerate(sizes):
+            state = encode_state(model.topology, seq, n, sizes[i + 1:], self.q, self.n_max)
+            legal = min(seq.size, self.q)
+            logits = self.policy.actor(torch.from_numpy(state)[None])[0, :legal]
+            if self.mode == "greedy":
+                p = int(torch.argmax(logits))
+            else:
+                p = _sample(torch.softmax(logits, 0).numpy(), legal, rng)
+            out.append(p)
+            seq = np.setdiff1d(seq, block(seq, p, n), assume_unique=True)
+        return out
+
+    # ---------------------------------------------------------------- persistence
+    def save(self, path: str | Path, *, critic: bool = True, **meta) -> Path:
+        """Write a checkpoint: weights, architecture, q, n_max, topology, metadata."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"format": FORMAT, "arch": self.arch, "q": self.q, "n_max": self.n_max,
+               "topology": self.topology.to_dict(), "signature": _signature(self.topology),
+               "actor": self.policy.actor.state_dict(),
+               "meta": json.dumps({**self.meta, **meta})}
+        if critic:
+            doc["critic"] = self.policy.critic.state_dict()
+        torch.save(doc, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, mode: str = "sample") -> LearnedRepair:
+        """Read a checkpoint written by ``save``; one-line ``NSAError`` when it cannot."""
+        path = Path(path)
+        if not path.is_file():
+            raise NSAError(f"nsa checkpoint {path} not found; train one with 'hpcopt train "
+                           f"nsa --out DIR' and pass solver_options={{'checkpoint': PATH}}")
+        try:
+            doc = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear error
+            raise NSAError(f"nsa checkpoint {path} cannot be read ({type(exc).__name__}: "
+                           f"{exc})") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise NSAError(f"{path} is not an NSA checkpoint (expected format {FORMAT!r})")
+        topology = FatTree.from_dict(doc["topology"])
+        if _signature(topology) != list(doc["signature"]):
+            raise NSAError(f"nsa checkpoint {path}: its topology {doc['topology']} no longer "
+                           f"matches the one it was trained on")
+        policy = ActorCritic(doc["arch"], int(doc["q"]))
+        policy.actor.load_state_dict(doc["actor"])
+        if "critic" in doc:
+            policy.critic.load_state_dict(doc["critic"])
+        op = cls(policy, topology=topology, n_max=int(doc["n_max"]), mode=mode,
+                 meta=json.loads(doc["meta"]))
+        op.has_critic = "critic" in doc
+        op.source = str(path)
+        return op
+
+
+# --------------------------------------------------------------------------- windows
+def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
+                   max_jobs: int = 10, n_max: int = DEFAULT_N_MAX) -> list:
+    """Stand-in DCAS windows: running jobs of U[1, n_max] nodes take random contiguous blocks
+    of the idle sequence until a utilisation drawn from U[0.2, 0.95] is reached (so the idle
+    nodes are fragmented as on a busy cluster), then a window of U[1, max_jobs] jobs of
+    U[1, n_max] nodes that fits the idle nodes."""
+    from hpcopt.models.dcas import DCASModel
+
+    topo = topology if isinstance(topology, FatTree) else FatTree.preset(topology)
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n_windows:
+        seq = np.arange(topo.n_nodes, dtype=np.int64)
+        target = topo.n_nodes * (1 - rng.uniform(0.2, 0.95))
+        while seq.size > target:
+            n = min(int(rng.integers(1, n_max + 1)), seq.size)
+            seq = np.setdiff1d(seq, block(seq, int(rng.integers(seq.size)), n),
+                               assume_unique=True)
+        sizes, free = [], seq.size
+        for _ in range(int(rng.integers(1, max_jobs + 1))):
+            n = int(rng.integers(1, n_max + 1))
+            if n <= free:
+                sizes.append(n)
+                free -= n
+        if sizes:
+            out.append(DCASModel(topo, seq, sizes))
+    return out
+
+
+def training_windows(n_windows: int, *, seed: int, topology="paper-1000") -> tuple[list, str]:
+    """Windows of the paper's workload from the window-period driver when available
+    (``hpcopt.tjap.generate_windows``), else ``random_windows``; also says which."""
+    try:
+        from hpcopt.tjap import generate_windows
+    except ImportError:
+        return random_windows(n_windows, seed=seed, topology=topology), "random_windows"
+    return generate_windows(n_windows, seed=seed, topology=topology), "tjap.generate_windows"
+
+
+@dataclass
+class _Start:
+    """A window with a complete start solution (placement order and first node ids)."""
+
+    model: object
+    order: list
+    firsts: list
+
+
+def _start_solution(model, how: str, rng: np.random.Generator) -> _Start:
+    from hpcopt.solvers.dcas_sa import (
+        RandomRepair,
+        anneal,
+        initial_decision,
+        sequential_decision,
+    )
+
+    if how == "sequential":
+        x = sequential_decision(model)
+    else:
+        x, _ = initial_decision(model, None, "scas-exact", "nsa")
+        if how == "sa":
+            x = anneal(model, x, RandomRepair(), t_max=100, rng=rng).decision
+    order = [int(j) for j in x[:model.n_jobs]]
+    sets = model.node_sets(x)
+    return _Start(model, order, [int(sets[j][0]) for j in order])
+
+
+@dataclass
+class _Episode:
+    """One repair episode: the idle sequence after the kept jobs and the jobs to insert."""
+
+    model: object
+    seq: np.ndarray
+    sizes: list
+    step: int = 0
+    cost: float = 0.0
+
+
+def _cut_episode(start: _Start, n_remove: int, rng: np.random.Generator) -> _Episode:
+    model = start.model
+    k = min(int(rng.integers(1, n_remove + 1)), model.n_jobs)
+    removed = {int(j) for j in rng.choice(model.n_jobs, k, replace=False)}
+    keep = [(j, f) for j, f in zip(start.order, start.firsts) if j not in removed]
+    sets, _ = model.replay([j for j, _ in keep], [f for _, f in keep])
+    seq = model.idle_nodes
+    if sets:
+        seq = np.setdiff1d(seq, np.concatenate(sets), assume_unique=True)
+    sizes = sorted((int(model.sizes[j]) for j in removed), reverse=True)
+    return _Episode(model, seq, sizes)
+
+
+# --------------------------------------------------------------------------- PPO
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO settings (module docstring); ``batch`` is episodes per update."""
+
+    lr: float = 3e-4
+    batch: int = 128
+    epochs: int = 4
+    minibatch: int = 64
+    clip: float = 0.2
+    value_coef: float = 0.5
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 0.5
+
+
+def rollout(policy: ActorCritic, episodes: list[_Episode], *, n_max: int,
+            rng: np.random.Generator, device="cpu") -> dict:
+    """Run the episodes to their end with the current policy (sampling, batched across
+    episodes); returns the transitions and per-episode rewards for ``ppo_update``."""
+    q = policy.q
+    topo = episodes[0].model.topology
+    scale = reward_scale(topo, n_max)
+    states, masks, actions, logps, owner = [], [], [], [], []
+    active = list(range(len(episodes)))
+    while active:
+        st = np.stack([encode_state(topo, episodes[i].seq, episodes[i].sizes[episodes[i].step],
+                                    episodes[i].sizes[episodes[i].step + 1:], q, n_max)
+                       for i in active])
+        mk = np.stack([action_mask(episodes[i].seq.size, q) for i in active])
+        with torch.no_grad():
+            logits = policy.logits(torch.from_numpy(st).to(device),
+                                   torch.from_numpy(mk).to(device))
+            logp_all = torch.log_softmax(logits, -1).cpu().numpy()
+        nxt = []
+        for row, i in enumerate(active):
+            ep = episodes[i]
+            legal = int(mk[row].sum())
+            a = _sample(np.exp(logp_all[row]), legal, rng)
+            n = ep.sizes[ep.step]
+            nodes = block(ep.seq, a, n)
+            ep.cost += topo.cost(nodes)
+            ep.seq = np.setdiff1d(ep.seq, nodes, assume_unique=True)
+            ep.step += 1
+            states.append(st[row])
+            masks.append(mk[row])
+            actions.append(a)
+            logps.append(logp_all[row, a])
+            owner.append(i)
+            if ep.step < len(ep.sizes):
+                nxt.append(i)
+        active = nxt
+    rewards = np.array([-ep.cost / scale for ep in episodes], dtype=np.float32)
+    return {"states": np.stack(states), "masks": np.stack(masks),
+            "actions": np.array(actions, dtype=np.int64),
+            "logp": np.array(logps, dtype=np.float32),
+            "returns": rewards[np.array(owner)], "episode_rewards": rewards}
+
+
+def ppo_update(policy: ActorCritic, optimizer, batch: dict, cfg: PPOConfig,
+               rng: np.random.Generator, device="cpu") -> dict:
+    """``cfg.epochs`` passes of clipped-PPO minibatch steps over one batch of transitions."""
+    def t(x):
+        return torch.from_numpy(x).to(device)
+
+    states, masks, actions = t(batch["states"]), t(batch["masks"]), t(batch["actions"])
+    old_logp, returns = t(batch["logp"]), t(batch["returns"])
+    with torch.no_grad():
+        adv = returns - policy.value(states)
+    adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
+    n = actions.shape[0]
+    stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0}
+    steps = 0
+    for _ in range(cfg.epochs):
+        perm = torch.from_numpy(rng.permutation(n)).to(device)
+        for lo in range(0, n, cfg.minibatch):
+            idx = perm[lo:lo + cfg.minibatch]
+            dist = torch.distributions.Categorical(logits=policy.logits(states[idx],
+                                                                        masks[idx]))
+            ratio = torch.exp(dist.log_prob(actions[idx]) - old_logp[idx])
+            a = adv[idx]
+            p_loss = -torch.min(ratio * a, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * a).mean()
+            v_loss = (policy.value(states[idx]) - returns[idx]).pow(2).mean()
+            ent = dist.entropy().mean()
+            loss = p_loss + cfg.value_coef * v_loss - cfg.entropy_coef * ent
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+            stats["policy_loss"] += p_loss.item()
+            stats["value_loss"] += v_loss.item()
+            stats["entropy"] += ent.item()
+            steps += 1
+    return {k: v / max(steps, 1) for k, v in stats.items()}
+
+
+# --------------------------------------------------------------------------- training
+CURVE_COLUMNS = ["update", "episodes", "mean_reward", "mean_repair_cost", "policy_loss",
+                 "value_loss", "entropy", "seconds"]
+
+
+def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
+          out: str | Path = "nsa-run", topology="paper-1000", q: int = DEFAULT_Q,
+          n_max: int = DEFAULT_N_MAX, n_remove: int = 2, n_windows: int = 500,
+          refresh_every: int = 1000, time_limit: float | None = None, ppo: PPOConfig | None = None,
+          checkpoint_every: int = 20, device: str | None = None, progress: bool = True,
+          plot: bool = True, windows: list | None = None) -> dict:
+    """Train a repair operator with PPO; writes ``DIR/nsa_<arch>.pt`` (final),
+    ``DIR/last.pt`` (every ``checkpoint_every`` updates), ``curve.csv``, ``curve.png`` and
+    ``train.json``; returns the training summary.
+
+    Episodes are cut from a pool of ``n_windows`` windows (``training_windows``, or the
+    ``windows`` given), each with one start solution; ``refresh_every`` updates replace the
+    pool by fresh windows (new seed).  ``time_limit`` (seconds) stops training early after
+    the update that crosses it.  ``device``: ``"cuda"`` when available, else CPU.
+    """
+    if arch not in ARCHS:
+        raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
+                       f"expected one of {sorted(ARCHS)}")
+    if int(episodes) != episodes or episodes < 1:
+        raise NSAError(f"episodes must be a positive integer, got {episodes!r}")
+    if int(n_remove) != n_remove or n_remove < 1:
+        raise NSAError(f"n_remove must be an integer >= 1, got {n_remove!r}")
+    cfg = ppo or PPOConfig()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    topo = topology if isinstance(topology, FatTree) else FatTree.preset(topology)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    policy = ActorCritic(arch, q).to(device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    op = LearnedRepair(policy, topology=topo, n_max=n_max)
+
+    def pool(generation: int) -> tuple[list[_Start], str]:
+        if windows is not None:
+            models, source = windows, "given"
+        else:
+            models, source = training_windows(n_windows, seed=seed * 1000 + generation,
+                                              topology=topo)
+        hows = ("sequential", "scas-exact", "sa")
+        return [_start_solution(m, hows[int(rng.integers(3))], rng) for m in models], source
+
+    starts, source = pool(0)
+    n_updates = math.ceil(episodes / cfg.batch)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_updates * cfg.batch, unit="episode", desc=f"train nsa-{arch}")
+    curve, seen, t0 = [], 0, time.perf_counter()
+    for update in range(1, n_updates + 1):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            break
+        if windows is None and refresh_every and update % refresh_every == 0:
+            starts, _ = pool(update // refresh_every)
+        eps = [_cut_episode(starts[int(rng.integers(len(starts)))], n_remove, rng)
+               for _ in range(cfg.batch)]
+        policy.eval()
+        batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
+        policy.train()
+        stats = ppo_update(policy, optimizer, batch, cfg, rng, device)
+        seen += len(eps)
+        row = {"update": update, "episodes": seen,
+               "mean_reward": float(batch["episode_rewards"].mean()),
+               "mean_repair_cost": float(np.mean([e.cost for e in eps])),
+               **stats, "seconds": time.perf_counter() - t0}
+        curve.append(row)
+        if bar is not None:
+            bar.update(len(eps))
+            bar.set_postfix(reward=f"{_tail_mean(curve):.4f}")
+        if update % checkpoint_every == 0:
+            policy.eval()
+            op.save(out / "last.pt", **_meta(curve, arch, seed, n_remove, source, cfg))
+            _write_curve(curve, out / "curve.csv")
+    if bar is not None:
+        bar.close()
+    policy.eval().cpu()
+    meta = _meta(curve, arch, seed, n_remove, source, cfg)
+    final = op.save(out / f"nsa_{arch}.pt", **meta)
+    _write_curve(curve, out / "curve.csv")
+    if plot:
+        plot_curve(curve, out / "curve.png", title=f"NSA {arch} (seed {seed})")
+    summary = {**meta, "checkpoint": str(final), "q": q, "n_max": n_max,
+               "topology": topo.to_dict()}
+    (out / "train.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _tail_mean(curve: list[dict], key: str = "mean_reward", k: int = 20) -> float:
+    tail = curve[-k:]
+    return float(np.mean([r[key] for r in tail])) if tail else float("nan")
+
+
+def _meta(curve, arch, seed, n_remove, source, cfg) -> dict:
+    return {"arch": arch, "seed": seed, "episodes": curve[-1]["episodes"],
+            "updates": len(curve), "train_seconds": round(curve[-1]["seconds"], 1),
+            "final_mean_reward": _tail_mean(curve),
+            "first_mean_reward": float(np.mean([r["mean_reward"] for r in curve[:20]])),
+            "n_remove": n_remove, "windows": source, "ppo": asdict(cfg),
+            "torch": torch.__version__}
+
+
+def _write_curve(curve: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, CURVE_COLUMNS)
+        w.writeheader()
+        w.writerows(curve)
+
+
+def plot_curve(curve: list[dict], path: Path, title: str = "") -> Path:
+    """Mean episode reward per update and its moving average."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["episodes"] for r in curve]
+    y = np.array([r["mean_reward"] for r in curve])
+    k = max(1, min(20, len(y) // 5))
+    smooth = np.convolve(y, np.ones(k) / k, mode="valid")
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(x, y, alpha=0.3, label="per update")
+    ax.plot(x[k - 1:], smooth, label=f"moving average ({k})")
+    ax.set_xlabel("episodes")
+    ax.set_ylabel("mean reward (-repair cost / scale)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
