@@ -189,6 +189,12 @@ def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     wb = nsa.LearnedRepair.load(tmp_path / "b" / "nsa_fcn1.pt").policy.state_dict()
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert a["final_mean_reward"] == b["final_mean_reward"]
+    c = nsa.train(seed=4, out=tmp_path / "c", plot=False, resume=tmp_path / "a" / "nsa_fcn1.pt",
+                  **kw)
+    assert (c["earlier_episodes"], c["total_episodes"]) == (64, 128)
+    with pytest.raises(nsa.NSAError, match="cannot resume"):
+        nsa.train(seed=4, out=tmp_path / "d", resume=tmp_path / "a" / "nsa_fcn1.pt",
+                  **{**kw, "arch": "fcn2"})
 
 
 # ----------------------------------------------------------------------------- backend
@@ -239,3 +245,4 @@ def test_import_hpcopt_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+

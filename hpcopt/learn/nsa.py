@@ -481,15 +481,19 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
           n_max: int = DEFAULT_N_MAX, n_remove: int = 2, n_windows: int = 500,
           refresh_every: int = 1000, time_limit: float | None = None, ppo: PPOConfig | None = None,
           checkpoint_every: int = 20, device: str | None = None, progress: bool = True,
-          plot: bool = True, windows: list | None = None) -> dict:
-    """Train a repair operator with PPO; writes ``DIR/nsa_<arch>.pt`` (final),
-    ``DIR/last.pt`` (every ``checkpoint_every`` updates), ``curve.csv``, ``curve.png`` and
-    ``train.json``; returns the training summary.
+          plot: bool = True, windows: list | None = None,
+          resume: str | Path | None = None) -> dict:
+    """Train a repair operator with PPO (``episodes`` rounded up to whole batches); writes
+    ``DIR/nsa_<arch>.pt`` (final), ``DIR/last.pt`` (every ``checkpoint_every`` updates),
+    ``curve.csv``, ``curve.png`` and ``train.json``; returns the training summary.
 
     Episodes are cut from a pool of ``n_windows`` windows (``training_windows``, or the
     ``windows`` given), each with one start solution; ``refresh_every`` updates replace the
-    pool by fresh windows (new seed).  ``time_limit`` (seconds) stops training early after
-    the update that crosses it.  ``device``: ``"cuda"`` when available, else CPU.
+    pool by fresh windows (new seed).  ``resume`` starts from the weights of a checkpoint
+    of the same architecture, q and topology (a fresh optimizer; the summary counts the
+    earlier runs in ``total_episodes`` / ``total_train_seconds``).  ``time_limit`` (seconds)
+    stops training early after the update that crosses it.  ``device``: ``"cuda"`` when
+    available, else CPU.
     """
     if arch not in ARCHS:
         raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
@@ -505,7 +509,22 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    policy = ActorCritic(arch, q).to(device)
+    policy = ActorCritic(arch, q)
+    if resume is not None:
+        prev = LearnedRepair.load(resume)
+        prev.check(topo, q)
+        if prev.arch != arch or not prev.has_critic:
+            raise NSAError(f"cannot resume {arch} training from {resume}: it holds "
+                           f"{prev.arch}" + ("" if prev.has_critic else " without a critic"))
+        policy.load_state_dict(prev.policy.state_dict())
+        earlier = {"resumed_from": str(resume),
+                   "earlier_episodes": int(prev.meta.get("total_episodes",
+                                                         prev.meta.get("episodes", 0))),
+                   "earlier_train_seconds": float(prev.meta.get(
+                       "total_train_seconds", prev.meta.get("train_seconds", 0.0)))}
+    else:
+        earlier = {"earlier_episodes": 0, "earlier_train_seconds": 0.0}
+    policy = policy.to(device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     op = LearnedRepair(policy, topology=topo, n_max=n_max)
 
@@ -527,7 +546,7 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
         bar = tqdm(total=n_updates * cfg.batch, unit="episode", desc=f"train nsa-{arch}")
     curve, seen, t0 = [], 0, time.perf_counter()
     for update in range(1, n_updates + 1):
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        if time_limit is not None and update > 1 and time.perf_counter() - t0 > time_limit:
             break
         if windows is None and refresh_every and update % refresh_every == 0:
             starts, _ = pool(update // refresh_every)
@@ -548,12 +567,12 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
             bar.set_postfix(reward=f"{_tail_mean(curve):.4f}")
         if update % checkpoint_every == 0:
             policy.eval()
-            op.save(out / "last.pt", **_meta(curve, arch, seed, n_remove, source, cfg))
+            op.save(out / "last.pt", **_meta(curve, arch, seed, n_remove, source, cfg, earlier))
             _write_curve(curve, out / "curve.csv")
     if bar is not None:
         bar.close()
     policy.eval().cpu()
-    meta = _meta(curve, arch, seed, n_remove, source, cfg)
+    meta = _meta(curve, arch, seed, n_remove, source, cfg, earlier)
     final = op.save(out / f"nsa_{arch}.pt", **meta)
     _write_curve(curve, out / "curve.csv")
     if plot:
@@ -569,8 +588,12 @@ def _tail_mean(curve: list[dict], key: str = "mean_reward", k: int = 20) -> floa
     return float(np.mean([r[key] for r in tail])) if tail else float("nan")
 
 
-def _meta(curve, arch, seed, n_remove, source, cfg) -> dict:
+def _meta(curve, arch, seed, n_remove, source, cfg, earlier) -> dict:
     return {"arch": arch, "seed": seed, "episodes": curve[-1]["episodes"],
+            **earlier,
+            "total_episodes": earlier["earlier_episodes"] + curve[-1]["episodes"],
+            "total_train_seconds": round(earlier["earlier_train_seconds"]
+                                         + curve[-1]["seconds"], 1),
             "updates": len(curve), "train_seconds": round(curve[-1]["seconds"], 1),
             "final_mean_reward": _tail_mean(curve),
             "first_mean_reward": float(np.mean([r["mean_reward"] for r in curve[:20]])),
