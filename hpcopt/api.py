@@ -124,8 +124,13 @@ def simulate(
             system = System(nodes)
     pol = build_policy(policy, **policy_options)
     pol.reset(seed)
-    sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
-                    starvation_bound=starvation_bound, period=period, progress=progress).run()
+    if getattr(pol, "drives_simulation", False):  # learned one-pick-at-a-time agents (DRAS)
+        sim = pol.run(job_list, system, order=order, window=window, backfill=backfill,
+                      starvation_bound=starvation_bound, period=period, progress=progress)
+    else:
+        sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
+                        starvation_bound=starvation_bound, period=period,
+                        progress=progress).run()
     table = job_table(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,

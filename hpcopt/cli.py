@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    m.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="learned policies (dras-pg, dras-dql, decima-pg): agent checkpoint "
+                        "(default: the shipped one for the system size)")
+    m.add_argument("--adapt", action="store_true",
+                   help="learned policies: keep learning while scheduling (online adaptation)")
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
                         "a topology job file (id arrival runtime nodes)")
@@ -91,6 +96,33 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--model", default=None, help="tjap-window policy: scas or dcas")
     m.add_argument("--dump-windows", default=None, metavar="DIR",
                    help="tjap-window policy: write every solved window as an instance file")
+
+    t = sub.add_parser("train", help="train a learned scheduling agent")
+    tsub = t.add_subparsers(dest="learner", required=True)
+    td = tsub.add_parser("dras", help="DRAS three-phase training (sampled, real, synthetic)")
+    td.add_argument("--trace", required=True, help="SWF or CSV/JSON trace to learn from")
+    td.add_argument("--agent", default="pg", help="pg or dql")
+    td.add_argument("--config", default="small", help="small (2-core CPU) or theta (Table III)")
+    td.add_argument("--levels", choices=["dras", "decima"], default="dras",
+                    help="dras (two levels) or decima (the Decima-PG baseline)")
+    td.add_argument("--reward", default=None, help="capability (Eq. 1, default) or capacity "
+                                                   "(Eq. 2)")
+    td.add_argument("--nodes", type=_positive_int, default=None, help="system size in nodes")
+    td.add_argument("--sampled", type=int, default=9, help="sampled jobsets (phase 1)")
+    td.add_argument("--real", type=int, default=None,
+                    help="real one-week jobsets (phase 2; default all training weeks)")
+    td.add_argument("--synthetic", type=int, default=82, help="synthetic jobsets (phase 3)")
+    td.add_argument("--jobs-per-set", type=_positive_int, default=2000,
+                    help="jobs per sampled jobset")
+    td.add_argument("--train-months", type=_positive_int, default=2)
+    td.add_argument("--validate-months", type=_positive_int, default=1)
+    td.add_argument("--select", choices=["reward", "avg_wait"], default="reward",
+                    help="best checkpoint by validation reward (paper) or by average wait "
+                         "with max wait within 2x FCFS+EASY")
+    td.add_argument("--seed", type=int, default=0)
+    td.add_argument("--out", default="dras-run", help="directory for checkpoints and curve")
+    td.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     sub.add_parser("backends", help="list solver backends")
     sub.add_parser("policies", help="list scheduling policies")
@@ -189,7 +221,8 @@ def cmd_simulate(args) -> int:
     from .domain import System
 
     options = {k: v for k, v in (("backend", args.backend), ("value", args.value),
-                                 ("rule", args.rule), ("tau", args.tau),
+                                 ("rule", args.rule), ("checkpoint", args.checkpoint),
+                                 ("adapt", args.adapt), ("tau", args.tau),
                                  ("model", args.model), ("dump_windows", args.dump_windows))
                if v}
     trace = args.trace
@@ -271,8 +304,32 @@ def cmd_demo(args) -> int:
     return 1 if any(r["status"] == "ERROR" for r in rows) else 0
 
 
+def cmd_train(args) -> int:
+    try:
+        import torch
+    except ImportError:
+        raise HpcoptError("training needs torch: pip install 'hpcopt[ml]'") from None
+    from .learn.dras_train import train_dras
+
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
+    overrides = {"reward": args.reward} if args.reward else {}
+    doc = train_dras(args.trace, agent=args.agent, config=args.config, levels=args.levels,
+                     out=args.out, seed=args.seed, sampled=args.sampled, real=args.real,
+                     synthetic=args.synthetic, jobs_per_set=args.jobs_per_set,
+                     train_months=args.train_months, validate_months=args.validate_months,
+                     select=args.select, nodes=args.nodes, progress=not args.no_progress,
+                     plot=not args.no_plot, **overrides)
+    print(f"trained {doc['episodes']} episodes ({doc['jobs_seen']:,} jobs) in "
+          f"{doc['train_seconds']:.0f} s; best episode {doc['best_episode']}: validation "
+          f"reward {doc['best_val_reward']:.1f}, average wait {doc['best_val_avg_wait']:.0f} s "
+          f"(FCFS+EASY {doc['reference_val_avg_wait']['fcfs']:.0f} s)")
+    print(f"wrote {Path(args.out) / 'best.pt'}, curve.csv, train.json"
+          + ("" if args.no_plot else ", curve.png"))
+    return 0
+
+
 COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "backends": cmd_backends,
-            "policies": cmd_policies, "demo": cmd_demo}
+            "policies": cmd_policies, "demo": cmd_demo, "train": cmd_train}
 
 
 if __name__ == "__main__":  # pragma: no cover

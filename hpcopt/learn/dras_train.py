@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from hpcopt.domain import System
-from hpcopt.errors import HpcoptError
+from hpcopt.errors import HpcoptError, closest
 from hpcopt.sim.env import DrasEnv
 from hpcopt.sim.metrics import job_table, summarize
 
-from .dras import DrasAgent, get_config, run_episode
+from .dras import KINDS, DrasAgent, get_config, run_episode
 from .jobsets import JobsetGenerator, rebase, split_months
 
 SELECT = ("reward", "avg_wait")
@@ -64,10 +64,13 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
 
     if select not in SELECT:
         raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")
+    if agent not in KINDS:
+        raise HpcoptError(f"unknown DRAS agent {agent!r}; expected one of {KINDS}."
+                          + closest(str(agent), KINDS))
+    cfg = get_config(config, **config_overrides)  # bad names fail before the trace is read
     if isinstance(trace, (str, Path)):
         trace = load_trace(trace, nodes=nodes)
     system = trace.system if nodes is None else System(nodes)
-    cfg = get_config(config, **config_overrides)
     split = split_months(trace.jobs, train_months, validate_months)
     gen = JobsetGenerator(split.train, jobs_per_set=jobs_per_set)
     rng = np.random.default_rng(seed)
