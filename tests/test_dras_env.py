@@ -173,11 +173,11 @@ def test_encoder_layout_and_quantile_node_rows():
 def test_rewards_eq1_and_eq2():
     job = J(1, 0, 50, 7200)
     ctx = StepContext(job=job, mode="ready", now=100.0, waiting=[J(2, 50, 1, 1800)],
-                      waits_before=np.array([100.0, 50.0]), used_nodes=60, system_nodes=100)
+                      t_max=100.0, used_nodes=60, system_nodes=100)
     assert CapabilityReward()(ctx) == pytest.approx((1.0 + 0.5 + 0.6) / 3)
     assert CapabilityReward(1, 0, 0)(ctx) == pytest.approx(1.0)
     assert CapacityReward()(ctx) == pytest.approx(-2.0)  # -1 / 0.5 h
-    empty = StepContext(job=job, mode="ready", now=0.0, waiting=[], waits_before=np.zeros(1),
+    empty = StepContext(job=job, mode="ready", now=0.0, waiting=[], t_max=0.0,
                         used_nodes=0, system_nodes=100)
     assert CapacityReward()(empty) == 0.0
 

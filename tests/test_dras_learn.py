@@ -143,6 +143,9 @@ def test_save_load_round_trip(tmp_path):
             (kind, 16, TINY, agent.updates)
         assert back.epsilon == agent.epsilon and back.meta == {"note": "x"}
         np.testing.assert_array_equal(back._base_sum, agent._base_sum)
+        mine, theirs = agent.optim.state_dict()["state"], back.optim.state_dict()["state"]
+        assert mine.keys() == theirs.keys() and all(
+            torch.equal(mine[k]["exp_avg"], theirs[k]["exp_avg"]) for k in mine)
         for a, b in zip(agent.net.parameters(), back.net.parameters()):
             assert torch.equal(a, b)
         r1 = run_episode(env, agent, learn=False, seed=1)

@@ -146,7 +146,8 @@ class DrasAgent:
         if seed is not None:
             torch.manual_seed(seed)
         self.net = DrasNet(rows, cfg.hidden, cfg.window if kind == "pg" else 1)
-        self.optim = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
+        self._optim = None  # built on first update: Adam's import is slow, inference skips it
+        self._optim_state: dict | None = None
         self._gen = torch.Generator().manual_seed(0 if seed is None else seed)
         self._rng = np.random.default_rng(seed)
         self.epsilon = cfg.eps_start
@@ -157,6 +158,16 @@ class DrasAgent:
         self._last_instance = 0
         self.decision_seconds = 0.0
         self.decisions = 0
+
+    @property
+    def optim(self) -> torch.optim.Optimizer:
+        """Adam over the network (learning rate ``config.lr``), created when first needed."""
+        if self._optim is None:
+            self._optim = torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
+            if self._optim_state:
+                self._optim.load_state_dict(self._optim_state)
+            self._optim_state = None
+        return self._optim
 
     # ------------------------------------------------------------------ acting
     def env_options(self) -> dict:
@@ -286,7 +297,9 @@ class DrasAgent:
         torch.save({
             "format": FORMAT, "kind": self.kind, "levels": self.levels, "nodes": self.nodes,
             "seed": self.seed, "config": self.config.to_dict(),
-            "net": self.net.state_dict(), "optim": self.optim.state_dict(),
+            "net": self.net.state_dict(),
+            "optim": self._optim.state_dict() if self._optim is not None
+            else (self._optim_state or {}),
             "base_sum": torch.from_numpy(self._base_sum.copy()),
             "base_cnt": torch.from_numpy(self._base_cnt.copy()),
             "epsilon": self.epsilon, "updates": self.updates, "meta": meta,
@@ -308,7 +321,7 @@ class DrasAgent:
         agent = cls(state["kind"], state["nodes"], DrasConfig.from_dict(state["config"]),
                     levels=state["levels"], seed=state["seed"])
         agent.net.load_state_dict(state["net"])
-        agent.optim.load_state_dict(state["optim"])
+        agent._optim_state = state["optim"] or None
         agent._base_sum = state["base_sum"].numpy().copy()
         agent._base_cnt = state["base_cnt"].numpy().copy()
         agent.epsilon = float(state["epsilon"])

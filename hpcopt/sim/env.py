@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import gymnasium as gym
 import numpy as np
@@ -51,6 +52,7 @@ from hpcopt.errors import SimulationError, closest
 from .driver import BACKFILLED, READY, Simulator
 
 LEVELS = ("dras", "decima")
+_submit = attrgetter("submit")
 RESERVE = ("picked", "oldest")
 
 
@@ -60,7 +62,7 @@ class StepContext:
 
     ``job`` is the picked job, ``mode`` what happened to it (``ready``, ``reserved`` when it
     became the reserved job, ``backfilled``); ``waiting`` are the jobs still waiting after the
-    pick and ``waits_before`` the waits of all jobs waiting before it (the picked one
+    pick and ``t_max`` the longest wait among the jobs waiting before it (the picked one
     included); ``used_nodes`` counts busy nodes after the pick.
     """
 
@@ -68,7 +70,7 @@ class StepContext:
     mode: str
     now: float
     waiting: Sequence[Job]
-    waits_before: np.ndarray
+    t_max: float
     used_nodes: int
     system_nodes: int
 
@@ -84,7 +86,7 @@ class CapabilityReward:
         self.w = (float(w1), float(w2), float(w3))
 
     def __call__(self, ctx: StepContext) -> float:
-        t_max = max(float(ctx.waits_before.max()), 1.0) if len(ctx.waits_before) else 1.0
+        t_max = max(ctx.t_max, 1.0)
         w1, w2, w3 = self.w
         n = ctx.system_nodes
         return (w1 * (ctx.now - ctx.job.submit) / t_max + w2 * ctx.job.nodes / n
@@ -299,13 +301,13 @@ class DrasEnv(gym.Env):
 
     # ------------------------------------------------------------------ the process
     def _waiting(self) -> list[Job]:
-        started = self._started
-        return [j for j in self._ordered if j.id not in started]
+        """Jobs of this instance not started yet, in the base order."""
+        return self._remaining
 
     def _apply(self, job: Job) -> float:
         """Carry out one pick; returns its reward."""
         sim = self.sim
-        waits_before = np.array([sim.now - j.submit for j in self._waiting()])
+        t_max = sim.now - min(self._remaining, key=_submit).submit
         if self._level == 1 and sim.pool.fits(job):
             mode = READY
             self._start(job, READY)
@@ -324,8 +326,8 @@ class DrasEnv(gym.Env):
                 alloc = sim.pool.plan(job)
                 self._extra.take(job, alloc)
             self._start(job, BACKFILLED, alloc)
-        ctx = StepContext(job=job, mode=mode, now=sim.now, waiting=self._waiting(),
-                          waits_before=waits_before,
+        ctx = StepContext(job=job, mode=mode, now=sim.now, waiting=self._remaining,
+                          t_max=t_max,
                           used_nodes=self.system.nodes - sim.pool.free_nodes,
                           system_nodes=self.system.nodes)
         return self.reward_fn(ctx)
@@ -333,6 +335,7 @@ class DrasEnv(gym.Env):
     def _start(self, job: Job, mode: str, alloc=None) -> None:
         self.sim.start(job, mode, alloc)
         self._started.add(job.id)
+        self._remaining.remove(job)
 
     def _enter_level2(self) -> None:
         self._level = 2
@@ -361,6 +364,7 @@ class DrasEnv(gym.Env):
     def _begin_instance(self) -> None:
         sim = self.sim
         self._ordered = list(sim.ordered_queue())
+        self._remaining = list(self._ordered)
         self._started: set[int] = set()
         self._counted = False
         self._level = 1
