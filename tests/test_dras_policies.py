@@ -69,6 +69,15 @@ def test_learned_policies_simulate_a_trace(tmp_path, name, kind, levels):
     assert list(again.jobs["start"]) == list(res.jobs["start"])  # deterministic
 
 
+def test_reserve_oldest_override(tmp_path):
+    ckpt = trained(tmp_path)
+    picked = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0)
+    oldest = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), reserve="oldest", seed=0)
+    assert list(picked.jobs["start"]) != list(oldest.jobs["start"])
+    with pytest.raises(SimulationError, match="reserve must be one of"):
+        simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), reserve="newest")
+
+
 def test_online_adaptation_updates_the_network(tmp_path):
     ckpt = trained(tmp_path)
     pol = make_policy("dras-pg", checkpoint=str(ckpt), adapt=True)

@@ -44,20 +44,24 @@ class DrasPolicy(Policy):
     """Learned one-job-at-a-time picks with reservation and learned backfilling (DRAS).
 
     ``adapt=True`` keeps learning while it schedules (section V-D; PG then samples its
-    policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.
+    policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.  ``reserve``
+    overrides the checkpoint's reservation rule: ``"oldest"`` reserves the oldest waiting job
+    (the authors' code; bounds the maximum wait), ``"picked"`` the agent's non-fitting pick.
     """
 
     drives_simulation = True
 
     def __init__(self, kind: str = "pg", levels: str = "dras", checkpoint: str | None = None,
                  window: int | None = None, order: str | None = None, adapt: bool = False,
-                 seed: int | None = None) -> None:
+                 reserve: str | None = None, seed: int | None = None) -> None:
+        # ``reserve`` is checked by DrasEnv when the run starts (keeps gymnasium unimported)
         self.kind = kind
         self.levels = levels
         self.checkpoint = checkpoint
         self.window = window
         self.order = order
         self.adapt = bool(adapt)
+        self.reserve = reserve
         self.seed = seed
         self.agent = None
         self.last_stats: dict = {}
@@ -110,8 +114,10 @@ class DrasPolicy(Policy):
 
             torch.manual_seed(self.seed)
             agent._gen.manual_seed(self.seed)
-        env = DrasEnv(jobs, system, order=order or self.order or "fcfs",
-                      **agent.env_options())
+        options = agent.env_options()
+        if self.reserve is not None:
+            options["reserve"] = self.reserve
+        env = DrasEnv(jobs, system, order=order or self.order or "fcfs", **options)
         stats = run_episode(env, agent, learn=self.adapt, deterministic=not self.adapt,
                             seed=self.seed)
         self.last_stats = dict(decisions=stats.steps, instances=stats.instances,
