@@ -123,6 +123,28 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--out", default="dras-run", help="directory for checkpoints and curve")
     td.add_argument("--no-plot", action="store_true", help="skip curve.png")
     td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    tn = tsub.add_parser("nsa", help="NSA repair operator (PPO on generated DCAS windows)")
+    tn.add_argument("--arch", default="cnn3", help="fcn1..fcn3 or cnn1..cnn3 (Table II)")
+    tn.add_argument("--episodes", type=_positive_int, default=20000, help="repair episodes")
+    tn.add_argument("--topology", default="paper-1000", help="topology preset")
+    tn.add_argument("--q", type=_positive_int, default=100, help="state rows (first Q entries)")
+    tn.add_argument("--n-remove", type=_positive_int, default=2, help="n_D: jobs destroyed")
+    tn.add_argument("--windows", type=_positive_int, default=500, help="windows per pool")
+    tn.add_argument("--batch", type=_positive_int, default=128, help="episodes per PPO update")
+    tn.add_argument("--lr", type=float, default=3e-4)
+    tn.add_argument("--baseline", choices=["critic", "group"], default="critic",
+                    help="advantage baseline: the critic (paper) or the mean of --group "
+                         "repairs of the same destroyed solution")
+    tn.add_argument("--group", type=_positive_int, default=1, help="repairs per destroyed "
+                                                                   "solution (--baseline group)")
+    tn.add_argument("--time-limit", type=float, default=None, help="stop after S seconds")
+    tn.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    tn.add_argument("--resume", default=None, metavar="PATH",
+                    help="start from this checkpoint's weights")
+    tn.add_argument("--seed", type=int, default=0)
+    tn.add_argument("--out", default="nsa-run", help="directory for checkpoints and curve")
+    tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    tn.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     sub.add_parser("backends", help="list solver backends")
     sub.add_parser("policies", help="list scheduling policies")
@@ -309,6 +331,8 @@ def cmd_train(args) -> int:
         import torch
     except ImportError:
         raise HpcoptError("training needs torch: pip install 'hpcopt[ml]'") from None
+    if args.learner == "nsa":
+        return _train_nsa(args, torch)
     from .learn.dras_train import train_dras
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
@@ -324,6 +348,27 @@ def cmd_train(args) -> int:
           f"reward {doc['best_val_reward']:.1f}, average wait {doc['best_val_avg_wait']:.0f} s "
           f"(FCFS+EASY {doc['reference_val_avg_wait']['fcfs']:.0f} s)")
     print(f"wrote {Path(args.out) / 'best.pt'}, curve.csv, train.json"
+          + ("" if args.no_plot else ", curve.png"))
+    return 0
+
+
+def _train_nsa(args, torch) -> int:
+    from dataclasses import replace
+
+    from .learn.nsa import PPOConfig, train
+
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
+    ppo = replace(PPOConfig(), batch=args.batch, lr=args.lr, baseline=args.baseline,
+                  group=args.group, minibatch=min(PPOConfig.minibatch, args.batch))
+    doc = train(arch=args.arch, episodes=args.episodes, seed=args.seed, out=args.out,
+                topology=args.topology, q=args.q, n_remove=args.n_remove,
+                n_windows=args.windows, ppo=ppo, time_limit=args.time_limit,
+                device=args.device, progress=not args.no_progress, plot=not args.no_plot,
+                resume=args.resume)
+    print(f"trained {doc['episodes']} episodes in {doc['train_seconds']:.0f} s; mean reward "
+          f"{doc['first_mean_reward']:.4f} (first 20 updates) -> {doc['final_mean_reward']:.4f}"
+          f" (last 20)")
+    print(f"wrote {doc['checkpoint']}, curve.csv, train.json"
           + ("" if args.no_plot else ", curve.png"))
     return 0
 

@@ -174,6 +174,32 @@ def test_ppo_updates_change_the_weights_and_learn_a_toy_preference():
     assert p0() > 2 * first
 
 
+def test_group_baseline_repairs_each_destroyed_solution_group_times(tmp_path):
+    cfg = nsa.PPOConfig(batch=16, minibatch=16, epochs=1, baseline="group", group=4)
+    out = nsa.train(arch="fcn1", episodes=32, q=Q, n_max=N_MAX, windows=_windows(3),
+                    topology=TOPO, ppo=cfg, out=tmp_path, progress=False, plot=False)
+    assert out["updates"] == 2 and out["ppo"]["baseline"] == "group"
+    rng = np.random.default_rng(0)
+    policy = nsa.ActorCritic("fcn1", Q)
+    ep = nsa._cut_episode(nsa._start_solution(_windows(1)[0], "sequential", rng), 1, rng)
+    batch = nsa.rollout(policy, [nsa._Episode(ep.model, ep.seq, ep.sizes) for _ in range(4)],
+                        n_max=N_MAX, rng=rng)
+    batch["episode_rewards"][:] = [-1, -1, -1, -2]  # only the last repair is worse
+    batch["returns"] = batch["episode_rewards"][batch["owner"]]
+    before = policy.actor(torch.from_numpy(batch["states"][3:4])).detach()
+    nsa.ppo_update(policy, torch.optim.SGD(policy.parameters(), lr=0.1),
+                   batch, nsa.PPOConfig(batch=4, minibatch=4, epochs=1, baseline="group",
+                                        group=4, entropy_coef=0.0), rng)
+    after = policy.actor(torch.from_numpy(batch["states"][3:4])).detach()
+    a = int(batch["actions"][3])
+    assert len(set(batch["actions"].tolist())) > 1  # the test needs distinct actions
+    assert (after - before)[0, a] < 0  # the worse-than-group action lost logit mass
+    for bad in ({"baseline": "mean"}, {"group": 3}, {"baseline": "group", "group": 1},
+                {"lr": 0.0}, {"epochs": 0}):
+        with pytest.raises(nsa.NSAError):
+            nsa.PPOConfig(batch=16, **bad)
+
+
 def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     windows = _windows(5, seed=9)
     kw = dict(arch="fcn1", episodes=64, q=Q, n_max=N_MAX, windows=windows, topology=TOPO,
@@ -246,3 +272,15 @@ def test_import_hpcopt_does_not_import_torch():
                          check=True)
     assert out.stdout.strip() == "False"
 
+
+def test_cli_train_nsa(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    out = tmp_path / "run"
+    rc = main(["train", "nsa", "--arch", "fcn1", "--episodes", "16", "--batch", "16",
+               "--windows", "3", "--q", "20", "--seed", "1", "--out", str(out),
+               "--no-progress", "--no-plot"])
+    assert rc == 0 and "trained 16 episodes" in capsys.readouterr().out
+    op = nsa.LearnedRepair.load(out / "nsa_fcn1.pt")
+    assert (op.arch, op.q, op.topology.name) == ("fcn1", 20, "paper-1000")
+    assert main(["train", "nsa", "--arch", "cnn9", "--out", str(out), "--no-progress"]) == 2
