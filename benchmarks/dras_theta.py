@@ -174,6 +174,12 @@ def main() -> None:
     from hpcopt.learn.jobsets import split_months
 
     OUT.mkdir(parents=True, exist_ok=True)
+    try:  # one torch thread: on a shared 2-core machine more threads only add contention
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for trace_name in [t.strip() for t in args.traces.split(",") if t.strip()]:
         path = TRACES[trace_name]
