@@ -20,6 +20,8 @@ Lan et al., CLUSTER'23, Eq. 1) and the one of the authors' public code ``hpcsche
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -200,15 +202,28 @@ class FatTree:
         return arr
 
     def cost(self, nodes) -> float:
-        """CH cost of one job's node set, from per-leaf and per-pod counts."""
-        arr = np.asarray(nodes, dtype=np.int64)
-        n = arr.size
+        """CH cost of one job's node set, from per-leaf and per-pod counts (plain Python
+        counting: a job's set is small, and this sits in the inner loop of the searches)."""
+        ids = nodes.tolist() if isinstance(nodes, np.ndarray) else [int(v) for v in nodes]
+        n = len(ids)
         if n == 0:
             return 0.0
+        leaf, pod = self._lists
         cm = self.cost_model
-        leaf_pairs = cm.pairs(np.unique(self.leaf[arr], return_counts=True)[1])
-        pod_pairs = cm.pairs(np.unique(self.pod[arr], return_counts=True)[1])
-        return float(cm.from_pairs(n, pod_pairs, leaf_pairs))
+        leaf_pairs = sum(x * (x - 1) for x in Counter(leaf[i] for i in ids).values())
+        pod_pairs = sum(x * (x - 1) for x in Counter(pod[i] for i in ids).values())
+        if not cm.ordered:
+            leaf_pairs, pod_pairs = leaf_pairs // 2, pod_pairs // 2
+        total = n * (n - 1) if cm.ordered else n * (n - 1) // 2
+        hops = (cm.h_other * total - (cm.h_other - cm.h_pod) * pod_pairs
+                - (cm.h_pod - cm.h_leaf) * leaf_pairs)
+        if cm.integer:
+            return float(max(cm.c * hops // n, 1))
+        return cm.c * hops / n
+
+    @functools.cached_property
+    def _lists(self) -> tuple[list, list]:
+        return self.leaf.tolist(), self.pod.tolist()
 
     def pairwise_cost(self, nodes) -> float:
         """The same cost by its definition, pair by pair (O(n^2); for tests)."""
@@ -273,6 +288,15 @@ class FatTree:
 
 PRESETS = ("paper-1000", "hpcschedule-1000")
 COST_MODELS = {"paper": PAPER_COST, "hpcschedule": HPCSCHEDULE_COST}
+
+
+def take_block(seq: np.ndarray, start: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(block(seq, start, size), the rest of seq)``, the rest still sorted (no re-sort)."""
+    m = seq.size
+    if start + size <= m:
+        return seq[start:start + size], np.concatenate((seq[:start], seq[start + size:]))
+    head = start + size - m
+    return np.concatenate((seq[start:], seq[:head])), seq[head:start]
 
 
 def block(seq, start: int, size: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hpcopt.topology import block
+from hpcopt.topology import take_block
 
 from .allocation import AllocationModel, check_decision
 from .base import Evaluation
@@ -48,9 +48,7 @@ class DCASModel(AllocationModel):
         seq = self.idle_nodes
         sets: list = [None] * self.n_jobs
         for j, p in zip(order, pos):
-            nodes = block(seq, int(p) % seq.size, int(self.sizes[j]))
-            sets[int(j)] = nodes
-            seq = np.setdiff1d(seq, nodes, assume_unique=True)
+            sets[int(j)], seq = take_block(seq, int(p) % seq.size, int(self.sizes[j]))
         return sets
 
     def evaluate(self, x) -> Evaluation:
@@ -71,17 +69,21 @@ class DCASModel(AllocationModel):
         search keeps the first nodes of the jobs it does not remove and replays them: a
         kept job's block can only shrink into nodes freed inside its old span, so the replay
         is always feasible and yields a valid DCAS decision ``tuple(order) + tuple(pos)``."""
+        sets, pos, _ = self.place(order, first_nodes)
+        return sets, pos
+
+    def place(self, order, first_nodes) -> tuple[list[np.ndarray], list[int], np.ndarray]:
+        """``replay`` plus the idle sequence left after the last job."""
         seq = self.idle_nodes
         sets, pos = [], []
         for j, first in zip(order, first_nodes):
             p = int(np.searchsorted(seq, first))
             if p >= seq.size or seq[p] != first:
                 raise ValueError(f"dcas replay: node {first} is not idle at job {j}'s step")
-            nodes = block(seq, p, int(self.sizes[j]))
+            nodes, seq = take_block(seq, p, int(self.sizes[j]))
             sets.append(nodes)
             pos.append(p)
-            seq = np.setdiff1d(seq, nodes, assume_unique=True)
-        return sets, pos
+        return sets, pos, seq
 
     def from_scas(self, starts) -> tuple[int, ...]:
         """The DCAS decision placing each job on its SCAS block (order: window order)."""
@@ -92,5 +94,5 @@ class DCASModel(AllocationModel):
             first = self.idle_nodes[int(s) % q]
             pos.append(int(np.searchsorted(seq, first)))
             order.append(j)
-            seq = np.setdiff1d(seq, block(seq, pos[-1], int(self.sizes[j])), assume_unique=True)
+            seq = take_block(seq, pos[-1], int(self.sizes[j]))[1]
         return tuple(order) + tuple(pos)

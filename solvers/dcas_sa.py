@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcopt.result import Limit, Status
-from hpcopt.topology import block
+from hpcopt.topology import take_block
 
 from .registry import Outcome, SolveOptions, Solver, register
 
@@ -39,7 +39,7 @@ class RandomRepair:
         for n in sizes:
             p = int(rng.integers(seq.size))
             out.append(p)
-            seq = np.setdiff1d(seq, block(seq, p, n), assume_unique=True)
+            seq = take_block(seq, p, n)[1]
         return out
 
 
@@ -54,7 +54,7 @@ class GreedyRepair:
             costs = model.topology.interval_costs(seq, n)[:, n - 1]
             p = int(np.argmin(costs))
             out.append(p)
-            seq = np.setdiff1d(seq, block(seq, p, n), assume_unique=True)
+            seq = take_block(seq, p, n)[1]
         return out
 
 
@@ -78,10 +78,9 @@ def _place(model, seq, jobs, positions):
     """Place ``jobs`` at sequential ``positions`` on ``seq``; (first node ids, costs, seq)."""
     firsts, costs = [], []
     for j, p in zip(jobs, positions):
-        nodes = block(seq, int(p), int(model.sizes[j]))
+        nodes, seq = take_block(seq, int(p), int(model.sizes[j]))
         firsts.append(int(nodes[0]))
         costs.append(model.topology.cost(nodes))
-        seq = np.setdiff1d(seq, nodes, assume_unique=True)
     return firsts, costs, seq
 
 
@@ -95,6 +94,15 @@ def anneal(model, start, repair, *, t_max: int = 500, T_max: float = 2500.0,
            deadline: float | None = None) -> Annealed:
     """Algorithm 1 from the DCAS decision ``start`` with the given repair operator."""
     rng = np.random.default_rng(rng)
+    memo: dict[bytes, float] = {}  # node set -> cost: kept jobs mostly keep their sets
+
+    def cost_of(nodes) -> float:
+        key = nodes.tobytes()
+        c = memo.get(key)
+        if c is None:
+            c = memo[key] = model.topology.cost(nodes)
+        return c
+
     order, pos = model.split(start)
     order = [int(j) for j in order]
     sets, _ = model.replay(order, _firsts(model, order, pos))
@@ -114,14 +122,11 @@ def anneal(model, start, repair, *, t_max: int = 500, T_max: float = 2500.0,
         removed = set(int(j) for j in rng.choice(J, k, replace=False))
         keep = [(j, f) for j, f in zip(order, firsts) if j not in removed]
         kept_order = [j for j, _ in keep]
-        kept_sets, _ = model.replay(kept_order, [f for _, f in keep])
-        seq = model.idle_nodes
-        if kept_sets:
-            seq = np.setdiff1d(seq, np.concatenate(kept_sets), assume_unique=True)
+        kept_sets, _, seq = model.place(kept_order, [f for _, f in keep])
         ins = sorted(removed, key=lambda j: (-int(model.sizes[j]), j))
         positions = repair(model, seq, [int(model.sizes[j]) for j in ins], rng)
         ins_firsts, ins_costs, _ = _place(model, seq, ins, positions)
-        new_cost = float(sum(model.topology.cost(s) for s in kept_sets) + sum(ins_costs))
+        new_cost = float(sum(cost_of(s) for s in kept_sets) + sum(ins_costs))
         if new_cost <= cost or rng.random() < math.exp((cost - new_cost) / T):
             order = kept_order + ins
             firsts = [f for _, f in keep] + ins_firsts
@@ -140,9 +145,8 @@ def _firsts(model, order, pos) -> list[int]:
     seq = model.idle_nodes
     out = []
     for j, p in zip(order, pos):
-        nodes = block(seq, int(p) % seq.size, int(model.sizes[j]))
+        nodes, seq = take_block(seq, int(p) % seq.size, int(model.sizes[j]))
         out.append(int(nodes[0]))
-        seq = np.setdiff1d(seq, nodes, assume_unique=True)
     return out
 
 
