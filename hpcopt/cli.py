@@ -112,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--real", type=int, default=None,
                     help="real one-week jobsets (phase 2; default all training weeks)")
     td.add_argument("--synthetic", type=int, default=82, help="synthetic jobsets (phase 3)")
+    td.add_argument("--phases", default="sampled,real,synthetic",
+                    help="curriculum order (the paper's Figure 4 compares orders)")
     td.add_argument("--jobs-per-set", type=_positive_int, default=2000,
                     help="jobs per sampled jobset")
     td.add_argument("--train-months", type=_positive_int, default=2)
@@ -342,7 +344,9 @@ def cmd_train(args) -> int:
                      synthetic=args.synthetic, jobs_per_set=args.jobs_per_set,
                      train_months=args.train_months, validate_months=args.validate_months,
                      select=args.select, nodes=args.nodes, progress=not args.no_progress,
-                     plot=not args.no_plot, **overrides)
+                     plot=not args.no_plot,
+                     phases=[p.strip() for p in args.phases.split(",") if p.strip()],
+                     **overrides)
     print(f"trained {doc['episodes']} episodes ({doc['jobs_seen']:,} jobs) in "
           f"{doc['train_seconds']:.0f} s; best episode {doc['best_episode']}: validation "
           f"reward {doc['best_val_reward']:.1f}, average wait {doc['best_val_avg_wait']:.0f} s "

@@ -206,6 +206,12 @@ def test_month_split_and_jobsets_on_theta():
     assert {j.nodes for j in syn} <= {j.nodes for j in split.train}
     plan = gen.curriculum(np.random.default_rng(0), sampled=2, real=None, synthetic=3)
     assert [p for p, _ in plan] == ["sampled"] * 2 + ["real"] * len(weeks) + ["synthetic"] * 3
+    plan = gen.curriculum(np.random.default_rng(0), sampled=1, real=2, synthetic=1,
+                          order=("synthetic", "real", "sampled"))
+    assert [p for p, _ in plan] == ["synthetic", "real", "real", "sampled"]
+    with pytest.raises(HpcoptError, match="each of"):
+        gen.curriculum(np.random.default_rng(0), sampled=1, real=1, synthetic=1,
+                       order=("real", "real", "sampled"))
 
 
 def test_rebase_and_small_traces():

@@ -146,6 +146,7 @@ def test_cli_train_then_simulate(tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "needle"), [
     (["train", "dras", "--trace", "x.swf", "--agent", "pq"], "unknown DRAS agent 'pq'"),
     (["train", "dras", "--trace", "x.swf", "--config", "huge"], "unknown DRAS config 'huge'"),
+    (["train", "dras", "--trace", str(DEMO), "--phases", "real,sampled"], "must name each of"),
     (["simulate", str(DEMO), "--policy", "dras-pg", "--checkpoint", "/no/such.pt"],
      "checkpoint '/no/such.pt' not found"),
 ])

@@ -25,7 +25,7 @@ from hpcopt.sim.env import DrasEnv
 from hpcopt.sim.metrics import job_table, summarize
 
 from .dras import KINDS, DrasAgent, get_config, run_episode
-from .jobsets import JobsetGenerator, rebase, split_months
+from .jobsets import PHASES, JobsetGenerator, rebase, split_months
 
 SELECT = ("reward", "avg_wait")
 
@@ -55,10 +55,11 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
                real: int | None = None, synthetic: int = 20, jobs_per_set: int = 1000,
                train_months: int = 2, validate_months: int = 1, select: str = "reward",
                nodes: int | None = None, progress: bool = True, plot: bool = True,
-               **config_overrides) -> dict:
+               phases=PHASES, **config_overrides) -> dict:
     """Train a DRAS (or, with ``levels="decima"``, Decima-PG) agent on a trace.
 
-    ``trace`` is a path or a ``Trace``.  Returns the ``train.json`` document.
+    ``trace`` is a path or a ``Trace``; ``phases`` orders the curriculum (Figure 4 compares
+    orders).  Returns the ``train.json`` document.
     """
     from hpcopt.api import load_trace
 
@@ -68,13 +69,17 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
         raise HpcoptError(f"unknown DRAS agent {agent!r}; expected one of {KINDS}."
                           + closest(str(agent), KINDS))
     cfg = get_config(config, **config_overrides)  # bad names fail before the trace is read
+    if sorted(phases) != sorted(PHASES):
+        raise HpcoptError(f"curriculum phases must name each of {PHASES} once, got "
+                          f"{tuple(phases)}")
     if isinstance(trace, (str, Path)):
         trace = load_trace(trace, nodes=nodes)
     system = trace.system if nodes is None else System(nodes)
     split = split_months(trace.jobs, train_months, validate_months)
     gen = JobsetGenerator(split.train, jobs_per_set=jobs_per_set)
     rng = np.random.default_rng(seed)
-    plan = gen.curriculum(rng, sampled=sampled, real=real, synthetic=synthetic)
+    plan = gen.curriculum(rng, sampled=sampled, real=real, synthetic=synthetic,
+                          order=tuple(phases))
     val_jobs = rebase(split.validate)
 
     learner = DrasAgent(agent, system.nodes, cfg, levels=levels, seed=seed)
@@ -127,6 +132,7 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     curve = pd.DataFrame(rows)
     curve.to_csv(out / "curve.csv", index=False)
     doc = dict(agent=agent, levels=levels, config=config, config_values=cfg.to_dict(),
+               phases=list(phases),
                trace=str(getattr(trace, "path", "")), nodes=system.nodes, seed=seed,
                episodes=len(plan), jobs_seen=int(curve["jobs"].sum()),
                train_jobs=len(split.train), validate_jobs=len(split.validate),

@@ -25,6 +25,7 @@ from hpcopt.domain import Job
 from hpcopt.errors import HpcoptError
 
 WEEK = 7 * 86400.0
+PHASES = ("sampled", "real", "synthetic")
 EPOCH_2000 = 946684800.0  # submit times above this are taken as Unix epochs
 
 
@@ -151,12 +152,17 @@ class JobsetGenerator:
                     walltime=float(wall[i]), nodes=int(sizes[i])) for i in range(n)]
 
     def curriculum(self, rng: np.random.Generator, *, sampled: int, real: int | None,
-                   synthetic: int) -> list[tuple[str, list[Job]]]:
-        """The training order: ``sampled`` sampled jobsets, ``real`` real weeks (all when
-        ``None``; cycled when more are asked than the trace has), ``synthetic`` synthetic."""
-        out = [("sampled", self.sampled(rng)) for _ in range(sampled)]
+                   synthetic: int, order: Sequence[str] = PHASES
+                   ) -> list[tuple[str, list[Job]]]:
+        """The training jobsets: ``sampled`` sampled jobsets, ``real`` real weeks (all when
+        ``None``; cycled when more are asked than the trace has) and ``synthetic`` synthetic
+        ones, phase by phase in ``order`` (the paper's best: sampled, real, synthetic)."""
+        if sorted(order) != sorted(PHASES):
+            raise HpcoptError(f"curriculum order must name each of {PHASES} once, got "
+                              f"{tuple(order)}")
         weeks = self.real_weeks()
         n_real = len(weeks) if real is None else real
-        out += [("real", weeks[k % len(weeks)]) for k in range(n_real)]
-        out += [("synthetic", self.synthetic(rng)) for _ in range(synthetic)]
-        return out
+        sets = {"sampled": [self.sampled(rng) for _ in range(sampled)],
+                "real": [weeks[k % len(weeks)] for k in range(n_real)],
+                "synthetic": [self.synthetic(rng) for _ in range(synthetic)]}
+        return [(phase, jobs) for phase in order for jobs in sets[phase]]
