@@ -23,6 +23,7 @@ optimum (status OPTIMAL).  A time limit returns the incumbent as FEASIBLE.
 from __future__ import annotations
 
 import time
+from operator import mul
 
 import numpy as np
 
@@ -84,10 +85,15 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
         if r <= m:
             col[:m - r + 1] = costs[:m - r + 1, r - 1]
         smin[g, :m] = np.minimum.accumulate(col[::-1])[::-1]
-    smin = smin.tolist()
+    smin_at = smin.T.tolist()  # smin_at[p][g]
+    cost_at = costs.tolist()  # cost_at[p][r - 1]
+    unpacked: dict[int, list[int]] = {}
 
     def unpack(key):
-        return [(key // base[g]) % (count[g] + 1) for g in range(G)]
+        kc = unpacked.get(key)
+        if kc is None:
+            kc = unpacked[key] = [(key // base[g]) % (count[g] + 1) for g in range(G)]
+        return kc
 
     if incumbent is None:
         incumbent = greedy_starts(costs, sizes)
@@ -100,7 +106,7 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     need_full = sum(sizes)
 
     def bound(key_counts, p):
-        return sum(c * smin[g][p] for g, c in enumerate(key_counts) if c)
+        return sum(map(mul, key_counts, smin_at[p]))
 
     layers[0][(full, 0)] = 0.0
     parent[0][(full, 0)] = None
@@ -135,7 +141,7 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
                 best_cost, best = cost, (p, state)
                 continue
             kc = unpack(key)
-            need = sum(c * groups[g] for g, c in enumerate(kc))
+            need = sum(map(mul, kc, groups))
             end = m - pend
             if p + 1 + need <= end and cost + bound(kc, p + 1) < best_cost - _EPS:
                 nxt = layers[p + 1]
@@ -143,18 +149,18 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
                     nxt[state] = cost
                     parent[p + 1][state] = (p, state, -1)
                     labels += 1
+            here = bound(kc, p)  # smin grows with p: a cheap first test of each placement
+            row, lb_row = cost_at[p], smin_at[p]
             for g, c in enumerate(kc):
                 if not c:
                     continue
                 r = groups[g]
                 q = p + r
-                if q > end or q + need - r > end:
+                if q + need - r > end:
                     continue
-                new = cost + costs[p, r - 1]
-                kc[g] -= 1
-                lb = bound(kc, q)
-                kc[g] += 1
-                if new + lb >= best_cost - _EPS:
+                new = cost + row[r - 1]
+                limit = best_cost - _EPS - new
+                if here - lb_row[g] >= limit or bound(kc, q) - smin_at[q][g] >= limit:
                     continue
                 nstate = (key - base[g], pend)
                 if new < layers[q].get(nstate, np.inf):
