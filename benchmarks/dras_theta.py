@@ -63,13 +63,13 @@ LEARNED = {"Decima-PG": ("pg", "decima"), "DRAS-PG": ("pg", "dras"),
            "DRAS-DQL": ("dql", "dras")}
 TRAINED_AS = {"DRAS-PG/oldest": "DRAS-PG", "DRAS-DQL/oldest": "DRAS-DQL"}
 MODES = ("ready", "reserved", "backfilled")
+SIZES = ("<=1/32", "<=1/8", "<=1/4", "<=1/2", ">1/2")
 
 
 def size_class(nodes: np.ndarray, system_nodes: int) -> np.ndarray:
     """Job-size classes as fractions of the machine: <=1/32, <=1/8, <=1/4, <=1/2, >1/2."""
     edges = np.array([1 / 32, 1 / 8, 1 / 4, 1 / 2]) * system_nodes
-    labels = np.array(["<=1/32", "<=1/8", "<=1/4", "<=1/2", ">1/2"])
-    return labels[np.searchsorted(edges, nodes, side="left")]
+    return np.array(SIZES)[np.searchsorted(edges, nodes, side="left")]
 
 
 def train_kth_models(trace_path: Path, out: Path, synthetic: int) -> dict[str, Path]:
@@ -152,7 +152,10 @@ def by_size_plot(by: pd.DataFrame, path: Path, title: str) -> None:
 
     fig, axs = plt.subplots(1, 2, figsize=(11, 4))
     for ax, col in zip(axs, ("mean_wait_h", "max_wait_h")):
-        by.pivot(index="size", columns="method", values=col).plot.bar(ax=ax, rot=0)
+        table = by.pivot(index="size", columns="method", values=col)
+        table = table.reindex(index=[s for s in SIZES if s in table.index],
+                              columns=list(dict.fromkeys(by["method"])))
+        table.plot.bar(ax=ax, rot=0)
         ax.set_ylabel(col.replace("_", " "))
         ax.set_xlabel("job size (fraction of the machine)")
         ax.legend(fontsize=7)
