@@ -337,7 +337,9 @@ def cmd_train(args) -> int:
         return _train_nsa(args, torch)
     from .learn.dras_train import train_dras
 
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
+    # the small network gains nothing from threads (they only contend on a shared machine)
+    torch.set_num_threads(1 if args.config == "small" else max(1, min(torch.get_num_threads(),
+                                                                      2)))
     overrides = {"reward": args.reward} if args.reward else {}
     doc = train_dras(args.trace, agent=args.agent, config=args.config, levels=args.levels,
                      out=args.out, seed=args.seed, sampled=args.sampled, real=args.real,
