@@ -10,7 +10,8 @@ window W = 50:
   split per job): start window jobs that fit now, no reservation and no backfilling, as in
   the paper's Table IV;
 - Decima-PG, DRAS-PG, DRAS-DQL: the learned policies; ``/oldest`` rows run the same DRAS
-  checkpoints with the reservation given to the oldest waiting job (``reserve="oldest"``).
+  checkpoints with the reservation given to the oldest waiting job (``reserve="oldest"``);
+  ``+adapt`` rows keep training while they schedule (online adaptation, section V-D).
   On Theta they load the checkpoints shipped in ``hpcopt/learn/checkpoints``; on KTH-SP2
   they are trained first on KTH's own
   first two months (small config, ``--kth-synthetic`` synthetic jobsets), unless
@@ -58,10 +59,13 @@ METHODS = {
     "DRAS-DQL": dict(policy="dras-dql"),
     "DRAS-PG/oldest": dict(policy="dras-pg", reserve="oldest"),
     "DRAS-DQL/oldest": dict(policy="dras-dql", reserve="oldest"),
+    "DRAS-PG/oldest+adapt": dict(policy="dras-pg", reserve="oldest", adapt=True),
+    "DRAS-DQL/oldest+adapt": dict(policy="dras-dql", reserve="oldest", adapt=True),
 }
 LEARNED = {"Decima-PG": ("pg", "decima"), "DRAS-PG": ("pg", "dras"),
            "DRAS-DQL": ("dql", "dras")}
-TRAINED_AS = {"DRAS-PG/oldest": "DRAS-PG", "DRAS-DQL/oldest": "DRAS-DQL"}
+TRAINED_AS = {"DRAS-PG/oldest": "DRAS-PG", "DRAS-DQL/oldest": "DRAS-DQL",
+              "DRAS-PG/oldest+adapt": "DRAS-PG", "DRAS-DQL/oldest+adapt": "DRAS-DQL"}
 MODES = ("ready", "reserved", "backfilled")
 SIZES = ("<=1/32", "<=1/8", "<=1/4", "<=1/2", ">1/2")
 
@@ -95,7 +99,7 @@ def run_method(name: str, jobs, system, checkpoint: Path | None) -> tuple[dict, 
     opts = dict(METHODS[name])
     policy = hpcopt.make_policy(opts.pop("policy"), **(
         {"checkpoint": str(checkpoint)} if checkpoint else {}),
-        **{k: opts.pop(k) for k in ("value", "backend", "reserve") if k in opts})
+        **{k: opts.pop(k) for k in ("value", "backend", "reserve", "adapt") if k in opts})
     t0 = time.perf_counter()
     res = hpcopt.simulate(jobs, system=system, policy=policy, **opts)
     wall = time.perf_counter() - t0
