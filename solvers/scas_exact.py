@@ -11,6 +11,9 @@ arcs of each job size r.  We solve that resource-constrained path exactly, as a 
 - a label is pruned when its cost plus a lower bound of its remaining jobs (each job at its
   cheapest block starting at p or later, disjointness relaxed) cannot beat the incumbent,
   which starts as a greedy placement (largest job first, cheapest free block);
+- rounds: when an exact pass exceeds its label budget, a beam search (the same DP keeping
+  the most promising labels of each vertex) finds a better incumbent and the exact pass
+  runs again with it (``SCHEDULE``); the last pass has no budget, so the answer is proved;
 - wrap-around: in a feasible solution at most one block crosses the end of Q.  A label may
   start with such a block of size r taking the last r - b positions and the first b ones; it
   then starts at vertex b and must leave the last r - b positions free ("pending"), a third
@@ -32,6 +35,10 @@ from hpcopt.result import Limit, Status
 from .registry import Outcome, SolveOptions, Solver, register
 
 _EPS = 1e-9
+# (beam width of the incumbent search, label budget of the exact pass) per round: most
+# windows are proved in the first exact pass; a hard one gets a beam-search incumbent, which
+# is usually optimal or close, and the exact pass restarts with that bound
+SCHEDULE = ((None, 2_000), (16, 50_000), (256, None))
 
 
 def greedy_starts(costs: np.ndarray, sizes) -> tuple[float, list[int]] | None:
@@ -60,12 +67,16 @@ def sequential_starts(sizes) -> list[int]:
     return [int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]])]
 
 
-def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | None = None):
+def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | None = None,
+                 label_budget: int | None = None, beam: int | None = None):
     """Exact SCAS on the interval-cost table ``costs[i, r - 1]`` (see the module docstring).
 
     Returns ``(cost, starts, proven, labels)``: one first position per job, whether the
     search finished (optimality proven), and how many labels it created.  ``incumbent``
     ``(cost, starts)`` is a known feasible solution (default: the greedy one).
+    ``label_budget`` stops the search after that many labels; ``beam`` keeps only the
+    ``beam`` most promising labels (cost + bound) of each vertex -- a heuristic that finds
+    a good incumbent fast, never a proof.
     """
     m = costs.shape[0]
     sizes = [int(s) for s in sizes]
@@ -130,9 +141,14 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
         layer = layers[p]
         if not layer:
             continue
-        if deadline is not None and time.perf_counter() > deadline:
+        if (deadline is not None and time.perf_counter() > deadline) or (
+                label_budget is not None and labels > label_budget):
             proven = False
             break
+        if beam is not None and len(layer) > beam:
+            proven = False
+            ranked = sorted(layer.items(), key=lambda kv: kv[1] + bound(unpack(kv[0][0]), p))
+            layer = dict(ranked[:beam])
         for state, cost in layer.items():
             key, pend = state
             if cost + _EPS >= best_cost:
@@ -218,8 +234,17 @@ class ScasExact(Solver):
             if cand is not None and (incumbent is None or cand[0] < incumbent[0]):
                 incumbent = cand
         deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-        cost, starts, proven, labels = solve_arrays(costs, model.sizes, incumbent=incumbent,
-                                                    deadline=deadline)
+        labels = 0
+        for beam, budget in SCHEDULE:
+            if beam is not None:  # a better incumbent first: the exact pass prunes by it
+                cost, starts, _, used = solve_arrays(costs, model.sizes, incumbent=incumbent,
+                                                     deadline=deadline, beam=beam)
+                incumbent, labels = (cost, starts), labels + used
+            cost, starts, proven, used = solve_arrays(costs, model.sizes, incumbent=incumbent,
+                                                      deadline=deadline, label_budget=budget)
+            incumbent, labels = (cost, starts), labels + used
+            if proven or (deadline is not None and time.perf_counter() > deadline):
+                break
         extra = {"labels": labels}
         if proven:
             return Outcome(Status.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
