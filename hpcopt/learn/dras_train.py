@@ -167,7 +167,7 @@ def plot_curve(curve, refs: dict, path: Path, title: str = "") -> Path:
     ax.set_xlabel("training episode")
     ax.set_ylabel("total reward on the validation month")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="best", framealpha=0.6)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
