@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: the shipped one for the system size)")
     m.add_argument("--adapt", action="store_true",
                    help="learned policies: keep learning while scheduling (online adaptation)")
+    m.add_argument("--reserve", choices=["picked", "oldest"], default=None,
+                   help="dras-pg/dras-dql: reserve the agent's non-fitting pick (paper) or the "
+                        "oldest waiting job (default: the checkpoint's)")
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
                         "a topology job file (id arrival runtime nodes)")
@@ -246,7 +249,8 @@ def cmd_simulate(args) -> int:
 
     options = {k: v for k, v in (("backend", args.backend), ("value", args.value),
                                  ("rule", args.rule), ("checkpoint", args.checkpoint),
-                                 ("adapt", args.adapt), ("tau", args.tau),
+                                 ("adapt", args.adapt), ("reserve", args.reserve),
+                                 ("tau", args.tau),
                                  ("model", args.model), ("dump_windows", args.dump_windows))
                if v}
     trace = args.trace

@@ -141,6 +141,11 @@ def test_cli_train_then_simulate(tmp_path, capsys):
     assert main(["simulate", str(trace), "--policy", "dras-dql", "--checkpoint",
                  str(out / "best.pt"), "--no-progress"]) == 0
     assert "dras-dql" in capsys.readouterr().out
+    assert main(["simulate", str(trace), "--policy", "dras-dql", "--checkpoint",
+                 str(out / "best.pt"), "--reserve", "oldest", "--adapt", "--out",
+                 str(tmp_path / "sim"), "--no-progress"]) == 0
+    settings = json.loads((tmp_path / "sim" / "summary.json").read_text())["settings"]
+    assert settings["reserve"] == "oldest"
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
