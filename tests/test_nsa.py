@@ -284,3 +284,17 @@ def test_cli_train_nsa(tmp_path, capsys):
     op = nsa.LearnedRepair.load(out / "nsa_fcn1.pt")
     assert (op.arch, op.q, op.topology.name) == ("fcn1", 20, "paper-1000")
     assert main(["train", "nsa", "--arch", "cnn9", "--out", str(out), "--no-progress"]) == 2
+
+
+def test_shipped_operator_for_the_paper_topology():
+    path = nsa.DEFAULT_CHECKPOINT
+    assert path.is_file() and path.stat().st_size < 1_000_000
+    op = nsa.LearnedRepair.load(path)
+    assert (op.arch, op.q, op.n_max, op.topology.name) == ("cnn3", 100, 40, "paper-1000")
+    assert op.meta["total_episodes"] > 0 and op.meta["total_train_seconds"] > 0
+    model = DCASModel("paper-1000", np.r_[0:37, 55:90, 300:333, 990:1000], [30, 12, 7, 25])
+    res = solve(model, "nsa", seed=0, solver_options={"t_max": 40})
+    assert res.certificate.feasible and res.extra["arch"] == "cnn3"
+    assert res.objective <= res.extra["start_cost"] + 1e-9
+    with pytest.raises(nsa.NSAError, match="trained for"):
+        solve(_windows(1)[0], "nsa", solver_options={"t_max": 5})
