@@ -142,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
                          "repairs of the same destroyed solution")
     tn.add_argument("--group", type=_positive_int, default=1, help="repairs per destroyed "
                                                                    "solution (--baseline group)")
+    tn.add_argument("--val-episodes", type=int, default=512,
+                    help="fixed validation episodes (greedy policy, every 50 updates)")
     tn.add_argument("--time-limit", type=float, default=None, help="stop after S seconds")
     tn.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     tn.add_argument("--resume", default=None, metavar="PATH",
@@ -374,11 +376,11 @@ def _train_nsa(args, torch) -> int:
                 topology=args.topology, q=args.q, n_remove=args.n_remove,
                 n_windows=args.windows, ppo=ppo, time_limit=args.time_limit,
                 device=args.device, progress=not args.no_progress, plot=not args.no_plot,
-                resume=args.resume)
+                resume=args.resume, val_episodes=args.val_episodes)
     print(f"trained {doc['episodes']} episodes in {doc['train_seconds']:.0f} s; mean reward "
           f"{doc['first_mean_reward']:.4f} (first 20 updates) -> {doc['final_mean_reward']:.4f}"
-          f" (last 20)")
-    print(f"wrote {doc['checkpoint']}, curve.csv, train.json"
+          f" (last 20); best validation reward {doc['best_val_reward']}")
+    print(f"wrote {doc['checkpoint']}, best.pt, curve.csv, train.json"
           + ("" if args.no_plot else ", curve.png"))
     return 0
 

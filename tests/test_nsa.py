@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import subprocess
 import sys
@@ -177,7 +178,8 @@ def test_ppo_updates_change_the_weights_and_learn_a_toy_preference():
 def test_group_baseline_repairs_each_destroyed_solution_group_times(tmp_path):
     cfg = nsa.PPOConfig(batch=16, minibatch=16, epochs=1, baseline="group", group=4)
     out = nsa.train(arch="fcn1", episodes=32, q=Q, n_max=N_MAX, windows=_windows(3),
-                    topology=TOPO, ppo=cfg, out=tmp_path, progress=False, plot=False)
+                    topology=TOPO, ppo=cfg, out=tmp_path, progress=False, plot=False,
+                    val_episodes=0)
     assert out["updates"] == 2 and out["ppo"]["baseline"] == "group"
     rng = np.random.default_rng(0)
     policy = nsa.ActorCritic("fcn1", Q)
@@ -204,13 +206,17 @@ def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     windows = _windows(5, seed=9)
     kw = dict(arch="fcn1", episodes=64, q=Q, n_max=N_MAX, windows=windows, topology=TOPO,
               ppo=nsa.PPOConfig(batch=32, minibatch=32, epochs=1), checkpoint_every=1,
-              progress=False)
+              progress=False, val_episodes=12, validate_every=2)
     a = nsa.train(seed=3, out=tmp_path / "a", plot=True, **kw)
     b = nsa.train(seed=3, out=tmp_path / "b", plot=False, **kw)
     assert a["updates"] == 2 and a["episodes"] == 64
-    for name in ("nsa_fcn1.pt", "last.pt", "curve.csv", "curve.png", "train.json"):
+    for name in ("nsa_fcn1.pt", "last.pt", "best.pt", "curve.csv", "curve.png", "train.json"):
         assert (tmp_path / "a" / name).is_file()
-    assert (tmp_path / "a" / "curve.csv").read_text().count("\n") == 3
+    rows = list(csv.DictReader(open(tmp_path / "a" / "curve.csv")))
+    assert len(rows) == 2 and all(r["val_reward"] for r in rows)  # updates 1 and 2
+    assert a["best_val_reward"] == max(float(r["val_reward"]) for r in rows) < 0
+    best = nsa.LearnedRepair.load(tmp_path / "a" / "best.pt")
+    assert best.meta["val_reward"] == a["best_val_reward"]
     wa = nsa.LearnedRepair.load(tmp_path / "a" / "nsa_fcn1.pt").policy.state_dict()
     wb = nsa.LearnedRepair.load(tmp_path / "b" / "nsa_fcn1.pt").policy.state_dict()
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
@@ -279,6 +285,7 @@ def test_cli_train_nsa(tmp_path, capsys):
     out = tmp_path / "run"
     rc = main(["train", "nsa", "--arch", "fcn1", "--episodes", "16", "--batch", "16",
                "--windows", "3", "--q", "20", "--seed", "1", "--out", str(out),
+               "--val-episodes", "8",
                "--no-progress", "--no-plot"])
     assert rc == 0 and "trained 16 episodes" in capsys.readouterr().out
     op = nsa.LearnedRepair.load(out / "nsa_fcn1.pt")
