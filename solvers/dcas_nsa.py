@@ -55,8 +55,9 @@ class NeuralSimulatedAnnealing(Solver):
         options = dict(opts.solver_options)
         mode = options.pop("mode", "sample")
         q = options.pop("q", None)
-        repair = learned_repair(options.get("checkpoint"), mode)
+        repair = learned_repair(options.pop("checkpoint", None), mode)
         repair.check(model.topology, q)
-        out = run_annealing("nsa", model, replace(opts, solver_options=options), repair)
+        out = run_annealing("nsa", model, replace(opts, solver_options=options), repair,
+                            own=("checkpoint", "mode", "q"))
         out.extra.update(checkpoint=repair.source, arch=repair.arch, mode=mode)
         return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -191,15 +191,14 @@ def initial_decision(model, warm_start, init: str, backend: str) -> tuple[tuple[
     raise ValueError(f"{backend}: init must be 'scas-exact' or 'sequential', got {init!r}")
 
 
-def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
-    """The shared body of the ``sa`` and ``nsa`` backends."""
+def run_annealing(backend: str, model, opts: SolveOptions, repair, own: tuple = ()) -> Outcome:
+    """The shared body of the ``sa`` and ``nsa`` backends; ``own`` names the options the
+    backend took out of ``solver_options`` itself (for the unknown-option message)."""
     params, rest = sa_options(opts.solver_options, backend)
     init = rest.pop("init", "scas-exact")
-    rest.pop("repair", None)
-    rest.pop("checkpoint", None)
     if rest:
         raise ValueError(f"{backend}: unknown option(s) {sorted(rest)}; expected "
-                         f"{sorted(SA_DEFAULTS) + ['init', 'repair']}")
+                         f"{sorted(SA_DEFAULTS) + ['init', *own]}")
     deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
     start, how = initial_decision(model, opts.warm_start, init, backend)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
@@ -229,10 +228,12 @@ class SimulatedAnnealing(Solver):
         return "hpcopt"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        name = opts.solver_options.get("repair", "random")
+        options = dict(opts.solver_options)
+        name = options.pop("repair", "random")
         if name not in REPAIRS:
             raise ValueError(f"sa: repair must be one of {sorted(REPAIRS)}, got {name!r}")
-        return run_annealing("sa", model, opts, REPAIRS[name]())
+        return run_annealing("sa", model, replace(opts, solver_options=options),
+                             REPAIRS[name](), own=("repair",))
 
 
 @register("sequential")

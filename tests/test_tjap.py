@@ -142,3 +142,20 @@ def test_dcas_backends_never_worse_than_scas_optimum():
             assert r.certified and r.objective <= scas.objective + 1e-6
         seq = hpcopt.solve(w, "sequential", seed=1)
         assert seq.certified
+
+
+def test_sa_options_are_checked():
+    from hpcopt.models.dcas import DCASModel
+
+    m = DCASModel("paper-1000", range(20), [5, 4])
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['bogus'\]"):
+        hpcopt.solve(m, "sa", solver_options={"bogus": 1})
+    with pytest.raises(ValueError, match="T_min <= T_max"):
+        hpcopt.solve(m, "sa", solver_options={"T_min": 10, "T_max": 1})
+    with pytest.raises(ValueError, match="repair must be one of"):
+        hpcopt.solve(m, "sa", solver_options={"repair": "magic"})
+    with pytest.raises(ValueError, match="warm_start is not a feasible"):
+        hpcopt.solve(m, "sa", warm_start=(0, 1, 0, 99))
+    a = hpcopt.solve(m, "sa", seed=3, solver_options={"t_max": 50, "init": "sequential"})
+    b = hpcopt.solve(m, "sa", seed=3, solver_options={"t_max": 50, "init": "sequential"})
+    assert a.decision == b.decision and a.extra["start"] == "sequential"
