@@ -6,6 +6,7 @@ keeps its first ``--windows`` windows.  On every window it solves:
 
 - ``seq``: sequential placement (the paper's "Seq.", also the SA start);
 - ``sa-500`` / ``sa-1000``: the paper's SA from Seq. (T_max 2500, T_min 2.5, n_D 2);
+  ``sa-3500`` takes about as long as ``nsa-500`` here (one network call per repair);
 - ``nsa-500``: SA with the learned repair operator (shipped CNN checkpoint), from Seq.;
 - ``scas-exact``: SCAS proved optimal by the constrained-shortest-path DP;
 - ``scip``: SCAS by SCIP on the paper's 0-1 ILP (plus node rows), on the first
@@ -43,6 +44,7 @@ def methods(nsa: bool, scip_limit: float):
         "seq": ("dcas", "sequential", {}, None),
         "sa-500": ("dcas", "sa", {"t_max": 500, "init": "sequential"}, None),
         "sa-1000": ("dcas", "sa", {"t_max": 1000, "init": "sequential"}, None),
+        "sa-3500": ("dcas", "sa", {"t_max": 3500, "init": "sequential"}, None),
         "scas-exact": ("scas", "scas-exact", {}, None),
         "scip": ("scas", "scip", {}, scip_limit),
         "dcas-warm": ("dcas", "sa", {"t_max": 500}, None),
