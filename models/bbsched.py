@@ -275,6 +275,21 @@ class BBSchedModel(Model):
         tol = FEAS_TOL * np.maximum(1.0, [self.free_nodes, self.free_bb, self.free_nodes])
         return (G <= tol).all(axis=1)
 
+    def feasible_prefix(self, X) -> np.ndarray:
+        """``(p, n)`` booleans: the selected jobs of row ``X[r]`` in columns ``0..i`` fit
+        together (nodes, burst buffer, SSD classes).  Prefix sums only grow, so along a row
+        the flags are True up to the first column that breaks a constraint, False after."""
+        X = np.asarray(X, dtype=float)
+        tol = FEAS_TOL * np.maximum(1.0, [self.free_nodes, self.free_bb, self.free_nodes])
+        ok = np.cumsum(X * self.nodes, axis=1) <= self.free_nodes + tol[0]
+        ok &= np.cumsum(X * self.bb, axis=1) <= self.free_bb + tol[1]
+        if len(self.class_sizes) > 1 or self._ineligible.any():
+            levels = np.cumsum(X[:, :, None] * self._demand[None], axis=1)
+            suffix = np.cumsum(levels[..., ::-1], axis=2)[..., ::-1]
+            ok &= (suffix <= self._suffix_free + tol[2]).all(axis=2)
+            ok &= np.cumsum(X * self._ineligible, axis=1) == 0
+        return ok
+
     def decision_ids(self, x) -> tuple:
         sel = self._decision(x)
         return tuple(self.ids[i] for i in sel.nonzero()[0].tolist())

@@ -62,14 +62,11 @@ def ga_options(options: dict, defaults: dict = DEFAULTS) -> dict:
 def repair(model, X: np.ndarray, fill: bool = False) -> np.ndarray:
     """Drop selected jobs from the back of the window until every row is feasible; with
     ``fill``, then add every unselected job that still fits, front to back."""
-    X = X.copy()
-    bad = ~model.feasible_many(X)
-    cols = np.arange(X.shape[1])
-    while bad.any():
-        rows = np.flatnonzero(bad)
-        last = np.where(X[rows], cols, -1).max(axis=1)
-        X[rows, last] = False
-        bad[rows] = ~model.feasible_many(X[rows])
+    # dropping selected jobs from the back until the row fits keeps the longest feasible
+    # prefix of its selected jobs: everything before the first column that breaks a limit
+    ok = model.feasible_prefix(X)
+    first_bad = np.where(ok.all(axis=1), X.shape[1], np.argmin(ok, axis=1))
+    X = X & (np.arange(X.shape[1])[None, :] < first_bad[:, None])
     if fill:
         demand, suffix_free = model._demand, model._suffix_free
         levels = X @ demand
@@ -90,8 +87,12 @@ def pareto_rows(F: np.ndarray, newest_first: np.ndarray) -> np.ndarray:
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
     order = newest_first
-    _, first = np.unique(F[order], axis=0, return_index=True)
-    reps = order[np.sort(first)]
+    Fo = F[order]
+    idx = np.lexsort(Fo.T[::-1])  # stable: equal rows keep their newest-first order
+    srt = Fo[idx]
+    first = np.ones(idx.size, dtype=bool)
+    first[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    reps = order[np.sort(idx[first])]
     front = NonDominatedSorting().do(-F[reps], only_non_dominated_front=True)
     return reps[np.sort(front)]
 
@@ -145,7 +146,9 @@ class BBSchedGA(Solver):
             if len(set1) >= P:
                 keep = set1[np.argsort(age[set1], kind="stable")[:P]]
             else:
-                rest = newest[~np.isin(newest, set1)]
+                in_set1 = np.zeros(len(age), dtype=bool)
+                in_set1[set1] = True
+                rest = newest[~in_set1[newest]]
                 keep = np.concatenate([set1, rest[: P - len(set1)]])
             X, F, age = X[keep], F[keep], age[keep]
         final = pareto_rows(F, np.argsort(age, kind="stable"))
