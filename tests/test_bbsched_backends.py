@@ -132,3 +132,26 @@ def test_cli_rows_carry_the_pareto_set_and_the_rules_pick(tmp_path, capsys):
     assert json.loads(out.read_text())["decision"] == ["J1", "J5"]
     assert main(["solve", path, "--rule", "lexicographc"]) == 2
     assert "Did you mean 'lexicographic'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ga_repair_drops_jobs_from_the_back_until_feasible(seed):
+    """The vectorised repair equals its definition: drop the last selected job of a row
+    until the row is feasible (two objectives, and four with SSD classes)."""
+    from hpcopt.solvers.bbsched_ga import repair
+
+    rng = np.random.default_rng(seed)
+    n = 15
+    nodes, bb = rng.integers(1, 60, n), rng.integers(0, 900, n) * (rng.random(n) < 0.5)
+    free_bb = float(bb.sum() / 3)
+    models = [BBSchedModel(nodes, bb, free_nodes=int(nodes.sum() // 2), free_bb=free_bb),
+              BBSchedModel(nodes, bb, rng.choice([0, 100, 200], n), free_bb=free_bb,
+                           ssd_classes={128: int(nodes.sum() // 4), 256: int(nodes.sum() // 4)},
+                           objectives=4)]
+    for model in models:
+        X = rng.random((30, n)) < 0.6
+        expected = X.copy()
+        for row in expected:
+            while not model.feasible_many(row[None])[0]:
+                row[np.flatnonzero(row)[-1]] = False
+        assert (repair(model, X) == expected).all()
