@@ -148,6 +148,11 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     tn.add_argument("--resume", default=None, metavar="PATH",
                     help="start from this checkpoint's weights")
+    tn.add_argument("--imitation", type=int, default=0, metavar="N",
+                    help="warm start: N updates imitating a softmin-of-block-cost teacher "
+                         "before PPO (not in the paper)")
+    tn.add_argument("--temperature", type=float, default=2000.0,
+                    help="the imitation teacher's temperature, in CH cost units")
     tn.add_argument("--seed", type=int, default=0)
     tn.add_argument("--out", default="nsa-run", help="directory for checkpoints and curve")
     tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
@@ -376,7 +381,8 @@ def _train_nsa(args, torch) -> int:
                 topology=args.topology, q=args.q, n_remove=args.n_remove,
                 n_windows=args.windows, ppo=ppo, time_limit=args.time_limit,
                 device=args.device, progress=not args.no_progress, plot=not args.no_plot,
-                resume=args.resume, val_episodes=args.val_episodes)
+                resume=args.resume, val_episodes=args.val_episodes,
+                imitation=args.imitation, temperature=args.temperature)
     print(f"trained {doc['episodes']} episodes in {doc['train_seconds']:.0f} s; mean reward "
           f"{doc['first_mean_reward']:.4f} (first 20 updates) -> {doc['final_mean_reward']:.4f}"
           f" (last 20); best validation reward {doc['best_val_reward']}")

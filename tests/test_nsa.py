@@ -305,3 +305,29 @@ def test_shipped_operator_for_the_paper_topology():
     assert res.objective <= res.extra["start_cost"] + 1e-9
     with pytest.raises(nsa.NSAError, match="trained for"):
         solve(_windows(1)[0], "nsa", solver_options={"t_max": 5})
+
+
+def test_teacher_is_a_softmin_over_legal_block_costs():
+    seq = np.array([0, 1, 2, 3, 8, 9, 12, 13, 30, 31], dtype=np.int64)
+    p = nsa.teacher_probs(TOPO, seq, 2, Q, temperature=1e-9)
+    costs = TOPO.interval_costs(seq, 2)[:, 1]
+    assert p.shape == (Q,) and p[seq.size:].sum() == 0 and p.sum() == pytest.approx(1)
+    assert set(np.flatnonzero(p)) == set(np.flatnonzero(costs == costs.min()))  # cold: argmin
+    warm = nsa.teacher_probs(TOPO, seq, 2, Q, temperature=1e12)
+    assert warm[:seq.size] == pytest.approx(np.full(seq.size, 1 / seq.size))  # hot: uniform
+
+
+def test_imitation_warm_start_moves_the_policy_towards_the_teacher(tmp_path):
+    """A few imitation updates raise the greedy policy's validation reward (the teacher
+    prefers cheap blocks), and the recipe is recorded in the checkpoint."""
+    windows = _windows(8, seed=2)
+    kw = dict(arch="fcn1", q=Q, n_max=N_MAX, windows=windows, topology=TOPO, seed=0,
+              ppo=nsa.PPOConfig(batch=32, minibatch=32, epochs=1, lr=3e-3), progress=False,
+              plot=False, val_episodes=64, validate_every=1000)
+    cold = nsa.train(out=tmp_path / "cold", episodes=32, **kw)
+    warm = nsa.train(out=tmp_path / "warm", episodes=32, imitation=60, temperature=500.0, **kw)
+    assert warm["final_val_reward"] > cold["final_val_reward"]
+    assert (warm["imitation_updates"], warm["teacher_temperature"]) == (60, 500.0)
+    assert cold["imitation_updates"] == 0 and cold["teacher_temperature"] is None
+    with pytest.raises(nsa.NSAError, match="temperature"):
+        nsa.train(out=tmp_path / "bad", episodes=32, imitation=1, temperature=0.0, **kw)

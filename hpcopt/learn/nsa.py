@@ -77,7 +77,7 @@ import torch
 from torch import nn
 
 from hpcopt.errors import HpcoptError, closest
-from hpcopt.topology import FatTree, block
+from hpcopt.topology import FatTree, block, take_block
 
 FORMAT = "hpcopt-nsa/1"
 FEATURES = 4
@@ -516,6 +516,56 @@ def ppo_update(policy: ActorCritic, optimizer, batch: dict, cfg: PPOConfig,
     return {k: v / max(steps, 1) for k, v in stats.items()}
 
 
+def teacher_probs(topology: FatTree, seq: np.ndarray, size: int, q: int,
+                  temperature: float) -> np.ndarray:
+    """The imitation target: a softmin over the CH costs of the blocks at the legal first
+    positions, ``p ~ exp(-(cost - min cost) / temperature)`` (temperature in cost units)."""
+    legal = min(q, seq.size)
+    costs = topology.interval_costs(seq, size)[:legal, size - 1]
+    p = np.zeros(q)
+    p[:legal] = np.exp(-(costs - costs.min()) / temperature)
+    return p / p.sum()
+
+
+def imitation_update(policy: ActorCritic, optimizer, episodes: list[_Episode], *, n_max: int,
+                     temperature: float, cfg: PPOConfig, rng: np.random.Generator,
+                     device="cpu") -> dict:
+    """One warm-start step: walk ``episodes`` with actions drawn from the teacher
+    (``teacher_probs``) and take an Adam step on the cross-entropy from the teacher to the
+    policy plus the critic's squared error on the episodes' rewards."""
+    q = policy.q
+    topo = episodes[0].model.topology
+    scale = reward_scale(topo, n_max)
+    states, masks, targets, owner = [], [], [], []
+    for i, ep in enumerate(episodes):
+        while ep.step < len(ep.sizes):
+            n = ep.sizes[ep.step]
+            states.append(encode_state(topo, ep.seq, n, ep.sizes[ep.step + 1:], q, n_max))
+            masks.append(action_mask(ep.seq.size, q))
+            p = teacher_probs(topo, ep.seq, n, q, temperature)
+            targets.append(p)
+            owner.append(i)
+            a = int(rng.choice(q, p=p))
+            nodes, ep.seq = take_block(ep.seq, a, n)
+            ep.cost += topo.cost(nodes)
+            ep.step += 1
+    rewards = np.array([-ep.cost / scale for ep in episodes], dtype=np.float32)
+    st = torch.from_numpy(np.stack(states)).to(device)
+    mk = torch.from_numpy(np.stack(masks)).to(device)
+    tg = torch.from_numpy(np.stack(targets).astype(np.float32)).to(device)
+    ret = torch.from_numpy(rewards[np.array(owner)]).to(device)
+    logp = torch.log_softmax(policy.logits(st, mk), -1)
+    ce = -(tg * logp).sum(-1).mean()
+    v_loss = (policy.value(st) - ret).pow(2).mean()
+    optimizer.zero_grad()
+    (ce + cfg.value_coef * v_loss).backward()
+    nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+    optimizer.step()
+    return {"policy_loss": ce.item(), "value_loss": v_loss.item(),
+            "entropy": float(-(logp.exp() * logp).sum(-1).mean().item()),
+            "episode_rewards": rewards}
+
+
 # --------------------------------------------------------------------------- training
 CURVE_COLUMNS = ["update", "episodes", "mean_reward", "mean_repair_cost", "policy_loss",
                  "value_loss", "entropy", "val_reward", "seconds"]
@@ -528,7 +578,8 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
           checkpoint_every: int = 20, device: str | None = None, progress: bool = True,
           plot: bool = True, windows: list | None = None,
           resume: str | Path | None = None, val_episodes: int = 512,
-          validate_every: int = 50) -> dict:
+          validate_every: int = 50, imitation: int = 0,
+          temperature: float = 2000.0) -> dict:
     """Train a repair operator with PPO (``episodes`` rounded up to whole batches); writes
     ``DIR/nsa_<arch>.pt`` (final), ``DIR/last.pt`` (every ``checkpoint_every`` updates),
     ``best.pt`` (best validation reward), ``curve.csv``, ``curve.png`` and ``train.json``;
@@ -546,6 +597,10 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     earlier runs in ``total_episodes`` / ``total_train_seconds``).  ``time_limit`` (seconds)
     stops training early after the update that crosses it.  ``device``: ``"cuda"`` when
     available, else CPU.
+
+    ``imitation`` > 0 warm-starts the policy (not the paper's recipe, which trains from
+    scratch): that many updates of ``imitation_update`` towards the softmin-of-block-cost
+    teacher at ``temperature`` come before the PPO updates (which ``episodes`` counts).
     """
     if arch not in ARCHS:
         raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
@@ -614,6 +669,14 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
 
         bar = tqdm(total=n_updates * cfg.batch, unit="episode", desc=f"train nsa-{arch}")
     curve, seen, t0 = [], 0, time.perf_counter()
+    recipe = {"imitation_updates": int(imitation),
+              "teacher_temperature": float(temperature) if imitation else None}
+    if imitation:
+        if not temperature > 0:
+            raise NSAError(f"imitation temperature must be > 0, got {temperature!r}")
+        n_updates += int(imitation)
+        if bar is not None:
+            bar.total = n_updates * cfg.batch
     for update in range(1, n_updates + 1):
         if time_limit is not None and update > 1 and time.perf_counter() - t0 > time_limit:
             break
@@ -622,10 +685,16 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
         eps = [replace(ep) for ep in
                (_cut_episode(starts[int(rng.integers(len(starts)))], n_remove, rng)
                 for _ in range(cfg.batch // cfg.group)) for _ in range(cfg.group)]
-        policy.eval()
-        batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
         policy.train()
-        stats = ppo_update(policy, optimizer, batch, cfg, rng, device)
+        if update <= imitation:
+            batch = imitation_update(policy, optimizer, eps, n_max=n_max,
+                                     temperature=temperature, cfg=cfg, rng=rng, device=device)
+            stats = {k: batch[k] for k in ("policy_loss", "value_loss", "entropy")}
+        else:
+            policy.eval()
+            batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
+            policy.train()
+            stats = ppo_update(policy, optimizer, batch, cfg, rng, device)
         seen += len(eps)
         row = {"update": update, "episodes": seen,
                "mean_reward": float(batch["episode_rewards"].mean()),
@@ -636,14 +705,15 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
             if row["val_reward"] > best_val:
                 best_val = row["val_reward"]
                 op.save(out / "best.pt", **_meta(curve + [row], arch, seed, n_remove, source,
-                                                 cfg, earlier), val_reward=best_val)
+                                                 cfg, earlier, recipe), val_reward=best_val)
         curve.append(row)
         if bar is not None:
             bar.update(len(eps))
             bar.set_postfix(reward=f"{_tail_mean(curve):.4f}")
         if update % checkpoint_every == 0:
             policy.eval()
-            op.save(out / "last.pt", **_meta(curve, arch, seed, n_remove, source, cfg, earlier))
+            op.save(out / "last.pt",
+                    **_meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe))
             _write_curve(curve, out / "curve.csv")
     if bar is not None:
         bar.close()
@@ -651,10 +721,11 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
         curve[-1]["val_reward"] = validate()
         if curve[-1]["val_reward"] > best_val:
             best_val = curve[-1]["val_reward"]
-            op.save(out / "best.pt", **_meta(curve, arch, seed, n_remove, source, cfg, earlier),
+            op.save(out / "best.pt",
+                    **_meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe),
                     val_reward=best_val)
     policy.eval().cpu()
-    meta = _meta(curve, arch, seed, n_remove, source, cfg, earlier)
+    meta = _meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe)
     final = op.save(out / f"nsa_{arch}.pt", **meta)
     _write_curve(curve, out / "curve.csv")
     if plot:
@@ -670,9 +741,9 @@ def _tail_mean(curve: list[dict], key: str = "mean_reward", k: int = 20) -> floa
     return float(np.mean([r[key] for r in tail])) if tail else float("nan")
 
 
-def _meta(curve, arch, seed, n_remove, source, cfg, earlier) -> dict:
+def _meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe) -> dict:
     return {"arch": arch, "seed": seed, "episodes": curve[-1]["episodes"],
-            **earlier,
+            **earlier, **recipe,
             "total_episodes": earlier["earlier_episodes"] + curve[-1]["episodes"],
             "total_train_seconds": round(earlier["earlier_train_seconds"]
                                          + curve[-1]["seconds"], 1),
