@@ -107,11 +107,20 @@ def main(argv=None) -> None:
     ap.add_argument("--scip-time-limit", type=float, default=60.0)
     ap.add_argument("--big", type=int, default=10, help="windows of 20 jobs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--methods", default=None,
+                    help="comma-separated subset of the methods (default: all)")
+    ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     specs = methods(nsa_ready(), args.scip_time_limit)
+    if args.methods:
+        wanted = [m.strip() for m in args.methods.split(",")]
+        unknown = sorted(set(wanted) - set(specs))
+        if unknown:
+            raise SystemExit(f"unknown method(s) {unknown}; expected {sorted(specs)}")
+        specs = {m: specs[m] for m in wanted}
     rows = []
     for epoch in range(args.epochs):
         windows = generate_windows(args.windows, seed=args.seed + epoch)
@@ -122,20 +131,21 @@ def main(argv=None) -> None:
                 rows.append(dict(set="paper", epoch=epoch + 1, window=wi, jobs=w.n_jobs,
                                  idle=w.n_idle, **solve_row(w, name, spec, args.seed + wi)))
     if args.big:
-        big_specs = {k: specs[k] for k in ("scas-exact", "scip", "sa-500")}
-        big_specs["scas-exact"] = ("scas", "scas-exact", {}, 60.0)
+        big_specs = {k: specs[k] for k in ("scas-exact", "scip", "sa-500") if k in specs}
+        if "scas-exact" in big_specs:
+            big_specs["scas-exact"] = ("scas", "scas-exact", {}, 60.0)
         for wi, w in enumerate(tqdm(big_windows(args.big, args.seed), desc="20-job windows")):
             for name, spec in big_specs.items():
                 rows.append(dict(set="20 jobs", epoch=0, window=wi, jobs=w.n_jobs,
                                  idle=w.n_idle, **solve_row(w, name, spec, args.seed + wi)))
     df = pd.DataFrame(rows)
-    df.to_csv(out / "tjap_solvers.csv", index=False)
+    df.to_csv(out / f"tjap_solvers{args.tag}.csv", index=False)
     summary = summarize(df)
-    summary.to_csv(out / "tjap_solvers_summary.csv", index=False)
+    summary.to_csv(out / f"tjap_solvers{args.tag}_summary.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(summary.to_string(index=False))
         print(per_epoch(df).to_string())
-    plot(df, out / "tjap_solvers.png")
+    plot(df, out / f"tjap_solvers{args.tag}.png")
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
