@@ -41,20 +41,19 @@ class HopCost:
     integer: bool = False  # max(floor(cost), 1), as the hpcschedule code does
 
     def from_pairs(self, n, pairs_pod, pairs_leaf):
-        """Cost from the node count and the same-pod / same-leaf pair counts (arrays ok)."""
-        n = np.asarray(n, dtype=np.int64)
+        """Cost from the node count n >= 1 and the same-pod / same-leaf pair counts (in this
+        model's pair convention); Python ints, or integer arrays that broadcast."""
         total = n * (n - 1) if self.ordered else n * (n - 1) // 2
         hops = (self.h_other * total - (self.h_other - self.h_pod) * pairs_pod
                 - (self.h_pod - self.h_leaf) * pairs_leaf)
-        safe_n = np.maximum(n, 1)
-        if self.integer:
-            return np.maximum((self.c * hops) // safe_n, 1)
-        return self.c * hops / safe_n
+        if not self.integer:
+            return self.c * hops / n
+        floor = self.c * hops // n
+        return np.maximum(floor, 1) if isinstance(floor, np.ndarray) else max(floor, 1)
 
     def pairs(self, counts) -> int:
-        """Same-switch pairs for per-switch node counts."""
-        counts = np.asarray(counts, dtype=np.int64)
-        s = int((counts * (counts - 1)).sum())
+        """Same-switch pairs for per-switch node counts (an iterable of ints)."""
+        s = sum(x * (x - 1) for x in counts)
         return s if self.ordered else s // 2
 
 
@@ -195,12 +194,6 @@ class FatTree:
         return g
 
     # ----------------------------------------------------------------- cost
-    def check_nodes(self, nodes, what: str = "nodes") -> np.ndarray:
-        arr = np.asarray(nodes, dtype=np.int64).reshape(-1)
-        if arr.size and (arr.min() < 0 or arr.max() >= self.n_nodes):
-            raise ModelError(f"{what}: node ids must be in 0..{self.n_nodes - 1}")
-        return arr
-
     def cost(self, nodes) -> float:
         """CH cost of one job's node set, from per-leaf and per-pod counts (plain Python
         counting: a job's set is small, and this sits in the inner loop of the searches)."""
@@ -210,16 +203,8 @@ class FatTree:
             return 0.0
         leaf, pod = self._lists
         cm = self.cost_model
-        leaf_pairs = sum(x * (x - 1) for x in Counter(leaf[i] for i in ids).values())
-        pod_pairs = sum(x * (x - 1) for x in Counter(pod[i] for i in ids).values())
-        if not cm.ordered:
-            leaf_pairs, pod_pairs = leaf_pairs // 2, pod_pairs // 2
-        total = n * (n - 1) if cm.ordered else n * (n - 1) // 2
-        hops = (cm.h_other * total - (cm.h_other - cm.h_pod) * pod_pairs
-                - (cm.h_pod - cm.h_leaf) * leaf_pairs)
-        if cm.integer:
-            return float(max(cm.c * hops // n, 1))
-        return cm.c * hops / n
+        return float(cm.from_pairs(n, cm.pairs(Counter(pod[i] for i in ids).values()),
+                                   cm.pairs(Counter(leaf[i] for i in ids).values())))
 
     @functools.cached_property
     def _lists(self) -> tuple[list, list]:
