@@ -19,7 +19,7 @@ import numpy as np
 from hpcopt.errors import ModelError
 from hpcopt.topology import FatTree
 
-from .base import Model, check_labels, field_error
+from .base import Model, check_labels, field_error, number_vector
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,14 +52,15 @@ class AllocationModel(Model):
         if not isinstance(topo, FatTree):
             raise field_error(kind, "topology", "a FatTree, a preset name or its dict form",
                               type(topo).__name__)
-        idle = _int_vector(kind, "idle_nodes", self.idle_nodes, 0)
+        idle = number_vector(kind, "idle_nodes", self.idle_nodes, integer=True).astype(np.int64)
         if idle.size and idle.max() >= topo.n_nodes:
             raise field_error(kind, "idle_nodes", f"node ids in 0..{topo.n_nodes - 1}",
                               int(idle.max()))
         seq = np.unique(idle)
         if seq.size != idle.size:
             raise field_error(kind, "idle_nodes", "distinct node ids", "a node listed twice")
-        sizes = _int_vector(kind, "jobs.nodes", self.sizes, 1)
+        sizes = number_vector(kind, "jobs.nodes", self.sizes, integer=True,
+                              minimum=1).astype(np.int64)
         if sizes.size == 0:
             raise field_error(kind, "jobs", "at least one job", "none")
         if int(sizes.sum()) > seq.size:
@@ -128,22 +129,6 @@ class AllocationModel(Model):
                 raise field_error(kind, f"jobs[{i}].nodes", "present")
         ids = [j.get("id", i) for i, j in enumerate(jobs)]
         return cls(data["topology"], data["idle_nodes"], [j["nodes"] for j in jobs], ids=ids)
-
-
-def _int_vector(kind: str, name: str, data, minimum: int) -> np.ndarray:
-    """A 1-d array of integers >= ``minimum`` (booleans and fractions refused)."""
-    try:
-        raw = np.asarray(data)
-        if raw.ndim != 1 or (raw.size and raw.dtype.kind not in "iuf"):
-            raise TypeError
-    except (TypeError, ValueError):
-        raise field_error(kind, name, "a list of integers", repr(data)) from None
-    arr = raw.astype(float)
-    bad = ~np.isfinite(arr) | (arr < minimum) | (arr != np.round(arr))
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise field_error(kind, f"{name}[{i}]", f"an integer >= {minimum}", raw[i].item())
-    return arr.astype(np.int64)
 
 
 def check_decision(kind: str, x, length: int) -> np.ndarray:

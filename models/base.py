@@ -43,6 +43,27 @@ def check_labels(model: str, field: str, labels, count: int, types: tuple = (int
     return out
 
 
+def number_vector(model: str, field: str, data, n: int | None = None, *, integer: bool = False,
+                  minimum: float = 0.0) -> np.ndarray:
+    """``data`` as a 1-d float array of ``n`` (if given) finite numbers >= ``minimum``, whole
+    numbers with ``integer``; anything else is a one-line ``field_error`` naming the entry."""
+    try:
+        raw = np.asarray(data)
+        if raw.dtype.kind not in "iuf" or raw.ndim != 1:
+            raise TypeError
+        arr = raw.astype(float)
+    except (TypeError, ValueError):
+        raise field_error(model, field, "a list of numbers", data) from None
+    if n is not None and arr.size != n:
+        raise field_error(model, field, f"{n} entries (one per job)", f"{arr.size} entries")
+    bad = ~np.isfinite(arr) | (arr < minimum) | (integer & (arr != np.round(arr)))
+    if bad.any():
+        i = int(np.argmax(bad))
+        kind = "an integer" if integer else "a finite number"
+        raise field_error(model, f"{field}[{i}]", f"{kind} >= {minimum:g}", float(arr[i]))
+    return arr
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """The certificate of a decision, independent of any solver.

@@ -32,7 +32,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
-from .base import Evaluation, Model, check_labels, field_error
+from .base import Evaluation, Model, check_labels, field_error, number_vector
 
 FEAS_TOL = 1e-9
 OBJECTIVE_NAMES = ("nodes", "bb", "ssd", "neg_wasted_ssd")
@@ -41,25 +41,6 @@ CONSTRAINT_NAMES = ("nodes", "bb", "ssd")
 
 def _error(field: str, expected: str, got: Any = None) -> ModelError:
     return field_error("bbsched", field, expected, got)
-
-
-def _vector(name: str, data, n: int | None, *, integer: bool = False,
-            minimum: float = 0.0) -> np.ndarray:
-    try:
-        raw = np.asarray(data)
-        if raw.dtype.kind not in "iuf" or raw.ndim != 1:
-            raise TypeError
-        arr = raw.astype(float)
-    except (TypeError, ValueError):
-        raise _error(name, "a list of numbers", data) from None
-    if n is not None and arr.size != n:
-        raise _error(name, f"{n} entries (one per job)", f"{arr.size} entries")
-    bad = ~np.isfinite(arr) | (arr < minimum) | (integer & (arr != np.round(arr)))
-    if bad.any():
-        i = int(np.argmax(bad))
-        kind = "an integer" if integer else "a finite number"
-        raise _error(f"{name}[{i}]", f"{kind} >= {minimum:g}", float(arr[i]))
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,12 +92,12 @@ class BBSchedModel(Model):
     capacity: Any = None
 
     def __post_init__(self) -> None:
-        nodes = _vector("nodes", self.nodes, None, integer=True, minimum=1)
+        nodes = number_vector("bbsched", "nodes", self.nodes, integer=True, minimum=1)
         n = nodes.size
         if n == 0:
             raise _error("jobs", "at least one job", "none")
-        bb = np.zeros(n) if self.bb is None else _vector("bb", self.bb, n)
-        ssd = np.zeros(n) if self.ssd is None else _vector("ssd", self.ssd, n)
+        bb = np.zeros(n) if self.bb is None else number_vector("bbsched", "bb", self.bb, n)
+        ssd = np.zeros(n) if self.ssd is None else number_vector("bbsched", "ssd", self.ssd, n)
         if self.objectives not in (2, 4) or isinstance(self.objectives, bool):
             raise _error("objectives", "2 or 4", self.objectives)
         sizes, counts = self._classes()
@@ -135,7 +116,7 @@ class BBSchedModel(Model):
         if self.objectives == 4 and not self.ssd_classes:
             raise _error("objectives", "2 unless free.ssd_classes is given (f3/f4 are SSD "
                          "objectives)", 4)
-        free_bb = _vector("free.bb", [self.free_bb], 1)[0]
+        free_bb = number_vector("bbsched", "free.bb", [self.free_bb], 1)[0]
         # min eligible class per job; len(sizes) means "no class is large enough"
         level = np.searchsorted(sizes, ssd - FEAS_TOL * np.maximum(1.0, ssd), side="left")
         ids = (tuple(range(n)) if self.ids is None
