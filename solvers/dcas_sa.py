@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -63,14 +63,13 @@ REPAIRS = {"random": RandomRepair, "greedy": GreedyRepair}
 
 @dataclass
 class Annealed:
-    """The best solution of a run, as a DCAS decision, and its history."""
+    """The best solution of a run, as a DCAS decision, with the run's counts."""
 
     decision: tuple[int, ...]
     cost: float
     start_cost: float
     iterations: int
     accepted: int
-    history: list[float] = field(default_factory=list)  # best cost after each iteration
     stopped_by_time: bool = False
 
 
@@ -103,16 +102,15 @@ def anneal(model, start, repair, *, t_max: int = 500, T_max: float = 2500.0,
             c = memo[key] = model.topology.cost(nodes)
         return c
 
-    order, pos = model.split(start)
-    order = [int(j) for j in order]
-    sets, _ = model.replay(order, _firsts(model, order, pos))
-    firsts = [int(s[0]) for s in sets]
-    cost = float(sum(model.topology.cost(s) for s in sets))
+    order = [int(j) for j in model.split(start)[0]]
+    sets = model.node_sets(start)  # per job, window order
+    firsts = [int(sets[j][0]) for j in order]
+    cost = float(sum(cost_of(s) for s in sets))
     best_order, best_firsts, best_cost = list(order), list(firsts), cost
     start_cost = cost
     r = -math.log(T_max / T_min)
     J = model.n_jobs
-    history, accepted, stopped, t = [], 0, False, 0
+    accepted, stopped, t = 0, False, 0
     for t in range(1, t_max + 1):
         if deadline is not None and time.perf_counter() > deadline:
             stopped, t = True, t - 1
@@ -134,20 +132,9 @@ def anneal(model, start, repair, *, t_max: int = 500, T_max: float = 2500.0,
             accepted += 1
             if cost < best_cost - 1e-9:
                 best_order, best_firsts, best_cost = list(order), list(firsts), cost
-        history.append(best_cost)
     _, best_pos = model.replay(best_order, best_firsts)
     return Annealed(tuple(best_order) + tuple(best_pos), best_cost, start_cost, t, accepted,
-                    history, stopped)
-
-
-def _firsts(model, order, pos) -> list[int]:
-    """First node ids of a DCAS decision's steps."""
-    seq = model.idle_nodes
-    out = []
-    for j, p in zip(order, pos):
-        nodes, seq = take_block(seq, int(p) % seq.size, int(model.sizes[j]))
-        out.append(int(nodes[0]))
-    return out
+                    stopped)
 
 
 def sa_options(solver_options: dict, backend: str) -> tuple[dict, dict]:
