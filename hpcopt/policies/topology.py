@@ -49,14 +49,14 @@ class WindowAllocation(Policy):
         self.solver_options = dict(solver_options or {})
         self.dump_windows = None if dump_windows is None else Path(dump_windows)
         self.record = record  # if a list, every solved window model is appended to it
-        self.results: list = []
+        self.solved = 0  # windows solved in this run (seeds and dump names follow it)
         self._nwp: dict[int, int] = {}
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
             self.seed = seed
         self._nwp = {}
-        self.results = []
+        self.solved = 0
 
     def select(self, window: Window) -> list:
         """Jobs to start: NWP descending, then fewer nodes, greedily while they fit."""
@@ -84,18 +84,18 @@ class WindowAllocation(Policy):
             return Decision()
         model = self.model_cls(window.system.topology, window.resources.idle_nodes(),
                                [j.nodes for j in chosen], ids=[j.id for j in chosen])
-        seed = None if self.seed is None else self.seed + len(self.results)
+        seed = None if self.seed is None else self.seed + self.solved
         res = self._solver.solve(model, time_limit=self.time_limit, seed=seed,
                                  solver_options=self.solver_options)
         res.require_solution()
-        self.results.append(res)
+        self.solved += 1
         if self.record is not None:
             self.record.append(model)
         if self.dump_windows is not None:
             from hpcopt.instances import save_instance
 
             self.dump_windows.mkdir(parents=True, exist_ok=True)
-            name = f"window_{len(self.results):05d}_t{int(window.time)}"
+            name = f"window_{self.solved:05d}_t{int(window.time)}"
             save_instance(self.dump_windows / f"{name}.json", model, name,
                           description=f"window at t={window.time:g} s of a tjap-window run",
                           meta={"time": window.time, "backend": self.backend})
