@@ -81,7 +81,7 @@ import torch
 from torch import nn
 
 from hpcopt.errors import HpcoptError, closest
-from hpcopt.topology import FatTree, block, take_block
+from hpcopt.topology import FatTree, take_block
 
 FORMAT = "hpcopt-nsa/1"
 FEATURES = 4
@@ -259,7 +259,7 @@ class LearnedRepair:
             else:
                 p = _sample(np.exp(logits - logits.max()), legal, rng)
             out.append(p)
-            seq = np.delete(seq, (p + np.arange(n)) % seq.size)  # D(p, n), order kept
+            seq = take_block(seq, p, n)[1]
         return out
 
     # ---------------------------------------------------------------- persistence
@@ -322,8 +322,7 @@ def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
         target = topo.n_nodes * (1 - rng.uniform(0.2, 0.95))
         while seq.size > target:
             n = min(int(rng.integers(1, n_max + 1)), seq.size)
-            seq = np.setdiff1d(seq, block(seq, int(rng.integers(seq.size)), n),
-                               assume_unique=True)
+            seq = take_block(seq, int(rng.integers(seq.size)), n)[1]
         sizes, free = [], seq.size
         for _ in range(int(rng.integers(1, max_jobs + 1))):
             n = int(rng.integers(1, n_max + 1))
@@ -389,10 +388,7 @@ def _cut_episode(start: _Start, n_remove: int, rng: np.random.Generator) -> _Epi
     k = min(int(rng.integers(1, n_remove + 1)), model.n_jobs)
     removed = {int(j) for j in rng.choice(model.n_jobs, k, replace=False)}
     keep = [(j, f) for j, f in zip(start.order, start.firsts) if j not in removed]
-    sets, _ = model.replay([j for j, _ in keep], [f for _, f in keep])
-    seq = model.idle_nodes
-    if sets:
-        seq = np.setdiff1d(seq, np.concatenate(sets), assume_unique=True)
+    seq = model.place([j for j, _ in keep], [f for _, f in keep])[2]
     sizes = sorted((int(model.sizes[j]) for j in removed), reverse=True)
     return _Episode(model, seq, sizes)
 
@@ -459,9 +455,8 @@ def rollout(policy: ActorCritic, episodes: list[_Episode], *, n_max: int,
             a = (int(np.argmax(logp_all[row, :legal])) if greedy
                  else _sample(np.exp(logp_all[row]), legal, rng))
             n = ep.sizes[ep.step]
-            nodes = block(ep.seq, a, n)
+            nodes, ep.seq = take_block(ep.seq, a, n)
             ep.cost += topo.cost(nodes)
-            ep.seq = np.setdiff1d(ep.seq, nodes, assume_unique=True)
             ep.step += 1
             states.append(st[row])
             masks.append(mk[row])
