@@ -49,22 +49,17 @@ Shipped operator: ``hpcopt/data/nsa_cnn3_paper1000.pt`` (CNN-3, q = 100, n_max =
 ``paper-1000``; 844 kB with the critic), made by ``hpcopt train nsa --arch cnn3 --imitation
 2000 --episodes 128 --seed 0``: 2,000 imitation updates of 128 episodes towards the softmin
 teacher (temperature 2,000 cost units), then one PPO update -- 256,128 episodes in 180 s on
-the shared 2-core CPU.  This warm start is ours, not the paper's recipe (PPO from scratch).
-Why: PPO from scratch for 1,800 s (430,208 episodes, 3,361 updates, critic baseline, lr 3e-4)
-reached validation reward -0.511 on 800 fixed episodes (windows of ``generate_windows(60,
-seed=4242)``, SCAS-optimum starts), barely above uniform random positions (-0.519, the paper's
-SA; the cheapest block over all positions: -0.449).  On the training run's own validation set
-(512 episodes, windows of seed 999), greedy actions: the shipped operator -0.452, the
-PPO-from-scratch one -0.463, random positions -0.454, the cheapest block over all positions
--0.375 -- the network only sees the first q = 100 positions of Q, and early windows hold
-hundreds of idle nodes, so the best blocks are often out of its reach.  Inside SA, on
-100 windows of ``generate_windows(300, seed=11)[100:200]`` from the sequential start (seeds
-0..99): SA-1000 245,781, SA-500 247,229, NSA-500 with the PPO-from-scratch operator 252,055,
-with the shipped one 245,704 (0.03% better than SA-1000), and the teacher itself used as the
-repair 244,797 (0.4% better).  PPO fine-tuning of the warm start (lr 1e-4, 300 s) lowered the
-validation reward to -0.487 and NSA-500 to 248,362: in this budget PPO does not improve on
-the imitation start.  NSA-500 takes ~0.26 s per window (one network call per inserted job),
-SA-1000 ~0.08 s (the paper: NSA-500 1.34% better than SA-1000 at equal time).
+the shared 2-core CPU, validation reward -0.452 at the end (best -0.442; greedy actions, 512
+episodes from windows of seed 999).  This warm start is ours, not the paper's recipe (PPO from
+scratch).  The first operator, PPO from scratch for 1,800 s (430,208 episodes, 3,361 updates,
+critic baseline, lr 3e-4, seed 0), learned little: in ``benchmarks/tjap_solvers.py --epochs 10
+--windows 100`` (the paper's 1,000 windows, sequential start) its NSA-500 was 2.8% worse than
+SA-1000; with the shipped operator NSA-500 is on par (-0.06%, ``--methods
+seq,sa-1000,nsa-500,scas-exact --tag _nsa``; benchmarks/README.md).  The state only shows the
+first q = 100 positions of Q, and early windows hold hundreds of idle nodes, so the cheapest
+blocks are often out of the network's reach.  NSA-500 takes ~0.28 s per window (one network
+call per inserted job), SA-1000 ~0.08 s (the paper: NSA-500 1.34% better than SA-1000 at
+equal time).
 """
 
 from __future__ import annotations
