@@ -97,8 +97,8 @@ def generate_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
     policy = WindowAllocation(tau=tau, model="scas", backend=backend, seed=seed, record=seen)
     Simulator(jobs, system, policy).run()
     cls = model_class(model)
-    out = [cls(m.topology, m.idle_nodes, m.sizes, ids=m.ids) for m in seen
-           if m.n_jobs >= min_jobs]
+    out = [m if type(m) is cls else cls(m.topology, m.idle_nodes, m.sizes, ids=m.ids)
+           for m in seen if m.n_jobs >= min_jobs]
     if len(out) < n_windows:
         raise ValueError(f"the workload gave only {len(out)} windows with >= {min_jobs} jobs; "
                          f"pass more jobs")
