@@ -42,6 +42,11 @@ class SolverUnavailableError(HpcoptError, ImportError):
     """A registered backend whose library is not installed."""
 
 
+class SolverOptionError(HpcoptError, ValueError):
+    """A solver option (``time_limit``, ``seed``, a ``solver_options`` key or value) that the
+    backend does not accept."""
+
+
 class IncompatibleModelError(HpcoptError, TypeError):
     """A backend asked to solve a model kind it does not support."""
 

@@ -22,6 +22,7 @@ class Status(str, Enum):
     NO_SOLUTION = "NO_SOLUTION"
     INFEASIBLE = "INFEASIBLE"
     UNBOUNDED = "UNBOUNDED"
+    INFEASIBLE_OR_UNBOUNDED = "INFEASIBLE_OR_UNBOUNDED"
     INTERRUPTED = "INTERRUPTED"
     ERROR = "ERROR"
 
@@ -37,6 +38,64 @@ class Limit(str, Enum):
     ITERATION = "ITERATION"
     NODE = "NODE"
     EVALUATION = "EVALUATION"
+    MEMORY = "MEMORY"
+    INTERRUPT = "INTERRUPT"
+
+
+class Termination(str, Enum):
+    """Why a solve stopped, apart from what it holds (``Result.solution``).
+
+    OPTIMAL: optimality proven; FINISHED: a heuristic ran to the end of its own schedule;
+    the ``*_LIMIT`` values and INTERRUPTED: stopped early (the incumbent, if any, is kept);
+    INFEASIBLE / UNBOUNDED / INFEASIBLE_OR_UNBOUNDED: proven of the model; UNKNOWN: the
+    backend stopped without saying why; ERROR: the backend failed.
+    """
+
+    OPTIMAL = "optimal"
+    FINISHED = "finished"
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"
+    NODE_LIMIT = "node_limit"
+    EVALUATION_LIMIT = "evaluation_limit"
+    MEMORY_LIMIT = "memory_limit"
+    INTERRUPTED = "interrupted"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
+    UNKNOWN = "unknown"
+    ERROR = "error"
+
+
+class SolutionStatus(str, Enum):
+    """What a result holds: no decision, a certified feasible one, or a proven optimum."""
+
+    NONE = "none"
+    FEASIBLE = "feasible"
+    OPTIMAL = "optimal"
+
+
+_LIMIT_TERMINATION = {Limit.TIME: Termination.TIME_LIMIT,
+                      Limit.ITERATION: Termination.ITERATION_LIMIT,
+                      Limit.NODE: Termination.NODE_LIMIT,
+                      Limit.EVALUATION: Termination.EVALUATION_LIMIT,
+                      Limit.MEMORY: Termination.MEMORY_LIMIT,
+                      Limit.INTERRUPT: Termination.INTERRUPTED}
+_STATUS_TERMINATION = {Status.OPTIMAL: Termination.OPTIMAL,
+                       Status.FEASIBLE: Termination.FINISHED,
+                       Status.NO_SOLUTION: Termination.UNKNOWN,
+                       Status.INFEASIBLE: Termination.INFEASIBLE,
+                       Status.UNBOUNDED: Termination.UNBOUNDED,
+                       Status.INFEASIBLE_OR_UNBOUNDED: Termination.INFEASIBLE_OR_UNBOUNDED,
+                       Status.INTERRUPTED: Termination.INTERRUPTED,
+                       Status.ERROR: Termination.ERROR}
+
+
+def termination_of(status: Status, limit: Limit | None) -> Termination:
+    """The termination a (flat status, limit) pair stands for: a limit names why the solve
+    stopped whatever it holds; otherwise the status does."""
+    if limit is not None and status != Status.OPTIMAL:
+        return _LIMIT_TERMINATION[limit]
+    return _STATUS_TERMINATION[status]
 
 
 @dataclass(frozen=True)
@@ -77,6 +136,18 @@ class Result:
     log: str = ""
 
     @property
+    def termination(self) -> Termination:
+        """Why the solve stopped (see ``Termination``), independent of ``solution``."""
+        return termination_of(self.status, self.limit)
+
+    @property
+    def solution(self) -> SolutionStatus:
+        """What the result holds: none, a certified feasible decision, or a proven optimum."""
+        if self.decision is None and not self.pareto:
+            return SolutionStatus.NONE
+        return SolutionStatus.OPTIMAL if self.status == Status.OPTIMAL else SolutionStatus.FEASIBLE
+
+    @property
     def certified(self) -> bool:
         """True when the decision exists and passed the model's own ``evaluate``."""
         return self.certificate is not None and bool(self.certificate.feasible)
@@ -102,6 +173,8 @@ class Result:
             "model": self.model_kind,
             "backend": self.backend,
             "status": self.status.value,
+            "termination": self.termination.value,
+            "solution": self.solution.value,
             "objective": self.objective,
             "bound": self.bound,
             "gap": None if math.isinf(self.gap) else self.gap,

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from hpcopt.errors import ModelError
 from hpcopt.topology import take_block
 
 from .allocation import AllocationModel, check_decision
@@ -79,7 +80,7 @@ class DCASModel(AllocationModel):
         for j, first in zip(order, first_nodes):
             p = int(np.searchsorted(seq, first))
             if p >= seq.size or seq[p] != first:
-                raise ValueError(f"dcas replay: node {first} is not idle at job {j}'s step")
+                raise ModelError(f"dcas replay: node {first} is not idle at job {j}'s step")
             nodes, seq = take_block(seq, p, int(self.sizes[j]))
             sets.append(nodes)
             pos.append(p)

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from hpcopt.errors import ModelError
 from hpcopt.topology import block
 
 from .allocation import AllocationModel, check_decision
@@ -68,7 +69,7 @@ class SCASModel(AllocationModel):
         import pyomo.environ as pyo
 
         if formulation not in ("paper", "compact"):
-            raise ValueError(f"SCAS formulation must be 'paper' or 'compact', got {formulation!r}")
+            raise ModelError(f"SCAS formulation must be 'paper' or 'compact', got {formulation!r}")
         costs = self.interval_costs
         m = pyo.ConcreteModel(name=f"scas-{formulation}")
         m.J = pyo.RangeSet(0, self.n_jobs - 1)

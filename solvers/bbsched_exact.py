@@ -79,8 +79,6 @@ class ParetoExact(Solver):
         if n > MAX_JOBS:
             raise ModelError(f"pareto-exact: windows of at most {MAX_JOBS} jobs, got {n}; use "
                              "bbsched-ga or nsga2")
-        if opts.solver_options:
-            raise ModelError(f"pareto-exact takes no options, got {sorted(opts.solver_options)}")
         deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
         four = model.objectives == 4
         demand = model._demand  # (n, levels): nodes each job puts on each demand level

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from hpcopt.errors import ModelError
+from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
@@ -41,20 +41,18 @@ DEFAULTS = {"generations": 500, "population": 20, "mutation": 0.0005, "fill": Fa
 
 
 def ga_options(options: dict, defaults: dict = DEFAULTS) -> dict:
-    """Validated G, P and p_m; a bad or unknown option is a one-line ``ModelError``."""
-    unknown = set(options) - set(defaults)
-    if unknown:
-        raise ModelError(f"unknown option(s) {sorted(unknown)}; expected {sorted(defaults)}")
+    """Validated G, P and p_m (unknown keys were refused by the registry); a bad value is a
+    one-line ``SolverOptionError``."""
     out = {**defaults, **options}
     for key in ("generations", "population"):
         v = out[key]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if key ==
                                                                               "generations" else 2):
-            raise ModelError(f"option {key!r}: expected an integer >= "
+            raise SolverOptionError(f"option {key!r}: expected an integer >= "
                              f"{0 if key == 'generations' else 2}, got {v!r}")
     if out.get("mutation") is not None and not (isinstance(out["mutation"], (int, float))
                                   and 0 <= out["mutation"] <= 1):
-        raise ModelError(f"option 'mutation': expected a probability in [0, 1], "
+        raise SolverOptionError(f"option 'mutation': expected a probability in [0, 1], "
                          f"got {out['mutation']!r}")
     return out
 
@@ -110,6 +108,7 @@ class BBSchedGA(Solver):
     doc = "BBSched's multi-objective GA (paper section 3.2.2); bbsched models; heuristic"
     SUPPORTED_MODELS = ("bbsched",)
     REQUIRED_MODULES = ("pymoo",)
+    OPTIONS = tuple(DEFAULTS)
 
     def version(self) -> str:
         return ""

@@ -12,7 +12,7 @@ import functools
 from dataclasses import replace
 from pathlib import Path
 
-from .dcas_sa import run_annealing
+from .dcas_sa import SA_DEFAULTS, run_annealing
 from .registry import Outcome, SolveOptions, Solver, register
 
 
@@ -50,6 +50,7 @@ class NeuralSimulatedAnnealing(Solver):
     SUPPORTED_MODELS = ("dcas",)
     REQUIRED_MODULES = ("torch",)
     INSTALL_HINT = "pip install 'hpcopt[ml]'"
+    OPTIONS = (*SA_DEFAULTS, "init", "checkpoint", "mode", "q")
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         options = dict(opts.solver_options)
@@ -58,6 +59,6 @@ class NeuralSimulatedAnnealing(Solver):
         repair = learned_repair(options.pop("checkpoint", None), mode)
         repair.check(model.topology, q)
         out = run_annealing("nsa", model, replace(opts, solver_options=options), repair,
-                            own=("checkpoint", "mode", "q"))
+                            )
         out.extra.update(checkpoint=repair.source, arch=repair.arch, mode=mode)
         return out

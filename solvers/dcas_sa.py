@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 from hpcopt.topology import take_block
 
@@ -146,14 +147,15 @@ def sa_options(solver_options: dict, backend: str) -> tuple[dict, dict]:
             params[key] = val
         else:
             rest[key] = val
-    if int(params["t_max"]) != params["t_max"] or params["t_max"] < 0:
-        raise ValueError(f"{backend}: t_max must be an integer >= 0, got {params['t_max']!r}")
+    t_max, n_remove = params["t_max"], params["n_remove"]
+    if int(t_max) != t_max or t_max < 0:
+        raise SolverOptionError(f"{backend}: t_max must be an integer >= 0, got {t_max!r}")
     if not 0 < params["T_min"] <= params["T_max"]:
-        raise ValueError(f"{backend}: need 0 < T_min <= T_max, got T_min={params['T_min']!r}, "
-                         f"T_max={params['T_max']!r}")
-    if int(params["n_remove"]) != params["n_remove"] or params["n_remove"] < 1:
-        raise ValueError(f"{backend}: n_remove must be an integer >= 1, "
-                         f"got {params['n_remove']!r}")
+        raise SolverOptionError(f"{backend}: need 0 < T_min <= T_max, got "
+                                f"T_min={params['T_min']!r}, T_max={params['T_max']!r}")
+    if int(n_remove) != n_remove or n_remove < 1:
+        raise SolverOptionError(f"{backend}: n_remove must be an integer >= 1, "
+                                f"got {n_remove!r}")
     params["t_max"], params["n_remove"] = int(params["t_max"]), int(params["n_remove"])
     return params, rest
 
@@ -163,7 +165,7 @@ def initial_decision(model, warm_start, init: str, backend: str) -> tuple[tuple[
     (``init="scas-exact"``, the default) or the sequential placement (``"sequential"``)."""
     if warm_start is not None:
         if not model.evaluate(warm_start).feasible:
-            raise ValueError(f"{backend}: warm_start is not a feasible DCAS decision")
+            raise SolverOptionError(f"{backend}: warm_start is not a feasible DCAS decision")
         return tuple(int(v) for v in warm_start), "warm_start"
     if init == "sequential":
         return sequential_decision(model), init
@@ -175,17 +177,13 @@ def initial_decision(model, warm_start, init: str, backend: str) -> tuple[tuple[
         scas = SCASModel(model.topology, model.idle_nodes, model.sizes, ids=model.ids)
         res = ScasExact().solve(scas)
         return model.from_scas(res.decision), init
-    raise ValueError(f"{backend}: init must be 'scas-exact' or 'sequential', got {init!r}")
+    raise SolverOptionError(f"{backend}: init must be 'scas-exact' or 'sequential', got {init!r}")
 
 
-def run_annealing(backend: str, model, opts: SolveOptions, repair, own: tuple = ()) -> Outcome:
-    """The shared body of the ``sa`` and ``nsa`` backends; ``own`` names the options the
-    backend took out of ``solver_options`` itself (for the unknown-option message)."""
+def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
+    """The shared body of the ``sa`` and ``nsa`` backends (their own options taken out)."""
     params, rest = sa_options(opts.solver_options, backend)
     init = rest.pop("init", "scas-exact")
-    if rest:
-        raise ValueError(f"{backend}: unknown option(s) {sorted(rest)}; expected "
-                         f"{sorted(SA_DEFAULTS) + ['init', *own]}")
     deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
     start, how = initial_decision(model, opts.warm_start, init, backend)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
@@ -210,6 +208,7 @@ class SimulatedAnnealing(Solver):
 
     doc = "DCAS simulated annealing (remove 1..n_D jobs, repair, Metropolis); seedable"
     SUPPORTED_MODELS = ("dcas",)
+    OPTIONS = (*SA_DEFAULTS, "init", "repair")
 
     def version(self) -> str:
         return "hpcopt"
@@ -218,9 +217,9 @@ class SimulatedAnnealing(Solver):
         options = dict(opts.solver_options)
         name = options.pop("repair", "random")
         if name not in REPAIRS:
-            raise ValueError(f"sa: repair must be one of {sorted(REPAIRS)}, got {name!r}")
+            raise SolverOptionError(f"sa: repair must be one of {sorted(REPAIRS)}, got {name!r}")
         return run_annealing("sa", model, replace(opts, solver_options=options),
-                             REPAIRS[name](), own=("repair",))
+                             REPAIRS[name]())
 
 
 @register("sequential")

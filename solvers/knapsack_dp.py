@@ -205,12 +205,10 @@ class DynamicProgramming(Solver):
     doc = "exact numpy DP (subset-sum bitset / capacity grid); integer weights"
     SUPPORTED_MODELS = ("knapsack",)
     EXACT = True
+    OPTIONS = ("max_cells",)
     STATUS_MAP = {"solved": Status.OPTIMAL}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        unknown = sorted(set(opts.solver_options) - {"max_cells"})
-        if unknown:
-            raise ValueError(f"dp: unknown solver_options {unknown}; expected max_cells")
         red = model.reduced(integer_weights=True, backend=self.full_name)
         max_cells = int(opts.solver_options.get("max_cells", MAX_CELLS))
         chosen, method = solve_arrays(red.values, red.weights, red.capacities,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpcopt.errors import SolverOptionError
 from hpcopt.result import Status
 
 from .registry import Outcome, SolveOptions, Solver, register
@@ -29,15 +30,14 @@ class Greedy(Solver):
     doc = "greedy by value density (heuristic, never OPTIMAL)"
     SUPPORTED_MODELS = ("knapsack",)
     EXACT = False
+    OPTIONS = ("aggregate",)
     STATUS_MAP = {"filled": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        unknown = sorted(set(opts.solver_options) - {"aggregate"})
-        if unknown:
-            raise ValueError(f"greedy: unknown solver_options {unknown}; expected aggregate")
         aggregate = opts.solver_options.get("aggregate", "max")
         if aggregate not in AGGREGATES:
-            raise ValueError(f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
+            raise SolverOptionError(
+                f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         red = model.reduced(backend=self.full_name)
         chosen = np.zeros(red.size, dtype=bool)
         if red.size:

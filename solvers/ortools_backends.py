@@ -6,6 +6,7 @@ decimals to integers, or raises a one-line ``ModelError`` naming the backend.
 
 from __future__ import annotations
 
+from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
@@ -36,6 +37,7 @@ class OrtoolsKnapsack(Solver):
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"
     EXACT = True
+    OPTIONS = ("solver_type", "use_reduction")
     STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}
 
     @staticmethod
@@ -56,13 +58,11 @@ class OrtoolsKnapsack(Solver):
         try:
             solver_type = getattr(knapsack_solver.SolverType, kind)
         except AttributeError:
-            raise ValueError(f"ortools: unknown solver_type {kind!r}") from None
+            raise SolverOptionError(f"ortools: unknown solver_type {kind!r}; expected a "
+                                    "knapsack_solver.SolverType name") from None
         solver = knapsack_solver.KnapsackSolver(solver_type, "hpcopt")
         if "use_reduction" in options:
             solver.set_use_reduction(bool(options.pop("use_reduction")))
-        if options:
-            raise ValueError(f"ortools: unknown solver_options {sorted(options)}; "
-                             "expected solver_type, use_reduction")
         if opts.time_limit is not None:
             solver.set_time_limit(opts.time_limit)
         solver.init(red.values.tolist(), red.weights.tolist(), red.capacities.tolist())
@@ -100,6 +100,7 @@ class CpSat(Solver):
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"
     EXACT = True
+    NATIVE_OPTIONS = True  # CP-SAT parameters
     STATUS_MAP = {
         "OPTIMAL": Status.OPTIMAL,
         "FEASIBLE": Status.FEASIBLE,
@@ -131,7 +132,8 @@ class CpSat(Solver):
             try:
                 setattr(params, key, val)
             except (AttributeError, TypeError, ValueError) as err:
-                raise ValueError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+                raise SolverOptionError(
+                    f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
         code = solver.solve(cp)
         status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
         limit = None

@@ -28,6 +28,7 @@ class NSGA2(Solver):
     SUPPORTED_MODELS = ("bbsched",)
     REQUIRED_MODULES = ("pymoo",)
     INSTALL_HINT = "pip install pymoo"
+    OPTIONS = ("generations", "population", "mutation")
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from pymoo.algorithms.moo.nsga2 import NSGA2 as Algorithm

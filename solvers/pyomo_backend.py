@@ -50,9 +50,9 @@ def _termination_map() -> dict:
         TC.infeasible: (Status.INFEASIBLE, None),
         TC.invalidProblem: (Status.ERROR, None),
         TC.unbounded: (Status.UNBOUNDED, None),
-        TC.infeasibleOrUnbounded: (Status.INFEASIBLE, None),
-        TC.userInterrupt: (Status.INTERRUPTED, None),
-        TC.resourceInterrupt: (Status.INTERRUPTED, None),
+        TC.infeasibleOrUnbounded: (Status.INFEASIBLE_OR_UNBOUNDED, None),
+        TC.userInterrupt: (Status.FEASIBLE, Limit.INTERRUPT),
+        TC.resourceInterrupt: (Status.FEASIBLE, Limit.INTERRUPT),
         TC.intermediateNonInteger: (Status.NO_SOLUTION, None),
         TC.noSolution: (Status.NO_SOLUTION, None),
         TC.unknown: (Status.NO_SOLUTION, None),
@@ -77,8 +77,9 @@ class Pyomo(Solver):
 
         optimal/globallyOptimal -> OPTIMAL; feasible/locallyOptimal/other -> FEASIBLE;
         maxTimeLimit -> FEASIBLE + TIME; maxIterations -> FEASIBLE + ITERATION;
-        maxEvaluations -> FEASIBLE + EVALUATION; infeasible/infeasibleOrUnbounded ->
-        INFEASIBLE; unbounded -> UNBOUNDED; userInterrupt/resourceInterrupt -> INTERRUPTED;
+        maxEvaluations -> FEASIBLE + EVALUATION; infeasible -> INFEASIBLE;
+        infeasibleOrUnbounded -> INFEASIBLE_OR_UNBOUNDED; unbounded -> UNBOUNDED;
+        userInterrupt/resourceInterrupt -> FEASIBLE + INTERRUPT (NO_SOLUTION without one);
         noSolution/intermediateNonInteger/unknown -> NO_SOLUTION; errors -> ERROR
 
     FEASIBLE without a loaded solution becomes NO_SOLUTION.  The bound is
@@ -90,6 +91,8 @@ class Pyomo(Solver):
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
     EXACT = True
+    OPTIONS = ("formulation",)
+    NATIVE_OPTIONS = True  # options of the pyomo solver
 
     def _solver(self):
         import pyomo.environ  # noqa: F401  (registers the solver plugins)

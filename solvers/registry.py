@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from hpcopt.errors import (
     IncompatibleModelError,
     InfeasibleSolutionError,
+    SolverOptionError,
     SolverUnavailableError,
     UnknownSolverError,
     closest,
@@ -81,6 +82,10 @@ class Solver:
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
     INSTALL_HINT: ClassVar[str] = ""
     EXACT: ClassVar[bool] = False
+    # the solver_options keys the backend takes; with NATIVE_OPTIONS any other key is a
+    # parameter of the wrapped solver (checked by that solver), else it is refused here
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
+    NATIVE_OPTIONS: ClassVar[bool] = False
 
     def __init__(self, arg: str | None = None) -> None:
         self.arg = arg
@@ -130,16 +135,31 @@ class Solver:
                 f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
                 f"which is not installed{hint}"
             )
-        if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
-            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-        if seed is not None and (int(seed) != seed or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        if time_limit is not None and not (isinstance(time_limit, (int, float))
+                                           and time_limit > 0 and math.isfinite(time_limit)):
+            raise SolverOptionError(
+                f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, float))
+                                 or int(seed) != seed or seed < 0):
+            raise SolverOptionError(f"seed must be a non-negative integer, got {seed!r}")
+        self.check_options(solver_options or {})
         opts = SolveOptions(time_limit, None if seed is None else int(seed), warm_start,
                             dict(solver_options or {}), rule)
         t0 = time.perf_counter()
         out = self._solve(model, opts)
         wall = time.perf_counter() - t0
         return self._certify(model, out, wall, opts)
+
+    def check_options(self, solver_options: dict) -> None:
+        """Refuse ``solver_options`` keys the backend does not take (one shared message)."""
+        if not isinstance(solver_options, dict):
+            raise SolverOptionError(f"backend {self.full_name!r}: solver_options must be an "
+                                    f"object of name: value, got {solver_options!r}")
+        unknown = sorted(set(solver_options) - set(self.OPTIONS))
+        if unknown and not self.NATIVE_OPTIONS:
+            accepted = ", ".join(sorted(self.OPTIONS)) or "none"
+            raise SolverOptionError(f"backend {self.full_name!r}: unknown solver option(s) "
+                                    f"{', '.join(map(str, unknown))}; it accepts {accepted}")
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
@@ -22,9 +23,9 @@ class Scip(Solver):
             "nodelimit": (FEASIBLE, NODE), "totalnodelimit": (FEASIBLE, NODE),
             "stallnodelimit": (FEASIBLE, NODE), "gaplimit": (FEASIBLE, None),
             "sollimit": (FEASIBLE, None), "bestsollimit": (FEASIBLE, None),
-            "restartlimit": (FEASIBLE, None), "memlimit": (FEASIBLE, None),
-            "userinterrupt": (INTERRUPTED, None), "infeasible": (INFEASIBLE, None),
-            "unbounded": (UNBOUNDED, None), "inforunbd": (INFEASIBLE, None),
+            "restartlimit": (FEASIBLE, None), "memlimit": (FEASIBLE, MEMORY),
+            "userinterrupt": (FEASIBLE, INTERRUPT), "infeasible": (INFEASIBLE, None),
+            "unbounded": (UNBOUNDED, None), "inforunbd": (INFEASIBLE_OR_UNBOUNDED, None),
             "unknown": (NO_SOLUTION, None),
         }
 
@@ -37,6 +38,8 @@ class Scip(Solver):
     REQUIRED_MODULES = ("pyscipopt",)
     INSTALL_HINT = "pip install pyscipopt"
     EXACT = True
+    OPTIONS = ("formulation",)
+    NATIVE_OPTIONS = True  # SCIP parameters
     STATUS_MAP = {
         "optimal": (Status.OPTIMAL, None),
         "timelimit": (Status.FEASIBLE, Limit.TIME),
@@ -47,11 +50,11 @@ class Scip(Solver):
         "sollimit": (Status.FEASIBLE, None),
         "bestsollimit": (Status.FEASIBLE, None),
         "restartlimit": (Status.FEASIBLE, None),
-        "memlimit": (Status.FEASIBLE, None),
-        "userinterrupt": (Status.INTERRUPTED, None),
+        "memlimit": (Status.FEASIBLE, Limit.MEMORY),
+        "userinterrupt": (Status.FEASIBLE, Limit.INTERRUPT),
         "infeasible": (Status.INFEASIBLE, None),
         "unbounded": (Status.UNBOUNDED, None),
-        "inforunbd": (Status.INFEASIBLE, None),
+        "inforunbd": (Status.INFEASIBLE_OR_UNBOUNDED, None),
         "unknown": (Status.NO_SOLUTION, None),
     }
 
@@ -74,7 +77,7 @@ class Scip(Solver):
             try:
                 scip.setParam(key, val)
             except (KeyError, ValueError, TypeError) as err:
-                raise ValueError(f"scip: bad SCIP parameter {key}={val!r} ({err})") from None
+                raise SolverOptionError(f"scip: bad SCIP parameter {key}={val!r} ({err})") from None
         if model.kind == "knapsack":
             decode, objective = _knapsack(scip, red)
         else:
@@ -108,7 +111,7 @@ def _scas(scip, model, formulation: str):
     import pyscipopt
 
     if formulation not in ("paper", "compact"):
-        raise ValueError(f"scip: SCAS formulation must be 'paper' or 'compact', "
+        raise SolverOptionError(f"scip: SCAS formulation must be 'paper' or 'compact', "
                          f"got {formulation!r}")
     costs = model.interval_costs
     q, sizes = model.n_idle, [int(n) for n in model.sizes]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpcopt.cli import main
-from hpcopt.errors import ModelError
+from hpcopt.errors import ModelError, SolverOptionError
 from hpcopt.models.bbsched import BBSchedModel, brute_force_front
 from hpcopt.result import Status
 from hpcopt.solvers import available_backends, solve
@@ -101,11 +101,11 @@ def test_heuristics_are_deterministic_and_check_their_options():
         a = solve(model, backend, seed=5, solver_options=QUICK)
         b = solve(model, backend, seed=5, solver_options=QUICK)
         assert a.pareto == b.pareto and a.decision == b.decision
-        with pytest.raises(ModelError, match="unknown option"):
+        with pytest.raises(SolverOptionError, match="unknown solver option"):
             solve(model, backend, solver_options={"gens": 5})
-        with pytest.raises(ModelError, match="population"):
+        with pytest.raises(SolverOptionError, match="population"):
             solve(model, backend, solver_options={"population": 1})
-    with pytest.raises(ModelError, match="mutation"):
+    with pytest.raises(SolverOptionError, match="mutation"):
         solve(model, "bbsched-ga", solver_options={"mutation": 2})
     four = random_model(2, 10, objectives=4)
     res = solve(four, "bbsched-ga", seed=1, solver_options=QUICK)

@@ -262,7 +262,7 @@ def test_nsa_backend_options_and_availability(checkpoint, monkeypatch):
     assert greedy.extra["mode"] == "greedy"
     with pytest.raises(nsa.NSAError, match="mode"):
         solve(model, "nsa", solver_options={"checkpoint": checkpoint, "mode": "best"})
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(ValueError, match="unknown solver option"):
         solve(model, "nsa", solver_options={"checkpoint": checkpoint, "bogus": 1})
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
