@@ -59,6 +59,28 @@ class SCASModel(AllocationModel):
         cost, violations = self._certificate(sets, bad)
         return Evaluation(not any(violations), (cost,), violations)
 
+    def integer_costs(self, limit: int = 2**52) -> tuple[int, list[list[int]]] | None:
+        """``(L, w)`` with ``w[j][i] = L * cost of job j starting at position i``, all exact
+        integers: CH costs are ``c * hops / n`` (or whole numbers), so ``n * cost`` is a whole
+        number and ``L`` = the lcm of the window's sizes makes every cost one.  Integer
+        backends (CP-SAT) prove optimality on these, not on rounded costs.  ``None`` when the
+        costs are not of that form or a total could exceed ``limit``."""
+        import math
+
+        costs = self.interval_costs
+        sizes = [int(n) for n in self.sizes]
+        whole = np.array_equal(costs, np.round(costs))
+        L = 1 if whole else math.lcm(*set(sizes))
+        cols = {}
+        for n in set(sizes):
+            base = costs[:, n - 1] * (1 if whole else n)  # c * hops: a whole number
+            if (np.abs(base - np.round(base)) > 1e-4).any():
+                return None
+            cols[n] = np.round(base).astype(np.int64) * (L // (1 if whole else n))
+        if sum(int(cols[n].max()) for n in sizes) >= limit:
+            return None
+        return L, [cols[n].tolist() for n in sizes]
+
     def start_nodes(self, x) -> tuple[int, ...]:
         """First node id of each job."""
         return tuple(int(self.idle_nodes[int(s)]) for s in x)

@@ -160,9 +160,11 @@ def sa_options(solver_options: dict, backend: str) -> tuple[dict, dict]:
     return params, rest
 
 
-def initial_decision(model, warm_start, init: str, backend: str) -> tuple[tuple[int, ...], str]:
+def initial_decision(model, warm_start, init: str, backend: str,
+                     deadline: float | None = None) -> tuple[tuple[int, ...], str]:
     """The start of a search: a feasible ``warm_start``, else the SCAS optimum
-    (``init="scas-exact"``, the default) or the sequential placement (``"sequential"``)."""
+    (``init="scas-exact"``, the default; within the time left before ``deadline``, its best
+    placement so far when that runs out) or the sequential placement (``"sequential"``)."""
     if warm_start is not None:
         if not model.evaluate(warm_start).feasible:
             raise SolverOptionError(f"{backend}: warm_start is not a feasible DCAS decision")
@@ -175,7 +177,8 @@ def initial_decision(model, warm_start, init: str, backend: str) -> tuple[tuple[
         from .scas_exact import ScasExact
 
         scas = SCASModel(model.topology, model.idle_nodes, model.sizes, ids=model.ids)
-        res = ScasExact().solve(scas)
+        left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        res = ScasExact().solve(scas, time_limit=left)
         return model.from_scas(res.decision), init
     raise SolverOptionError(f"{backend}: init must be 'scas-exact' or 'sequential', got {init!r}")
 
@@ -185,7 +188,7 @@ def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
     params, rest = sa_options(opts.solver_options, backend)
     init = rest.pop("init", "scas-exact")
     deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-    start, how = initial_decision(model, opts.warm_start, init, backend)
+    start, how = initial_decision(model, opts.warm_start, init, backend, deadline)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
     return Outcome(Status.FEASIBLE, res.decision, objective=res.cost,
                    limit=Limit.TIME if res.stopped_by_time else Limit.ITERATION,

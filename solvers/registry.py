@@ -32,6 +32,7 @@ _FAMILIES: dict[str, type[Solver]] = {}
 _entry_points_loaded = False
 
 OBJECTIVE_TOL = 1e-6
+DEFAULT_SEED = 0  # the seed of every solve that names none: answers repeat, and say so
 
 
 class Availability(IntEnum):
@@ -120,6 +121,9 @@ class Solver:
     ) -> Result:
         """Solve ``model``; hitting a limit is a normal return with status FEASIBLE.
 
+        ``seed`` defaults to ``DEFAULT_SEED``, so a randomized backend gives the same answer
+        on every call, and ``Result.seed`` always records the seed used.
+
         Multi-objective backends return a Pareto set; ``rule`` (a name from
         ``hpcopt.models.pareto_rules.RULES``, a ``(name, options)`` pair or a callable;
         default ``"bbsched"``) picks the decision from it.
@@ -143,7 +147,7 @@ class Solver:
                                  or int(seed) != seed or seed < 0):
             raise SolverOptionError(f"seed must be a non-negative integer, got {seed!r}")
         self.check_options(solver_options or {})
-        opts = SolveOptions(time_limit, None if seed is None else int(seed), warm_start,
+        opts = SolveOptions(time_limit, DEFAULT_SEED if seed is None else int(seed), warm_start,
                             dict(solver_options or {}), rule)
         t0 = time.perf_counter()
         out = self._solve(model, opts)

@@ -117,7 +117,10 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     need_full = sum(sizes)
 
     def bound(key_counts, p):
-        return sum(map(mul, key_counts, smin_at[p]))
+        b = sum(map(mul, key_counts, smin_at[p]))
+        if b != b:  # 0 * inf: a placed-out size with no block left after p costs nothing
+            b = sum(c * s for c, s in zip(key_counts, smin_at[p]) if c)
+        return b
 
     layers[0][(full, 0)] = 0.0
     parent[0][(full, 0)] = None
@@ -149,7 +152,10 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             proven = False
             ranked = sorted(layer.items(), key=lambda kv: kv[1] + bound(unpack(kv[0][0]), p))
             layer = dict(ranked[:beam])
-        for state, cost in layer.items():
+        for n_done, (state, cost) in enumerate(layer.items(), 1):
+            if deadline is not None and not n_done % 4096 and time.perf_counter() > deadline:
+                proven = False
+                break
             key, pend = state
             if cost + _EPS >= best_cost:
                 continue

@@ -72,8 +72,8 @@ class RandomPolicy(Policy):
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
-        self.seed = seed
-        self._rng = np.random.default_rng(seed)
+        self.seed = 0 if seed is None else seed  # a fixed default: runs repeat
+        self._rng = np.random.default_rng(self.seed)
 
     def decide(self, window: Window) -> Decision:
         perm = self._rng.permutation(len(window.jobs))

@@ -233,8 +233,8 @@ class BBSchedPolicy(_MultiResource):
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
-        self.seed = seed
-        self._rng = np.random.default_rng(seed)
+        self.seed = 0 if seed is None else seed  # a fixed default: runs repeat
+        self._rng = np.random.default_rng(self.seed)
 
     def decide(self, window: Window) -> Decision:
         jobs = _fitting(window)

@@ -84,7 +84,7 @@ class WindowAllocation(Policy):
             return Decision()
         model = self.model_cls(window.system.topology, window.resources.idle_nodes(),
                                [j.nodes for j in chosen], ids=[j.id for j in chosen])
-        seed = None if self.seed is None else self.seed + self.solved
+        seed = (0 if self.seed is None else self.seed) + self.solved  # one seed per window
         res = self._solver.solve(model, time_limit=self.time_limit, seed=seed,
                                  solver_options=self.solver_options)
         res.require_solution()
