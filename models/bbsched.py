@@ -34,13 +34,30 @@ from hpcopt.errors import ModelError
 
 from .base import Evaluation, Model, check_labels, field_error, number_vector
 
-FEAS_TOL = 1e-9
+FEAS_TOL = 1e-9  # relative round-off allowed on non-integer burst-buffer sums (see _tolerance)
+INT_LIMIT = 2.0**53  # integer sums below this are exact in float64
 OBJECTIVE_NAMES = ("nodes", "bb", "ssd", "neg_wasted_ssd")
 CONSTRAINT_NAMES = ("nodes", "bb", "ssd")
 
 
 def _error(field: str, expected: str, got: Any = None) -> ModelError:
     return field_error("bbsched", field, expected, got)
+
+
+def _tolerance(bb: np.ndarray, free_bb: float) -> np.ndarray:
+    """Overrun allowed on the (nodes, burst buffer, SSD) constraints: round-off only.
+
+    Nodes (and so the SSD-class rows) are integers: checked exactly.  Burst buffer is exact
+    too when every request is an integer and their total stays below 2^53; otherwise
+    ``FEAS_TOL * max(1, free_bb)`` but under half the smallest positive request, so that the
+    tolerance can never admit a whole job, however large the capacity.
+    """
+    if (bb == np.round(bb)).all() and np.abs(bb).sum() < INT_LIMIT:
+        return np.zeros(3)
+    positive = bb[bb > 0]
+    tol = min(FEAS_TOL * max(1.0, free_bb), 0.5 * float(positive.min()) if positive.size
+              else np.inf)
+    return np.array([0.0, tol, 0.0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,6 +169,9 @@ class BBSchedModel(Model):
         set_(self, "_demand", demand)
         set_(self, "_suffix_free", np.cumsum(counts[::-1])[::-1].astype(float))
         set_(self, "_ineligible", ~ok)
+        tol = _tolerance(bb, float(free_bb))
+        tol.setflags(write=False)
+        set_(self, "_tol", tol)
 
     def _classes(self) -> tuple[np.ndarray, np.ndarray]:
         if not self.ssd_classes:
@@ -243,25 +263,25 @@ class BBSchedModel(Model):
 
     def evaluate(self, x) -> Evaluation:
         """Certificate of decision ``x``: objectives in the model's form, violations of the
-        node, burst-buffer and SSD-class constraints."""
+        node, burst-buffer and SSD-class constraints (exact for integer data; non-integer
+        burst buffer may overrun by round-off only, under half the smallest request)."""
         sel = self._decision(x)
         F, G = self.evaluate_many(sel[None, :])
         over = G[0]
-        tol = FEAS_TOL * np.maximum(1.0, [self.free_nodes, self.free_bb, self.free_nodes])
-        return Evaluation(bool((over <= tol).all()), tuple(F[0].tolist()), tuple(over.tolist()))
+        return Evaluation(bool((over <= self._tol).all()), tuple(F[0].tolist()),
+                          tuple(over.tolist()))
 
     def feasible_many(self, X) -> np.ndarray:
         """Boolean feasibility of each row of ``X``."""
         _, G = self.evaluate_many(X)
-        tol = FEAS_TOL * np.maximum(1.0, [self.free_nodes, self.free_bb, self.free_nodes])
-        return (G <= tol).all(axis=1)
+        return (G <= self._tol).all(axis=1)
 
     def feasible_prefix(self, X) -> np.ndarray:
         """``(p, n)`` booleans: the selected jobs of row ``X[r]`` in columns ``0..i`` fit
         together (nodes, burst buffer, SSD classes).  Prefix sums only grow, so along a row
         the flags are True up to the first column that breaks a constraint, False after."""
         X = np.asarray(X, dtype=float)
-        tol = FEAS_TOL * np.maximum(1.0, [self.free_nodes, self.free_bb, self.free_nodes])
+        tol = self._tol
         ok = np.cumsum(X * self.nodes, axis=1) <= self.free_nodes + tol[0]
         ok &= np.cumsum(X * self.bb, axis=1) <= self.free_bb + tol[1]
         if len(self.class_sizes) > 1 or self._ineligible.any():

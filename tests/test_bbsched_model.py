@@ -160,3 +160,32 @@ def test_instance_files_round_trip_and_name_the_bad_field(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(InstanceError, match="ssd_classes"):
         load_instance(path)
+
+
+def test_an_overrun_by_one_small_job_is_never_feasible():
+    """Issue #10 item 2: the tolerance may absorb round-off, never a whole job, however large
+    the capacity (integer data are checked exactly)."""
+    cases = [
+        BBSchedModel([1, 1], [10**10, 5], free_nodes=2, free_bb=1e10),  # integers: exact
+        BBSchedModel([1, 1], [1e10 + 0.5, 0.25], free_nodes=2, free_bb=1e10 + 0.5),  # floats
+        BBSchedModel([1, 1], [1e15, 1], free_nodes=2, free_bb=1e15),
+    ]
+    for model in cases:
+        both = np.ones((1, 2), dtype=bool)
+        assert not model.evaluate([1, 1]).feasible
+        assert model.evaluate([1, 0]).feasible and model.evaluate([0, 1]).feasible
+        assert not model.feasible_many(both)[0]
+        assert model.feasible_prefix(both)[0].tolist() == [True, False]
+        assert model.evaluate_many(both)[1][0, 1] > 0  # the violation is reported
+    ints = cases[0]
+    assert not BBSchedModel([1], [6], free_nodes=1, free_bb=5.999999999).evaluate([1]).feasible
+    assert ints._tol.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_float_round_off_is_still_feasible():
+    model = BBSchedModel([1, 1, 1], [0.1, 0.2, 0.7], free_nodes=3, free_bb=0.3)
+    assert 0.1 + 0.2 > 0.3  # the float sum overshoots by round-off
+    assert model.evaluate([1, 1, 0]).feasible
+    assert not model.evaluate([1, 0, 1]).feasible
+    tol = model._tol[1]
+    assert 0 < tol < 0.05 and tol <= 1e-9
