@@ -1,26 +1,35 @@
 """The exact Pareto set of a BBSched model (backend ``pareto-exact``).
 
-A dynamic program over the window jobs keeps the set of *states* reachable by the jobs seen
-so far: a state is a selection summarized by what its objectives and constraints depend on —
-nodes per SSD demand level (their sum is f1, Hall's condition reads them, and so does the
-least-waste SSD assignment), burst buffer (f2) and, for four objectives, requested SSD (f3;
-f4 = f3 minus the assigned SSD, a function of the levels) — plus the bitmask of its jobs.
-Adding a job to every state and keeping the feasible results enumerates every feasible
-selection, up to these exact reductions:
+Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto"``):
 
-1. identical states are kept once (same objectives and the same future);
-2. *slack dominance*: among states with the same node levels, if state A has at least B's
-   burst buffer (and SSD) and A's burst buffer plus all the burst buffer still to come fits
-   the free amount, every completion open to B is open to A and ends no worse, so B goes.
-   Jobs with burst buffer are processed first; after them nothing is to come, so each
-   node-level group keeps only its non-dominated burst-buffer/SSD states.
+``bitset`` (two objectives, integer burst buffer; what ``auto`` picks for them)
+    Both objectives are resource totals, so the front only needs, for each reachable node
+    total, the largest reachable burst-buffer sum.  The rows of a table are the node-level
+    vectors (nodes per SSD demand level: their sum is f1, and Hall's condition reads them)
+    that some feasible selection reaches; each row holds a bitset of the burst-buffer sums
+    (0 .. free burst buffer) reachable on it.  A job with burst buffer ORs every row, shifted
+    by its burst buffer, into the row of its node levels (one numpy pass over the table, 64
+    sums a word).  Jobs without burst buffer come last and only move the per-row maximum along
+    the rows (a max-plus DP).  The front is the staircase of (node total, max burst buffer).
+    For one decision per front point the bits each job added first are kept (sparse), so a
+    point is traced back job by job.  Work and memory are rows x burst-buffer words per job,
+    independent of how many selections reach a cell; on the W = 50 Theta windows of
+    ``benchmarks/bbsched_solvers.py`` that is ~1,600 rows x 341 words at most.
 
-Every state is itself a feasible selection (all jobs are optional), so the final states
-contain a selection for every point of the front; pymoo's non-dominated sorting picks it out.
-The worst case stays exponential in the number of burst-buffer jobs (the problem is NP-hard),
-but windows of real traces keep few states: see ``benchmarks/bbsched_solvers.py``.  Windows
-of up to 62 jobs (bitmasks are int64).  A time limit returns the front of the states so far
-(FEASIBLE), never a claim of optimality.
+``states`` (four objectives, non-integer burst buffer, and the table too large for memory)
+    A DP over the jobs keeps the set of reachable *states*: node levels, burst buffer and, for
+    four objectives, requested SSD (f4 is a function of the levels), plus the bitmask of the
+    jobs.  Identical states are kept once, and among states with the same node levels one
+    whose burst buffer plus all burst buffer still to come fits the free amount (a *slack*
+    state) removes those with no more burst buffer (and SSD): every completion open to them
+    is open to it and ends no worse.  Exponential in the burst-buffer jobs at worst (the
+    problem is NP-hard); 1-4 M states and seconds on the same W = 50 windows where bitset
+    takes milliseconds.  Windows of at most 62 jobs (bitmasks are int64).
+
+Limits: a time limit is checked between jobs and between the numpy steps of a job; a memory
+cap (``max_memory_mb``, default 400 MB of DP tables, estimated before each step) stops with
+``Limit.MEMORY``.  Either way the front of the jobs processed so far (feasible selections,
+not a claim of optimality) comes back with status FEASIBLE.
 """
 
 from __future__ import annotations
@@ -29,15 +38,213 @@ import time
 
 import numpy as np
 
-from hpcopt.errors import ModelError
+from hpcopt.errors import ModelError, SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .bbsched_ga import front_points
 from .registry import Outcome, SolveOptions, Solver, register
 
-MAX_JOBS = 62
+MAX_JOBS = 62  # the states algorithm's bitmask; bitset has no job limit
+ALGORITHMS = ("auto", "bitset", "states")
+DEFAULT_MEMORY_MB = 400.0
+# peak bytes per state of the states algorithm per column (levels + bb + ssd + mask), with
+# the copies np.unique and the dominance sort make (measured: ~0.5 kB a state, one level)
+STATE_BYTES_PER_COLUMN = 128
+WORD = 64
 
 
+class _Stop(Exception):
+    """A limit hit inside a step: carries which."""
+
+    def __init__(self, limit: Limit) -> None:
+        super().__init__(limit.value)
+        self.limit = limit
+
+
+class _Budget:
+    """Deadline and memory cap, checked between numpy steps."""
+
+    def __init__(self, time_limit: float | None, max_mb: float) -> None:
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.max_bytes = max_mb * 2**20
+
+    def check(self, nbytes: float = 0.0, seconds: float = 0.0) -> None:
+        """Stop when the deadline is past or would be before ``seconds`` more of work end,
+        or when ``nbytes`` exceed the cap."""
+        if self.deadline is not None and time.perf_counter() + seconds > self.deadline:
+            raise _Stop(Limit.TIME)
+        if nbytes > self.max_bytes:
+            raise _Stop(Limit.MEMORY)
+
+
+def _lone_jobs(model) -> np.ndarray:
+    """Jobs that fit on their own (the others are in no feasible selection)."""
+    return np.flatnonzero(model.feasible_many(np.eye(model.n_items, dtype=bool)))
+
+
+def _merge_round_off(F: np.ndarray) -> np.ndarray:
+    """``F`` with the values of each non-integer column that lie within 1e-9 (relative) of
+    each other merged to the largest of them: the same requests summed in another order are
+    one objective value, so round-off cannot make a second Pareto point."""
+    F = F.copy()
+    for k in range(F.shape[1]):
+        col = F[:, k]
+        if (col == np.round(col)).all():
+            continue
+        vals = np.unique(col)
+        tol = 1e-9 * max(1.0, float(np.abs(vals).max()))
+        cluster = np.concatenate([[0], np.cumsum(np.diff(vals) > tol)])
+        top = np.maximum.reduceat(vals, np.flatnonzero(np.diff(cluster, prepend=-1)))
+        F[:, k] = top[cluster[np.searchsorted(vals, col)]]
+    return F
+
+
+# -- bitset algorithm -------------------------------------------------------------------
+def _level_rows(model, jobs, budget: _Budget):
+    """Sorted codes of the node-level vectors reachable by feasible selections of ``jobs``
+    (mixed radix, digit k <= free nodes of classes k and up), their digits, and each job's
+    code increment; None when the codes would not fit int64."""
+    sfree = model._suffix_free.astype(np.int64)
+    radix = np.cumprod(np.concatenate([[1], sfree[:-1] + 1])).astype(np.int64)
+    if float(np.prod(sfree.astype(float) + 1)) >= 2.0**62:
+        return None
+    level = model.level[jobs]
+    nodes = model.nodes[jobs].astype(np.int64)
+    digits = np.zeros((1, len(sfree)), dtype=np.int64)
+    for lvl, nn in zip(level, nodes):
+        budget.check(digits.nbytes * 8)
+        new = digits.copy()
+        new[:, lvl] += nn
+        ok = (np.cumsum(new[:, ::-1], axis=1)[:, ::-1] <= sfree).all(axis=1)
+        digits = np.concatenate([digits, new[ok]])
+        _, first = np.unique(digits @ radix, return_index=True)
+        digits = digits[first]  # sorted by code, digits within range: codes do not wrap
+    return digits @ radix, digits, nodes * radix[level]
+
+
+def _shift_or_new(T: np.ndarray, src: np.ndarray, tgt: np.ndarray, shift: int,
+                  words: int, last_mask: np.uint64 | None) -> np.ndarray:
+    """Bits of rows ``src`` shifted up by ``shift`` that rows ``tgt`` lack (first ``words``
+    words; ``last_mask`` clears bits beyond the capacity in the last word)."""
+    q, r = divmod(shift, WORD)
+    out = np.zeros((len(src), words), dtype=np.uint64)
+    if q < words:
+        S = T[src, : words - q]
+        if r == 0:
+            out[:, q:] = S
+        else:
+            out[:, q:] = S << np.uint64(r)
+            out[:, q + 1:] |= S[:, : words - q - 1] >> np.uint64(WORD - r)
+    if last_mask is not None:
+        out[:, -1] &= last_mask
+    out &= ~T[tgt, :words]
+    return out
+
+
+def _top_bits(T: np.ndarray) -> np.ndarray:
+    """Highest set bit of each row (-1 for an empty row)."""
+    nz = T != 0
+    has = nz.any(axis=1)
+    w = T.shape[1] - 1 - np.argmax(nz[:, ::-1], axis=1)
+    word = T[np.arange(len(T)), w]
+    hi, lo = word >> np.uint64(32), word & np.uint64(0xFFFFFFFF)
+    bits = np.where(hi > 0, 32 + np.frexp(hi.astype(float))[1], np.frexp(lo.astype(float))[1])
+    return np.where(has, w * WORD + bits - 1, -1).astype(np.int64)
+
+
+def bitset_front(model, budget: _Budget):
+    """Front by the bitset DP (two objectives, integer burst buffer): ``(X, limit, info)``
+    with one decision per front point; ``limit`` None when the front is exact."""
+    n = model.n_items
+    jobs = _lone_jobs(model)
+    bb = np.rint(model.bb).astype(np.int64)
+    has_bb = jobs[bb[jobs] > 0]
+    jobs = np.concatenate([has_bb[np.argsort(bb[has_bb], kind="stable")], jobs[bb[jobs] == 0]])
+    cap = int(np.floor(model.free_bb)) if has_bb.size else 0
+    cap = min(cap, int(bb[has_bb].sum()))
+    rows = _level_rows(model, jobs, budget)
+    if rows is None:
+        raise _Stop(Limit.MEMORY)
+    codes, digits, delta = rows
+    totals = digits.sum(axis=1)
+    room = model._suffix_free.astype(np.int64) - digits  # per level: nodes it can still take
+    n_words = cap // WORD + 1
+    budget.check(len(codes) * n_words * 8 * 3)
+    T = np.zeros((len(codes), n_words), dtype=np.uint64)
+    T[0, 0] = 1  # code 0: the empty selection, burst buffer 0
+    alive = np.zeros(len(codes), dtype=bool)
+    alive[0] = True
+    moves = []  # per job: (target rows, new bits or None, source rows)
+    stored = T.nbytes
+    limit, cum, done_bb = None, 0, True
+    try:
+        for step, j in enumerate(jobs):
+            budget.check(stored)
+            pos = np.searchsorted(codes, codes + delta[step])
+            pos = np.minimum(pos, len(codes) - 1)
+            # the digit must not carry into the next level, and the vector must be reachable
+            ok = alive & (codes[pos] == codes + delta[step]) & (
+                room[:, model.level[j]] >= model.nodes[j])
+            src, tgt = np.flatnonzero(ok), pos[ok]
+            if bb[j] == 0:
+                if done_bb:  # leave the bitsets: per row only the largest sum matters now
+                    best = _top_bits(T)
+                    done_bb = False
+                up = best[src] > best[tgt]
+                best[tgt[up]] = best[src[up]]
+                alive[tgt[up]] = True
+                moves.append((tgt[up], None, src[up]))
+                continue
+            cum += int(bb[j])
+            words = min(n_words, min(cap, cum) // WORD + 1)
+            last = np.uint64((1 << (cap % WORD + 1)) - 1) if words == n_words else None
+            budget.check(stored + 3 * len(src) * words * 8)
+            new = _shift_or_new(T, src, tgt, int(bb[j]), words, last)
+            budget.check(stored)
+            keep = new.any(axis=1)
+            tgt, new, src = tgt[keep], new[keep], src[keep]
+            T[tgt, :words] |= new
+            alive[tgt] = True
+            moves.append((tgt, new, src))
+            stored += new.nbytes + tgt.nbytes * 2
+    except _Stop as stop:
+        limit = stop.limit
+    if done_bb:
+        best = _top_bits(T)
+    # staircase: per node total the largest burst buffer, kept if above every larger total
+    order = np.lexsort((np.arange(len(codes)), -best, -totals))
+    order = order[best[order] >= 0]
+    points, top = [], -1
+    seen = set()
+    for r in order.tolist():
+        if totals[r] in seen:
+            continue
+        seen.add(totals[r])
+        if best[r] > top:
+            points.append(r)
+            top = best[r]
+    X = np.zeros((len(points), n), dtype=bool)
+    for p, r in enumerate(points):
+        b = int(best[r])
+        for step in range(len(moves) - 1, -1, -1):
+            tgt, new, src = moves[step]
+            k = np.searchsorted(tgt, r)
+            if k == len(tgt) or tgt[k] != r:
+                continue
+            j = jobs[step]
+            if new is not None:
+                if not (int(new[k, b // WORD]) >> (b % WORD)) & 1:
+                    continue
+                b -= int(bb[j])
+            X[p, j] = True
+            r = int(src[k])
+        if r != 0 or b != 0:  # pragma: no cover - the trace-back always reaches the start
+            raise ModelError("pareto-exact: bitset trace-back did not reach the empty selection")
+    info = {"rows": int(len(codes)), "words": int(n_words), "table_mb": stored / 2**20}
+    return X, limit, info
+
+
+# -- states algorithm (the original DP) ------------------------------------------------
 def _dominated_in_group(keys: np.ndarray, b: np.ndarray, s: np.ndarray,
                         slack: np.ndarray) -> np.ndarray:
     """States dominated by a slack state of the same group (``keys`` rows) with b' >= b and
@@ -62,66 +269,124 @@ def _dominated_in_group(keys: np.ndarray, b: np.ndarray, s: np.ndarray,
     return dominated
 
 
+def states_front(model, budget: _Budget):
+    """Front by the state DP (any form, at most 62 jobs): ``(X, limit, info)`` with one
+    decision per front point."""
+    n = model.n_items
+    if n > MAX_JOBS:
+        raise ModelError(f"pareto-exact: windows of at most {MAX_JOBS} jobs with the states "
+                         f"algorithm (four objectives or non-integer burst buffer), got {n}; "
+                         "use bbsched-ga or nsga2")
+    four = model.objectives == 4
+    demand = model._demand  # (n, levels): nodes each job puts on each demand level
+    suffix_free = model._suffix_free
+    lone = _lone_jobs(model)
+    jobs = [int(i) for i in lone[np.lexsort((lone, model.bb[lone] == 0))]]
+    bb_after = np.append(np.cumsum(model.bb[jobs][::-1])[::-1], 0.0)[1:]
+    K = demand.shape[1]
+    per_state = STATE_BYTES_PER_COLUMN * (K + 3)
+    L = np.zeros((1, K))
+    b = np.zeros(1)
+    s = np.zeros(1)
+    mask = np.zeros(1, dtype=np.int64)
+    tol = model._tol[1]
+    limit = None
+    peak = 1
+    rate = 0.0  # seconds per state of the last step: a step that cannot end in time is skipped
+    try:
+        for step, i in enumerate(jobs):
+            t0 = time.perf_counter()
+            budget.check(2 * len(b) * per_state, 2 * len(b) * rate)
+            L2 = L + demand[i]
+            b2 = b + model.bb[i]
+            ok = (b2 <= model.free_bb + tol) & (
+                (np.cumsum(L2[:, ::-1], axis=1)[:, ::-1] <= suffix_free).all(axis=1))
+            grown = (
+                np.concatenate([L, L2[ok]]), np.concatenate([b, b2[ok]]),
+                np.concatenate([s, s[ok] + model.ssd[i] * model.nodes[i]]) if four else
+                np.zeros(len(b) + int(ok.sum())),
+                np.concatenate([mask, mask[ok] | (np.int64(1) << np.int64(i))]))
+            budget.check(len(grown[1]) * per_state)
+            L2, b2, s2, mask2 = grown
+            _, first = np.unique(np.column_stack([L2, b2, s2]), axis=0, return_index=True)
+            if len(first) < len(b2):
+                first.sort()
+                L2, b2, s2, mask2 = L2[first], b2[first], s2[first], mask2[first]
+            budget.check(len(b2) * per_state)
+            slack = b2 + bb_after[step] <= model.free_bb + tol
+            if slack.any():
+                keep = ~_dominated_in_group(L2, b2, s2, slack)
+                L2, b2, s2, mask2 = L2[keep], b2[keep], s2[keep], mask2[keep]
+            L, b, s, mask = L2, b2, s2, mask2  # the step is complete: commit it
+            rate = (time.perf_counter() - t0) / max(len(grown[1]), 1)
+            peak = max(peak, len(b))
+    except _Stop as stop:
+        limit = stop.limit
+    # objectives straight from the states; only the non-dominated ones become decisions
+    F = np.column_stack([L.sum(axis=1), b] + ([s, s - model._assigned_capacity(L)] if four
+                                              else []))
+    from .bbsched_ga import pareto_rows
+
+    mask = mask[pareto_rows(_merge_round_off(F), np.arange(len(F)))]
+    X = ((mask[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
+    return X, limit, {"states_peak": int(peak), "jobs_used": len(jobs)}
+
+
 @register("pareto-exact")
 class ParetoExact(Solver):
-    """Exact Pareto set of bbsched models: state DP with exact dominance pruning."""
+    """Exact Pareto set of bbsched models: bitset DP over node levels (two objectives,
+    integer burst buffer) or the state DP with exact dominance pruning."""
 
-    doc = "exact Pareto front (DP over node levels and burst buffer); bbsched models"
+    doc = "exact Pareto front (bitset DP over node levels and burst buffer); bbsched models"
     SUPPORTED_MODELS = ("bbsched",)
     REQUIRED_MODULES = ("pymoo",)
     EXACT = True
+    OPTIONS = ("algorithm", "max_memory_mb")
 
     def version(self) -> str:
         return ""
 
+    @staticmethod
+    def pick(model, algorithm: str = "auto") -> str:
+        """The algorithm ``auto`` means for ``model``: bitset for two objectives with integer
+        burst buffer (and a table under 2^31 bits), else states."""
+        if algorithm != "auto":
+            return algorithm
+        bb = model.bb
+        if model.objectives != 2 or not (bb == np.round(bb)).all() or bb.sum() >= 2.0**53:
+            return "states"
+        words = min(model.free_bb, bb.sum()) // WORD + 1
+        return "bitset" if words * (model.free_nodes + 1) < 2**25 else "states"
+
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        n = model.n_items
-        if n > MAX_JOBS:
-            raise ModelError(f"pareto-exact: windows of at most {MAX_JOBS} jobs, got {n}; use "
-                             "bbsched-ga or nsga2")
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-        four = model.objectives == 4
-        demand = model._demand  # (n, levels): nodes each job puts on each demand level
-        suffix_free = model._suffix_free
-        lone = model.feasible_many(np.eye(n, dtype=bool))
-        jobs = [i for i in np.lexsort((np.arange(n), model.bb == 0)) if lone[i]]
-        bb_after = np.append(np.cumsum(model.bb[jobs][::-1])[::-1], 0.0)[1:]
-        K = demand.shape[1]
-        L = np.zeros((1, K))
-        b = np.zeros(1)
-        s = np.zeros(1)
-        mask = np.zeros(1, dtype=np.int64)
-        tol = 1e-9 * max(1.0, model.free_bb)
-        limit = None
-        peak = 1
-        for step, i in enumerate(jobs):
-            if deadline is not None and time.perf_counter() > deadline:
-                limit = Limit.TIME
-                break
-            L2 = L + demand[i]
-            b2 = b + model.bb[i]
-            ok = (b2 <= model.free_bb + tol) & (
-                (np.cumsum(L2[:, ::-1], axis=1)[:, ::-1] <= suffix_free + 1e-9).all(axis=1))
-            L = np.concatenate([L, L2[ok]])
-            b = np.concatenate([b, b2[ok]])
-            s = np.concatenate([s, s[ok] + model.ssd[i] * model.nodes[i]]) if four else \
-                np.zeros(len(b))
-            mask = np.concatenate([mask, mask[ok] | (np.int64(1) << np.int64(i))])
-            keys = np.column_stack([L, b, s])
-            _, first = np.unique(keys, axis=0, return_index=True)
-            if len(first) < len(b):
-                first.sort()
-                L, b, s, mask = L[first], b[first], s[first], mask[first]
-            slack = b + bb_after[step] <= model.free_bb + tol
-            if slack.any():
-                keep = ~_dominated_in_group(L, b, s, slack)
-                L, b, s, mask = L[keep], b[keep], s[keep], mask[keep]
-            peak = max(peak, len(b))
-        X = ((mask[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
+        o = dict(opts.solver_options)
+        algorithm = o.get("algorithm", "auto")
+        if algorithm not in ALGORITHMS:
+            raise SolverOptionError(f"pareto-exact: algorithm must be one of {ALGORITHMS}, "
+                                    f"got {algorithm!r}")
+        max_mb = o.get("max_memory_mb", DEFAULT_MEMORY_MB)
+        if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not max_mb > 0:
+            raise SolverOptionError(f"pareto-exact: max_memory_mb must be a number > 0, got "
+                                    f"{max_mb!r}")
+        algorithm = self.pick(model, algorithm)
+        if algorithm == "bitset" and model.objectives != 2:
+            raise SolverOptionError("pareto-exact: algorithm 'bitset' needs the two-objective "
+                                    "form; use 'states' (or 'auto')")
+        if algorithm == "bitset" and not (model.bb == np.round(model.bb)).all():
+            raise SolverOptionError("pareto-exact: algorithm 'bitset' needs integer burst "
+                                    "buffer requests; use 'states' (or 'auto')")
+        budget = _Budget(opts.time_limit, float(max_mb))
+        if algorithm == "bitset":
+            try:
+                X, limit, info = bitset_front(model, budget)
+            except _Stop as stop:  # before the table: only the empty selection is known
+                X, limit, info = np.zeros((1, model.n_items), dtype=bool), stop.limit, {}
+        else:
+            X, limit, info = states_front(model, budget)
         F, _ = model.evaluate_many(X)
         from .bbsched_ga import pareto_rows
 
-        keep = pareto_rows(F, np.arange(len(F)))
+        keep = pareto_rows(_merge_round_off(F), np.arange(len(F)))
         status = Status.OPTIMAL if limit is None else Status.FEASIBLE
         return Outcome(status, pareto=front_points(model, X[keep], F[keep]), limit=limit,
-                       extra={"states_peak": int(peak), "jobs_used": len(jobs)})
+                       extra={"algorithm": algorithm, **info})

@@ -113,8 +113,13 @@ def test_heuristics_are_deterministic_and_check_their_options():
 
 
 def test_exact_refuses_windows_beyond_its_bitmask():
+    """The states algorithm (four objectives, float burst buffer) keeps 62-job bitmasks; the
+    bitset algorithm (two objectives, integer burst buffer) has no job limit."""
     with pytest.raises(ModelError, match="at most 62"):
-        solve(BBSchedModel([1] * 63, free_nodes=10), "pareto-exact")
+        solve(BBSchedModel([1] * 63, free_nodes=10), "pareto-exact",
+              solver_options={"algorithm": "states"})
+    assert solve(BBSchedModel([1] * 63, free_nodes=10), "pareto-exact").pareto[0].objectives \
+        == (10.0, 0.0)
 
 
 def test_cli_rows_carry_the_pareto_set_and_the_rules_pick(tmp_path, capsys):
