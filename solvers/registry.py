@@ -29,6 +29,9 @@ from hpcopt.result import Limit, ParetoPoint, Result, Status
 
 _REGISTRY: dict[str, type[Solver]] = {}
 _FAMILIES: dict[str, type[Solver]] = {}
+# model kind -> canonical(model, decision, seconds_left) -> the canonical optimum of the same
+# cost, or None when it could not be found in time (see ``register_canonical``)
+_CANONICAL: dict[str, Any] = {}
 _entry_points_loaded = False
 
 OBJECTIVE_TOL = 1e-6
@@ -87,6 +90,8 @@ class Solver:
     # parameter of the wrapped solver (checked by that solver), else it is refused here
     OPTIONS: ClassVar[tuple[str, ...]] = ()
     NATIVE_OPTIONS: ClassVar[bool] = False
+    # True when the backend's OPTIMAL answers already are the model's canonical optimum
+    CANONICAL: ClassVar[bool] = False
 
     def __init__(self, arg: str | None = None) -> None:
         self.arg = arg
@@ -151,6 +156,15 @@ class Solver:
                             dict(solver_options or {}), rule)
         t0 = time.perf_counter()
         out = self._solve(model, opts)
+        canonical = _CANONICAL.get(model.kind)
+        if (canonical is not None and not self.CANONICAL and out.status == Status.OPTIMAL
+                and out.decision is not None):
+            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            decision = None if left is not None and left <= 0 else canonical(
+                model, out.decision, left)
+            out.extra["canonical"] = decision is not None
+            if decision is not None:
+                out.decision, out.objective = decision, None
         wall = time.perf_counter() - t0
         return self._certify(model, out, wall, opts)
 
@@ -268,6 +282,19 @@ def register(name: str, *, family: bool = False):
         cls.name = name
         (_FAMILIES if family else _REGISTRY)[name] = cls
         return cls
+
+    return deco
+
+
+def register_canonical(kind: str):
+    """Function decorator: the canonical tie-break of model ``kind``.  Every exact backend
+    must return the same optimal decision; ``fn(model, decision, seconds_left)`` maps an
+    optimal decision to the canonical optimum (``None`` when out of time), and the registry
+    applies it to the OPTIMAL answers of backends that are not ``CANONICAL`` themselves."""
+
+    def deco(fn):
+        _CANONICAL[kind] = fn
+        return fn
 
     return deco
 

@@ -32,9 +32,9 @@ import numpy as np
 
 from hpcopt.result import Limit, Status
 
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Outcome, SolveOptions, Solver, register, register_canonical
 
-_EPS = 1e-9
+_TIE = 1e-9  # relative tolerance under which two costs are equal
 # (beam width of the incumbent search, label budget of the exact pass) per round: most
 # windows are proved in the first exact pass; a hard one gets a beam-search incumbent, which
 # is usually optimal or close, and the exact pass restarts with that bound
@@ -76,7 +76,9 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     ``(cost, starts)`` is a known feasible solution (default: the greedy one).
     ``label_budget`` stops the search after that many labels; ``beam`` keeps only the
     ``beam`` most promising labels (cost + bound) of each vertex -- a heuristic that finds
-    a good incumbent fast, never a proof.
+    a good incumbent fast, never a proof.  A proven answer is the canonical optimum
+    (``canonical_order``): labels of equal cost are kept, and ties between two labels of
+    the same state go to the lexicographically smaller list of blocks.
     """
     m = costs.shape[0]
     sizes = [int(s) for s in sizes]
@@ -99,6 +101,8 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     smin_at = smin.T.tolist()  # smin_at[p][g]
     cost_at = costs.tolist()  # cost_at[p][r - 1]
     unpacked: dict[int, list[int]] = {}
+    # costs closer than tol are equal (float sums of the same blocks in another order)
+    tol = _TIE * max(1.0, sum(float(costs[:, r - 1].max()) for r in sizes))
 
     def unpack(key):
         kc = unpacked.get(key)
@@ -109,10 +113,11 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     if incumbent is None:
         incumbent = greedy_starts(costs, sizes)
     best_cost = incumbent[0] if incumbent else np.inf
-    best = None  # (vertex, state) of the best complete label found by the DP
-    # layers[p]: state (key, pending) -> cost; parent[p]: state -> (prev p, prev state, g)
+    # the best complete solution as its canonical key: blocks (first position, size), the
+    # wrapping block last; a label holds (cost, blocks before the vertex, wrapping block)
+    best_key = tuple(canonical_order(incumbent[1], sizes)) if incumbent else None
+    found = None  # cost of the best complete label of the DP, if any
     layers: list[dict] = [dict() for _ in range(m + 1)]
-    parent: list[dict] = [dict() for _ in range(m + 1)]
     labels = 0
     need_full = sum(sizes)
 
@@ -122,8 +127,24 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             b = sum(c * s for c, s in zip(key_counts, smin_at[p]) if c)
         return b
 
-    layers[0][(full, 0)] = 0.0
-    parent[0][(full, 0)] = None
+    def offer(q, state, cost, prefix, wrap) -> int:
+        """Keep the label at vertex q if it beats the one of its state: cheaper, or as
+        cheap and first in the canonical order."""
+        old = layers[q].get(state)
+        if old is not None and (cost > old[0] + tol or (
+                cost >= old[0] - tol and prefix + wrap >= old[1] + old[2])):
+            return 0
+        layers[q][state] = (cost, prefix, wrap)
+        return 1
+
+    def cannot_win(prefix, p) -> bool:
+        """A label of the cost of the best solution, whose blocks so far are ``prefix`` and
+        whose next block starts at ``p`` or later, cannot give a smaller key."""
+        k = len(prefix)
+        head = best_key[:k]
+        return prefix > head or (prefix == head and best_key[k][0] < p)
+
+    layers[0][(full, 0)] = (0.0, (), ())
     for g, r in enumerate(groups):  # labels whose first block wraps around the end of Q
         for tail in range(1, min(r, m)):
             pend = r - tail
@@ -132,12 +153,9 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             key = full - base[g]
             if need_full - r > m - pend - tail:
                 continue
-            if cost + bound(unpack(key), tail) >= best_cost - _EPS:
+            if cost + bound(unpack(key), tail) > best_cost + tol:
                 continue
-            state = (key, pend)
-            if cost < layers[tail].get(state, np.inf):
-                layers[tail][state] = cost
-                parent[tail][state] = (-1, start, g)
+            offer(tail, (key, pend), cost, (), ((start, r),))
 
     proven = True
     for p in range(m + 1):
@@ -150,28 +168,32 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             break
         if beam is not None and len(layer) > beam:
             proven = False
-            ranked = sorted(layer.items(), key=lambda kv: kv[1] + bound(unpack(kv[0][0]), p))
+            ranked = sorted(layer.items(),
+                            key=lambda kv: kv[1][0] + bound(unpack(kv[0][0]), p))
             layer = dict(ranked[:beam])
-        for n_done, (state, cost) in enumerate(layer.items(), 1):
+        for n_done, (state, (cost, prefix, wrap)) in enumerate(layer.items(), 1):
             if deadline is not None and not n_done % 4096 and time.perf_counter() > deadline:
                 proven = False
                 break
             key, pend = state
-            if cost + _EPS >= best_cost:
+            if cost > best_cost + tol:
                 continue
             if key == 0:
-                best_cost, best = cost, (p, state)
+                full_key = prefix + wrap
+                if found is None or cost < best_cost - tol or full_key < best_key:
+                    best_key, found = full_key, cost
+                    best_cost = min(cost, best_cost)
                 continue
             kc = unpack(key)
+            lower = bound(kc, p)
+            if cost + lower >= best_cost - tol and best_key is not None and cannot_win(
+                    prefix, p):
+                continue  # at best a tie with the best solution, which comes first
             need = sum(map(mul, kc, groups))
             end = m - pend
-            if p + 1 + need <= end and cost + bound(kc, p + 1) < best_cost - _EPS:
-                nxt = layers[p + 1]
-                if cost < nxt.get(state, np.inf):
-                    nxt[state] = cost
-                    parent[p + 1][state] = (p, state, -1)
-                    labels += 1
-            here = bound(kc, p)  # smin grows with p: a cheap first test of each placement
+            cut = best_cost + tol - cost  # a completion may cost at most this
+            if p + 1 + need <= end and bound(kc, p + 1) <= cut:
+                labels += offer(p + 1, state, cost, prefix, wrap)
             row, lb_row = cost_at[p], smin_at[p]
             for g, c in enumerate(kc):
                 if not c:
@@ -180,35 +202,35 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
                 q = p + r
                 if q + need - r > end:
                     continue
-                new = cost + row[r - 1]
-                limit = best_cost - _EPS - new
-                if here - lb_row[g] >= limit or bound(kc, q) - smin_at[q][g] >= limit:
+                step = row[r - 1]
+                limit = cut - step
+                # smin grows with p: the bound at p is a cheap first test of the one at q
+                if lower - lb_row[g] > limit or bound(kc, q) - smin_at[q][g] > limit:
                     continue
-                nstate = (key - base[g], pend)
-                if new < layers[q].get(nstate, np.inf):
-                    layers[q][nstate] = new
-                    parent[q][nstate] = (p, state, g)
-                    labels += 1
-        layers[p] = None  # free the layer; parents stay for the path
-    if best is None:
+                labels += offer(q, (key - base[g], pend), cost + step, prefix + ((p, r),),
+                                wrap)
+        layers[p] = None  # free the layer: labels carry their blocks
+    if found is None:
         if incumbent is None:
             return None, None, proven, labels
-        return float(incumbent[0]), list(incumbent[1]), proven, labels
-    starts = [0] * len(sizes)
-    free = {r: list(members[r]) for r in groups}
-    p, state = best
-    while True:
-        link = parent[p][state]
-        if link is None:
-            break
-        prev_p, prev_state, g = link
-        if prev_p == -1:  # the wrapping first block: prev_state holds its start
-            starts[free[groups[g]].pop()] = prev_state
-            break
-        if g >= 0:
-            starts[free[groups[g]].pop()] = prev_p
-        p, state = prev_p, prev_state
-    return float(best_cost), starts, proven, labels
+        return float(incumbent[0]), assign(best_key, sizes), proven, labels
+    return float(found), assign(best_key, sizes), proven, labels
+
+
+def assign(blocks, sizes) -> list[int]:
+    """First positions per job from ``(first position, size)`` blocks: jobs of one size take
+    that size's blocks in window order (the canonical assignment)."""
+    free: dict[int, list[int]] = {}
+    for start, r in sorted(blocks, reverse=True):
+        free.setdefault(r, []).append(start)
+    return [free[r].pop() for r in sizes]
+
+
+def canonical_order(starts, sizes) -> list[tuple[int, int]]:
+    """The canonical tie-break key of a SCAS decision: its blocks ``(first position, size)``
+    by first position.  Among optimal decisions the canonical one has the smallest key, and
+    its jobs of equal size take their blocks in window order (``assign``)."""
+    return sorted((int(s), int(r)) for s, r in zip(starts, sizes))
 
 
 @register("scas-exact")
@@ -224,6 +246,7 @@ class ScasExact(Solver):
     doc = "exact SCAS: constrained-shortest-path DP over Q (dominance + bounds), proves optimality"
     SUPPORTED_MODELS = ("scas",)
     EXACT = True
+    CANONICAL = True
 
     def version(self) -> str:
         return "hpcopt"
@@ -255,3 +278,15 @@ class ScasExact(Solver):
         if proven:
             return Outcome(Status.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
         return Outcome(Status.FEASIBLE, starts, objective=cost, limit=Limit.TIME, extra=extra)
+
+
+@register_canonical("scas")
+def canonical_scas(model, starts, seconds_left: float | None = None):
+    """The canonical optimum (``canonical_order``) of the cost of optimal ``starts``: the
+    exact DP with that solution as its incumbent keeps only the labels that tie with it and
+    come first.  ``None`` when it does not finish within ``seconds_left``."""
+    ev = model.evaluate(starts)
+    deadline = None if seconds_left is None else time.perf_counter() + seconds_left
+    cost, out, proven, _ = solve_arrays(model.interval_costs, model.sizes, deadline=deadline,
+                                        incumbent=(ev.objective, [int(v) for v in starts]))
+    return out if proven else None
