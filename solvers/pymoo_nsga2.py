@@ -9,8 +9,8 @@ final population, one decision per objective vector.  Options (``solver_options`
 ``generations``, ``population``, ``mutation`` (per-gene flip probability; default pymoo's
 1/n).  Never claims optimality.
 
-Small windows are enumerated instead: when the 2^n chromosomes number no more than the
-evaluation budget P (G + 1), or at most ``ENUMERATE_MAX`` (one vectorised evaluation), every
+Small windows are enumerated instead: when the 2^n chromosomes number at most
+``ENUMERATE_MAX``, or no more than the evaluation budget P (G + 1) and ``ENUMERATE_CAP``, every
 one is evaluated and the feasible non-dominated set returned (``extra["enumerated"]``).  pymoo's
 duplicate elimination otherwise retries each mating up to 100 times once the population holds
 most of the few distinct chromosomes (20-25 s on the 5-job Table 1 window).  The answer is
@@ -26,7 +26,14 @@ from hpcopt.result import Limit, Status
 from .bbsched_ga import front_points, ga_options, pareto_rows
 from .registry import Outcome, SolveOptions, Solver, register
 
-ENUMERATE_MAX = 4096
+ENUMERATE_MAX = 4096  # always enumerated: one vectorised evaluation, about a millisecond
+ENUMERATE_CAP = 2**16  # never enumerated beyond, whatever the budget (a few tens of MB at most)
+
+
+def small_space(n: int, population: int, generations: int) -> bool:
+    """Whether a window of ``n`` jobs is enumerated rather than searched (module doc)."""
+    size = 2**min(n, 63)
+    return size <= ENUMERATE_MAX or size <= min(population * (generations + 1), ENUMERATE_CAP)
 
 
 def enumerate_front(model) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +72,7 @@ class NSGA2(Solver):
         o.pop("fill", None)
         n = model.n_items
         G, P = int(o["generations"]), int(o["population"])
-        if n < 63 and 2**n <= max(P * (G + 1), ENUMERATE_MAX):
+        if small_space(n, P, G):
             X, F = enumerate_front(model)  # the empty selection is always feasible
             return Outcome(Status.FEASIBLE, pareto=front_points(model, X, F),
                            n_evals=2**n, extra={"enumerated": True, "generations": 0,
