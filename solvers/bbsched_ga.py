@@ -191,9 +191,12 @@ def front_points(model, X: np.ndarray, F: np.ndarray) -> list:
 
 @register("bbsched-ga")
 class BBSchedGA(Solver):
-    """BBSched's multi-objective genetic algorithm (G=500, P=20, p_m=0.05%; seeded)."""
+    """BBSched's multi-objective genetic algorithm (G=500, P=20, p_m=0.05%): by default with
+    a greedy-seeded first population and random-order decoding, ``variant="paper"`` as the
+    paper describes it."""
 
-    doc = "BBSched's multi-objective GA (paper section 3.2.2); bbsched models; heuristic"
+    doc = ("BBSched's multi-objective GA (paper section 3.2.2; greedy-seeded by default, "
+           "variant='paper' for the paper's); bbsched models; heuristic")
     SUPPORTED_MODELS = ("bbsched",)
     REQUIRED_MODULES = ("pymoo",)
     OPTIONS = tuple(DEFAULTS)
