@@ -59,11 +59,11 @@ class InfeasibleSolutionError(HpcoptError):
     """A backend returned a decision that fails the model's certificate check."""
 
 
-class InvalidDecisionError(HpcoptError):
+class InvalidDecisionError(HpcoptError, ValueError):
     """A policy returned a decision the driver cannot apply (unknown job, over-subscription)."""
 
 
-class SimulationError(HpcoptError):
+class SimulationError(HpcoptError, ValueError):
     """An invalid simulation request (job larger than the system, bad option)."""
 
 

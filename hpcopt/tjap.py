@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .domain import Job, System
-from .errors import TraceError
+from .errors import SimulationError, TraceError
 from .topology import FatTree
 
 
@@ -100,6 +100,6 @@ def generate_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
     out = [m if type(m) is cls else cls(m.topology, m.idle_nodes, m.sizes, ids=m.ids)
            for m in seen if m.n_jobs >= min_jobs]
     if len(out) < n_windows:
-        raise ValueError(f"the workload gave only {len(out)} windows with >= {min_jobs} jobs; "
-                         f"pass more jobs")
+        raise SimulationError(f"the workload gave only {len(out)} windows with >= {min_jobs} "
+                              "jobs; pass more jobs")
     return out[:n_windows]

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from hpcopt.errors import (
     IncompatibleModelError,
     InfeasibleSolutionError,
+    ModelError,
     SolverOptionError,
     SolverUnavailableError,
     UnknownSolverError,
@@ -207,6 +208,10 @@ class Solver:
                     f"(violations {certificate.violations})"
                 )
             objective = float(certificate.objective)
+            if not all(math.isfinite(f) for f in certificate.objectives):
+                raise ModelError(
+                    f"{model.kind} model: the objectives of {self.full_name!r}'s decision are "
+                    f"{tuple(certificate.objectives)}: the data overflow float64; rescale them")
             if out.objective is not None and abs(out.objective - objective) > OBJECTIVE_TOL * max(
                 1.0, abs(objective)
             ):

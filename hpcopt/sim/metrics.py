@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from hpcopt.errors import SimulationError
+
 BSLD_THRESHOLD = 10.0
 
 
@@ -54,7 +56,7 @@ def job_table(records, extra_columns: dict | None = None):
 
 def _trim_count(n_jobs: int, amount: float) -> int:
     if amount < 0:
-        raise ValueError(f"warm-up/cool-down must be >= 0, got {amount}")
+        raise SimulationError(f"warm-up/cool-down must be >= 0, got {amount}")
     return int(round(amount * n_jobs)) if amount < 1 else int(amount)
 
 
@@ -68,7 +70,8 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
     n = len(jobs)
     lo, hi = _trim_count(n, warmup), n - _trim_count(n, cooldown)
     if lo >= hi:
-        raise ValueError(f"trimming {lo} warm-up and {n - hi} cool-down jobs leaves none of {n}")
+        raise SimulationError(
+            f"trimming {lo} warm-up and {n - hi} cool-down jobs leaves none of {n}")
     kept = jobs.iloc[lo:hi]
     first, last = float(kept["submit"].min()), float(kept["end"].max())
     span = last - first

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcopt.domain import Job, System
+from hpcopt.errors import InvalidDecisionError, SimulationError
 
 
 class NodePool:
@@ -39,7 +40,7 @@ class NodePool:
     def take(self, job: Job, allocation=None):
         """Allocate the job's resources; returns the allocation (here: the node count)."""
         if not self.fits(job):
-            raise ValueError(f"job {job.id} {self.why_not(job)}")
+            raise InvalidDecisionError(f"job {job.id} {self.why_not(job)}")
         self.free -= job.nodes
         return job.nodes
 
@@ -121,7 +122,7 @@ class MultiPool:
         nodes taken per class."""
         alloc = self.plan(job) if allocation is None else tuple(allocation)
         if not self.fits(job, alloc):
-            raise ValueError(f"job {job.id} does not fit: {self.why_not(job)}")
+            raise InvalidDecisionError(f"job {job.id} does not fit: {self.why_not(job)}")
         for k, got in enumerate(alloc):
             self.free_class[k] -= got
         self.free_bb -= job.bb
@@ -189,7 +190,7 @@ class TopologyPool:
         free = self.idle_nodes()
         n = job.nodes
         if free.size < n:
-            raise ValueError(f"job {job.id} {self.why_not(job)}")
+            raise InvalidDecisionError(f"job {job.id} {self.why_not(job)}")
         breaks = np.flatnonzero(np.diff(free) != 1) + 1
         starts = np.concatenate([[0], breaks])
         lengths = np.diff(np.concatenate([starts, [free.size]]))
@@ -200,8 +201,9 @@ class TopologyPool:
     def take(self, job: Job, allocation=None) -> np.ndarray:
         nodes = self.plan(job) if allocation is None else np.asarray(allocation, dtype=np.int64)
         if not self.fits(job, nodes):
-            raise ValueError(f"job {job.id} cannot take nodes {list(map(int, nodes))[:8]}...: "
-                             f"{job.nodes} distinct idle node ids in 0..{self.total - 1} needed")
+            raise InvalidDecisionError(
+                f"job {job.id} cannot take nodes {list(map(int, nodes))[:8]}...: "
+                f"{job.nodes} distinct idle node ids in 0..{self.total - 1} needed")
         self.idle[nodes] = False
         return nodes
 
@@ -228,7 +230,8 @@ def make_pool(system: System):
     or plain node counting."""
     if system.topology is not None:
         if system.bb > 0 or system.ssd_classes:
-            raise ValueError("a system with a topology has no burst buffer or SSD classes here")
+            raise SimulationError(
+                "a system with a topology has no burst buffer or SSD classes here")
         return TopologyPool(system.nodes)
     if system.bb > 0 or system.ssd_classes:
         return MultiPool.for_system(system)
