@@ -19,8 +19,21 @@ the time in its first 8,000 jobs, 67% over 2022; the script prints the share).  
 Targets (issue #3): exact two-objective front at W = 20 in <= 20 ms median; GA with G = 500,
 P = 20, W = 20 in <= 0.2 s median.
 
+With ``--recorded N`` the script instead times ``pareto-exact`` on windows cut from the
+trace's *recorded* queue (issue #10 item 4): at random moments, the first W jobs queued then
+(SWF submit and wait times), with the burst-buffer requests of each workload of
+--recorded-workloads (S1-S4), a random number of free nodes (uniform in [N/4, N]) and a random
+free burst buffer (uniform in [0, B]); N windows per workload.  Both algorithms run on every
+window in the same process: the bitset DP (the default) and the state DP it replaced
+(``algorithm="states"``, bounded by --states-limit seconds and --states-memory MB); the
+fronts are compared where both finish.  Four-objective windows (S5: SSD requests on half 128
+/ half 256 GB nodes) are timed with --four (the states algorithm, the only one for them).
+Target: W = 50, p90 <= 100 ms and max <= 2 s, exact.
+
     python benchmarks/bbsched_solvers.py [--trace KTH|HPC2N|Theta] [--workload S2]
         [--windows 30] [--jobs 6000]
+    python benchmarks/bbsched_solvers.py --trace Theta --recorded 10 [--jobs 20000]
+        [--recorded-sizes 20,50] [--four 5]
 """
 
 from __future__ import annotations
@@ -120,6 +133,97 @@ def gd(model, pareto, exact) -> float:
     return float(GD(-ref).do(-got))
 
 
+def recorded_windows(trace: str, workload: str, n_jobs: int, count: int, w: int,
+                     seed: int) -> list:
+    """``count`` windows of the first ``w`` jobs of the trace's recorded queue at random
+    moments (submit <= t < submit + wait, front first), with ``workload``'s requests, free
+    nodes uniform in [N/4, N] and free burst buffer uniform in [0, B]; S5-S7 give
+    four-objective windows on half 128 / half 256 GB SSD nodes."""
+    import gzip
+
+    from hpcopt.models.bbsched import BBSchedModel
+
+    jobs, system = load_jobs(trace, workload, n_jobs, seed)
+    with gzip.open(TRACES[trace], "rt") as fh:
+        wait = {int(f[0]): float(f[2]) for f in (line.split() for line in fh)
+                if f and not f[0].startswith(";")}
+    sub = np.array([j.submit for j in jobs])
+    end = sub + np.array([wait.get(j.id, -1.0) for j in jobs])
+    rng = np.random.default_rng(seed)
+    four = bool(system.ssd_classes)
+    out = []
+    for t in rng.permutation(sub[end > sub]):
+        queued = np.flatnonzero((sub <= t) & (end > t))
+        if len(queued) < w:
+            continue
+        q = queued[np.argsort(sub[queued], kind="stable")][:w]
+        free = int(rng.integers(system.nodes // 4, system.nodes + 1))
+        kw = dict(free_nodes=free)
+        if four:
+            kw = dict(ssd_classes={128: free // 2, 256: free - free // 2}, objectives=4)
+        out.append(BBSchedModel([jobs[i].nodes for i in q], [jobs[i].bb for i in q],
+                                [jobs[i].ssd for i in q], free_bb=float(rng.uniform(0, system.bb)),
+                                ids=[jobs[i].id for i in q], **kw))
+        if len(out) == count:
+            break
+    return out
+
+
+def recorded_benchmark(args) -> None:
+    """Old (states) and new (bitset) pareto-exact side by side on recorded-queue windows."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from hpcopt.models.bbsched import BBSchedModel
+
+    warm = BBSchedModel([1, 2], [1, 2], free_nodes=2, free_bb=2)  # imports out of the timing
+    for algorithm in ("bitset", "states"):
+        hpcopt.solve(warm, "pareto-exact", solver_options={"algorithm": algorithm})
+    rows = []
+    sizes = [int(w) for w in args.recorded_sizes.split(",")]
+    old_opts = {"algorithm": "states", "max_memory_mb": args.states_memory}
+    cases = [(wl, w) for wl in args.recorded_workloads.split(",") for w in sizes]
+    if args.four:
+        cases += [("S5", w) for w in sizes]
+    for wl, w in cases:
+        count = args.four if wl == "S5" else args.recorded
+        models = recorded_windows(args.trace, wl, args.jobs, count, w, args.seed)
+        for k, model in enumerate(tqdm(models, desc=f"{wl} W={w}")):
+            runs = [("new", None, None)] if model.objectives == 2 else []
+            runs.append(("old", old_opts, args.states_limit))
+            fronts = {}
+            for name, opts, limit in runs:
+                res, sec, cpu = timed(model, "pareto-exact", solver_options=opts,
+                                      time_limit=limit)
+                fronts[name] = [p.objectives for p in res.pareto]
+                rows.append(dict(workload=wl, W=w, window=k, objectives=model.objectives,
+                                 algorithm=res.extra["algorithm"], seconds=sec,
+                                 cpu_seconds=cpu, status=res.status.value,
+                                 limit=res.limit.value if res.limit else "",
+                                 points=len(res.pareto),
+                                 states=res.extra.get("states_peak", 0)))
+            if len(fronts) == 2 and rows[-1]["status"] == "OPTIMAL":
+                assert fronts["old"] == fronts["new"], (wl, w, k)  # exact: the same front
+    df = pd.DataFrame(rows)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / f"bbsched_exact_recorded_{args.trace}.csv", index=False)
+    g = df.groupby(["objectives", "W", "algorithm"])
+    table = pd.DataFrame({
+        "windows": g.size(), "median_ms": g.seconds.median() * 1e3,
+        "p90_ms": g.seconds.quantile(0.9) * 1e3, "max_ms": g.seconds.max() * 1e3,
+        "cpu_median_ms": g.cpu_seconds.median() * 1e3,
+        "optimal": g.status.apply(lambda s: int((s == "OPTIMAL").sum())),
+        "time_limit": g.limit.apply(lambda s: int((s == "TIME").sum())),
+        "memory_limit": g.limit.apply(lambda s: int((s == "MEMORY").sum())),
+        "front_median": g.points.median(), "front_max": g.points.max(),
+        "states_max": g.states.max()})
+    print(f"\npareto-exact on windows of the recorded {args.trace} queue "
+          f"(states: limit {args.states_limit:g} s, {args.states_memory:g} MB):")
+    print(table.round(1).to_string())
+    table.to_csv(out / f"bbsched_exact_recorded_{args.trace}_summary.csv")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
@@ -132,7 +236,21 @@ def main() -> None:
     ap.add_argument("--populations", default="10,20,40")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    ap.add_argument("--recorded", type=int, default=0,
+                    help="time pareto-exact, old and new, on N recorded-queue windows per "
+                         "workload and size instead")
+    ap.add_argument("--recorded-workloads", default="S1,S2,S3,S4")
+    ap.add_argument("--recorded-sizes", default="50")
+    ap.add_argument("--states-limit", type=float, default=20.0,
+                    help="time limit (s) of the old state algorithm")
+    ap.add_argument("--states-memory", type=float, default=3000.0,
+                    help="memory cap (MB) of the old state algorithm")
+    ap.add_argument("--four", type=int, default=0,
+                    help="also N four-objective (S5) recorded windows per size")
     args = ap.parse_args()
+    if args.recorded:
+        recorded_benchmark(args)
+        return
     import matplotlib
 
     matplotlib.use("Agg")

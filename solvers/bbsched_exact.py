@@ -99,6 +99,40 @@ def _merge_round_off(F: np.ndarray) -> np.ndarray:
     return F
 
 
+def _front_rows(F: np.ndarray, budget: _Budget, chunk: int = 2048) -> tuple[np.ndarray, bool]:
+    """Indices of the distinct non-dominated rows of ``F`` (all maximized), and whether the
+    deadline cut the scan (then: the non-dominated rows among those scanned).
+
+    Rows go by decreasing normalized objective sum, so a row's dominators come before it;
+    each chunk is checked against the front so far and then within itself (only the few
+    survivors), so the cost is rows x front size, not rows^2.  Two objectives: a staircase.
+    """
+    if F.shape[1] == 2:
+        order = np.lexsort((-F[:, 1], -F[:, 0]))
+        best = np.maximum.accumulate(F[order, 1])
+        keep = np.concatenate([[True], F[order[1:], 1] > best[:-1]])
+        return order[keep], False
+    span = F.max(axis=0) - F.min(axis=0)
+    order = np.argsort(-(F / np.where(span > 0, span, 1.0)).sum(axis=1), kind="stable")
+    P = np.empty((0, F.shape[1]))
+    kept: list[np.ndarray] = []
+    for start in range(0, len(order), chunk):
+        try:
+            budget.check()
+        except _Stop:
+            return np.concatenate(kept) if kept else order[:1], True
+        idx = order[start:start + chunk]
+        C = F[idx]
+        free = ~(P[None, :, :] >= C[:, None, :]).all(axis=2).any(axis=1)
+        idx, C = idx[free], C[free]
+        # within the chunk: an earlier row (larger sum, or an equal copy) that is >= all
+        weak = (C[None, :, :] >= C[:, None, :]).all(axis=2)  # weak[i, j]: row j >= row i
+        free = ~np.tril(weak, -1).any(axis=1)
+        kept.append(idx[free])
+        P = np.vstack([P, C[free]])
+    return (np.concatenate(kept) if kept else order[:0]), False
+
+
 # -- bitset algorithm -------------------------------------------------------------------
 def _level_rows(model, jobs, budget: _Budget):
     """Sorted codes of the node-level vectors reachable by feasible selections of ``jobs``
@@ -177,9 +211,11 @@ def bitset_front(model, budget: _Budget):
     moves = []  # per job: (target rows, new bits or None, source rows)
     stored = T.nbytes
     limit, cum, done_bb = None, 0, True
+    rate = 0.0  # seconds per table word of the last burst-buffer step (to skip a late one)
     try:
         for step, j in enumerate(jobs):
             budget.check(stored)
+            t0 = time.perf_counter()
             pos = np.searchsorted(codes, codes + delta[step])
             pos = np.minimum(pos, len(codes) - 1)
             # the digit must not carry into the next level, and the vector must be reachable
@@ -198,7 +234,7 @@ def bitset_front(model, budget: _Budget):
             cum += int(bb[j])
             words = min(n_words, min(cap, cum) // WORD + 1)
             last = np.uint64((1 << (cap % WORD + 1)) - 1) if words == n_words else None
-            budget.check(stored + 3 * len(src) * words * 8)
+            budget.check(stored + 3 * len(src) * words * 8, rate * len(src) * words)
             new = _shift_or_new(T, src, tgt, int(bb[j]), words, last)
             budget.check(stored)
             keep = new.any(axis=1)
@@ -207,6 +243,7 @@ def bitset_front(model, budget: _Budget):
             alive[tgt] = True
             moves.append((tgt, new, src))
             stored += new.nbytes + tgt.nbytes * 2
+            rate = (time.perf_counter() - t0) / max(len(src) * words, 1)
     except _Stop as stop:
         limit = stop.limit
     if done_bb:
@@ -296,7 +333,8 @@ def states_front(model, budget: _Budget):
     try:
         for step, i in enumerate(jobs):
             t0 = time.perf_counter()
-            budget.check(2 * len(b) * per_state, 2 * len(b) * rate)
+            # the step and, after it, the final front scan must both fit in the time left
+            budget.check(2 * len(b) * per_state, 4 * len(b) * rate)
             L2 = L + demand[i]
             b2 = b + model.bb[i]
             ok = (b2 <= model.free_bb + tol) & (
@@ -325,9 +363,10 @@ def states_front(model, budget: _Budget):
     # objectives straight from the states; only the non-dominated ones become decisions
     F = np.column_stack([L.sum(axis=1), b] + ([s, s - model._assigned_capacity(L)] if four
                                               else []))
-    from .bbsched_ga import pareto_rows
-
-    mask = mask[pareto_rows(_merge_round_off(F), np.arange(len(F)))]
+    rows, cut = _front_rows(_merge_round_off(F), budget)
+    if cut:
+        limit = Limit.TIME
+    mask = mask[rows]
     X = ((mask[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
     return X, limit, {"states_peak": int(peak), "jobs_used": len(jobs)}
 
