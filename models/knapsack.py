@@ -11,10 +11,18 @@ maximal and no resource (nodes, burst buffer, ...) is oversubscribed::
 backends the equivalent smaller problem they all start from (items that can matter, capacities
 clipped, integer-scaled on request), so that the "scale to integers or raise" rule lives in
 one place.
+
+Canonical tie-break: among the optimal decisions that select no item worth <= 0, the
+*canonical* one is the lexicographically greatest 0-1 vector in item (window) order -- it
+favours the earliest window positions.  Every exact backend returns exactly that decision
+when it reports OPTIMAL (``KnapsackModel.canonical_key`` orders decisions that way), so two
+exact backends give the same schedule.  With values that are not integers (after scaling by
+at most 10**6) "optimal" is up to float round-off, and ties may then differ in the last bit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,7 +32,7 @@ from hpcopt.errors import ModelError
 
 from .base import Evaluation, Model, check_labels, field_error
 
-FEAS_TOL = 1e-9
+FEAS_TOL = 1e-9  # relative round-off allowed on a capacity row with non-integer weights
 MAX_DECIMALS = 6  # integer scaling tries 10**0 .. 10**MAX_DECIMALS
 INT_LIMIT = 2**53  # scaled integer data must stay exact in float64 and int64 sums
 
@@ -85,6 +93,61 @@ class ReducedKnapsack:
 
     def objective(self, reduced_value: float) -> float:
         return float(reduced_value) / self.value_scale + self.offset
+
+    def solve_canonical(self, solve):
+        """The canonical optimum with an exact integer solver ``solve``, in a few solves.
+
+        ``solve(values, weights, capacities)`` maximizes int ``values`` (list) over 0-1
+        vectors within int64 ``weights`` (m, k') and ``capacities`` (m,) and returns
+        ``(chosen, proven, bound)`` (``bound`` in those values, or None).  The values it gets
+        are ``v_j * 2**c + 2**(c-1-j)`` for the first ``c`` items of the rest (``v_j * 2**c``
+        after): the extra terms sum below ``2**c``, so among the optima the solver must
+        pick the one that favours earlier items.  ``c`` is as large as int64 allows
+        (all items in one solve for a window of tens of jobs); the first ``c`` items are
+        then fixed and the rest solved the same way.  Needs integer ``values``.
+
+        Returns ``(chosen, proven, bound)``: a boolean vector over ``items``, whether every
+        solve was proven optimal (then ``chosen`` is canonical), and an upper bound on the
+        reduced objective from the first solve (None when the solver gave none).
+        """
+        k = self.size
+        values = [int(v) for v in self.values.tolist()]
+        caps = np.asarray(self.capacities, dtype=np.int64).copy()
+        chosen = np.zeros(k, dtype=bool)
+        start, bound = 0, None
+        while start < k:
+            c = min(k - start, 61 - (sum(values[start:]) + 1).bit_length())
+            tied = [(v << c) + ((1 << (c - 1 - j)) if j < c else 0)
+                    for j, v in enumerate(values[start:])]
+            sub, proven, sub_bound = solve(tied, self.weights[:, start:], caps)
+            sub = np.asarray(sub, dtype=bool)
+            if start == 0 and sub_bound is not None:
+                bound = math.floor(sub_bound) >> c
+            if not proven or start + c == k:
+                chosen[start:] = sub
+                return chosen, proven, bound
+            chosen[start:start + c] = sub[:c]
+            caps = caps - self.weights[:, start:start + c] @ sub[:c].astype(np.int64)
+            start += c
+        return chosen, True, bound
+
+
+def _tolerances(weights: np.ndarray, capacities: np.ndarray) -> np.ndarray:
+    """Overrun each capacity row may show and still be feasible (float round-off only).
+
+    0 for a row of integer weights whose total stays below 2^53 (float sums are then exact);
+    NaN for an integer row above that (``evaluate`` sums it in Python integers); otherwise
+    ``FEAS_TOL * max(1, capacity)``, but below half the row's smallest positive weight.
+    """
+    tol = np.zeros(len(capacities))
+    for r, row in enumerate(weights):
+        if (row == np.round(row)).all():
+            tol[r] = 0.0 if row.sum() < INT_LIMIT else np.nan
+        else:
+            positive = row[row > 0]
+            tol[r] = min(FEAS_TOL * max(1.0, float(capacities[r])),
+                         0.5 * float(positive.min()) if positive.size else np.inf)
+    return tol
 
 
 def integer_scale(arr: np.ndarray, what: str, backend: str) -> int:
@@ -188,10 +251,16 @@ class KnapsackModel(Model):
                else check_labels("knapsack", "ids", self.ids, n))
         names = (tuple(f"r{r}" for r in range(m)) if self.resources is None
                  else check_labels("knapsack", "resources", self.resources, m, (str,)))
+        with np.errstate(over="ignore"):
+            totals = (("values", np.abs(values).sum()), ("weights", weights.sum()))
+        for name, total in totals:
+            if not np.isfinite(total):
+                raise _field_error(name, "numbers whose sum is finite in float64 (it overflows)",
+                                   float(np.abs(values if name == "values" else weights).max()))
         for arr in (values, weights, capacities):
             arr.setflags(write=False)
-        # loads may exceed a capacity by this much (float round-off) and still be feasible
-        object.__setattr__(self, "_tolerance", FEAS_TOL * np.maximum(1.0, capacities))
+        object.__setattr__(self, "_tolerance", _tolerances(weights, capacities))
+        object.__setattr__(self, "_exact_rows", np.nonzero(np.isnan(self._tolerance))[0])
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "weights", weights)
         object.__setattr__(self, "capacities", capacities)
@@ -226,11 +295,28 @@ class KnapsackModel(Model):
         return sel
 
     def evaluate(self, x) -> Evaluation:
-        """Certificate of decision ``x`` (0-1 per item): value, per-resource overload."""
-        xf = self._decision(x).astype(float)
+        """Certificate of decision ``x`` (0-1 per item): value, per-resource overload.
+
+        A row of integer weights is checked exactly (a load one unit over is infeasible); a
+        row with fractional weights allows float round-off below ``_tolerances``, which is
+        smaller than any item of that row, so no overrun by a whole item is ever accepted.
+        """
+        sel = self._decision(x)
+        xf = sel.astype(float)
         over = self.weights @ xf - self.capacities
-        return Evaluation(bool((over <= self._tolerance).all()), (float(self.values @ xf),),
-                          tuple(over.clip(0.0).tolist()))
+        tol = self._tolerance
+        feasible = bool((over <= np.nan_to_num(tol, nan=0.0)).all())
+        for r in self._exact_rows.tolist():  # integer rows whose sums pass 2^53: Python ints
+            load = sum(int(a) for a in self.weights[r, sel].tolist())
+            feasible &= load <= float(self.capacities[r])  # int <= float compares exactly
+        return Evaluation(feasible, (float(self.values @ xf),), tuple(over.clip(0.0).tolist()))
+
+    def canonical_key(self, x) -> tuple:
+        """Sort key of the canonical tie-break: the optimal decision with the greatest key
+        is the canonical one (objective first, then the 0-1 vector compared
+        lexicographically in item order, earliest item first)."""
+        sel = self._decision(x)
+        return (self.evaluate(sel).objective, tuple(sel.astype(int).tolist()))
 
     def decision_ids(self, x) -> tuple:
         """Ids of the selected items."""
@@ -258,13 +344,19 @@ class KnapsackModel(Model):
         if integer_weights:
             rounded = w.round()
             if (rounded == w).all():
-                scales = np.ones(len(caps))
+                caps = np.floor(caps)  # integer loads: exact
             else:
                 scales = np.array([integer_scale(row, "weights", backend) for row in w], float)
                 rounded = (w * scales[:, None]).round()
+                # the slack absorbs the round-off of cap * scale and stays below 1/4 unit, so
+                # no load it admits is over the model's own tolerance (see _tolerances)
+                scaled = caps * scales
+                caps = np.floor(scaled + np.minimum(1e-12 * scaled, 0.25) + 1e-9)
+            if rounded.sum(1).max(initial=0.0) >= INT_LIMIT:
+                raise ModelError(f"backend {backend!r}: integer weights sum past 2^53; "
+                                 "use backend 'scip'")
             w = rounded.astype(np.int64)
-            # integer loads make flooring exact; the tiny slack absorbs round-off of cap * s
-            caps = np.floor(caps * scales * (1 + 1e-12) + 1e-9).astype(np.int64)
+            caps = np.minimum(caps, w.sum(1)).astype(np.int64)
         caps = np.minimum(caps, w.sum(1))
         value_scale = 1
         if integer_values:

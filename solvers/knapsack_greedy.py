@@ -39,21 +39,29 @@ class Greedy(Solver):
             raise SolverOptionError(
                 f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         red = model.reduced(backend=self.full_name)
-        chosen = np.zeros(red.size, dtype=bool)
-        if red.size:
-            caps = red.capacities
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(caps[:, None] > 0, red.weights / caps[:, None], 0.0)
-            size = share.max(axis=0) if aggregate == "max" else share.sum(axis=0)
-            order = (-red.values / size).argsort(kind="stable").tolist()
-            cols = red.weights.T.tolist()
-            room = caps.tolist()
-            for i in order:  # plain Python: a window has tens of items
-                if all(a <= r for a, r in zip(cols[i], room)):
-                    chosen[i] = True
-                    room = [r - a for a, r in zip(cols[i], room)]
-            single = int(np.argmax(red.values))  # every reduced item fits alone
-            if red.values[single] > red.values[chosen].sum():
-                chosen[:] = False
-                chosen[single] = True
-        return Outcome(self.STATUS_MAP["filled"], red.lift(chosen))
+        return Outcome(self.STATUS_MAP["filled"], red.lift(greedy_fill(red, aggregate)))
+
+
+def greedy_fill(red, aggregate: str = "max") -> np.ndarray:
+    """The greedy answer on a ``ReducedKnapsack``: a boolean vector over ``red.items``.
+
+    Also the incumbent other knapsack backends return when a limit stops them early.
+    """
+    chosen = np.zeros(red.size, dtype=bool)
+    if red.size:
+        caps = np.asarray(red.capacities, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(caps[:, None] > 0, red.weights / caps[:, None], 0.0)
+        size = share.max(axis=0) if aggregate == "max" else share.sum(axis=0)
+        order = (-red.values / size).argsort(kind="stable").tolist()
+        cols = red.weights.T.tolist()
+        room = red.capacities.tolist()
+        for i in order:  # plain Python: a window has tens of items
+            if all(a <= r for a, r in zip(cols[i], room)):
+                chosen[i] = True
+                room = [r - a for a, r in zip(cols[i], room)]
+        single = int(np.argmax(red.values))  # every reduced item fits alone
+        if red.values[single] > red.values[chosen].sum():
+            chosen[:] = False
+            chosen[single] = True
+    return chosen

@@ -52,7 +52,7 @@ def is_exact(name: str) -> bool:
 
 
 EXACT = [n for n in MATRIX if is_exact(n)]
-LIMITED = [n for n in EXACT if n != "dp"]  # dp ignores time limits (bounded work)
+LIMITED = [n for n in EXACT if n != "dp"]  # dp: tests/test_knapsack_trust.py
 
 
 def check_certificate(model, result) -> None:
@@ -270,13 +270,17 @@ def test_dp_scales_decimal_weights_and_refuses_other_floats():
     assert S.solve(KnapsackModel([3, 4], [1 / 3, 1], 1), "scip").objective == 4
 
 
-def test_dp_refuses_huge_state_spaces():
+def test_dp_memory_cap_is_a_limit_not_a_table():
     model = hard_model()
-    with pytest.raises(ModelError, match="max_cells"):
-        S.solve(model, "dp")
+    result = S.solve(model, "dp")
+    assert result.status == Status.FEASIBLE and result.limit == Limit.MEMORY
+    check_certificate(model, result)
+    assert "max_cells" in result.log
     small = KnapsackModel(np.arange(1, 21), np.arange(20, 0, -1), 100)
-    with pytest.raises(ModelError, match="max_cells=10"):
-        S.solve(small, "dp", solver_options={"max_cells": 10})
+    result = S.solve(small, "dp", solver_options={"max_cells": 10})
+    assert result.limit == Limit.MEMORY and "max_cells=10" in result.log
+    with pytest.raises(ValueError, match="max_cells"):
+        S.solve(small, "dp", solver_options={"max_cells": "big"})
 
 
 def test_dp_methods():
@@ -285,7 +289,7 @@ def test_dp_methods():
     assert S.solve(nodes, "dp").objective == 14
     assert S.solve(KnapsackModel([5, 7], [5, 7], 20), "dp").extra["method"] == "all-fit"
     assert S.solve(KnapsackModel([5, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid+bounds"
-    assert S.solve(KnapsackModel([5.5, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid"
+    assert S.solve(KnapsackModel([1 / 3, 8, 9], [5, 7, 9], 14), "dp").extra["method"] == "grid"
     two = KnapsackModel([5, 8, 9], [[5, 7, 9], [1, 2, 2]], [14, 3])
     assert S.solve(two, "dp").extra["method"] == "grid"
 
