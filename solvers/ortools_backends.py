@@ -6,12 +6,15 @@ decimals to integers, or raises a one-line ``ModelError`` naming the backend.
 
 from __future__ import annotations
 
+import time
+
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
 
 DP_CELLS = 2**24  # largest items x capacity table for the ortools one-resource DP
+DP_CELL_SECONDS = 3e-8  # its time per table cell, measured ~1.5e-8 s here, with a margin
 SCAS_SCALE = 1000  # CP-SAT needs integer costs: SCAS costs are solved in units of 1/1000
 
 
@@ -20,12 +23,16 @@ class OrtoolsKnapsack(Solver):
     """OR-tools ``knapsack_solver``.
 
     Supported models: ``knapsack``.  By default one resource uses OR-tools' dynamic program
-    (exact, ignores the time limit, table ``items x capacity`` at most ``DP_CELLS``) and
-    several resources its multi-dimensional branch and bound (honours the time limit; on
-    subset-sum-like data, where every item has the same density, its LP bound never prunes,
-    so give it a time limit).  ``solver_options``: ``solver_type`` (a
-    ``knapsack_solver.SolverType`` member name), ``use_reduction`` (bool).  The solver only
-    says whether its answer is proven, so the native status is ``is_solution_optimal()``::
+    (exact, table ``items x capacity`` at most ``DP_CELLS``; it cannot be stopped, so with a
+    ``time_limit`` it is used only when its table should take under half the limit at
+    ``DP_CELL_SECONDS`` per cell) and otherwise the multi-dimensional branch and bound
+    (honours the time limit; on subset-sum-like data, where every item has the same density,
+    its LP bound never prunes, so give it a time limit).  Ties are broken canonically
+    (``hpcopt.models.knapsack``) with ``ReducedKnapsack.solve_canonical``: the values carry
+    tie-break terms, one solve for a window of tens of jobs.  ``solver_options``:
+    ``solver_type`` (a ``knapsack_solver.SolverType`` member name), ``use_reduction``
+    (bool).  The solver only says whether its answer is proven, so the native status is
+    ``is_solution_optimal()``::
 
         STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}  # False: time limit hit
 
@@ -41,40 +48,45 @@ class OrtoolsKnapsack(Solver):
     STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}
 
     @staticmethod
-    def default_type(red) -> str:
+    def default_type(red, time_limit: float | None = None) -> str:
         """OR-tools' DP for one resource (when the table is small), else branch and bound."""
-        if len(red.capacities) == 1 and red.size * (int(red.capacities[0]) + 1) <= DP_CELLS:
-            return "KNAPSACK_DYNAMIC_PROGRAMMING_SOLVER"
+        if len(red.capacities) == 1:
+            cells = red.size * (int(red.capacities[0]) + 1)
+            if cells <= DP_CELLS and (time_limit is None
+                                      or cells * DP_CELL_SECONDS <= time_limit / 2):
+                return "KNAPSACK_DYNAMIC_PROGRAMMING_SOLVER"
         return "KNAPSACK_MULTIDIMENSION_BRANCH_AND_BOUND_SOLVER"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from ortools.algorithms.python import knapsack_solver
 
+        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
         red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
         if red.size == 0:
             return Outcome(Status.OPTIMAL, red.lift([]))
         options = dict(opts.solver_options)
-        kind = options.pop("solver_type", None) or self.default_type(red)
+        kind = options.pop("solver_type", None) or self.default_type(red, opts.time_limit)
         try:
             solver_type = getattr(knapsack_solver.SolverType, kind)
         except AttributeError:
             raise SolverOptionError(f"ortools: unknown solver_type {kind!r}; expected a "
                                     "knapsack_solver.SolverType name") from None
-        solver = knapsack_solver.KnapsackSolver(solver_type, "hpcopt")
-        if "use_reduction" in options:
-            solver.set_use_reduction(bool(options.pop("use_reduction")))
-        if opts.time_limit is not None:
-            solver.set_time_limit(opts.time_limit)
-        solver.init(red.values.tolist(), red.weights.tolist(), red.capacities.tolist())
-        value = solver.solve()
-        proven = bool(solver.is_solution_optimal())
-        chosen = [solver.best_solution_contains(i) for i in range(red.size)]
-        return Outcome(
-            self.STATUS_MAP[proven],
-            red.lift(chosen),
-            objective=red.objective(value),
-            limit=None if proven else Limit.TIME,
-        )
+        reduction = options.pop("use_reduction", None)
+
+        def solve(values, weights, caps):
+            solver = knapsack_solver.KnapsackSolver(solver_type, "hpcopt")
+            if reduction is not None:
+                solver.set_use_reduction(bool(reduction))
+            if deadline is not None:
+                solver.set_time_limit(max(deadline - time.perf_counter(), 1e-3))
+            solver.init(values, weights.tolist(), caps.tolist())
+            solver.solve()
+            chosen = [solver.best_solution_contains(i) for i in range(len(values))]
+            return chosen, bool(solver.is_solution_optimal()), None
+
+        chosen, proven, _ = red.solve_canonical(solve)
+        return Outcome(self.STATUS_MAP[proven], red.lift(chosen),
+                       limit=None if proven else Limit.TIME)
 
 
 @register("cpsat")
@@ -112,15 +124,11 @@ class CpSat(Solver):
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from ortools.sat.python import cp_model
 
+        if model.kind == "knapsack":
+            return self._knapsack(model, opts)
         cp = cp_model.CpModel()
         if model.kind == "scas":
             decode, to_objective, bound_of = _scas(cp, model, opts.warm_start)
-        else:
-            red = model.reduced(integer_weights=True, integer_values=True,
-                                backend=self.full_name)
-            if red.size == 0:
-                return Outcome(Status.OPTIMAL, red.lift([]))
-            decode, to_objective, bound_of = _knapsack(cp, model, red, opts.warm_start)
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.num_workers = 1
@@ -147,21 +155,64 @@ class CpSat(Solver):
         return Outcome(status, decision, objective=objective, bound=bound, limit=limit,
                        log=solver.response_stats())
 
+    def _knapsack(self, model, opts: SolveOptions) -> Outcome:
+        """Boolean x per kept item, linear capacities, the integer values with canonical
+        tie-break terms (``ReducedKnapsack.solve_canonical``: one solve for tens of items);
+        the time limit covers all solves together."""
+        from ortools.sat.python import cp_model
 
-def _knapsack(cp, model, red, warm_start):
-    """Boolean x per kept item, linear capacities, maximize the (integer-scaled) value."""
-    from ortools.sat.python import cp_model
+        red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
+        if red.size == 0:
+            return Outcome(Status.OPTIMAL, red.lift([]))
+        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        hint = None
+        if opts.warm_start is not None:
+            model.evaluate(opts.warm_start)  # checks length and 0/1 entries
+            hint = [int(opts.warm_start[i]) for i in red.items.tolist()]
+        logs, found = [], [True]
 
-    x = [cp.new_bool_var(f"x{i}") for i in range(red.size)]
-    for row, cap in zip(red.weights.tolist(), red.capacities.tolist()):
-        cp.add(cp_model.LinearExpr.weighted_sum(x, row) <= cap)
-    cp.maximize(cp_model.LinearExpr.weighted_sum(x, red.values.tolist()))
-    if warm_start is not None:
-        model.evaluate(warm_start)  # checks length and 0/1 entries
-        for var, i in zip(x, red.items.tolist()):
-            cp.add_hint(var, int(warm_start[i]))
-    return (lambda val: red.lift([val(v) for v in x])), red.objective, red.objective
+        def solve(values, weights, caps):
+            cp = cp_model.CpModel()
+            x = [cp.new_bool_var(f"x{i}") for i in range(len(values))]
+            for row, cap in zip(weights.tolist(), caps.tolist()):
+                cp.add(cp_model.LinearExpr.weighted_sum(x, row) <= cap)
+            cp.maximize(cp_model.LinearExpr.weighted_sum(x, values))
+            if hint is not None:
+                for var, h in zip(x, hint[len(hint) - len(values):]):
+                    cp.add_hint(var, h)
+            solver = cp_model.CpSolver()
+            remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+            _parameters(solver, opts, remaining)
+            status = self.STATUS_MAP.get(solver.status_name(solver.solve(cp)), Status.ERROR)
+            logs.append(solver.response_stats())
+            if not status.has_solution:
+                found[0] = False
+                return [False] * len(values), False, None
+            chosen = [bool(solver.boolean_value(v)) for v in x]
+            return chosen, status == Status.OPTIMAL, solver.best_objective_bound
 
+        chosen, proven, bound = red.solve_canonical(solve)
+        log = "\n".join(logs)
+        if not found[0] and not chosen.any():
+            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME if deadline else None, log=log)
+        return Outcome(Status.OPTIMAL if proven else Status.FEASIBLE, red.lift(chosen),
+                       bound=None if bound is None else red.objective(bound),
+                       limit=None if proven or deadline is None else Limit.TIME, log=log)
+
+
+def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
+    """CP-SAT parameters: one worker (deterministic), the time limit, seed, user options."""
+    params = solver.parameters
+    params.num_workers = 1
+    if time_limit is not None:
+        params.max_time_in_seconds = time_limit
+    if opts.seed is not None:
+        params.random_seed = opts.seed
+    for key, val in opts.solver_options.items():
+        try:
+            setattr(params, key, val)
+        except (AttributeError, TypeError, ValueError) as err:
+            raise SolverOptionError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
 
 def _scas(cp, model, warm_start):
     """Boolean y[j, i] (job j starts at position i), exactly one start per job, at most one

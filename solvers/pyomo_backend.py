@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import io
 import math
+import time
+
+import numpy as np
 
 from hpcopt.errors import SolverUnavailableError, closest
 from hpcopt.result import Limit, Status
 
 from .registry import Outcome, SolveOptions, Solver, register
+
+LEX_CHUNK = 24  # items per canonical tie-break solve: integer objectives below 2**24
 
 _HIGHS = ("time_limit", "random_seed", "mip_rel_gap")
 _SCIP = ("limits/time", "randomization/randomseedshift", "limits/gap")
@@ -115,6 +120,8 @@ class Pyomo(Solver):
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         from pyomo.common.log import LoggingIntercept
 
+        if model.kind == "knapsack":
+            return self._knapsack(model, opts)
         opt = self._solver()
         notes = []
         time_name, seed_name, gap_name = OPTION_NAMES.get(self.arg, (None, None, None))
@@ -146,3 +153,95 @@ class Pyomo(Solver):
         return Outcome(status, decision, bound=bound, limit=limit,
                        log="\n".join(n for n in notes if n),
                        extra={"termination_condition": str(condition)})
+
+    def _knapsack(self, model, opts: SolveOptions) -> Outcome:
+        """Knapsack on ``to_pyomo()``: the time limit counts the model build and every
+        re-solve (each gets what is left); answers ``model.evaluate`` refuses get a cover cut
+        and a re-solve; an optimum is then made canonical: the value is kept (``>= z - 1/2``
+        for integer values) and the 0-1 vector maximized lexicographically, ``LEX_CHUNK``
+        items per solve, items worth <= 0 fixed at 0."""
+        import pyomo.environ as pyo
+        from pyomo.common.log import LoggingIntercept
+
+        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        opt = self._solver()
+        red = model.reduced(backend=self.full_name)
+        if red.size == 0:  # nothing to choose (and an empty pyomo objective)
+            return Outcome(Status.OPTIMAL, red.lift([]))
+        notes = []
+        time_name, seed_name, gap_name = OPTION_NAMES.get(self.arg, (None, None, None))
+        for given, option, what in ((opts.time_limit, time_name, "time_limit"),
+                                    (opts.seed, seed_name, "seed"), (0.0, gap_name, "gap")):
+            if given is None:
+                continue
+            if option is None:
+                notes.append(f"{what}={given} not passed: option name for {self.arg!r} unknown")
+            else:
+                opt.options[option] = given
+        for key, val in opts.solver_options.items():
+            if key != "formulation":
+                opt.options[key] = val
+        pm = model.to_pyomo()
+        pm.cuts = pyo.ConstraintList()
+        items = list(pm.x)
+        conditions = []
+
+        def run():
+            """Solve until the answer passes ``model.evaluate``: (status, limit, x, results)."""
+            while True:
+                if deadline is not None:
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        return Status.NO_SOLUTION, Limit.TIME, None, None
+                    if time_name is not None:
+                        opt.options[time_name] = left
+                results = opt.solve(pm, load_solutions=False)
+                condition = results.solver.termination_condition
+                conditions.append(str(condition))
+                status, limit = _termination_map().get(condition, (Status.ERROR, None))
+                if not status.has_solution or len(results.solution) == 0:
+                    return (Status.NO_SOLUTION if status.has_solution else status), limit, \
+                        None, results
+                with LoggingIntercept(io.StringIO()) as captured:  # "aborted status"
+                    pm.solutions.load_from(results)
+                notes.append(captured.getvalue().strip())
+                x = [round(pm.x[i].value or 0) for i in items]  # unused x may be unset
+                if model.evaluate(x).feasible:
+                    return status, limit, x, results
+                taken = [i for i, v in zip(items, x) if v]  # float round-off: cut it off
+                pm.cuts.add(sum(pm.x[i] for i in taken) <= len(taken) - 1)
+
+        status, limit, x, results = run()
+        bound = None
+        if results is not None:
+            side = results.problem.upper_bound
+            bound = float(side) if side is not None and math.isfinite(float(side)) else None
+        extra = {"termination_condition": conditions[-1] if conditions else "not started"}
+        if status != Status.OPTIMAL or x is None:
+            notes.append(f"termination_condition={extra['termination_condition']}")
+            return Outcome(status, x, bound=bound, limit=limit, extra=extra,
+                           log="\n".join(n for n in notes if n))
+        values = model.values.tolist()
+        best = float(model.values @ np.asarray(x, dtype=float))
+        integral = all(float(v).is_integer() for v in values)
+        slack = 0.5 if integral else 1e-9 * max(1.0, abs(best))
+        pm.keep = pyo.Constraint(expr=sum(v * pm.x[i] for i, v in zip(items, values) if v)
+                                 >= best - slack)
+        for i, v in zip(items, values):
+            if v <= 0:
+                pm.x[i].fix(0)
+        pm.obj.deactivate()
+        for start in range(0, len(items), LEX_CHUNK):
+            chunk = items[start:start + LEX_CHUNK]
+            pm.lex = pyo.Objective(expr=sum((1 << (len(chunk) - 1 - j)) * pm.x[i]
+                                            for j, i in enumerate(chunk)), sense=pyo.maximize)
+            status, limit, found, _ = run()
+            pm.del_component(pm.lex)
+            if status != Status.OPTIMAL:  # proven optimal, but not yet canonical
+                return Outcome(Status.FEASIBLE, x, bound=best, limit=limit or Limit.TIME,
+                               extra=extra, log="\n".join(n for n in notes if n))
+            x = found
+            for i in chunk:
+                pm.x[i].fix(x[items.index(i)])
+        notes.append(f"termination_condition={extra['termination_condition']}")
+        return Outcome(Status.OPTIMAL, x, extra=extra, log="\n".join(n for n in notes if n))
