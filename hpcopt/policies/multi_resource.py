@@ -15,7 +15,8 @@ backfilled around it.  Jobs passed over ``starvation_bound`` times (50) are serv
   a job's demand, both as fractions of the system — highest first, recomputed after each start,
   until nothing else fits;
 - ``bbsched``: the Pareto set of ``hpcopt.models.bbsched`` by any multi-objective backend
-  (``pareto-exact`` by default, ``bbsched-ga`` as in the paper, ``nsga2``) and a decision rule.
+  (``pareto-exact`` by default, ``bbsched-ga``: seeded by default, the paper's GA with
+  ``solver_options={"variant": "paper"}``, ``nsga2``) and a decision rule.
 
 The weighted and constrained policies solve a ``KnapsackModel`` whose rows are the BBSched
 constraints (nodes, one row per larger SSD class, burst buffer; ``BBSchedModel.constraint_rows``)
