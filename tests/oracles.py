@@ -422,6 +422,7 @@ class Check:
     optimal_but_worse: bool = False
     better_than_oracle: bool = False
     decision_differs: bool = False
+    refused: bool = False  # a clean ModelError: the backend does not take this data
     error: str = ""
     excess: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -430,6 +431,18 @@ class Check:
         return (f"{self.model}/{self.backend} on {self.source}: status {self.status}, "
                 f"objective {self.objective}, oracle {self.oracle}, error {self.error!r}, "
                 f"decision differs {self.decision_differs}")
+
+
+def _failed(chk: Check, err: Exception) -> None:
+    """Record a backend exception: a ``ModelError`` is a documented refusal of the data
+    (e.g. integer-only backends on fractional values); anything else is a mismatch."""
+    from hpcopt.errors import ModelError
+
+    chk.error = f"{type(err).__name__}: {err}"
+    if isinstance(err, ModelError):
+        chk.refused = True
+    else:
+        chk.mismatch = True
 
 
 def _solve(model, backend: str, time_limit: float | None):
@@ -468,8 +481,8 @@ def compare_knapsack(model, backend: str, source: str = "", *, time_limit: float
     try:
         res, chk.seconds = _solve(model, backend, time_limit)
     except Exception as err:  # noqa: BLE001 - a backend failure is a finding, not a crash
-        chk.error, chk.mismatch, chk.oracle = f"{type(err).__name__}: {err}", True, float(
-            oracle.value)
+        _failed(chk, err)
+        chk.oracle = float(oracle.value)
         return chk
     _judge(chk, res, oracle.value, "max")
     if res.decision is not None:
@@ -495,7 +508,7 @@ def compare_bbsched(model, backend: str = "pareto-exact", source: str = "", *,
     try:
         res, chk.seconds = _solve(model, backend, time_limit)
     except Exception as err:  # noqa: BLE001
-        chk.error, chk.mismatch = f"{type(err).__name__}: {err}", True
+        _failed(chk, err)
         return chk
     chk.status = res.status.value
     got = np.array([p.objectives for p in (res.pareto or ())], dtype=float)
@@ -527,7 +540,8 @@ def compare_scas(model, backend: str, source: str = "", *, time_limit: float | N
     try:
         res, chk.seconds = _solve(model, backend, time_limit)
     except Exception as err:  # noqa: BLE001
-        chk.error, chk.mismatch, chk.oracle = f"{type(err).__name__}: {err}", True, oracle
+        _failed(chk, err)
+        chk.oracle = oracle
         return chk
     _judge(chk, res, oracle, "min")
     if res.decision is not None:
