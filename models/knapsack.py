@@ -140,13 +140,17 @@ def _tolerances(weights: np.ndarray, capacities: np.ndarray) -> np.ndarray:
     ``FEAS_TOL * max(1, capacity)``, but below half the row's smallest positive weight.
     """
     tol = np.zeros(len(capacities))
-    for r, row in enumerate(weights):
-        if (row == np.round(row)).all():
-            tol[r] = 0.0 if row.sum() < INT_LIMIT else np.nan
-        else:
-            positive = row[row > 0]
-            tol[r] = min(FEAS_TOL * max(1.0, float(capacities[r])),
-                         0.5 * float(positive.min()) if positive.size else np.inf)
+    integral = (weights == weights.round()).all(1)
+    big = weights.sum(1) >= INT_LIMIT
+    if big.any():
+        tol[big] = np.nan
+    if integral.all():
+        return tol
+    for r in np.nonzero(~integral)[0].tolist():
+        row = weights[r]
+        positive = row[row > 0]
+        tol[r] = min(FEAS_TOL * max(1.0, float(capacities[r])),
+                     0.5 * float(positive.min()) if positive.size else np.inf)
     return tol
 
 
@@ -259,8 +263,9 @@ class KnapsackModel(Model):
                                    float(np.abs(values if name == "values" else weights).max()))
         for arr in (values, weights, capacities):
             arr.setflags(write=False)
-        object.__setattr__(self, "_tolerance", _tolerances(weights, capacities))
-        object.__setattr__(self, "_exact_rows", np.nonzero(np.isnan(self._tolerance))[0])
+        tolerance = _tolerances(weights, capacities)
+        object.__setattr__(self, "_tolerance", np.nan_to_num(tolerance, nan=0.0))
+        object.__setattr__(self, "_exact_rows", tuple(np.nonzero(np.isnan(tolerance))[0]))
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "weights", weights)
         object.__setattr__(self, "capacities", capacities)
@@ -304,9 +309,8 @@ class KnapsackModel(Model):
         sel = self._decision(x)
         xf = sel.astype(float)
         over = self.weights @ xf - self.capacities
-        tol = self._tolerance
-        feasible = bool((over <= np.nan_to_num(tol, nan=0.0)).all())
-        for r in self._exact_rows.tolist():  # integer rows whose sums pass 2^53: Python ints
+        feasible = bool((over <= self._tolerance).all())
+        for r in self._exact_rows:  # integer rows whose sums pass 2^53: Python ints
             load = sum(int(a) for a in self.weights[r, sel].tolist())
             feasible &= load <= float(self.capacities[r])  # int <= float compares exactly
         return Evaluation(feasible, (float(self.values @ xf),), tuple(over.clip(0.0).tolist()))
@@ -357,7 +361,8 @@ class KnapsackModel(Model):
                                  "use backend 'scip'")
             w = rounded.astype(np.int64)
             caps = np.minimum(caps, w.sum(1)).astype(np.int64)
-        caps = np.minimum(caps, w.sum(1))
+        else:
+            caps = np.minimum(caps, w.sum(1))
         value_scale = 1
         if integer_values:
             value_scale = integer_scale(v, "values", backend)

@@ -300,11 +300,13 @@ class DynamicProgramming(Solver):
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-        try:  # integer values make ties exact
-            red = model.reduced(integer_weights=True, integer_values=True,
-                                backend=self.full_name)
-        except ModelError:
-            red = model.reduced(integer_weights=True, backend=self.full_name)
+        red = model.reduced(integer_weights=True, backend=self.full_name)
+        if not (red.values == np.round(red.values)).all():
+            try:  # decimal values scaled to integers make ties exact
+                red = model.reduced(integer_weights=True, integer_values=True,
+                                    backend=self.full_name)
+            except ModelError:
+                pass
         max_cells = opts.solver_options.get("max_cells", MAX_CELLS)
         if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
             raise SolverOptionError(f"dp: max_cells must be a positive integer, got {max_cells!r}")
