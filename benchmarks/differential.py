@@ -9,7 +9,8 @@ Windows per model (each half generated, half met by simulations of the shared tr
   solver;
 - bbsched: seeded generator (two and four objectives, SSD classes); the bbsched policy on
   Theta 2022 (S1-S4), HPC2N (S2) and KTH-SP2 (S5-S7, four objectives), each window cut to its
-  first --bbsched-jobs jobs (the oracle enumerates 2^n selections);
+  first --bbsched-jobs jobs (the oracle enumerates 2^n selections), plus --bbsched-w20
+  whole 20-job windows of Theta (S1-S4);
 - scas: seeded generator (2-5 jobs, 20-150 idle nodes, mixed sizes, wrap-around); windows
   dumped by ``hpcopt simulate <lzk23 job file> --topology P --policy tjap-window --tau 60
   --model scas --jobs N --dump-windows DIR`` for both presets (placed by scas-exact);
@@ -79,7 +80,7 @@ def knapsack_windows(n: int, seed: int, quick: bool) -> list:
     return out
 
 
-def bbsched_windows(n: int, seed: int, quick: bool, max_jobs: int) -> list:
+def bbsched_windows(n: int, seed: int, quick: bool, max_jobs: int, n20: int) -> list:
     rng = np.random.default_rng(seed + 1)
     jobs = 1500 if quick else 6000
     runs = [("Theta", w) for w in ("S1", "S2", "S3", "S4")] + [("HPC2N", "S2")] + [
@@ -91,6 +92,11 @@ def bbsched_windows(n: int, seed: int, quick: bool, max_jobs: int) -> list:
     out = _interleave(traced, n - n // 2, rng)
     out += [("generated", orc.random_bbsched(rng, max_jobs=min(max_jobs, 14)))
             for _ in range(n // 2)]
+    if n20:  # full W = 20 windows of Theta (2^20 selections each)
+        full = {f"Theta-{w}/W20": [m for m in orc.bbsched_windows_from_trace(
+            "Theta", jobs, w, seed=seed, max_jobs=20) if m.n_items == 20]
+            for w in ("S1", "S2", "S3", "S4")}
+        out += _interleave(full, n20, rng)
     return out
 
 
@@ -177,6 +183,8 @@ def main(argv=None) -> None:
     ap.add_argument("--bbsched", type=int, default=None, help="windows (default 3000)")
     ap.add_argument("--scas", type=int, default=None, help="windows (default 3000)")
     ap.add_argument("--bbsched-jobs", type=int, default=16, help="jobs per bbsched window")
+    ap.add_argument("--bbsched-w20", type=int, default=None,
+                    help="extra Theta windows of 20 jobs (default 200, --quick 10)")
     ap.add_argument("--scas-work", type=int, default=3_000_000,
                     help="largest SCAS oracle DP (positions x sizes x states)")
     ap.add_argument("--budget", type=float, default=None, help="seconds per backend (600)")
@@ -189,6 +197,8 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     default_n = 200 if args.quick else 3000
+    if args.bbsched_w20 is None:
+        args.bbsched_w20 = 10 if args.quick else 200
     budget = args.budget or (60.0 if args.quick else 600.0)
     mip = args.mip_budget or (15.0 if args.quick else 120.0)
     out = Path(args.out)
@@ -203,7 +213,7 @@ def main(argv=None) -> None:
                       {"default": budget, "pyomo:appsi_highs": mip}, rows)
         if "bbsched" in kinds:
             wins = bbsched_windows(args.bbsched or default_n, args.seed, args.quick,
-                                   args.bbsched_jobs)
+                                   args.bbsched_jobs, args.bbsched_w20)
             run_model("bbsched", wins, orc.BBSCHED_EXACT, {"default": budget}, rows)
         if "scas" in kinds:
             wins = scas_windows(args.scas or default_n, args.seed, args.quick, Path(tmp),
