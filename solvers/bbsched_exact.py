@@ -45,6 +45,7 @@ from .bbsched_ga import front_points
 from .registry import Outcome, SolveOptions, Solver, register
 
 MAX_JOBS = 62  # the states algorithm's bitmask; bitset has no job limit
+MAX_DECIMALS = 3  # bitset counts burst buffer in units of 10^-3 GB at the finest
 ALGORITHMS = ("auto", "bitset", "states")
 DEFAULT_MEMORY_MB = 400.0
 # peak bytes per state of the states algorithm per column (levels + bb + ssd + mask), with
@@ -186,16 +187,41 @@ def _top_bits(T: np.ndarray) -> np.ndarray:
     return np.where(has, w * WORD + bits - 1, -1).astype(np.int64)
 
 
+def bb_units(model) -> tuple[np.ndarray, int] | None:
+    """Burst buffer in integer units and the capacity in them, when the requests have at
+    most MAX_DECIMALS decimals (GB, MB or kB): ``(requests, capacity)``, else None.
+
+    Integer requests are exact; decimal ones count a selection as fitting when its sum is
+    within the model's round-off tolerance of the free amount, like ``evaluate`` -- and None
+    (use the states algorithm) when that boundary lies within 1e-6 unit of an integer, where
+    float sums could fall on either side of it.
+    """
+    bb = model.bb
+    for d in range(MAX_DECIMALS + 1):
+        scaled = bb * 10.0**d
+        units = np.rint(scaled)
+        if np.abs(scaled - units).max(initial=0.0) <= 1e-9 * max(1.0, np.abs(scaled).max(
+                initial=0.0)):
+            break
+    else:
+        return None
+    if units.sum() >= (2.0**53 if d == 0 else 2.0**50):
+        return None
+    edge = (model.free_bb + model._tol[1]) * 10.0**d
+    if d and abs(edge - np.rint(edge)) < 1e-6:
+        return None
+    return units.astype(np.int64), int(np.floor(edge))
+
+
 def bitset_front(model, budget: _Budget):
-    """Front by the bitset DP (two objectives, integer burst buffer): ``(X, limit, info)``
-    with one decision per front point; ``limit`` None when the front is exact."""
+    """Front by the bitset DP (two objectives, burst buffer in integer units): ``(X, limit,
+    info)`` with one decision per front point; ``limit`` None when the front is exact."""
     n = model.n_items
     jobs = _lone_jobs(model)
-    bb = np.rint(model.bb).astype(np.int64)
+    bb, cap = bb_units(model)
     has_bb = jobs[bb[jobs] > 0]
     jobs = np.concatenate([has_bb[np.argsort(bb[has_bb], kind="stable")], jobs[bb[jobs] == 0]])
-    cap = int(np.floor(model.free_bb)) if has_bb.size else 0
-    cap = min(cap, int(bb[has_bb].sum()))
+    cap = min(cap, int(bb[has_bb].sum())) if has_bb.size else 0
     rows = _level_rows(model, jobs, budget)
     if rows is None:
         raise _Stop(Limit.MEMORY)
@@ -387,14 +413,14 @@ class ParetoExact(Solver):
 
     @staticmethod
     def pick(model, algorithm: str = "auto") -> str:
-        """The algorithm ``auto`` means for ``model``: bitset for two objectives with integer
-        burst buffer (and a table under 2^31 bits), else states."""
+        """The algorithm ``auto`` means for ``model``: bitset for two objectives with burst
+        buffer in whole units (``bb_units``) and a table under 2^31 bits, else states."""
         if algorithm != "auto":
             return algorithm
-        bb = model.bb
-        if model.objectives != 2 or not (bb == np.round(bb)).all() or bb.sum() >= 2.0**53:
+        units = bb_units(model) if model.objectives == 2 else None
+        if units is None:
             return "states"
-        words = min(model.free_bb, bb.sum()) // WORD + 1
+        words = min(units[1], units[0].sum()) // WORD + 1
         return "bitset" if words * (model.free_nodes + 1) < 2**25 else "states"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
@@ -411,9 +437,10 @@ class ParetoExact(Solver):
         if algorithm == "bitset" and model.objectives != 2:
             raise SolverOptionError("pareto-exact: algorithm 'bitset' needs the two-objective "
                                     "form; use 'states' (or 'auto')")
-        if algorithm == "bitset" and not (model.bb == np.round(model.bb)).all():
-            raise SolverOptionError("pareto-exact: algorithm 'bitset' needs integer burst "
-                                    "buffer requests; use 'states' (or 'auto')")
+        if algorithm == "bitset" and bb_units(model) is None:
+            raise SolverOptionError("pareto-exact: algorithm 'bitset' needs burst-buffer "
+                                    f"requests with at most {MAX_DECIMALS} decimals; use "
+                                    "'states' (or 'auto')")
         budget = _Budget(opts.time_limit, float(max_mb))
         if algorithm == "bitset":
             try:

@@ -242,6 +242,23 @@ def test_exact_front_on_corner_cases(model):
     check_exact(model)
 
 
+def test_decimal_burst_buffer_counts_in_units_unless_the_boundary_is_ambiguous():
+    """Requests with <= 3 decimals (like the Kopanski workload's) go to the bitset algorithm in
+    units of 10^-d GB; a capacity whose round-off boundary falls within 1e-6 unit of a whole
+    unit (0.1 + 0.2 against 0.3) goes to the states algorithm."""
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        n = 12
+        model = BBSchedModel(rng.integers(1, 9, n), np.round(rng.uniform(0, 30, n), 3),
+                             free_nodes=int(rng.integers(5, 40)),
+                             free_bb=float(np.round(rng.uniform(0, 150), 3)))
+        assert solve(model, "pareto-exact").extra["algorithm"] == "bitset"
+        check_exact(model)
+    tricky = BBSchedModel([1, 1, 1], [0.1, 0.2, 0.25], free_nodes=3, free_bb=0.3)
+    assert solve(tricky, "pareto-exact").extra["algorithm"] == "states"
+    check_exact(tricky)
+
+
 def test_exactly_filling_jobs_and_an_overrun_by_one_small_job():
     """A job that would overrun a huge capacity by its 5 GB is never selected with the one
     that fills it."""
@@ -300,8 +317,8 @@ def test_options_are_checked_and_states_keep_their_job_limit():
         solve(model, "pareto-exact", solver_options={"max_memory_mb": 0})
     with pytest.raises(SolverOptionError, match="unknown solver option"):
         solve(model, "pareto-exact", solver_options={"max_states": 10})
-    floats = BBSchedModel([1, 2], [0.5, 1.5], free_nodes=3, free_bb=1.0)
-    with pytest.raises(SolverOptionError, match="integer burst"):
+    floats = BBSchedModel([1, 2], [0.5, 1 / 3], free_nodes=3, free_bb=1.0)
+    with pytest.raises(SolverOptionError, match="at most 3 decimals"):
         solve(floats, "pareto-exact", solver_options={"algorithm": "bitset"})
     assert solve(floats, "pareto-exact").extra["algorithm"] == "states"
     four = BBSchedModel([1] * 63, ssd=[0] * 63, ssd_classes={128: 10}, objectives=4)
