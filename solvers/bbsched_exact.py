@@ -2,32 +2,35 @@
 
 Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto"``):
 
-``bitset`` (two objectives, integer burst buffer; what ``auto`` picks for them)
+``bitset`` (two objectives, burst buffer in whole GB or up to 3 decimals; ``auto``'s choice)
     Both objectives are resource totals, so the front only needs, for each reachable node
     total, the largest reachable burst-buffer sum.  The rows of a table are the node-level
     vectors (nodes per SSD demand level: their sum is f1, and Hall's condition reads them)
     that some feasible selection reaches; each row holds a bitset of the burst-buffer sums
-    (0 .. free burst buffer) reachable on it.  A job with burst buffer ORs every row, shifted
-    by its burst buffer, into the row of its node levels (one numpy pass over the table, 64
-    sums a word).  Jobs without burst buffer come last and only move the per-row maximum along
-    the rows (a max-plus DP).  The front is the staircase of (node total, max burst buffer).
-    For one decision per front point the bits each job added first are kept (sparse), so a
-    point is traced back job by job.  Work and memory are rows x burst-buffer words per job,
-    independent of how many selections reach a cell; on the W = 50 Theta windows of
-    ``benchmarks/bbsched_solvers.py`` that is ~1,600 rows x 341 words at most.
+    (0 .. free burst buffer, in units of 10^-d GB) reachable on it.  A job with burst buffer
+    ORs every row, shifted by its burst buffer, into the row of its node levels (one numpy
+    pass over the table, 64 sums a word).  Jobs without burst buffer come last and only move
+    the per-row maximum along the rows (a max-plus DP).  The front is the staircase of (node
+    total, max burst buffer).  For one decision per front point the bits each job set first
+    are kept (sparse), so a point is traced back job by job.  Work and memory grow with rows x
+    burst-buffer words x jobs, not with the number of selections reaching a cell: on W = 50
+    windows of the recorded Theta queue (``benchmarks/bbsched_solvers.py --recorded``) at
+    most 1,573 rows x 341 words, 18 ms, < 20 MB; no job limit.
 
-``states`` (four objectives, non-integer burst buffer, and the table too large for memory)
+``states`` (four objectives, other non-integer burst buffer, or a bitset table too large)
     A DP over the jobs keeps the set of reachable *states*: node levels, burst buffer and, for
     four objectives, requested SSD (f4 is a function of the levels), plus the bitmask of the
     jobs.  Identical states are kept once, and among states with the same node levels one
     whose burst buffer plus all burst buffer still to come fits the free amount (a *slack*
     state) removes those with no more burst buffer (and SSD): every completion open to them
     is open to it and ends no worse.  Exponential in the burst-buffer jobs at worst (the
-    problem is NP-hard); 1-4 M states and seconds on the same W = 50 windows where bitset
-    takes milliseconds.  Windows of at most 62 jobs (bitmasks are int64).
+    problem is NP-hard): on the same two-objective windows up to 0.7 M states and 12 s;
+    four-objective W = 50 windows take seconds (one of five stopped at 20 s).  Windows of at
+    most 62 jobs (bitmasks are int64).
 
-Limits: a time limit is checked between jobs and between the numpy steps of a job; a memory
-cap (``max_memory_mb``, default 400 MB of DP tables, estimated before each step) stops with
+Limits: the time limit is checked between jobs and between the numpy steps of a job, and a
+step (or the final front scan) predicted not to end in time is not started; a memory cap
+(``max_memory_mb``, default 400 MB of DP tables, estimated before each step) stops with
 ``Limit.MEMORY``.  Either way the front of the jobs processed so far (feasible selections,
 not a claim of optimality) comes back with status FEASIBLE.
 """
