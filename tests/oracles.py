@@ -690,7 +690,7 @@ def random_bbsched(rng: np.random.Generator, max_jobs: int = 12):
 def random_scas(rng: np.random.Generator, *, max_idle: int = 150):
     """A SCAS window of the real shape: 2-5 jobs of mixed sizes on 20-``max_idle`` idle
     nodes spread over the machine (runs of busy nodes, idle tails near 999 and 0), filling
-    50-100% of Q so blocks crowd the end of Q and wrap."""
+    50-100% of Q (a quarter of them exactly) so blocks crowd the end of Q and wrap."""
     from hpcopt.models.scas import SCASModel
 
     preset = str(rng.choice(list(HOP_RULES)))
@@ -708,4 +708,7 @@ def random_scas(rng: np.random.Generator, *, max_idle: int = 150):
     sizes = np.minimum(sizes, 40)
     while sizes.sum() > q:
         sizes[np.argmax(sizes)] -= 1
+    if rng.random() < 0.25 and q <= 40 * J:  # Q filled exactly: every placement a rotation
+        while sizes.sum() < q:
+            sizes[np.argmin(sizes)] += 1
     return SCASModel(preset, idle.tolist(), sizes.tolist())

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hpcopt
 from hpcopt.models.bbsched import BBSchedModel
 from hpcopt.models.knapsack import KnapsackModel
 from hpcopt.models.scas import SCASModel
@@ -130,7 +131,7 @@ def test_hop_cost_by_hand():
 def test_bbsched_waste_is_least_waste():
     """The oracle's SSD assignment (largest requests first, smallest class first) wastes no
     more than any assignment: checked against a transportation LP on random selections."""
-    from scipy.optimize import linprog
+    linprog = pytest.importorskip("scipy.optimize").linprog
 
     rng = np.random.default_rng(3)
     for _ in range(30):
@@ -175,6 +176,26 @@ def test_knapsack_issue10_item2_huge_weight(backend):
     assert knapsack_oracle(m).value == 10
     chk = compare_knapsack(m, backend, "issue 10 item 2")
     assert not chk.mismatch, chk.summary()
+
+
+WRAPPING = [  # windows whose every optimal placement has a block across the end of Q
+    ("paper-1000", [45, 46, 47, 48, 50, 51, 53, 61, 65, 71, 75], [1, 3, 6], 58000 / 3),
+    ("hpcschedule-1000", [41, 43, 45, 50, 55, 56, 58, 67, 70, 71, 73], [4, 5], 5900),
+    ("hpcschedule-1000", [40, 41, 44, 55, 59, 64, 65, 66, 67, 70, 74, 75, 76, 78], [7, 7],
+     12857),
+]
+
+
+@pytest.mark.parametrize("backend", _backends(SCAS_EXACT))
+def test_scas_optimum_wraps(backend):
+    """Blocks that must wrap around Q (found by exhaustive search over all optima)."""
+    for preset, idle, sizes, cost in WRAPPING:
+        m = SCASModel(preset, idle, sizes)
+        assert close(scas_brute(m), cost) and close(scas_dp(m), cost)
+        chk = compare_scas(m, backend, "wrap")
+        assert not chk.mismatch, chk.summary()
+        starts = hpcopt.solve(m, backend).decision
+        assert any(s + n > m.n_idle for s, n in zip(starts, m.sizes))
 
 
 def _canonical_backends():
