@@ -28,12 +28,14 @@ window in the same process: the bitset DP (the default) and the state DP it repl
 (``algorithm="states"``, bounded by --states-limit seconds and --states-memory MB); the
 fronts are compared where both finish.  Four-objective windows (S5: SSD requests on half 128
 / half 256 GB nodes) are timed with --four (the states algorithm, the only one for them).
-Target: W = 50, p90 <= 100 ms and max <= 2 s, exact.
+--synthetic adds windows harder than the trace's (``synthetic_windows``); the new
+algorithm's peak memory (tracemalloc, one extra untimed solve) is reported too.  Target:
+W = 50, p90 <= 100 ms and max <= 2 s, exact.
 
     python benchmarks/bbsched_solvers.py [--trace KTH|HPC2N|Theta] [--workload S2]
         [--windows 30] [--jobs 6000]
     python benchmarks/bbsched_solvers.py --trace Theta --recorded 10 [--jobs 20000]
-        [--recorded-sizes 20,50] [--four 5]
+        [--recorded-sizes 20,50] [--four 5] [--synthetic 3]
 """
 
 from __future__ import annotations
@@ -169,6 +171,30 @@ def recorded_windows(trace: str, workload: str, n_jobs: int, count: int, w: int,
     return out
 
 
+def synthetic_windows(count: int, w: int, seed: int) -> list:
+    """Harder than the trace: ``w`` jobs of 100-1,200 nodes (any size, so the node totals
+    fill every value), 75% with 200-9,000 GB of burst buffer, the whole Theta-sized machine
+    free (4,360 nodes, 21,800 GB)."""
+    from hpcopt.models.bbsched import BBSchedModel
+
+    rng = np.random.default_rng(seed)
+    return [BBSchedModel(rng.integers(100, 1201, w),
+                         np.where(rng.random(w) < 0.75, rng.integers(200, 9001, w), 0),
+                         free_nodes=4360, free_bb=21800) for _ in range(count)]
+
+
+def peak_mb(model, opts) -> float:
+    """Peak traced memory (MB) of one more, untimed solve (tracemalloc sees numpy's
+    buffers)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    hpcopt.solve(model, "pareto-exact", solver_options=opts)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 2**20
+
+
 def recorded_benchmark(args) -> None:
     """Old (states) and new (bitset) pareto-exact side by side on recorded-queue windows."""
     import pandas as pd
@@ -185,9 +211,14 @@ def recorded_benchmark(args) -> None:
     cases = [(wl, w) for wl in args.recorded_workloads.split(",") for w in sizes]
     if args.four:
         cases += [("S5", w) for w in sizes]
+    if args.synthetic:
+        cases += [("synthetic", w) for w in sizes]
     for wl, w in cases:
-        count = args.four if wl == "S5" else args.recorded
-        models = recorded_windows(args.trace, wl, args.jobs, count, w, args.seed)
+        if wl == "synthetic":
+            models = synthetic_windows(args.synthetic, w, args.seed)
+        else:
+            count = args.four if wl == "S5" else args.recorded
+            models = recorded_windows(args.trace, wl, args.jobs, count, w, args.seed)
         for k, model in enumerate(tqdm(models, desc=f"{wl} W={w}")):
             runs = [("new", None, None)] if model.objectives == 2 else []
             runs.append(("old", old_opts, args.states_limit))
@@ -196,19 +227,21 @@ def recorded_benchmark(args) -> None:
                 res, sec, cpu = timed(model, "pareto-exact", solver_options=opts,
                                       time_limit=limit)
                 fronts[name] = [p.objectives for p in res.pareto]
-                rows.append(dict(workload=wl, W=w, window=k, objectives=model.objectives,
+                rows.append(dict(source="synthetic" if wl == "synthetic" else "recorded",
+                                 workload=wl, W=w, window=k, objectives=model.objectives,
                                  algorithm=res.extra["algorithm"], seconds=sec,
                                  cpu_seconds=cpu, status=res.status.value,
                                  limit=res.limit.value if res.limit else "",
                                  points=len(res.pareto),
-                                 states=res.extra.get("states_peak", 0)))
+                                 states=res.extra.get("states_peak", 0),
+                                 peak_mb=peak_mb(model, opts) if name == "new" else np.nan))
             if len(fronts) == 2 and rows[-1]["status"] == "OPTIMAL":
                 assert fronts["old"] == fronts["new"], (wl, w, k)  # exact: the same front
     df = pd.DataFrame(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"bbsched_exact_recorded_{args.trace}.csv", index=False)
-    g = df.groupby(["objectives", "W", "algorithm"])
+    g = df.groupby(["source", "objectives", "W", "algorithm"])
     table = pd.DataFrame({
         "windows": g.size(), "median_ms": g.seconds.median() * 1e3,
         "p90_ms": g.seconds.quantile(0.9) * 1e3, "max_ms": g.seconds.max() * 1e3,
@@ -217,7 +250,7 @@ def recorded_benchmark(args) -> None:
         "time_limit": g.limit.apply(lambda s: int((s == "TIME").sum())),
         "memory_limit": g.limit.apply(lambda s: int((s == "MEMORY").sum())),
         "front_median": g.points.median(), "front_max": g.points.max(),
-        "states_max": g.states.max()})
+        "states_max": g.states.max(), "peak_mb_max": g.peak_mb.max()})
     print(f"\npareto-exact on windows of the recorded {args.trace} queue "
           f"(states: limit {args.states_limit:g} s, {args.states_memory:g} MB):")
     print(table.round(1).to_string())
@@ -247,6 +280,8 @@ def main() -> None:
                     help="memory cap (MB) of the old state algorithm")
     ap.add_argument("--exact-only", action="store_true",
                     help="time pareto-exact only (no GA / NSGA-II runs)")
+    ap.add_argument("--synthetic", type=int, default=0,
+                    help="also N synthetic worst-case windows per size (synthetic_windows)")
     ap.add_argument("--four", type=int, default=0,
                     help="also N four-objective (S5) recorded windows per size")
     args = ap.parse_args()

@@ -15,7 +15,7 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     are kept (sparse), so a point is traced back job by job.  Work and memory grow with rows x
     burst-buffer words x jobs, not with the number of selections reaching a cell: on W = 50
     windows of the recorded Theta queue (``benchmarks/bbsched_solvers.py --recorded``) at
-    most 1,573 rows x 341 words, 18 ms, < 20 MB; no job limit.
+    most 25 ms and 4 MB, on its synthetic worst cases 0.8 s and 200 MB; no job limit.
 
 ``states`` (four objectives, other non-integer burst buffer, or a bitset table too large)
     A DP over the jobs keeps the set of reachable *states*: node levels, burst buffer and, for
@@ -24,7 +24,7 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     whose burst buffer plus all burst buffer still to come fits the free amount (a *slack*
     state) removes those with no more burst buffer (and SSD): every completion open to them
     is open to it and ends no worse.  Exponential in the burst-buffer jobs at worst (the
-    problem is NP-hard): on the same two-objective windows up to 0.7 M states and 12 s;
+    problem is NP-hard): on the same two-objective windows up to 0.7 M states and 14 s;
     four-objective W = 50 windows take seconds (one of five stopped at 20 s).  Windows of at
     most 62 jobs (bitmasks are int64).
 
