@@ -336,3 +336,34 @@ def test_exact_front_on_many_recorded_theta_windows(seed):
         check_exact(model)
     for model in theta_windows(4, 11, seed, four=True):
         check_exact(model)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["S2", "S4", "S6"])
+def test_exact_front_on_windows_the_simulated_policy_meets(workload):
+    """Windows the bbsched policy meets when it schedules the first Theta jobs (as
+    benchmarks/bbsched_solvers.py cuts them), each cut to its first 14 jobs (11 with SSD)."""
+    import hpcopt
+    from hpcopt.policies.multi_resource import BBSchedPolicy, window_model
+    from hpcopt.workloads import bb_system, make_workload
+
+    seen = []
+
+    class Recorder(BBSchedPolicy):
+        def decide(self, window):
+            if len(window.jobs) >= 4:
+                seen.append(window_model(window, window.jobs))
+            return super().decide(window)
+
+    trace = hpcopt.load_trace(shared_file(THETA), max_jobs=1500)
+    system = bb_system(trace.system.nodes, ssd=workload == "S6")
+    hpcopt.simulate(make_workload(trace.jobs, workload, system=system, seed=0), system=system,
+                    policy=Recorder())
+    assert seen
+    for m in seen[:: max(1, len(seen) // 25)]:
+        w = min(m.n_items, 11 if m.objectives == 4 else 14)
+        classes = dict(zip(m.class_sizes.tolist(), m.class_free.tolist())) \
+            if m.ssd_classes else None
+        check_exact(BBSchedModel(m.nodes[:w], m.bb[:w], m.ssd[:w], free_nodes=m.free_nodes,
+                                 free_bb=m.free_bb, ssd_classes=classes,
+                                 objectives=m.objectives))
