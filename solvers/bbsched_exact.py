@@ -424,7 +424,8 @@ class ParetoExact(Solver):
         if units is None:
             return "states"
         words = min(units[1], units[0].sum()) // WORD + 1
-        return "bitset" if words * (model.free_nodes + 1) < 2**25 else "states"
+        rows = min(model.free_nodes + 1, 2 ** min(model.n_items, 40))  # node totals at most
+        return "bitset" if words * rows < 2**25 else "states"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         o = dict(opts.solver_options)
