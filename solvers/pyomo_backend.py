@@ -17,6 +17,7 @@ import numpy as np
 from hpcopt.errors import SolverUnavailableError, closest
 from hpcopt.result import Limit, Status
 
+from .knapsack_dp import canonical_tie_break, tie_break_option
 from .registry import Outcome, SolveOptions, Solver, register
 
 LEX_CHUNK = 24  # items per canonical tie-break solve: integer objectives below 2**24
@@ -96,7 +97,7 @@ class Pyomo(Solver):
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
     EXACT = True
-    OPTIONS = ("formulation",)
+    OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # options of the pyomo solver
 
     def _solver(self):
@@ -157,9 +158,11 @@ class Pyomo(Solver):
     def _knapsack(self, model, opts: SolveOptions) -> Outcome:
         """Knapsack on ``to_pyomo()``: the time limit counts the model build and every
         re-solve (each gets what is left); answers ``model.evaluate`` refuses get a cover cut
-        and a re-solve; an optimum is then made canonical: the value is kept (``>= z - 1/2``
-        for integer values) and the 0-1 vector maximized lexicographically, ``LEX_CHUNK``
-        items per solve, items worth <= 0 fixed at 0."""
+        and a re-solve; an optimum is then made canonical: by ``canonical_tie_break`` (the
+        dp on integer data, checked against the solver's optimal value; ``solver_options``
+        ``{"tie_break": "dp"}``, the default), otherwise (or ``"resolve"``) the value is
+        kept (``>= z - 1/2`` for integer values) and the 0-1 vector maximized
+        lexicographically, ``LEX_CHUNK`` items per solve, items worth <= 0 fixed at 0."""
         import pyomo.environ as pyo
         from pyomo.common.log import LoggingIntercept
 
@@ -178,8 +181,9 @@ class Pyomo(Solver):
                 notes.append(f"{what}={given} not passed: option name for {self.arg!r} unknown")
             else:
                 opt.options[option] = given
+        mode = tie_break_option(opts.solver_options, self.full_name)
         for key, val in opts.solver_options.items():
-            if key != "formulation":
+            if key not in self.OPTIONS:
                 opt.options[key] = val
         pm = model.to_pyomo()
         pm.cuts = pyo.ConstraintList()
@@ -221,6 +225,12 @@ class Pyomo(Solver):
             notes.append(f"termination_condition={extra['termination_condition']}")
             return Outcome(status, x, bound=bound, limit=limit, extra=extra,
                            log="\n".join(n for n in notes if n))
+        if mode == "dp":
+            canonical = canonical_tie_break(model, x, deadline)
+            if canonical is not None:
+                notes.append(f"termination_condition={extra['termination_condition']}")
+                return Outcome(Status.OPTIMAL, canonical, extra={**extra, "tie_break": "dp"},
+                               log="\n".join(n for n in notes if n))
         values = model.values.tolist()
         best = float(model.values @ np.asarray(x, dtype=float))
         integral = all(float(v).is_integer() for v in values)
@@ -244,4 +254,5 @@ class Pyomo(Solver):
             for i in chunk:
                 pm.x[i].fix(x[items.index(i)])
         notes.append(f"termination_condition={extra['termination_condition']}")
-        return Outcome(Status.OPTIMAL, x, extra=extra, log="\n".join(n for n in notes if n))
+        return Outcome(Status.OPTIMAL, x, extra={**extra, "tie_break": "resolve"},
+                       log="\n".join(n for n in notes if n))

@@ -7,6 +7,7 @@ import time
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
+from .knapsack_dp import canonical_tie_break, tie_break_option
 from .registry import Outcome, SolveOptions, Solver, register
 
 LEX_CHUNK = 24  # items per canonical tie-break solve: objectives below 2**24, exact in SCIP
@@ -45,7 +46,7 @@ class Scip(Solver):
     REQUIRED_MODULES = ("pyscipopt",)
     INSTALL_HINT = "pip install pyscipopt"
     EXACT = True
-    OPTIONS = ("formulation",)
+    OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # SCIP parameters
     STATUS_MAP = {
         "optimal": (Status.OPTIMAL, None),
@@ -103,8 +104,11 @@ class Scip(Solver):
         (valid: the set S does not fit) and SCIP solves again.  (SCIP's own knapsack
         constraint is exact but overran time limits 2.4x on subset-sum windows, and with
         capacities above ``KNAPSACK_UPGRADE_CAP`` rows are not upgraded to it.)  Once
-        optimal, the value is kept (``>= z - 1/2`` for integer values, feastol 1e-9, and an
-        answer below ``z`` is cut off) and the 0-1 vector maximized lexicographically,
+        optimal, ties are broken by ``canonical_tie_break`` (the dp on integer data, checked
+        against SCIP's optimal value; ``solver_options={"tie_break": "dp"}``, the default);
+        otherwise, or with ``"tie_break": "resolve"``, the value is kept (``>= z - 1/2`` for
+        integer values, feastol 1e-9, and an answer below ``z`` is cut off) and the 0-1
+        vector maximized lexicographically,
         ``LEX_CHUNK`` items per solve (weights ``2**(c-1-j)``: small integer objectives SCIP
         compares exactly).  The time limit covers every solve.
         """
@@ -121,8 +125,9 @@ class Scip(Solver):
             scip.setParam("randomization/randomseedshift", opts.seed)
         if red.capacities.max() > KNAPSACK_UPGRADE_CAP:
             scip.setParam("constraints/linear/upgrade/knapsack", False)
+        mode = tie_break_option(opts.solver_options, self.full_name)
         for key, val in opts.solver_options.items():
-            if key == "formulation":
+            if key in self.OPTIONS:
                 continue
             try:
                 scip.setParam(key, val)
@@ -168,6 +173,11 @@ class Scip(Solver):
         if status != Status.OPTIMAL:
             return Outcome(status, None if chosen is None else red.lift(chosen), bound=bound,
                            limit=limit, extra={"native_status": scip.getStatus()})
+        if mode == "dp":
+            canonical = canonical_tie_break(model, red.lift(chosen), deadline)
+            if canonical is not None:
+                return Outcome(Status.OPTIMAL, canonical, extra={"native_status": "optimal",
+                                                                 "tie_break": "dp"})
         best = floor[0] = sum(v for v, c in zip(values, chosen) if c)
         integral = all(float(v).is_integer() for v in values)
         scip.freeTransform()
@@ -189,7 +199,8 @@ class Scip(Solver):
             for v, c in zip(chunk, chosen[start:start + LEX_CHUNK]):
                 scip.chgVarLb(v, float(c))
                 scip.chgVarUb(v, float(c))
-        return Outcome(Status.OPTIMAL, red.lift(chosen), extra={"native_status": "optimal"})
+        return Outcome(Status.OPTIMAL, red.lift(chosen), extra={"native_status": "optimal",
+                                                                "tie_break": "resolve"})
 
 def _scas(scip, model, formulation: str):
     """Binary y[j, i] (job j starts at position i of Q); the paper's x[j, k] and rows (4)

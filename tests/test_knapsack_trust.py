@@ -25,6 +25,7 @@ from .test_backends import backend
 
 EXACT = ["dp", "ortools", "cpsat", "scip", "pyomo:appsi_highs", "pyomo:scip_direct"]
 INTEGER_ONLY = ["dp", "ortools", "cpsat"]
+MIP_BACKENDS = ["scip", "pyomo:appsi_highs", "pyomo:scip_direct"]
 KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
 
 
@@ -81,7 +82,7 @@ def test_exact_backends_never_certify_an_overrun(name):
     assert result.objective == 10 and result.decision == (1, 0)
 
 
-@pytest.mark.parametrize("name", ["scip", "pyomo:appsi_highs", "pyomo:scip_direct"])
+@pytest.mark.parametrize("name", MIP_BACKENDS)
 def test_float_backends_cut_off_round_off_answers(name):
     model = KnapsackModel([10, 1], [1e10 + 0.5, 5.5], 1e10 + 0.5)
     result = backend(name).solve(model)
@@ -98,32 +99,38 @@ def test_float_overflow_is_a_clean_error(values):
 
 
 # -- item 5: the canonical optimum --------------------------------------------------------------
-@pytest.mark.parametrize("name", EXACT)
-def test_all_equal_items_take_the_earliest(name):
-    model = KnapsackModel([5] * 12, [3] * 12, 13)
-    result = backend(name).solve(model)
+MODES = [(n, {}) for n in EXACT] + [(n, {"tie_break": "resolve"})
+                                    for n in MIP_BACKENDS + ["cpsat"]]
+
+
+@pytest.mark.parametrize("name, options", MODES)
+def test_all_equal_items_take_the_earliest(name, options):
+    model = KnapsackModel([5] * 30, [3] * 30, 13)
+    result = backend(name).solve(model, solver_options=options)
     assert result.status == Status.OPTIMAL
-    assert result.decision == (1,) * 4 + (0,) * 8
+    assert result.decision == (1,) * 4 + (0,) * 26
+    if options:
+        assert result.extra["tie_break"] == "resolve"
 
 
-@pytest.mark.parametrize("name", EXACT)
-def test_canonical_optimum_matches_oracle(name):
+@pytest.mark.parametrize("name, options", MODES)
+def test_canonical_optimum_matches_oracle(name, options):
     solver = backend(name)
     count = 120 if name in INTEGER_ONLY else 40
     for model in tie_models(count):
-        result = solver.solve(model)
+        result = solver.solve(model, solver_options=options)
         assert result.status == Status.OPTIMAL
         assert result.decision == canonical(model), (model.to_dict(), result.decision)
         best = max(model.canonical_key(result.decision), model.canonical_key(canonical(model)))
         assert model.canonical_key(result.decision) == best
 
 
-@pytest.mark.parametrize("name", ["ortools", "cpsat"])
-def test_canonical_across_several_solves(name):
+@pytest.mark.parametrize("name, options", [("ortools", {}), ("cpsat", {"tie_break": "resolve"})])
+def test_canonical_across_several_solves(name, options):
     """Values too large for one solve's tie-break terms: the rest is solved again."""
     n = 90
     model = KnapsackModel([2**20] * n, [1] * n, 50)
-    result = backend(name).solve(model)
+    result = backend(name).solve(model, solver_options=options)
     assert result.status == Status.OPTIMAL and result.decision == (1,) * 50 + (0,) * 40
 
 
@@ -157,6 +164,12 @@ def test_knapsack_policy_same_schedule_from_every_exact_backend():
                                              backend=name).jobs
     for name, jobs in runs:
         assert tables[name, jobs].equals(tables["dp", jobs]), name
+
+
+@pytest.mark.parametrize("name", MIP_BACKENDS + ["cpsat"])
+def test_tie_break_option_checked(name):
+    with pytest.raises(ValueError, match="tie_break"):
+        backend(name).solve(KnapsackModel([1, 1], [1, 1], 1), solver_options={"tie_break": 1})
 
 
 # -- item 3: limits -----------------------------------------------------------------------------
