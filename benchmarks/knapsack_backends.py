@@ -8,8 +8,9 @@ or its requested node-hours (``--value nodehours``).
 
 For each backend: median and p90 time of ``solver.solve`` (the registry call, certificate
 included; per window the best of ``--repeat`` runs; backends interleaved window by window),
-agreement with ``dp`` (fraction of windows with the same optimum), and for ``greedy`` the
-mean ratio to the optimum.  ``dp-pure`` is the
+agreement with ``dp`` (fraction of windows with the same optimum, and with the very same
+decision: exact backends return the canonical optimum), and for ``greedy`` the mean ratio to
+the optimum.  ``dp-pure`` is the
 DP algorithm alone (``solve_arrays`` on the reduced data), without the Result wrapper.
 
     python benchmarks/knapsack_backends.py --n-windows 200 --seed 0
@@ -103,13 +104,15 @@ def main(argv=None) -> None:
         for name, solver in solvers.items():
             t, res = best_of(args.repeat, partial(solver.solve, model, seed=0))
             rows.append(dict(window=w, backend=name, status=res.status.value,
-                             objective=res.objective, seconds=t, certified=res.certified))
+                             objective=res.objective, seconds=t, certified=res.certified,
+                             decision="".join(map(str, res.decision or ()))))
         red = model.reduced(integer_weights=True, backend="dp")
         t, _ = best_of(args.repeat, partial(solve_arrays, red.values, red.weights, red.capacities))
         rows.append(dict(window=w, backend="dp-pure", status="", objective=None, seconds=t,
-                         certified=None))
+                         certified=None, decision=""))
 
     optimum = {r["window"]: r["objective"] for r in rows if r["backend"] == "dp"}
+    canonical = {r["window"]: r["decision"] for r in rows if r["backend"] == "dp"}
     summary = []
     for name in names + ["dp-pure"]:
         mine = [r for r in rows if r["backend"] == name]
@@ -117,6 +120,8 @@ def main(argv=None) -> None:
         row = dict(backend=name, median_ms=np.median(times), p90_ms=np.percentile(times, 90))
         if name != "dp-pure":
             row["agree_with_dp"] = np.mean([abs(r["objective"] - optimum[r["window"]]) <= 1e-6
+                                            for r in mine])
+            row["same_decision"] = np.mean([r["decision"] == canonical[r["window"]]
                                             for r in mine])
             row["optimal"] = np.mean([r["status"] == "OPTIMAL" for r in mine])
             row["certified"] = np.mean([bool(r["certified"]) for r in mine])
@@ -126,12 +131,14 @@ def main(argv=None) -> None:
 
     print(f"{args.n_windows} windows of {args.items} jobs, {args.system}-node system, "
           f"sizes={args.sizes}, value={args.value}, seed={args.seed}, best of {args.repeat}")
-    header = f"{'backend':<20}{'median ms':>11}{'p90 ms':>10}{'agree':>8}{'optimal':>9}{'ratio':>8}"
+    header = (f"{'backend':<20}{'median ms':>11}{'p90 ms':>10}{'agree':>8}{'same x':>8}"
+              f"{'optimal':>9}{'ratio':>8}")
     print(header)
     print("-" * len(header))
     for row in summary:
         extra = ("" if row["backend"] == "dp-pure" else
-                 f"{row['agree_with_dp']:>8.3f}{row['optimal']:>9.3f}{row['mean_ratio']:>8.4f}")
+                 f"{row['agree_with_dp']:>8.3f}{row['same_decision']:>8.3f}{row['optimal']:>9.3f}"
+                 f"{row['mean_ratio']:>8.4f}")
         print(f"{row['backend']:<20}{row['median_ms']:>11.3f}{row['p90_ms']:>10.3f}{extra}")
 
     args.out.mkdir(parents=True, exist_ok=True)
