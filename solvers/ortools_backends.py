@@ -97,10 +97,9 @@ class CpSat(Solver):
     """OR-tools CP-SAT model built directly (boolean x, linear capacities, linear objective).
 
     Supported models: ``knapsack`` and ``scas`` (boolean y[j, i], one start per job, at most
-    one job per idle node; costs rounded to 1/1000, so OPTIMAL means optimal for the rounded
-    costs, within J/2000 of the true optimum).  ``seed`` -> ``random_seed``; ``solver_options`` are
-    CP-SAT parameters (``num_workers`` defaults to 1, which makes runs deterministic);
-    ``warm_start`` (a 0-1 decision) becomes a solution hint.  Native statuses::
+    one job per idle node; exact integer costs, see ``_scas``).  ``seed`` -> ``random_seed``;
+    ``solver_options`` are CP-SAT parameters (``num_workers`` defaults to 1, which makes runs
+    deterministic); ``warm_start`` (a 0-1 decision) becomes a solution hint.  Native statuses::
 
         STATUS_MAP = {"OPTIMAL": Status.OPTIMAL, "FEASIBLE": Status.FEASIBLE,
                       "INFEASIBLE": Status.INFEASIBLE, "MODEL_INVALID": Status.ERROR,
@@ -132,7 +131,7 @@ class CpSat(Solver):
             return self._knapsack(model, opts)
         cp = cp_model.CpModel()
         if model.kind == "scas":
-            decode, to_objective, bound_of = _scas(cp, model, opts.warm_start)
+            decode, to_objective, bound_of, exact = _scas(cp, model, opts.warm_start)
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.num_workers = 1
@@ -148,6 +147,8 @@ class CpSat(Solver):
                     f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
         code = solver.solve(cp)
         status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
+        if model.kind == "scas" and not exact and status == Status.OPTIMAL:
+            status = Status.FEASIBLE  # proven for rounded costs only: the bound says how far
         limit = None
         if status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
             limit = Limit.TIME
@@ -243,7 +244,10 @@ def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
 
 def _scas(cp, model, warm_start):
     """Boolean y[j, i] (job j starts at position i), exactly one start per job, at most one
-    job per idle node (compact rows); costs scaled by ``SCAS_SCALE`` and rounded."""
+    job per idle node (compact rows).  Costs are the model's exact integer costs
+    (``SCASModel.integer_costs``), so OPTIMAL is proven for the true costs; only when those
+    would overflow are they scaled by ``SCAS_SCALE`` and rounded, and the answer is then
+    FEASIBLE with a bound that covers the rounding."""
     from ortools.sat.python import cp_model
 
     costs = model.interval_costs
@@ -254,8 +258,14 @@ def _scas(cp, model, warm_start):
     covers = model.covering_starts()
     for k in range(q):
         cp.add_at_most_one([y[j][i] for j, n in enumerate(sizes) for i in covers[n][k]])
-    terms = [(y[j][i], round(float(costs[i, n - 1]) * SCAS_SCALE))
-             for j, n in enumerate(sizes) for i in range(q)]
+    exact = model.integer_costs()
+    if exact is not None:
+        scale, weights = exact
+        terms = [(y[j][i], weights[j][i]) for j in range(len(sizes)) for i in range(q)]
+    else:
+        scale = SCAS_SCALE
+        terms = [(y[j][i], round(float(costs[i, n - 1]) * SCAS_SCALE))
+                 for j, n in enumerate(sizes) for i in range(q)]
     cp.minimize(cp_model.LinearExpr.weighted_sum([t[0] for t in terms], [t[1] for t in terms]))
     if warm_start is not None and model.evaluate(warm_start).feasible:
         for j, row in enumerate(y):
@@ -265,6 +275,7 @@ def _scas(cp, model, warm_start):
     def decode(val):
         return [next(i for i, v in enumerate(row) if val(v)) for row in y]
 
-    slack = 0.5 * len(sizes) / SCAS_SCALE  # rounding: the true optimum is within this
+    slack = 0 if exact is not None else 0.5 * len(sizes) / SCAS_SCALE  # rounding error
 
-    return decode, (lambda scaled: None), (lambda scaled: scaled / SCAS_SCALE - slack)
+    return decode, (lambda scaled: scaled / scale if exact else None), \
+        (lambda scaled: scaled / scale - slack), exact is not None

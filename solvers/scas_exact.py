@@ -39,6 +39,7 @@ _TIE = 1e-9  # relative tolerance under which two costs are equal
 # windows are proved in the first exact pass; a hard one gets a beam-search incumbent, which
 # is usually optimal or close, and the exact pass restarts with that bound
 SCHEDULE = ((None, 2_000), (16, 50_000), (256, None))
+CANONICAL_LABELS = 20_000  # label budget of the tie-break pass after the proof
 
 
 def greedy_starts(costs: np.ndarray, sizes) -> tuple[float, list[int]] | None:
@@ -68,7 +69,8 @@ def sequential_starts(sizes) -> list[int]:
 
 
 def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | None = None,
-                 label_budget: int | None = None, beam: int | None = None):
+                 label_budget: int | None = None, beam: int | None = None,
+                 canonical: bool = False):
     """Exact SCAS on the interval-cost table ``costs[i, r - 1]`` (see the module docstring).
 
     Returns ``(cost, starts, proven, labels)``: one first position per job, whether the
@@ -76,9 +78,11 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     ``(cost, starts)`` is a known feasible solution (default: the greedy one).
     ``label_budget`` stops the search after that many labels; ``beam`` keeps only the
     ``beam`` most promising labels (cost + bound) of each vertex -- a heuristic that finds
-    a good incumbent fast, never a proof.  A proven answer is the canonical optimum
-    (``canonical_order``): labels of equal cost are kept, and ties between two labels of
-    the same state go to the lexicographically smaller list of blocks.
+    a good incumbent fast, never a proof.  With ``canonical`` a proven answer is the
+    canonical optimum (``canonical_order``): labels that may tie with the best solution are
+    kept unless they cannot come first in the canonical order, and ties between two labels of
+    the same state go to the lexicographically smaller list of blocks; without it labels that
+    cannot beat the incumbent strictly are pruned (much faster on symmetric windows).
     """
     m = costs.shape[0]
     sizes = [int(s) for s in sizes]
@@ -103,6 +107,7 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     unpacked: dict[int, list[int]] = {}
     # costs closer than tol are equal (float sums of the same blocks in another order)
     tol = _TIE * max(1.0, sum(float(costs[:, r - 1].max()) for r in sizes))
+    slack = tol if canonical else -tol  # a label survives while cost + bound <= best + slack
 
     def unpack(key):
         kc = unpacked.get(key)
@@ -153,7 +158,7 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             key = full - base[g]
             if need_full - r > m - pend - tail:
                 continue
-            if cost + bound(unpack(key), tail) > best_cost + tol:
+            if cost + bound(unpack(key), tail) > best_cost + slack:
                 continue
             offer(tail, (key, pend), cost, (), ((start, r),))
 
@@ -176,22 +181,23 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
                 proven = False
                 break
             key, pend = state
-            if cost > best_cost + tol:
+            if cost > best_cost + slack:
                 continue
             if key == 0:
                 full_key = prefix + wrap
-                if found is None or cost < best_cost - tol or full_key < best_key:
+                if found is None or cost < best_cost - tol or (canonical
+                                                               and full_key < best_key):
                     best_key, found = full_key, cost
                     best_cost = min(cost, best_cost)
                 continue
             kc = unpack(key)
             lower = bound(kc, p)
-            if cost + lower >= best_cost - tol and best_key is not None and cannot_win(
-                    prefix, p):
+            if canonical and cost + lower >= best_cost - tol and best_key is not None and \
+                    cannot_win(prefix, p):
                 continue  # at best a tie with the best solution, which comes first
             need = sum(map(mul, kc, groups))
             end = m - pend
-            cut = best_cost + tol - cost  # a completion may cost at most this
+            cut = best_cost + slack - cost  # a completion may cost at most this
             if p + 1 + need <= end and bound(kc, p + 1) <= cut:
                 labels += offer(p + 1, state, cost, prefix, wrap)
             row, lb_row = cost_at[p], smin_at[p]
@@ -276,17 +282,27 @@ class ScasExact(Solver):
                 break
         extra = {"labels": labels}
         if proven:
+            canon = canonical_pass(model, (cost, starts), deadline)
+            extra["canonical"] = canon is not None
+            starts = starts if canon is None else canon
             return Outcome(Status.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
         return Outcome(Status.FEASIBLE, starts, objective=cost, limit=Limit.TIME, extra=extra)
 
 
+def canonical_pass(model, optimum, deadline: float | None = None):
+    """The canonical optimum (``canonical_order``) from a proven ``optimum`` (cost, starts):
+    the DP in canonical mode, bounded by the optimum, keeps only the labels that can tie
+    with it and come first.  ``None`` when it runs past ``deadline`` or
+    ``CANONICAL_LABELS`` labels (deterministic: the same windows give up every time)."""
+    _, out, proven, _ = solve_arrays(model.interval_costs, model.sizes, incumbent=optimum,
+                                     deadline=deadline, label_budget=CANONICAL_LABELS,
+                                     canonical=True)
+    return out if proven else None
+
+
 @register_canonical("scas")
 def canonical_scas(model, starts, seconds_left: float | None = None):
-    """The canonical optimum (``canonical_order``) of the cost of optimal ``starts``: the
-    exact DP with that solution as its incumbent keeps only the labels that tie with it and
-    come first.  ``None`` when it does not finish within ``seconds_left``."""
-    ev = model.evaluate(starts)
+    """The registry's tie-break for other exact backends' optimal ``starts``."""
     deadline = None if seconds_left is None else time.perf_counter() + seconds_left
-    cost, out, proven, _ = solve_arrays(model.interval_costs, model.sizes, deadline=deadline,
-                                        incumbent=(ev.objective, [int(v) for v in starts]))
-    return out if proven else None
+    return canonical_pass(model, (model.evaluate(starts).objective, [int(v) for v in starts]),
+                          deadline)

@@ -210,10 +210,14 @@ def _scas(scip, model, formulation: str):
     if formulation not in ("paper", "compact"):
         raise SolverOptionError(f"scip: SCAS formulation must be 'paper' or 'compact', "
                          f"got {formulation!r}")
-    costs = model.interval_costs
     q, sizes = model.n_idle, [int(n) for n in model.sizes]
-    y = [[scip.addVar(f"y{j}_{i}", vtype="B", obj=float(costs[i, n - 1])) for i in range(q)]
-         for j, n in enumerate(sizes)]
+    exact = model.integer_costs()  # whole-number costs: SCIP's tolerances cannot merge ties
+    if exact is None:
+        scale, weights = 1, [model.interval_costs[:, n - 1].tolist() for n in sizes]
+    else:
+        scale, weights = exact
+    y = [[scip.addVar(f"y{j}_{i}", vtype="B", obj=weights[j][i]) for i in range(q)]
+         for j in range(len(sizes))]
     for j, row in enumerate(y):
         scip.addCons(pyscipopt.quicksum(row) == 1, name=f"one_start{j}")
     if formulation == "compact":
@@ -235,4 +239,4 @@ def _scas(scip, model, formulation: str):
     def decode(val):
         return [max(range(q), key=lambda i: val(row[i])) for row in y]
 
-    return decode, float
+    return decode, (lambda scaled: float(scaled) / scale)
