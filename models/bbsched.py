@@ -84,6 +84,16 @@ class BBSchedModel(Model):
         objectives into utilizations; default the free amounts (total SSD = sum of size x
         count over the classes).
 
+    Notes
+    -----
+    Canonical decision (the tie-break every exact backend honors, issue #10): several
+    selections can reach one objective vector; a front point's decision is the
+    lexicographically greatest feasible 0-1 vector in window order with exactly that vector,
+    i.e. the one that takes the earliest window jobs (job 0 if any tie takes it, then job 1,
+    ...).  "Exactly" is exact for integer requests and burst buffer with at most 3 decimals;
+    other float sums are compared as computed.  So a policy's schedule does not depend on the
+    exact backend or algorithm that solved its windows.
+
     Examples
     --------
     The paper's Table 1 (100 nodes, 100 TB):

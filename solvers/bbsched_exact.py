@@ -9,10 +9,10 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     that some feasible selection reaches; each row holds a bitset of the burst-buffer sums
     (0 .. free burst buffer, in units of 10^-d GB) reachable on it.  A job with burst buffer
     ORs every row, shifted by its burst buffer, into the row of its node levels (one numpy
-    pass over the table, 64 sums a word).  Jobs without burst buffer come last and only move
-    the per-row maximum along the rows (a max-plus DP).  The front is the staircase of (node
-    total, max burst buffer).  For one decision per front point the bits each job set first
-    are kept (sparse), so a point is traced back job by job.  Work and memory grow with rows x
+    pass over the table, 64 sums a word); jobs go in reverse window order (those without
+    burst buffer shift by 0).  The front is the staircase of (node total, max burst buffer).
+    The bits each job set first are kept (sparse), so that clearing them again steps the table
+    back job by job for the canonical decisions.  Work and memory grow with rows x
     burst-buffer words x jobs, not with the number of selections reaching a cell: on W = 50
     windows of the recorded Theta queue (``benchmarks/bbsched_solvers.py --recorded``) at
     most 25 ms and 4 MB, on its synthetic worst cases 0.8 s and 200 MB; no job limit.
@@ -27,6 +27,13 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     problem is NP-hard): on the same two-objective windows up to 0.7 M states and 14 s;
     four-objective W = 50 windows take seconds (one of five stopped at 20 s).  Windows of at
     most 62 jobs (bitmasks are int64).
+
+Both return, for every front point, the canonical decision of ``BBSchedModel`` (among the
+selections with that objective vector, the one taking the earliest window jobs): ``bitset``
+runs its DP over the jobs in reverse window order and rebuilds each point front first, taking
+a job whenever the later jobs still reach the rest; ``states`` keeps, of identical states,
+the one with the greatest mask (dominance pruning only drops strictly worse states), and of
+final states with one objective vector, again the greatest mask.
 
 Limits: the time limit is checked between jobs and between the numpy steps of a job, and a
 step (or the final front scan) predicted not to end in time is not started; a memory cap
@@ -103,21 +110,23 @@ def _merge_round_off(F: np.ndarray) -> np.ndarray:
     return F
 
 
-def _front_rows(F: np.ndarray, budget: _Budget, chunk: int = 2048) -> tuple[np.ndarray, bool]:
-    """Indices of the distinct non-dominated rows of ``F`` (all maximized), and whether the
-    deadline cut the scan (then: the non-dominated rows among those scanned).
+def _front_rows(F: np.ndarray, budget: _Budget, tie: np.ndarray,
+                chunk: int = 2048) -> tuple[np.ndarray, bool]:
+    """Indices of the distinct non-dominated rows of ``F`` (all maximized; of equal rows the
+    one with the largest ``tie``), and whether the deadline cut the scan (then: the
+    non-dominated rows among those scanned).
 
     Rows go by decreasing normalized objective sum, so a row's dominators come before it;
     each chunk is checked against the front so far and then within itself (only the few
     survivors), so the cost is rows x front size, not rows^2.  Two objectives: a staircase.
     """
     if F.shape[1] == 2:
-        order = np.lexsort((-F[:, 1], -F[:, 0]))
+        order = np.lexsort((-tie, -F[:, 1], -F[:, 0]))
         best = np.maximum.accumulate(F[order, 1])
         keep = np.concatenate([[True], F[order[1:], 1] > best[:-1]])
         return order[keep], False
     span = F.max(axis=0) - F.min(axis=0)
-    order = np.argsort(-(F / np.where(span > 0, span, 1.0)).sum(axis=1), kind="stable")
+    order = np.lexsort((-tie, -(F / np.where(span > 0, span, 1.0)).sum(axis=1)))
     P = np.empty((0, F.shape[1]))
     kept: list[np.ndarray] = []
     for start in range(0, len(order), chunk):
@@ -203,8 +212,9 @@ def bb_units(model) -> tuple[np.ndarray, int] | None:
     for d in range(MAX_DECIMALS + 1):
         scaled = bb * 10.0**d
         units = np.rint(scaled)
-        if np.abs(scaled - units).max(initial=0.0) <= 1e-9 * max(1.0, np.abs(scaled).max(
-                initial=0.0)):
+        # each request within round-off of its own value (a tolerance relative to the largest
+        # one would round 0.25 next to 1e10 away)
+        if (np.abs(scaled - units) <= 1e-12 * np.maximum(1.0, np.abs(scaled))).all():
             break
     else:
         return None
@@ -216,15 +226,26 @@ def bb_units(model) -> tuple[np.ndarray, int] | None:
     return units.astype(np.int64), int(np.floor(edge))
 
 
+def _has_bit(T: np.ndarray, rows: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether burst-buffer sum ``b`` is set in table rows ``rows`` (elementwise)."""
+    word = T[rows, b // WORD]
+    return ((word >> (b % WORD).astype(np.uint64)) & np.uint64(1)).astype(bool)
+
+
 def bitset_front(model, budget: _Budget):
     """Front by the bitset DP (two objectives, burst buffer in integer units): ``(X, limit,
-    info)`` with one decision per front point; ``limit`` None when the front is exact."""
+    info)`` with the canonical decision (``BBSchedModel``) of each front point; ``limit`` None
+    when the front is exact.
+
+    Jobs go in reverse window order, so after job i the table holds R_i, the (node levels,
+    burst buffer) pairs reachable by jobs i..; each step keeps the bits it set.  A front point
+    is rebuilt front first: job i is taken when the rest of the target stays in R_{i+1},
+    which is the table with job i's bits cleared again.
+    """
     n = model.n_items
-    jobs = _lone_jobs(model)
+    jobs = _lone_jobs(model)[::-1]
     bb, cap = bb_units(model)
-    has_bb = jobs[bb[jobs] > 0]
-    jobs = np.concatenate([has_bb[np.argsort(bb[has_bb], kind="stable")], jobs[bb[jobs] == 0]])
-    cap = min(cap, int(bb[has_bb].sum())) if has_bb.size else 0
+    cap = min(cap, int(bb[jobs].sum()))
     rows = _level_rows(model, jobs, budget)
     if rows is None:
         raise _Stop(Limit.MEMORY)
@@ -237,10 +258,12 @@ def bitset_front(model, budget: _Budget):
     T[0, 0] = 1  # code 0: the empty selection, burst buffer 0
     alive = np.zeros(len(codes), dtype=bool)
     alive[0] = True
-    moves = []  # per job: (target rows, new bits or None, source rows)
+    flat_t = T.reshape(-1)
+    index = np.int32 if T.size < 2**31 else np.int64
+    moves = []  # per job: the table words it changed (flat index) and the bits it set there
     stored = T.nbytes
-    limit, cum, done_bb = None, 0, True
-    rate = 0.0  # seconds per table word of the last burst-buffer step (to skip a late one)
+    limit, cum = None, 0
+    rate = 0.0  # seconds per table word of the last step (to skip one that cannot end in time)
     try:
         for step, j in enumerate(jobs):
             budget.check(stored)
@@ -251,61 +274,61 @@ def bitset_front(model, budget: _Budget):
             ok = alive & (codes[pos] == codes + delta[step]) & (
                 room[:, model.level[j]] >= model.nodes[j])
             src, tgt = np.flatnonzero(ok), pos[ok]
-            if bb[j] == 0:
-                if done_bb:  # leave the bitsets: per row only the largest sum matters now
-                    best = _top_bits(T)
-                    done_bb = False
-                up = best[src] > best[tgt]
-                best[tgt[up]] = best[src[up]]
-                alive[tgt[up]] = True
-                moves.append((tgt[up], None, src[up]))
-                continue
             cum += int(bb[j])
             words = min(n_words, min(cap, cum) // WORD + 1)
             last = np.uint64((1 << (cap % WORD + 1)) - 1) if words == n_words else None
             budget.check(stored + 3 * len(src) * words * 8, rate * len(src) * words)
             new = _shift_or_new(T, src, tgt, int(bb[j]), words, last)
             budget.check(stored)
-            keep = new.any(axis=1)
-            tgt, new, src = tgt[keep], new[keep], src[keep]
-            T[tgt, :words] |= new
-            alive[tgt] = True
-            moves.append((tgt, new, src))
-            stored += new.nbytes + tgt.nbytes * 2
+            f = np.flatnonzero(new)
+            r, w = np.divmod(f, words)
+            flat, bits = (tgt[r] * n_words + w).astype(index), new.reshape(-1)[f]
+            del new
+            flat_t[flat] |= bits
+            alive[tgt[r]] = True
+            moves.append((flat, bits))
+            stored += flat.nbytes + bits.nbytes
             rate = (time.perf_counter() - t0) / max(len(src) * words, 1)
     except _Stop as stop:
         limit = stop.limit
-    if done_bb:
-        best = _top_bits(T)
+    best = _top_bits(T)
     # staircase: per node total the largest burst buffer, kept if above every larger total
-    order = np.lexsort((np.arange(len(codes)), -best, -totals))
+    order = np.lexsort((-best, -totals))
     order = order[best[order] >= 0]
-    points, top = [], -1
-    seen = set()
-    for r in order.tolist():
-        if totals[r] in seen:
-            continue
-        seen.add(totals[r])
-        if best[r] > top:
-            points.append(r)
-            top = best[r]
-    X = np.zeros((len(points), n), dtype=bool)
-    for p, r in enumerate(points):
-        b = int(best[r])
-        for step in range(len(moves) - 1, -1, -1):
-            tgt, new, src = moves[step]
-            k = np.searchsorted(tgt, r)
-            if k == len(tgt) or tgt[k] != r:
-                continue
-            j = jobs[step]
-            if new is not None:
-                if not (int(new[k, b // WORD]) >> (b % WORD)) & 1:
-                    continue
-                b -= int(bb[j])
-            X[p, j] = True
-            r = int(src[k])
-        if r != 0 or b != 0:  # pragma: no cover - the trace-back always reaches the start
-            raise ModelError("pareto-exact: bitset trace-back did not reach the empty selection")
+    first = np.concatenate([[True], totals[order[1:]] != totals[order[:-1]]])
+    order = order[first]
+    up = np.concatenate([[True], best[order[1:]] > np.maximum.accumulate(best[order])[:-1]])
+    f1, f2 = totals[order[up]], best[order[up]]
+    # candidates: (point, row) pairs with the point's node total and burst buffer
+    pt = np.searchsorted(-f1, -totals, side="left")
+    pt = np.minimum(pt, len(f1) - 1)
+    cand = np.flatnonzero((f1[pt] == totals) & (f2[pt] == best))
+    cpt, crow = pt[cand], cand
+    rest = f2.astype(np.int64).copy()
+    X = np.zeros((len(f1), n), dtype=bool)
+    level, nodes = model.level, model.nodes
+    for step in range(len(moves) - 1, -1, -1):  # window order
+        flat, bits = moves[step]
+        flat_t[flat] &= ~bits  # T is now R_{i+1}
+        j = jobs[step]
+        bres = rest[cpt] - int(bb[j])
+        q = codes[crow] - delta[step]
+        k = np.minimum(np.searchsorted(codes, q), len(codes) - 1)
+        can = (digits[crow, level[j]] >= nodes[j]) & (bres >= 0) & (codes[k] == q)
+        hit = can & _has_bit(T, k, np.where(can, bres, 0))
+        take = np.zeros(len(f1), dtype=bool)
+        take[cpt[hit]] = True
+        stay = ~take[cpt] & _has_bit(T, crow, rest[cpt])
+        cpt = np.concatenate([cpt[hit], cpt[stay]])
+        crow = np.concatenate([k[hit], crow[stay]])
+        key = np.unique(cpt * len(codes) + crow)
+        cpt, crow = key // len(codes), key % len(codes)
+        X[take, j] = True
+        rest[take] -= int(bb[j])
+    done = np.zeros(len(f1), dtype=bool)
+    done[cpt[crow == 0]] = True
+    if not (done.all() and (rest == 0).all()):  # pragma: no cover - R_0 holds every point
+        raise ModelError("pareto-exact: bitset reconstruction did not reach the empty selection")
     info = {"rows": int(len(codes)), "words": int(n_words), "table_mb": stored / 2**20}
     return X, limit, info
 
@@ -348,14 +371,18 @@ def states_front(model, budget: _Budget):
     suffix_free = model._suffix_free
     lone = _lone_jobs(model)
     jobs = [int(i) for i in lone[np.lexsort((lone, model.bb[lone] == 0))]]
-    bb_after = np.append(np.cumsum(model.bb[jobs][::-1])[::-1], 0.0)[1:]
+    units = bb_units(model)  # whole units when possible: equal sums are equal floats
+    if units is None:
+        bb, free_bb, tol = model.bb, model.free_bb, model._tol[1]
+    else:
+        bb, free_bb, tol = units[0].astype(float), float(units[1]), 0.0
+    bb_after = np.append(np.cumsum(bb[jobs][::-1])[::-1], 0.0)[1:]
     K = demand.shape[1]
     per_state = STATE_BYTES_PER_COLUMN * (K + 3)
     L = np.zeros((1, K))
     b = np.zeros(1)
     s = np.zeros(1)
-    mask = np.zeros(1, dtype=np.int64)
-    tol = model._tol[1]
+    mask = np.zeros(1, dtype=np.int64)  # job i is bit n-1-i: larger masks take earlier jobs
     limit = None
     peak = 1
     rate = 0.0  # seconds per state of the last step: a step that cannot end in time is skipped
@@ -365,22 +392,25 @@ def states_front(model, budget: _Budget):
             # the step and, after it, the final front scan must both fit in the time left
             budget.check(2 * len(b) * per_state, 4 * len(b) * rate)
             L2 = L + demand[i]
-            b2 = b + model.bb[i]
-            ok = (b2 <= model.free_bb + tol) & (
+            b2 = b + bb[i]
+            ok = (b2 <= free_bb + tol) & (
                 (np.cumsum(L2[:, ::-1], axis=1)[:, ::-1] <= suffix_free).all(axis=1))
             grown = (
                 np.concatenate([L, L2[ok]]), np.concatenate([b, b2[ok]]),
                 np.concatenate([s, s[ok] + model.ssd[i] * model.nodes[i]]) if four else
                 np.zeros(len(b) + int(ok.sum())),
-                np.concatenate([mask, mask[ok] | (np.int64(1) << np.int64(i))]))
+                np.concatenate([mask, mask[ok] | (np.int64(1) << np.int64(n - 1 - i))]))
             budget.check(len(grown[1]) * per_state)
             L2, b2, s2, mask2 = grown
-            _, first = np.unique(np.column_stack([L2, b2, s2]), axis=0, return_index=True)
+            # identical states: keep the one with the largest mask (the canonical tie)
+            by_mask = np.argsort(-mask2, kind="stable")
+            _, first = np.unique(np.column_stack([L2, b2, s2])[by_mask], axis=0,
+                                 return_index=True)
             if len(first) < len(b2):
-                first.sort()
+                first = np.sort(by_mask[first])
                 L2, b2, s2, mask2 = L2[first], b2[first], s2[first], mask2[first]
             budget.check(len(b2) * per_state)
-            slack = b2 + bb_after[step] <= model.free_bb + tol
+            slack = b2 + bb_after[step] <= free_bb + tol
             if slack.any():
                 keep = ~_dominated_in_group(L2, b2, s2, slack)
                 L2, b2, s2, mask2 = L2[keep], b2[keep], s2[keep], mask2[keep]
@@ -392,11 +422,11 @@ def states_front(model, budget: _Budget):
     # objectives straight from the states; only the non-dominated ones become decisions
     F = np.column_stack([L.sum(axis=1), b] + ([s, s - model._assigned_capacity(L)] if four
                                               else []))
-    rows, cut = _front_rows(_merge_round_off(F), budget)
+    rows, cut = _front_rows(_merge_round_off(F), budget, mask)
     if cut:
         limit = Limit.TIME
     mask = mask[rows]
-    X = ((mask[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
+    X = ((mask[:, None] >> np.arange(n - 1, -1, -1, dtype=np.int64)) & 1).astype(bool)
     return X, limit, {"states_peak": int(peak), "jobs_used": len(jobs)}
 
 
