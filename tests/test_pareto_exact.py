@@ -367,3 +367,103 @@ def test_exact_front_on_windows_the_simulated_policy_meets(workload):
         check_exact(BBSchedModel(m.nodes[:w], m.bb[:w], m.ssd[:w], free_nodes=m.free_nodes,
                                  free_bb=m.free_bb, ssd_classes=classes,
                                  objectives=m.objectives))
+
+
+# -- the canonical decision of each front point (issue #10 item 5) --------------------------
+def oracle_canonical(model) -> tuple[dict, dict]:
+    """Objective row (snapped: equal sums in any order are one row) -> the lexicographically
+    greatest feasible 0-1 tuple (window order) with that row, and -> how many selections have
+    it; over all 2^n selections (n <= 14)."""
+    assert model.n_items <= 14
+    F, X = oracle_points(model)
+    best: dict = {}
+    count: dict = {}
+    for f, x in zip(map(tuple, snap(F, np.abs(F).max(axis=0)).tolist()), map(tuple, X.tolist())):
+        count[f] = count.get(f, 0) + 1
+        if f not in best or x > best[f]:
+            best[f] = x
+    return best, count
+
+
+def check_canonical(model, algorithm: str) -> int:
+    """Every front point of ``algorithm`` carries the oracle's canonical decision; returns how
+    many front points had more than one selection (ties)."""
+    res = solve(model, "pareto-exact", solver_options={"algorithm": algorithm})
+    assert res.status == Status.OPTIMAL and res.extra["algorithm"] == algorithm
+    want, count = oracle_canonical(model)
+    F, _ = oracle_points(model)
+    got = snap(np.array([p.objectives for p in res.pareto]), np.abs(F).max(axis=0))
+    for p, f in zip(res.pareto, map(tuple, got.tolist())):
+        assert tuple(p.decision) == want[f], (algorithm, p.objectives)
+    return sum(count[f] > 1 for f in map(tuple, got.tolist()))
+
+
+def tie_window(rng, n: int, kind: str) -> BBSchedModel:
+    """Windows full of ties: identical jobs, zero burst buffer, few distinct sizes."""
+    if kind == "identical":
+        nodes, bb = np.full(n, int(rng.integers(1, 5))), np.full(n, int(rng.integers(0, 4)))
+    elif kind == "zero_bb":
+        nodes = rng.choice([1, 2, 3], n)
+        bb = np.where(rng.random(n) < 0.7, 0, rng.choice([1, 2], n))
+    else:
+        nodes, bb = rng.choice([1, 2, 4], n), rng.choice([0, 1, 2, 3], n)
+    free = int(rng.integers(0, nodes.sum() + 1))
+    free_bb = float(rng.integers(0, bb.sum() + 2))
+    if rng.random() < 0.5:
+        return BBSchedModel(nodes, bb, free_nodes=free, free_bb=free_bb)
+    ssd = rng.choice([0, 100, 200], n)
+    k = int(rng.integers(0, free + 1))
+    return BBSchedModel(nodes, bb, ssd, free_bb=free_bb, ssd_classes={128: k, 256: free - k},
+                        objectives=int(rng.choice([2, 4])))
+
+
+@pytest.mark.parametrize("kind", ["identical", "zero_bb", "few_sizes"])
+def test_every_algorithm_returns_the_canonical_decision(kind):
+    rng = np.random.default_rng(["identical", "zero_bb", "few_sizes"].index(kind))
+    ties = 0
+    for _ in range(12):
+        model = tie_window(rng, int(rng.integers(2, 15)), kind)
+        for algorithm in ("bitset", "states") if model.objectives == 2 else ("states",):
+            ties += check_canonical(model, algorithm)
+    assert ties >= 5  # the windows do exercise the tie-break
+
+
+def test_canonical_decision_on_recorded_theta_windows_and_decimal_burst_buffer():
+    for model in theta_windows(4, 14, 5):
+        check_canonical(model, "bitset")
+        check_canonical(model, "states")
+    for model in theta_windows(2, 11, 6, four=True):
+        check_canonical(model, "states")
+    model = BBSchedModel([1, 1, 2, 1, 1], [0.1, 0.2, 0.3, 0.3, 0.0], free_nodes=3,
+                         free_bb=0.35)  # 0.1 + 0.2 ties 0.3 in units, not in floats
+    assert check_canonical(model, "bitset") >= 1
+    check_canonical(model, "states")
+
+
+def test_canonical_decision_with_a_time_limit_stop_is_feasible():
+    """A stopped bitset run rebuilds its points over the jobs it processed (the last ones)."""
+    res = solve(hard_window(3), "pareto-exact", time_limit=0.001)
+    assert res.certified and res.pareto
+
+
+@pytest.mark.parametrize("ssd", [False, True])
+def test_bbsched_policy_schedule_is_the_same_with_either_algorithm(ssd):
+    """Few job shapes (many ties in every window): the same jobs.csv from bitset and states."""
+    import hpcopt
+    from hpcopt.domain import Job, System
+
+    rng = np.random.default_rng(11)
+    jobs, t = [], 0.0
+    for i in range(300):
+        t += float(rng.exponential(30))
+        run = float(rng.integers(20, 600))
+        jobs.append(Job(id=i, submit=t, runtime=run, walltime=run * 1.5,
+                        nodes=int(rng.choice([1, 2, 4])), bb=float(rng.choice([0, 0, 10, 20])),
+                        ssd=float(rng.choice([0, 200])) if ssd else 0.0))
+    system = System(nodes=16, bb=60.0, ssd_classes={128: 8, 256: 8} if ssd else {})
+    out = {}
+    for algorithm in ("bitset", "states"):
+        res = hpcopt.simulate(jobs, system=system, policy="bbsched", objectives=2,
+                              solver_options={"algorithm": algorithm})
+        out[algorithm] = res.jobs.to_csv(index=False)
+    assert out["bitset"] == out["states"]
