@@ -77,6 +77,7 @@ def knapsack_windows(n: int, seed: int, quick: bool) -> list:
     }
     out = _interleave(traced, n - n // 2, rng)
     out += [("generated", orc.random_knapsack(rng)) for _ in range(n // 2)]
+    rng.shuffle(out)
     return out
 
 
@@ -97,6 +98,7 @@ def bbsched_windows(n: int, seed: int, quick: bool, max_jobs: int, n20: int) -> 
             "Theta", jobs, w, seed=seed, max_jobs=20) if m.n_items == 20]
             for w in ("S1", "S2", "S3", "S4")}
         out += _interleave(full, n20, rng)
+    rng.shuffle(out)
     return out
 
 
@@ -111,6 +113,7 @@ def scas_windows(n: int, seed: int, quick: bool, tmp: Path, max_work: int) -> tu
               f"{len(models) - len(traced[f'lzk23/{preset}'])} too big for the oracle")
     out = _interleave(traced, n - n // 2, rng)
     out += [("generated", orc.random_scas(rng)) for _ in range(n // 2)]
+    rng.shuffle(out)
     return out
 
 
