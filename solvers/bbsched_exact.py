@@ -7,7 +7,7 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     total, the largest reachable burst-buffer sum.  The rows of a table are the node-level
     vectors (nodes per SSD demand level: their sum is f1, and Hall's condition reads them)
     that some feasible selection reaches; each row holds a bitset of the burst-buffer sums
-    (0 .. free burst buffer, in units of 10^-d GB) reachable on it.  A job with burst buffer
+    (0 .. free burst buffer, in units of 10^-d GB) reachable on it.  Each job
     ORs every row, shifted by its burst buffer, into the row of its node levels (one numpy
     pass over the table, 64 sums a word); jobs go in reverse window order (those without
     burst buffer shift by 0).  The front is the staircase of (node total, max burst buffer).
@@ -15,7 +15,7 @@ Two algorithms, chosen by ``solver_options={"algorithm": ...}`` (default ``"auto
     back job by job for the canonical decisions.  Work and memory grow with rows x
     burst-buffer words x jobs, not with the number of selections reaching a cell: on W = 50
     windows of the recorded Theta queue (``benchmarks/bbsched_solvers.py --recorded``) at
-    most 25 ms and 4 MB, on its synthetic worst cases 0.8 s and 200 MB; no job limit.
+    most 31 ms and 5 MB, on its synthetic worst cases 0.5 s and 122 MB; no job limit.
 
 ``states`` (four objectives, other non-integer burst buffer, or a bitset table too large)
     A DP over the jobs keeps the set of reachable *states*: node levels, burst buffer and, for
