@@ -39,7 +39,8 @@ Limits: the time limit is checked between jobs and between the numpy steps of a 
 step (or the final front scan) predicted not to end in time is not started; a memory cap
 (``max_memory_mb``, default 400 MB of DP tables, estimated before each step) stops with
 ``Limit.MEMORY``.  Either way the front of the jobs processed so far (feasible selections,
-not a claim of optimality) comes back with status FEASIBLE.
+not a claim of optimality; for ``bitset`` the last jobs of the window, as it runs back to
+front) comes back with status FEASIBLE.
 """
 
 from __future__ import annotations
