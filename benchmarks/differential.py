@@ -10,7 +10,8 @@ Windows per model (each half generated, half met by simulations of the shared tr
 - bbsched: seeded generator (two and four objectives, SSD classes); the bbsched policy on
   Theta 2022 (S1-S4), HPC2N (S2) and KTH-SP2 (S5-S7, four objectives), each window cut to its
   first --bbsched-jobs jobs (the oracle enumerates 2^n selections), plus --bbsched-w20
-  whole 20-job windows of Theta (S1-S4);
+  whole 20-job windows of Theta (S1-S4); with exact data (burst buffer and SSD in multiples
+  of 0.001) each front point's decision must be the canonical one (``BBSchedModel``);
 - scas: seeded generator (2-5 jobs, 20-150 idle nodes, mixed sizes, wrap-around); windows
   dumped by ``hpcopt simulate <lzk23 job file> --topology P --policy tjap-window --tau 60
   --model scas --jobs N --dump-windows DIR`` for both presets (placed by scas-exact);
@@ -130,7 +131,8 @@ def run_model(kind: str, windows: list, backends, budget: dict, rows: list,
         if kind == "knapsack":
             oracles.append({"oracle": orc.knapsack_oracle(m)})
         elif kind == "bbsched":
-            oracles.append({"front": orc.bbsched_front(m)})
+            front, canonical = orc.bbsched_oracle(m)
+            oracles.append({"front": front, "canonical": canonical})
         else:
             oracles.append({"oracle": orc.scas_oracle(m)[0]})
     for backend in backends:

@@ -230,6 +230,28 @@ def bbsched_front(model) -> np.ndarray:
     return nondominated(F)
 
 
+def bbsched_oracle(model) -> tuple[np.ndarray, dict]:
+    """The front and, per front point (objectives rounded to 6 decimals), its canonical
+    decision: the lexicographically greatest feasible 0-1 vector in window order reaching
+    exactly that objective vector (the model docstring's tie-break)."""
+    F, X = bbsched_points(model)
+    front = nondominated(F)
+    n = X.shape[1]
+    codes = X.astype(np.int64) @ (np.int64(1) << np.arange(n - 1, -1, -1, dtype=np.int64))
+    keys = np.round(F, 6)
+    canonical = {}
+    for row in np.round(front, 6):
+        best = int(codes[(keys == row).all(axis=1)].max())
+        canonical[tuple(row.tolist())] = tuple((best >> (n - 1 - i)) & 1 for i in range(n))
+    return front, canonical
+
+
+def bbsched_exact_data(model) -> bool:
+    """Whether ties are exact: burst buffer and SSD requests in multiples of 0.001."""
+    vals = np.concatenate([np.asarray(model.bb, float), np.asarray(model.ssd, float)]) * 1000
+    return bool((np.abs(vals - np.round(vals)) < 1e-6).all())
+
+
 def same_rows(A: np.ndarray, B: np.ndarray) -> bool:
     """Whether two sets of objective rows agree up to round-off."""
     A = np.unique(np.round(np.asarray(A, dtype=float), 6), axis=0)
@@ -500,10 +522,13 @@ def compare_knapsack(model, backend: str, source: str = "", *, time_limit: float
 
 
 def compare_bbsched(model, backend: str = "pareto-exact", source: str = "", *,
-                    time_limit: float | None = None, front: np.ndarray | None = None) -> Check:
-    """Backend's Pareto set vs the enumerated front (as sets of objective vectors)."""
+                    time_limit: float | None = None, front: np.ndarray | None = None,
+                    canonical: dict | None = None, decisions: bool | None = None) -> Check:
+    """Backend's Pareto set vs the enumerated front (as sets of objective vectors) and, when
+    the model documents the canonical tie-break and ties are exact, each point's decision."""
     chk = Check("bbsched", backend, source)
-    front = bbsched_front(model) if front is None else front
+    if front is None or canonical is None:
+        front, canonical = bbsched_oracle(model)
     chk.oracle = float(len(front))
     try:
         res, chk.seconds = _solve(model, backend, time_limit)
@@ -514,7 +539,19 @@ def compare_bbsched(model, backend: str = "pareto-exact", source: str = "", *,
     got = np.array([p.objectives for p in (res.pareto or ())], dtype=float)
     got = got.reshape(-1, front.shape[1])
     chk.objective = float(len(got))
+    if decisions is None:
+        from hpcopt.models.bbsched import BBSchedModel
+
+        decisions = ("Canonical decision" in (BBSchedModel.__doc__ or "")
+                     and bbsched_exact_data(model))
     if same_rows(got, front):
+        if decisions and res.status.value == "OPTIMAL":
+            for p in res.pareto:
+                want = canonical.get(tuple(np.round(p.objectives, 6).tolist()))
+                if want is not None and tuple(p.decision) != want:
+                    chk.decision_differs = chk.mismatch = True
+                    chk.extra["canonical"] = (p.objectives, want, tuple(p.decision))
+                    break
         return chk
     chk.mismatch = True
     missing = [r for r in front if not (np.abs(got - r) <= 1e-6 * np.maximum(1, abs(r))).all(

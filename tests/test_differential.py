@@ -219,6 +219,22 @@ def test_knapsack_canonical_tie_break(backend):
         assert not chk.mismatch, chk.summary() + f" canonical {chk.extra.get('canonical')}"
 
 
+BBSCHED_DOCUMENTS_CANONICAL = "Canonical decision" in (BBSchedModel.__doc__ or "")
+
+
+@pytest.mark.skipif(not BBSCHED_DOCUMENTS_CANONICAL, reason="no bbsched tie-break yet")
+@pytest.mark.parametrize("backend", _backends(BBSCHED_EXACT))
+def test_bbsched_canonical_ties(backend):
+    """Selections that tie on every objective: each front point takes the earliest jobs."""
+    cases = [BBSchedModel([1, 1, 2], [0, 0, 0], free_nodes=2),
+             BBSchedModel([3, 2, 1, 3], [5, 0, 5, 5], free_nodes=6, free_bb=10),
+             BBSchedModel([2, 2, 2], [0, 0, 0], [128, 128, 100], objectives=4,
+                          ssd_classes={"128": 2, "256": 2})]
+    for m in cases:
+        chk = compare_bbsched(m, backend, "ties", decisions=True)
+        assert not chk.mismatch, chk.summary() + f" {chk.extra}"
+
+
 # ------------------------------------------------------------------------ hypothesis
 def _number(kind: str):
     """Coefficients of the corner cases: zeros, tiny decimals, moderate and huge ints."""
