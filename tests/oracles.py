@@ -365,6 +365,47 @@ def scas_brute(model, limit: int = 300_000) -> float:
     return best
 
 
+def scas_canonical_brute(model, limit: int = 20_000) -> tuple[Fraction, tuple]:
+    """Exact optimum (``Fraction``) and canonical decision of a small window: among the
+    optimal placements the one whose blocks, as (first position, size) sorted by position,
+    are smallest; jobs of one size take their blocks in window order (the tie-break
+    scas-exact documents)."""
+    Q, sizes = [int(v) for v in model.idle_nodes], [int(n) for n in model.sizes]
+    q, rule = len(Q), scas_rule(model)
+    if q ** len(sizes) > limit:
+        raise ValueError(f"{q}^{len(sizes)} placements > {limit}")
+
+    def exact_cost(nodes):
+        n, total = len(nodes), 0
+        for a in range(n):
+            for b in range(a + 1, n):
+                u, v = nodes[a], nodes[b]
+                total += (rule.hops[0] if u // rule.per_leaf == v // rule.per_leaf else
+                          rule.hops[1] if u // rule.per_pod == v // rule.per_pod else
+                          rule.hops[2])
+        if rule.ordered:
+            return Fraction(rule.c * 2 * total, n)
+        return Fraction(max(rule.c * total // n, 1))
+
+    table = {(s, n): exact_cost([Q[(s + k) % q] for k in range(n)])
+             for n in set(sizes) for s in range(q)}
+    best, key = None, None
+    for starts in itertools.product(range(q), repeat=len(sizes)):
+        spans = [{(s + k) % q for k in range(n)} for s, n in zip(starts, sizes)]
+        if sum(map(len, spans)) != len(set().union(*spans)):
+            continue
+        cost = sum(table[(s, n)] for s, n in zip(starts, sizes))
+        blocks = sorted(zip(starts, sizes))
+        if best is None or cost < best or (cost == best and blocks < key):
+            best, key = cost, blocks
+    decision = [0] * len(sizes)
+    for n in set(sizes):
+        firsts = [s for s, m in key if m == n]
+        for j, s in zip([j for j, m in enumerate(sizes) if m == n], firsts):
+            decision[j] = s
+    return best, tuple(decision)
+
+
 def scas_dp_work(model) -> int:
     """Rough size of the DP (positions x head lengths x count states)."""
     _, mult = np.unique(np.asarray(model.sizes), return_counts=True)
@@ -569,8 +610,10 @@ def compare_bbsched(model, backend: str = "pareto-exact", source: str = "", *,
 
 
 def compare_scas(model, backend: str, source: str = "", *, time_limit: float | None = None,
-                 oracle: float | None = None) -> Check:
-    """Backend's cost vs the oracle's; the decision is re-costed with the own cost."""
+                 oracle: float | None = None, canonical: bool = False) -> Check:
+    """Backend's cost vs the oracle's; the decision is re-costed with the own cost.  With
+    ``canonical`` an OPTIMAL decision on a brute-force-size window must be the canonical
+    one (``scas_canonical_brute``)."""
     chk = Check("scas", backend, source)
     if oracle is None:
         oracle, _ = scas_oracle(model)
@@ -585,6 +628,12 @@ def compare_scas(model, backend: str, source: str = "", *, time_limit: float | N
         ok, cost = scas_decision_cost(model, res.decision)
         if not ok or not close(cost, res.objective):
             chk.mismatch, chk.error = True, f"own cost of the decision {cost} (feasible {ok})"
+    if (canonical and res.status.value == "OPTIMAL" and res.decision is not None
+            and model.n_idle ** model.n_jobs <= 20_000):
+        _, want = scas_canonical_brute(model)
+        if tuple(res.decision) != want:
+            chk.decision_differs = chk.mismatch = True
+            chk.extra["canonical"] = want
     return chk
 
 

@@ -198,6 +198,27 @@ def test_scas_optimum_wraps(backend):
         assert any(s + n > m.n_idle for s, n in zip(starts, m.sizes))
 
 
+SCAS_CANONICAL = hasattr(__import__("hpcopt.solvers.scas_exact", fromlist=["x"]),
+                         "canonical_order")  # detection only; the oracle is our own
+
+
+@pytest.mark.skipif(not SCAS_CANONICAL, reason="no SCAS tie-break yet")
+@pytest.mark.parametrize("backend", _backends(SCAS_EXACT))
+def test_scas_canonical_ties(backend):
+    """Equal-cost placements (equal job sizes, symmetric idle runs): the canonical one."""
+    rng = np.random.default_rng(21)
+    cases = [SCASModel("paper-1000", list(range(20)), [10, 10]),
+             SCASModel("hpcschedule-1000", list(range(40, 52)), [3, 3, 2]),
+             SCASModel("paper-1000", [0, 1, 2, 3, 10, 11, 12, 13], [4, 4])]
+    while len(cases) < 12:
+        m = random_scas(rng, max_idle=22)
+        if m.n_idle ** m.n_jobs <= 20_000:
+            cases.append(m)
+    for m in cases:
+        chk = compare_scas(m, backend, "ties", canonical=True, time_limit=60)
+        assert not chk.mismatch, chk.summary() + f" {chk.extra} {m.to_dict()}"
+
+
 def _canonical_backends():
     out = []
     for b in KNAPSACK_EXACT:
