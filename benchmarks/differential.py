@@ -15,7 +15,8 @@ Windows per model (each half generated, half met by simulations of the shared tr
 - scas: seeded generator (2-5 jobs, 20-150 idle nodes, mixed sizes, wrap-around); windows
   dumped by ``hpcopt simulate <lzk23 job file> --topology P --policy tjap-window --tau 60
   --model scas --jobs N --dump-windows DIR`` for both presets (placed by scas-exact);
-  windows too big for the oracle's DP are counted as skipped.
+  windows too big for the oracle's DP are counted as skipped; on windows of at most 20,000
+  placements an OPTIMAL decision must be the canonical one (exact-fraction brute force).
 
 Each backend runs the windows in a seeded shuffled order until it has done them all or
 spent --budget seconds (MIP backends on SCAS: --mip-budget), so slow backends run on a
@@ -148,6 +149,8 @@ def run_model(kind: str, windows: list, backends, budget: dict, rows: list,
             if mip and mip_idle and m.n_idle > mip_idle:
                 continue
             t0 = time.perf_counter()
+            if kind == "scas":  # canonical decision on brute-force-size windows
+                extra = dict(extra, canonical=True)
             chk = compare(m, backend, source, time_limit=20 if mip else 60, **extra)
             spent += time.perf_counter() - t0
             row = asdict(chk)
