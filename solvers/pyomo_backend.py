@@ -118,12 +118,9 @@ class Pyomo(Solver):
             )
         return opt
 
-    def _solve(self, model, opts: SolveOptions) -> Outcome:
-        from pyomo.common.log import LoggingIntercept
-
-        if model.kind == "knapsack":
-            return self._knapsack(model, opts)
-        opt = self._solver()
+    def _common_options(self, opt, opts: SolveOptions) -> list[str]:
+        """Time limit, seed and a zero gap under the solver's own names (``OPTION_NAMES``);
+        returns notes for the log on what could not be passed."""
         notes = []
         time_name, seed_name, gap_name = OPTION_NAMES.get(self.arg, (None, None, None))
         for given, option, what in ((opts.time_limit, time_name, "time_limit"),
@@ -134,6 +131,15 @@ class Pyomo(Solver):
                 notes.append(f"{what}={given} not passed: option name for {self.arg!r} unknown")
             else:
                 opt.options[option] = given
+        return notes
+
+    def _solve(self, model, opts: SolveOptions) -> Outcome:
+        from pyomo.common.log import LoggingIntercept
+
+        if model.kind == "knapsack":
+            return self._knapsack(model, opts)
+        opt = self._solver()
+        notes = self._common_options(opt, opts)
         options = dict(opts.solver_options)
         form = options.pop("formulation", None)
         for key, val in options.items():
@@ -171,16 +177,8 @@ class Pyomo(Solver):
         red = model.reduced(backend=self.full_name)
         if red.size == 0:  # nothing to choose (and an empty pyomo objective)
             return Outcome(Status.OPTIMAL, red.lift([]))
-        notes = []
-        time_name, seed_name, gap_name = OPTION_NAMES.get(self.arg, (None, None, None))
-        for given, option, what in ((opts.time_limit, time_name, "time_limit"),
-                                    (opts.seed, seed_name, "seed"), (0.0, gap_name, "gap")):
-            if given is None:
-                continue
-            if option is None:
-                notes.append(f"{what}={given} not passed: option name for {self.arg!r} unknown")
-            else:
-                opt.options[option] = given
+        notes = self._common_options(opt, opts)
+        time_name = OPTION_NAMES.get(self.arg, (None,))[0]
         mode = tie_break_option(opts.solver_options, self.full_name)
         for key, val in opts.solver_options.items():
             if key not in self.OPTIONS:
