@@ -20,7 +20,19 @@ arcs of each job size r.  We solve that resource-constrained path exactly, as a 
   component of the label.
 
 All labels of vertex p are expanded before vertex p + 1, so the search ends with a proven
-optimum (status OPTIMAL).  A time limit returns the incumbent as FEASIBLE.
+optimum (status OPTIMAL).  A time limit returns the incumbent as FEASIBLE.  A label carries
+its blocks (first position, size), which gives the decision without parent pointers.
+
+Canonical tie-break (issue #10; every exact backend returns the same placement): among the
+optimal placements, the one whose blocks listed by first position form the lexicographically
+smallest list of (first position, size) pairs, jobs of equal size taking their blocks in
+window order (``canonical_order``, ``assign``).  After the proof a second pass in canonical
+mode, bounded by the optimum, keeps the labels that may tie with it, prunes those whose
+blocks so far already come after the best key, and resolves ties between labels of one state
+by their blocks; it has a label budget (``CANONICAL_LABELS``, deterministic), and on windows
+with very many ties (hard 20-job windows) it gives up and keeps the proven optimum
+(``extra["canonical"]`` False).  The registry maps other exact backends' optima through the
+same pass (``canonical_scas``).
 """
 
 from __future__ import annotations
