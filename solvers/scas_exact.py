@@ -29,10 +29,11 @@ smallest list of (first position, size) pairs, jobs of equal size taking their b
 window order (``canonical_order``, ``assign``).  After the proof a second pass in canonical
 mode, bounded by the optimum, keeps the labels that may tie with it, prunes those whose
 blocks so far already come after the best key, and resolves ties between labels of one state
-by their blocks; it has a label budget (``CANONICAL_LABELS``, deterministic), and on windows
-with very many ties (hard 20-job windows) it gives up and keeps the proven optimum
-(``extra["canonical"]`` False).  The registry maps other exact backends' optima through the
-same pass (``canonical_scas``).
+by their blocks.  A beam search in canonical order (``CANONICAL_BEAM``) first finds a small
+key, which prunes most ties.  The pass has a label budget (``CANONICAL_LABELS``,
+deterministic); on windows with very many ties (some hard 20-job windows) it gives up and
+keeps the proven optimum (``extra["canonical"]`` False).  The registry maps other exact
+backends' optima through the same pass (``canonical_scas``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ _TIE = 1e-9  # relative tolerance under which two costs are equal
 # is usually optimal or close, and the exact pass restarts with that bound
 SCHEDULE = ((None, 2_000), (16, 50_000), (256, None))
 CANONICAL_LABELS = 20_000  # label budget of the tie-break pass after the proof
+CANONICAL_BEAM = 32  # beam width of the canonical-order search that seeds it
 
 
 def greedy_starts(costs: np.ndarray, sizes) -> tuple[float, list[int]] | None:
@@ -185,8 +187,10 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
             break
         if beam is not None and len(layer) > beam:
             proven = False
-            ranked = sorted(layer.items(),
-                            key=lambda kv: kv[1][0] + bound(unpack(kv[0][0]), p))
+            # canonical: every kept label may tie with the best, so the earliest blocks first
+            rank = (lambda kv: kv[1][1] + kv[1][2]) if canonical else (
+                lambda kv, p=p: kv[1][0] + bound(unpack(kv[0][0]), p))
+            ranked = sorted(layer.items(), key=rank)
             layer = dict(ranked[:beam])
         for n_done, (state, (cost, prefix, wrap)) in enumerate(layer.items(), 1):
             if deadline is not None and not n_done % 4096 and time.perf_counter() > deadline:
@@ -306,7 +310,11 @@ def canonical_pass(model, optimum, deadline: float | None = None):
     the DP in canonical mode, bounded by the optimum, keeps only the labels that can tie
     with it and come first.  ``None`` when it runs past ``deadline`` or
     ``CANONICAL_LABELS`` labels (deterministic: the same windows give up every time)."""
-    _, out, proven, _ = solve_arrays(model.interval_costs, model.sizes, incumbent=optimum,
+    costs = model.interval_costs
+    # a beam search in canonical order first: a small key prunes most ties of the exact pass
+    _, starts, _, used = solve_arrays(costs, model.sizes, incumbent=optimum, deadline=deadline,
+                                      beam=CANONICAL_BEAM, canonical=True)
+    _, out, proven, _ = solve_arrays(costs, model.sizes, incumbent=(optimum[0], starts),
                                      deadline=deadline, label_budget=CANONICAL_LABELS,
                                      canonical=True)
     return out if proven else None
