@@ -101,8 +101,7 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     m = costs.shape[0]
     sizes = [int(s) for s in sizes]
     groups = sorted(set(sizes), reverse=True)
-    members = {r: [j for j, s in enumerate(sizes) if s == r] for r in groups}
-    count = [len(members[r]) for r in groups]
+    count = [sizes.count(r) for r in groups]
     base, b = [], 1
     for c in count:
         base.append(b)
