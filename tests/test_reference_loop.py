@@ -1,0 +1,76 @@
+"""hpcopt's FCFS + EASY equals an independent plain-Python loop (benchmarks/reference_easy.py).
+
+The reference is the yardstick of ``benchmarks/simulator_speed.py``; here it is the oracle:
+identical start times, job by job.  No timing assertions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+
+import pytest
+
+import hpcopt
+from hpcopt.domain import Job
+
+from .conftest import REPO, shared_file
+
+
+def _reference():
+    spec = importlib.util.spec_from_file_location(
+        "reference_easy", REPO / "benchmarks" / "reference_easy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REF = _reference()
+
+
+def _starts(jobs, nodes):
+    res = hpcopt.simulate(list(jobs), nodes=nodes, policy="fcfs")
+    return dict(zip(res.jobs["job_id"].tolist(), res.jobs["start"].tolist()))
+
+
+def _tuples(jobs):
+    return [(j.id, j.submit, j.runtime, j.walltime, j.nodes) for j in jobs]
+
+
+@pytest.mark.parametrize("relpath, kwargs", [
+    ("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz", {}),
+    ("hpc_swf/alcf/theta_2022.swf.gz", {}),
+    ("hpc_swf/lublin_model/lublin_256.swf.gz", {}),
+])
+def test_reference_matches_hpcopt_on_real_traces(relpath, kwargs):
+    trace = hpcopt.load_trace(shared_file(relpath), max_jobs=3000, **kwargs)
+    nodes = trace.system.nodes
+    ref = REF.simulate_easy(_tuples(trace.jobs), nodes)
+    got = _starts(trace.jobs, nodes)
+    assert len(ref) == len(got) == len(trace.jobs)
+    assert got == ref
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_reference_matches_hpcopt_on_tied_random_jobs(seed):
+    """Coarse times make ties everywhere: equal submits, equal estimated ends, completions
+    at submission times, zero runtimes, jobs of the whole machine."""
+    rng = random.Random(seed)
+    nodes = 16
+    jobs = []
+    for i in range(600):
+        wall = float(rng.choice([0, 10, 20, 30, 60]))
+        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
+        jobs.append(Job(id=i, submit=float(rng.randrange(0, 3000, 10)), runtime=run,
+                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16])))
+    assert _starts(jobs, nodes) == REF.simulate_easy(_tuples(jobs), nodes)
+
+
+def test_reference_reads_clean_swf(tmp_path):
+    path = tmp_path / "t.swf"
+    path.write_text("; MaxNodes: 4\n"
+                    "1 0 -1 10 2 -1 -1 2 20 -1 -1 1 -1 -1 1 -1 -1 -1\n"
+                    "2 5 -1 5 4 -1 -1 4 5 -1 -1 1 -1 -1 1 -1 -1 -1\n")
+    jobs = REF.read_clean_swf(path)
+    assert jobs == [(1, 0.0, 10.0, 20.0, 2), (2, 5.0, 5.0, 5.0, 4)]
+    assert REF.simulate_easy(jobs, 4) == {1: 0.0, 2: 10.0}
