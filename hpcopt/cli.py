@@ -372,7 +372,7 @@ def cmd_train(args) -> int:
 def _train_nsa(args, torch) -> int:
     from dataclasses import replace
 
-    from .learn.nsa import PPOConfig, train
+    from .learn.nsa_train import PPOConfig, train
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
     ppo = replace(PPOConfig(), batch=args.batch, lr=args.lr, baseline=args.baseline,

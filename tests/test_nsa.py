@@ -1,4 +1,4 @@
-"""NSA: the repair MDP, Table II networks, PPO, checkpoints and the ``nsa`` backend."""
+"""NSA: the repair MDP, Table II networks, PPO training, checkpoints and the ``nsa`` backend."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hpcopt.learn import nsa  # noqa: E402
+from hpcopt.learn import nsa, nsa_train  # noqa: E402
 from hpcopt.models.dcas import DCASModel  # noqa: E402
 from hpcopt.solvers import get_solver, solve  # noqa: E402
 from hpcopt.solvers.dcas_nsa import NeuralSimulatedAnnealing  # noqa: E402
@@ -25,7 +25,7 @@ Q, N_MAX = 20, 8
 
 
 def _windows(n=6, seed=0):
-    return nsa.random_windows(n, seed=seed, topology=TOPO, max_jobs=4, n_max=N_MAX)
+    return nsa_train.random_windows(n, seed=seed, topology=TOPO, max_jobs=4, n_max=N_MAX)
 
 
 def _operator(arch="fcn1", seed=0, mode="greedy"):
@@ -65,10 +65,10 @@ def test_masking_never_picks_an_illegal_position():
     with torch.no_grad():
         probs = torch.softmax(op.policy.logits(st, mask), -1)
     assert float(probs[0, 7:].sum()) == 0.0 and float(probs[0, :7].sum()) == pytest.approx(1)
-    starts = [nsa._start_solution(m, "sequential", rng) for m in _windows(6)]
-    eps = [nsa._cut_episode(s, 2, rng) for s in starts for _ in range(4)]
+    starts = [nsa_train._start_solution(m, "sequential", rng) for m in _windows(6)]
+    eps = [nsa_train._cut_episode(s, 2, rng) for s in starts for _ in range(4)]
     lens = [e.seq.size for e in eps]
-    batch = nsa.rollout(op.policy, eps, n_max=N_MAX, rng=rng)
+    batch = nsa_train.rollout(op.policy, eps, n_max=N_MAX, rng=rng)
     assert (batch["actions"] < batch["masks"].sum(1)).all()
     assert min(lens) < Q  # the check above did see masked positions
 
@@ -77,9 +77,9 @@ def test_reward_is_the_scaled_negative_repair_cost():
     rng = np.random.default_rng(3)
     op = _operator()
     model = _windows(1, seed=4)[0]
-    ep = nsa._cut_episode(nsa._start_solution(model, "scas-exact", rng), 2, rng)
+    ep = nsa_train._cut_episode(nsa_train._start_solution(model, "scas-exact", rng), 2, rng)
     seq, sizes = ep.seq.copy(), list(ep.sizes)
-    batch = nsa.rollout(op.policy, [ep], n_max=N_MAX, rng=np.random.default_rng(1))
+    batch = nsa_train.rollout(op.policy, [ep], n_max=N_MAX, rng=np.random.default_rng(1))
     cost = 0.0
     for a, n in zip(batch["actions"], sizes):
         nodes = block(seq, int(a), n)
@@ -165,33 +165,35 @@ def test_ppo_updates_change_the_weights_and_learn_a_toy_preference():
             return float(torch.softmax(policy.logits(st, mask), -1)[0, 0])
 
     first = p0()
-    cfg = nsa.PPOConfig(lr=3e-3, batch=32, minibatch=32, epochs=2)
+    cfg = nsa_train.PPOConfig(lr=3e-3, batch=32, minibatch=32, epochs=2)
     for _ in range(15):
-        eps = [nsa._Episode(model, model.idle_nodes, [4]) for _ in range(cfg.batch)]
-        stats = nsa.ppo_update(policy, opt, nsa.rollout(policy, eps, n_max=N_MAX, rng=rng),
-                               cfg, rng)
+        eps = [nsa_train._Episode(model, model.idle_nodes, [4]) for _ in range(cfg.batch)]
+        batch = nsa_train.rollout(policy, eps, n_max=N_MAX, rng=rng)
+        stats = nsa_train.ppo_update(policy, opt, batch, cfg, rng)
     assert all(np.isfinite(list(stats.values())))
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
     assert p0() > 2 * first
 
 
 def test_group_baseline_repairs_each_destroyed_solution_group_times(tmp_path):
-    cfg = nsa.PPOConfig(batch=16, minibatch=16, epochs=1, baseline="group", group=4)
-    out = nsa.train(arch="fcn1", episodes=32, q=Q, n_max=N_MAX, windows=_windows(3),
+    cfg = nsa_train.PPOConfig(batch=16, minibatch=16, epochs=1, baseline="group", group=4)
+    out = nsa_train.train(arch="fcn1", episodes=32, q=Q, n_max=N_MAX, windows=_windows(3),
                     topology=TOPO, ppo=cfg, out=tmp_path, progress=False, plot=False,
                     val_episodes=0)
     assert out["updates"] == 2 and out["ppo"]["baseline"] == "group"
     rng = np.random.default_rng(0)
     policy = nsa.ActorCritic("fcn1", Q)
-    ep = nsa._cut_episode(nsa._start_solution(_windows(1)[0], "sequential", rng), 1, rng)
-    batch = nsa.rollout(policy, [nsa._Episode(ep.model, ep.seq, ep.sizes) for _ in range(4)],
-                        n_max=N_MAX, rng=rng)
+    start = nsa_train._start_solution(_windows(1)[0], "sequential", rng)
+    ep = nsa_train._cut_episode(start, 1, rng)
+    batch = nsa_train.rollout(policy,
+                              [nsa_train._Episode(ep.model, ep.seq, ep.sizes) for _ in range(4)],
+                              n_max=N_MAX, rng=rng)
     batch["episode_rewards"][:] = [-1, -1, -1, -2]  # only the last repair is worse
     batch["returns"] = batch["episode_rewards"][batch["owner"]]
     before = policy.actor(torch.from_numpy(batch["states"][3:4])).detach()
-    nsa.ppo_update(policy, torch.optim.SGD(policy.parameters(), lr=0.1),
-                   batch, nsa.PPOConfig(batch=4, minibatch=4, epochs=1, baseline="group",
-                                        group=4, entropy_coef=0.0), rng)
+    nsa_train.ppo_update(policy, torch.optim.SGD(policy.parameters(), lr=0.1), batch,
+                         nsa_train.PPOConfig(batch=4, minibatch=4, epochs=1, baseline="group",
+                                             group=4, entropy_coef=0.0), rng)
     after = policy.actor(torch.from_numpy(batch["states"][3:4])).detach()
     a = int(batch["actions"][3])
     assert len(set(batch["actions"].tolist())) > 1  # the test needs distinct actions
@@ -199,16 +201,16 @@ def test_group_baseline_repairs_each_destroyed_solution_group_times(tmp_path):
     for bad in ({"baseline": "mean"}, {"group": 3}, {"baseline": "group", "group": 1},
                 {"lr": 0.0}, {"epochs": 0}):
         with pytest.raises(nsa.NSAError):
-            nsa.PPOConfig(batch=16, **bad)
+            nsa_train.PPOConfig(batch=16, **bad)
 
 
 def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     windows = _windows(5, seed=9)
     kw = dict(arch="fcn1", episodes=64, q=Q, n_max=N_MAX, windows=windows, topology=TOPO,
-              ppo=nsa.PPOConfig(batch=32, minibatch=32, epochs=1), checkpoint_every=1,
+              ppo=nsa_train.PPOConfig(batch=32, minibatch=32, epochs=1), checkpoint_every=1,
               progress=False, val_episodes=12, validate_every=2)
-    a = nsa.train(seed=3, out=tmp_path / "a", plot=True, **kw)
-    b = nsa.train(seed=3, out=tmp_path / "b", plot=False, **kw)
+    a = nsa_train.train(seed=3, out=tmp_path / "a", plot=True, **kw)
+    b = nsa_train.train(seed=3, out=tmp_path / "b", plot=False, **kw)
     assert a["updates"] == 2 and a["episodes"] == 64
     for name in ("nsa_fcn1.pt", "last.pt", "best.pt", "curve.csv", "curve.png", "train.json"):
         assert (tmp_path / "a" / name).is_file()
@@ -221,11 +223,11 @@ def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     wb = nsa.LearnedRepair.load(tmp_path / "b" / "nsa_fcn1.pt").policy.state_dict()
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert a["final_mean_reward"] == b["final_mean_reward"]
-    c = nsa.train(seed=4, out=tmp_path / "c", plot=False, resume=tmp_path / "a" / "nsa_fcn1.pt",
-                  **kw)
+    c = nsa_train.train(seed=4, out=tmp_path / "c", plot=False,
+                        resume=tmp_path / "a" / "nsa_fcn1.pt", **kw)
     assert (c["earlier_episodes"], c["total_episodes"]) == (64, 128)
     with pytest.raises(nsa.NSAError, match="cannot resume"):
-        nsa.train(seed=4, out=tmp_path / "d", resume=tmp_path / "a" / "nsa_fcn1.pt",
+        nsa_train.train(seed=4, out=tmp_path / "d", resume=tmp_path / "a" / "nsa_fcn1.pt",
                   **{**kw, "arch": "fcn2"})
 
 
@@ -309,11 +311,11 @@ def test_shipped_operator_for_the_paper_topology():
 
 def test_teacher_is_a_softmin_over_legal_block_costs():
     seq = np.array([0, 1, 2, 3, 8, 9, 12, 13, 30, 31], dtype=np.int64)
-    p = nsa.teacher_probs(TOPO, seq, 2, Q, temperature=1e-9)
+    p = nsa_train.teacher_probs(TOPO, seq, 2, Q, temperature=1e-9)
     costs = TOPO.interval_costs(seq, 2)[:, 1]
     assert p.shape == (Q,) and p[seq.size:].sum() == 0 and p.sum() == pytest.approx(1)
     assert set(np.flatnonzero(p)) == set(np.flatnonzero(costs == costs.min()))  # cold: argmin
-    warm = nsa.teacher_probs(TOPO, seq, 2, Q, temperature=1e12)
+    warm = nsa_train.teacher_probs(TOPO, seq, 2, Q, temperature=1e12)
     assert warm[:seq.size] == pytest.approx(np.full(seq.size, 1 / seq.size))  # hot: uniform
 
 
@@ -322,12 +324,13 @@ def test_imitation_warm_start_moves_the_policy_towards_the_teacher(tmp_path):
     prefers cheap blocks), and the recipe is recorded in the checkpoint."""
     windows = _windows(8, seed=2)
     kw = dict(arch="fcn1", q=Q, n_max=N_MAX, windows=windows, topology=TOPO, seed=0,
-              ppo=nsa.PPOConfig(batch=32, minibatch=32, epochs=1, lr=3e-3), progress=False,
-              plot=False, val_episodes=64, validate_every=1000)
-    cold = nsa.train(out=tmp_path / "cold", episodes=32, **kw)
-    warm = nsa.train(out=tmp_path / "warm", episodes=32, imitation=60, temperature=500.0, **kw)
+              ppo=nsa_train.PPOConfig(batch=32, minibatch=32, epochs=1, lr=3e-3),
+              progress=False, plot=False, val_episodes=64, validate_every=1000)
+    cold = nsa_train.train(out=tmp_path / "cold", episodes=32, **kw)
+    warm = nsa_train.train(out=tmp_path / "warm", episodes=32, imitation=60, temperature=500.0,
+                           **kw)
     assert warm["final_val_reward"] > cold["final_val_reward"]
     assert (warm["imitation_updates"], warm["teacher_temperature"]) == (60, 500.0)
     assert cold["imitation_updates"] == 0 and cold["teacher_temperature"] is None
     with pytest.raises(nsa.NSAError, match="temperature"):
-        nsa.train(out=tmp_path / "bad", episodes=32, imitation=1, temperature=0.0, **kw)
+        nsa_train.train(out=tmp_path / "bad", episodes=32, imitation=1, temperature=0.0, **kw)
