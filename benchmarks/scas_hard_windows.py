@@ -17,13 +17,14 @@ import pandas as pd
 
 import hpcopt
 from hpcopt.models.scas import SCASModel
-from hpcopt.tjap import generate_jobs, generate_windows
+from hpcopt.policies.topology import generate_windows
+from hpcopt.workloads import generate_tjap_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def hard_windows(seed: int, count: int, rng: np.random.Generator) -> list[SCASModel]:
-    jobs = generate_jobs(600, seed=seed, interarrival=(12, 30))
+    jobs = generate_tjap_jobs(600, seed=seed, interarrival=(12, 30))
     out = []
     for w in generate_windows(150, seed=seed, model="scas", jobs=jobs)[5:]:
         for _ in range(300):

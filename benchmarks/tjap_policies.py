@@ -19,7 +19,7 @@ import pandas as pd
 from tqdm import tqdm
 
 import hpcopt
-from hpcopt.tjap import load_jobs, tjap_system
+from hpcopt.workloads import load_tjap_jobs, tjap_system
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc"
@@ -27,7 +27,7 @@ DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_allo
 
 
 def epochs(n_epochs: int, n_jobs: int) -> list[list]:
-    jobs = load_jobs(DATA, max_jobs=n_epochs * n_jobs)
+    jobs = load_tjap_jobs(DATA, max_jobs=n_epochs * n_jobs)
     out = []
     for e in range(n_epochs):
         part = jobs[e * n_jobs:(e + 1) * n_jobs]

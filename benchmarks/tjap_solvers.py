@@ -1,8 +1,9 @@
 """Topology-aware allocation solvers on the paper's windows (Lan et al., Tables III and IV).
 
 Each epoch runs the window-period driver (tau = 60 s, SCAS optimum placement) on a fresh
-1,000-node fat-tree with a freshly generated workload (``hpcopt.tjap.generate_windows``) and
-keeps its first ``--windows`` windows.  On every window it solves:
+1,000-node fat-tree with a freshly generated workload
+(``hpcopt.policies.topology.generate_windows``) and keeps its first ``--windows`` windows.
+On every window it solves:
 
 - ``seq``: sequential placement (the paper's "Seq.", also the SA start);
 - ``sa-500`` / ``sa-1000``: the paper's SA from Seq. (T_max 2500, T_min 2.5, n_D 2);
@@ -32,8 +33,9 @@ from tqdm import tqdm
 import hpcopt
 from hpcopt.models.dcas import DCASModel
 from hpcopt.models.scas import SCASModel
+from hpcopt.policies.topology import generate_windows
 from hpcopt.solvers import get_solver
-from hpcopt.tjap import generate_jobs, generate_windows
+from hpcopt.workloads import generate_tjap_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -85,7 +87,7 @@ def nsa_ready() -> bool:
 def big_windows(n: int, seed: int) -> list[DCASModel]:
     """Windows of 20 jobs on idle sets of a lightly loaded machine (see the docstring)."""
     rng = np.random.default_rng(seed)
-    jobs = generate_jobs(600, seed=seed, interarrival=(12, 30))
+    jobs = generate_tjap_jobs(600, seed=seed, interarrival=(12, 30))
     pool = [w for w in generate_windows(150, seed=seed, jobs=jobs) if w.n_idle >= 300]
     out = []
     for w in pool:

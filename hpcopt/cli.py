@@ -263,11 +263,11 @@ def cmd_simulate(args) -> int:
     trace = args.trace
     system = None
     if args.topology:
-        from .tjap import load_jobs, tjap_system
+        from .workloads import load_tjap_jobs, tjap_system
 
         system = tjap_system(args.topology)
         if not _looks_like_swf(args.trace):
-            trace = load_jobs(args.trace, max_jobs=args.jobs)
+            trace = load_tjap_jobs(args.trace, max_jobs=args.jobs)
     elif args.bb is not None or args.ssd_classes:
         trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node,
                            max_jobs=args.jobs)

@@ -1,4 +1,7 @@
-"""Burst-buffer and local-SSD workloads for BBSched (Fan et al., HPDC'19, sections 4.1 and 5).
+"""Workloads of the source papers: readers of their data sets and seeded generators.
+
+Burst-buffer and local-SSD workloads for BBSched (Fan et al., HPDC'19, sections 4.1, 5)
+---------------------------------------------------------------------------------------
 
 Readers:
 
@@ -28,6 +31,21 @@ recipe on any trace:
   in 0-128 GB / 129-256 GB (uniform integers), for a system of half 128 GB and half 256 GB
   nodes (``bb_system(nodes, ssd=True)``); a job with more nodes than the 256 GB half gets a
   0-128 GB request instead (it could never run otherwise).
+
+Topology-aware job allocation (TJAP) workloads (Lan et al., CLUSTER'23)
+-----------------------------------------------------------------------
+
+- ``load_tjap_jobs``: the job files of ``../shared/data/topology_alloc`` (whitespace text, one
+  job a line: id, arrival s, runtime s, nodes; ``.gz`` allowed).  The files carry no requested
+  walltime, so the walltime is the runtime (the window-period policy never plans with it).
+- ``generate_tjap_jobs``: the paper's generator, seeded: inter-arrival U[5, 30] s (the
+  authors' ``generate.py``, per the data's PROVENANCE), nodes U[1, 40], runtime U[10, 1800] s,
+  all uniform integers.
+- ``tjap_system``: a ``System`` whose nodes are the leaves of a fat-tree (default the paper's
+  1,000 nodes).
+
+The allocation windows that the window-period driver meets on such a workload (the instances
+of the paper's Tables III and IV) come from ``hpcopt.policies.topology.generate_windows``.
 """
 
 from __future__ import annotations
@@ -41,6 +59,7 @@ import numpy as np
 
 from .domain import Job, System
 from .errors import TraceError, closest
+from .topology import FatTree
 
 KOPANSKI = "burst_buffer/kopanski_kth_batsim/KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 KOPANSKI_BB_GB = 480.0  # 12 storage nodes x 40 GB (platform_dragonfly96.yaml)
@@ -194,3 +213,57 @@ def write_bb_swf(jobs, path) -> Path:
                      f"{j.walltime:g} -1 1 {j.user} -1 -1 {j.queue} -1 -1 -1 {j.bb:g} {j.ssd:g}")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+# --------------------------------------------------------------------------- TJAP
+def load_tjap_jobs(path: str | Path, *, max_jobs: int | None = None) -> list[Job]:
+    """Jobs of a TJAP job file; a malformed line is a ``TraceError`` naming file and line."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    jobs = []
+    try:
+        with opener(path, "rt") as fh:
+            for lineno, line in enumerate(fh, 1):
+                text = line.strip()
+                if not text or text.startswith(("#", ";")):
+                    continue
+                parts = text.split()
+                try:
+                    if len(parts) != 4:
+                        raise ValueError(f"4 fields (id arrival runtime nodes), got {len(parts)}")
+                    jid, arrival, runtime, nodes = (float(p) for p in parts)
+                    if not (jid == int(jid) and nodes == int(nodes) and nodes >= 1
+                            and runtime >= 0 and arrival >= 0):
+                        raise ValueError("integer id, arrival >= 0, runtime >= 0, nodes >= 1")
+                except ValueError as err:
+                    raise TraceError(f"{path}:{lineno}: expected {err}; got {text[:60]!r}") \
+                        from None
+                jobs.append(Job(int(jid), arrival, runtime, runtime, int(nodes)))
+                if max_jobs is not None and len(jobs) >= max_jobs:
+                    break
+    except OSError as err:
+        raise TraceError(f"{path}: cannot read ({err.strerror or err})") from None
+    if len({j.id for j in jobs}) != len(jobs):
+        raise TraceError(f"{path}: job ids must be unique")
+    return jobs
+
+
+def generate_tjap_jobs(n_jobs: int, *, seed: int = 0, nodes=(1, 40), runtime=(10, 1800),
+                       interarrival=(5, 30), first_id: int = 1) -> list[Job]:
+    """``n_jobs`` jobs drawn as in the paper (bounds inclusive, uniform integers), seeded."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.integers(interarrival[0], interarrival[1] + 1, n_jobs)
+    arrival = np.cumsum(gaps)
+    run = rng.integers(runtime[0], runtime[1] + 1, n_jobs)
+    size = rng.integers(nodes[0], nodes[1] + 1, n_jobs)
+    return [Job(first_id + i, float(a), float(r), float(r), int(s))
+            for i, (a, r, s) in enumerate(zip(arrival, run, size))]
+
+
+def tjap_system(topology="paper-1000") -> System:
+    """A system whose nodes are the leaves of ``topology`` (a FatTree, preset name or dict)."""
+    if isinstance(topology, str):
+        topology = FatTree.preset(topology)
+    elif isinstance(topology, dict):
+        topology = FatTree.from_dict(topology)
+    return System(topology.n_nodes, topology=topology, name=topology.name)

@@ -11,17 +11,18 @@ from hpcopt.errors import SimulationError, TraceError
 from hpcopt.instances import load_instance
 from hpcopt.models.scas import SCASModel
 from hpcopt.policies import make_policy
+from hpcopt.policies.topology import generate_windows
 from hpcopt.sim.driver import Event, Simulator
 from hpcopt.sim.resources import TopologyPool
-from hpcopt.tjap import generate_jobs, generate_windows, load_jobs, tjap_system
+from hpcopt.workloads import generate_tjap_jobs, load_tjap_jobs, tjap_system
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc" / \
     "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"
 
 
 def test_generator_is_seeded_and_in_bounds():
-    a, b = generate_jobs(500, seed=4), generate_jobs(500, seed=4)
-    assert a == b and a != generate_jobs(500, seed=5)
+    a, b = generate_tjap_jobs(500, seed=4), generate_tjap_jobs(500, seed=4)
+    assert a == b and a != generate_tjap_jobs(500, seed=5)
     gaps = np.diff([0.0] + [j.submit for j in a])
     assert 5 <= gaps.min() and gaps.max() <= 30
     assert {j.nodes for j in a} <= set(range(1, 41))
@@ -32,15 +33,15 @@ def test_load_jobs_reports_the_bad_line(tmp_path):
     f = tmp_path / "jobs.txt"
     f.write_text("1 0 100 4\n2 5 200 x\n")
     with pytest.raises(TraceError, match=r"jobs.txt:2: expected"):
-        load_jobs(f)
+        load_tjap_jobs(f)
     f.write_text("1 0 100 4\n2 5 200\n")
     with pytest.raises(TraceError, match="4 fields"):
-        load_jobs(f)
+        load_tjap_jobs(f)
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="../shared/data not present")
 def test_load_the_shared_job_file():
-    jobs = load_jobs(DATA, max_jobs=1000)
+    jobs = load_tjap_jobs(DATA, max_jobs=1000)
     assert len(jobs) == 1000 and jobs[0] == Job(1, 25.0, 1386.0, 1386.0, 10)
 
 
@@ -63,7 +64,7 @@ def test_first_fit_contiguous():
                                                    "solver_options": {"t_max": 20}})])
 def test_no_node_serves_two_jobs(policy, options):
     """Replay every start and completion: a node is never held by two running jobs."""
-    jobs = generate_jobs(150, seed=1)
+    jobs = generate_tjap_jobs(150, seed=1)
     system = tjap_system()
     backfill = options.pop("backfill", None)
     pol = make_policy(policy, **options)
@@ -107,7 +108,7 @@ def test_window_policy_orders_by_waiting_periods():
 
 
 def test_window_policy_lowers_comm_cost_vs_fcfs():
-    jobs = generate_jobs(300, seed=2)
+    jobs = generate_tjap_jobs(300, seed=2)
     system = tjap_system()
     fcfs = hpcopt.simulate(jobs, system=system, policy="fcfs", backfill="none")
     win = hpcopt.simulate(jobs, system=system, policy="tjap-window", tau=60)
@@ -116,7 +117,7 @@ def test_window_policy_lowers_comm_cost_vs_fcfs():
 
 
 def test_window_policy_needs_a_topology():
-    jobs = generate_jobs(5, seed=0)
+    jobs = generate_tjap_jobs(5, seed=0)
     with pytest.raises(SimulationError, match="topology"):
         hpcopt.simulate(jobs, nodes=100, policy="tjap-window")
 
@@ -126,7 +127,7 @@ def test_generate_windows_and_dump(tmp_path):
     assert len(windows) == 5 and all(w.kind == "dcas" for w in windows)
     again = generate_windows(5, seed=0)
     assert [w.to_dict() for w in windows] == [w.to_dict() for w in again]
-    hpcopt.simulate(generate_jobs(40, seed=0), system=tjap_system(), policy="tjap-window",
+    hpcopt.simulate(generate_tjap_jobs(40, seed=0), system=tjap_system(), policy="tjap-window",
                     dump_windows=str(tmp_path))
     files = sorted(tmp_path.glob("*.json"))
     assert files

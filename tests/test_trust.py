@@ -12,10 +12,11 @@ from hpcopt.errors import HpcoptError, SolverOptionError
 from hpcopt.models.dcas import DCASModel
 from hpcopt.models.knapsack import KnapsackModel
 from hpcopt.models.scas import SCASModel
+from hpcopt.policies.topology import generate_windows
 from hpcopt.result import Limit, Result, SolutionStatus, Status, Termination
 from hpcopt.solvers import registry
-from hpcopt.tjap import generate_jobs, generate_windows, tjap_system
 from hpcopt.topology import FatTree
+from hpcopt.workloads import generate_tjap_jobs, tjap_system
 
 
 def _pair_cost(topology, nodes) -> float:
@@ -96,7 +97,7 @@ def test_canonical_tie_break_prefers_early_blocks_and_window_order():
 
 
 def test_window_policy_schedule_does_not_depend_on_the_exact_backend():
-    jobs = generate_jobs(80, seed=5)
+    jobs = generate_tjap_jobs(80, seed=5)
     system = tjap_system(FatTree.kary(8))  # 128 nodes: small windows for the MIP backends
     runs = [hpcopt.simulate(jobs, system=system, policy="tjap-window", tau=60,
                             backend=b).jobs for b in ("scas-exact", "cpsat")]
@@ -117,7 +118,7 @@ def test_cpsat_scas_costs_are_exact_integers():
 def _hard_dcas_window() -> DCASModel:
     """20 jobs filling most of a fragmented idle set (benchmarks/scas_hard_windows.py)."""
     rng = np.random.default_rng(0)
-    jobs = generate_jobs(600, seed=4, interarrival=(12, 30))
+    jobs = generate_tjap_jobs(600, seed=4, interarrival=(12, 30))
     for w in generate_windows(150, seed=4, model="scas", jobs=jobs)[5:]:
         if w.n_idle < 300:
             continue

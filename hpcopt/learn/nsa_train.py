@@ -20,8 +20,9 @@ validation windows cost 356,151 against 339,848 with the critic operator (SA-500
 Training episodes (``train``) are cut from windows of the paper's workload: a start solution
 of the window (sequential placement, the SCAS optimum, or the SCAS optimum improved by 100
 steps of random-repair SA, one per window) loses 1..n_D random jobs; the agent repairs them.
-Windows come from ``hpcopt.tjap.generate_windows`` when that module is present, else from
-``random_windows`` (a fragmented cluster: random blocks taken until a random utilisation).
+Windows come from ``hpcopt.policies.topology.generate_windows`` (the windows the
+window-period driver meets on a generated workload) unless given; ``random_windows`` (a
+fragmented cluster: random blocks taken until a random utilisation) makes small stand-ins.
 """
 
 from __future__ import annotations
@@ -83,13 +84,11 @@ def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
 
 
 def training_windows(n_windows: int, *, seed: int, topology="paper-1000") -> tuple[list, str]:
-    """Windows of the paper's workload from the window-period driver when available
-    (``hpcopt.tjap.generate_windows``), else ``random_windows``; also says which."""
-    try:
-        from hpcopt.tjap import generate_windows
-    except ImportError:
-        return random_windows(n_windows, seed=seed, topology=topology), "random_windows"
-    return generate_windows(n_windows, seed=seed, topology=topology), "tjap.generate_windows"
+    """Windows of the paper's workload from the window-period driver
+    (``hpcopt.policies.topology.generate_windows``), and the name of their source."""
+    from hpcopt.policies.topology import generate_windows
+
+    return generate_windows(n_windows, seed=seed, topology=topology), "generate_windows"
 
 
 @dataclass

@@ -6,7 +6,11 @@ idle nodes (a job that does not fit is skipped, the scan goes on), and placed by
 allocation model -- SCAS or DCAS on the sorted idle-node sequence -- solved by any of its
 backends.  Unselected jobs' NWP grows by one.  Jobs keep their nodes to completion; there is
 no reservation and no backfilling.  Run it on a system with a topology
-(``hpcopt.tjap.tjap_system``); the driver ticks every ``tau`` seconds.
+(``hpcopt.workloads.tjap_system``); the driver ticks every ``tau`` seconds.
+
+``generate_windows`` runs this policy in the driver on a generated workload and returns the
+allocation windows it solved: the instances of the paper's Tables III and IV (also the
+training windows of the NSA repair operator, ``hpcopt.learn.nsa_train``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Policy, register_policy
+from .base import Option, Policy, register_policy
 
 MODELS = ("scas", "dcas")
 
@@ -26,6 +30,13 @@ class WindowAllocation(Policy):
     """Every tau s: NWP order, greedy selection, SCAS/DCAS placement by a backend."""
 
     backfill = "none"
+    OPTIONS = (
+        Option("tau", float, "period in seconds between allocation windows"),
+        Option("model", str, "allocation model", choices=MODELS),
+        Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"),
+        Option("time_limit", float, "seconds per window solve"),
+        Option("dump_windows", str, "write every solved window as an instance file to DIR"),
+    )
 
     def __init__(self, tau: float = 60.0, model: str = "scas", backend: str | None = None,
                  time_limit: float | None = None, seed: int | None = None,
@@ -72,7 +83,7 @@ class WindowAllocation(Policy):
     def decide(self, window: Window) -> Decision:
         if window.system.topology is None:
             raise SimulationError("tjap-window needs a system with a topology "
-                                  "(hpcopt.tjap.tjap_system)")
+                                  "(hpcopt.workloads.tjap_system)")
         chosen = self.select(window)
         picked = {j.id for j in chosen}
         for job in window.jobs:
@@ -101,3 +112,32 @@ class WindowAllocation(Policy):
                           meta={"time": window.time, "backend": self.backend})
         return Decision(start=tuple(j.id for j in chosen),
                         allocations=model.allocation(res.decision))
+
+
+def generate_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
+                     tau: float = 60.0, model: str = "dcas", backend: str = "scas-exact",
+                     jobs: list | None = None, min_jobs: int = 1) -> list:
+    """The first ``n_windows`` windows (with at least ``min_jobs`` selected jobs) that the
+    window-period driver solves on a fresh, idle machine -- one "epoch" of the paper.
+
+    The driver places each window with ``backend`` (the SCAS optimum by default, so every
+    epoch evolves the same way whichever method is later compared on its windows).  Returns
+    allocation models of kind ``model`` (``"dcas"`` or ``"scas"``) on the same data.
+    """
+    from hpcopt.models import model_class
+    from hpcopt.sim.driver import Simulator
+    from hpcopt.workloads import generate_tjap_jobs, tjap_system
+
+    system = tjap_system(topology)
+    if jobs is None:  # about 3.4 arrivals per minute: generate well past n_windows periods
+        jobs = generate_tjap_jobs(max(50, int(n_windows * tau / 17.5 * 2) + 50), seed=seed)
+    seen: list = []
+    policy = WindowAllocation(tau=tau, model="scas", backend=backend, seed=seed, record=seen)
+    Simulator(jobs, system, policy).run()
+    cls = model_class(model)
+    out = [m if type(m) is cls else cls(m.topology, m.idle_nodes, m.sizes, ids=m.ids)
+           for m in seen if m.n_jobs >= min_jobs]
+    if len(out) < n_windows:
+        raise SimulationError(f"the workload gave only {len(out)} windows with >= {min_jobs} "
+                              "jobs; pass more jobs")
+    return out[:n_windows]
