@@ -17,7 +17,7 @@ for a node-only machine:
 Used by ``benchmarks/simulator_speed.py`` (in-process and as a whole process) and by
 ``tests/test_reference_loop.py`` (identical start times).  As a script it reads a *clean*
 SWF file (every job valid: runtime <= requested time, size >= 1), simulates it and writes
-``id,start`` lines::
+``id,start`` lines (and prints the job count, average and maximum wait)::
 
     python benchmarks/reference_easy.py TRACE.swf[.gz] --nodes N --out starts.csv
 """
@@ -133,7 +133,10 @@ def main(argv=None) -> None:
     ap.add_argument("--nodes", type=int, required=True)
     ap.add_argument("--out", default=None, help="write id,start lines here")
     args = ap.parse_args(argv)
-    start = simulate_easy(read_clean_swf(args.trace), args.nodes)
+    jobs = read_clean_swf(args.trace)
+    start = simulate_easy(jobs, args.nodes)
+    waits = [start[j[0]] - j[1] for j in jobs]
+    print(f"jobs {len(jobs)}  avg_wait {sum(waits) / len(waits):.1f}  max_wait {max(waits):g}")
     if args.out:
         with open(args.out, "w") as fh:
             fh.write("id,start\n")

@@ -1,19 +1,41 @@
-"""Simulator speed: FCFS+EASY and the knapsack policy on whole real traces, jobs per second.
+"""Simulator speed: hpcopt's FCFS+EASY against a plain-Python reference loop, and scaling.
 
-Target (issue #2): the whole KTH-SP2 trace (28,476 jobs) under FCFS+EASY in at most 3 s.
+Three tables (issues #2 and #11):
 
-    python benchmarks/simulator_speed.py [--repeat 3] [--out benchmarks/results]
+``classic``  FCFS+EASY and the knapsack policy on whole real traces, jobs per second
+             (issue #2's target: all of KTH-SP2 under FCFS+EASY in at most 3 s).
+``reference`` replays of the largest real traces (>= 100k jobs, written once as clean SWF
+             files under OUT/replays) run by ``hpcopt simulate FILE --nodes N --no-progress``
+             and by ``benchmarks/reference_easy.py FILE --nodes N`` as whole processes, and
+             in-process (``hpcopt.simulate`` vs ``reference_easy.simulate_easy`` on the same
+             parsed jobs); runs interleaved, best of ``--repeat``; start times asserted
+             identical job by job.  Also a whole-process breakdown (interpreter + imports,
+             trace load, simulate loop, metrics, summary print, writing).
+``scaling``  one process per size (10k .. 500k jobs of a replay): jobs per second of the
+             loop and peak resident memory of the whole process, hpcopt and reference.
+
+A replay concatenates copies of a real trace, each shifted by the trace's submit span plus
+one day, with ids renumbered 1..N.
+
+    python benchmarks/simulator_speed.py [--tables classic,reference,scaling] [--repeat 3]
+                                         [--out benchmarks/results]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import hpcopt
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpc_swf"
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parents[1] / "shared" / "data" / "hpc_swf"
 TRACES = {
     "KTH-SP2": (DATA / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz", {}),
     "lublin_256": (DATA / "lublin_model" / "lublin_256.swf.gz", {"nodes": 256}),
@@ -22,13 +44,279 @@ POLICIES = {
     "fcfs+easy": dict(policy="fcfs"),
     "knapsack(W=20,dp)+easy": dict(policy="knapsack", backend="dp"),
 }
+# the largest real traces, replayed to >= 100k jobs: name -> (file, load_trace kwargs, jobs)
+REPLAYS = {
+    "KTH-SP2 x4": (DATA / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz", {}, 113_900),
+    "Atlas x3": (DATA / "pwa" / "LLNL-Atlas-2006-2.1-cln.swf.gz",
+                 {"cores_per_node": 8, "nodes": 1152}, 117_621),
+    "Theta-2022 x5": (DATA / "alcf" / "theta_2022.swf.gz", {}, 119_555),
+}
+SCALING_TRACE = "KTH-SP2 x4"
+SCALING_SIZES = [10_000, 20_000, 50_000, 100_000, 200_000, 500_000]
+REFERENCE = HERE / "reference_easy.py"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    args = ap.parse_args()
+def _reference_module():
+    spec = importlib.util.spec_from_file_location("reference_easy", REFERENCE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def write_replay(path: Path, src: Path, kwargs: dict, n_jobs: int) -> int:
+    """Write ``n_jobs`` of a replay of ``src`` as a clean SWF file; returns the node count."""
+    trace = hpcopt.load_trace(src, **kwargs)
+    jobs = list(trace.jobs)
+    first = jobs[0].submit
+    shift = jobs[-1].submit - first + 86_400.0
+    nodes = trace.system.nodes
+    lines = ["; Version: 2.2", f"; MaxNodes: {nodes}", f"; MaxProcs: {nodes}",
+             f"; Note: replay of {src.name} ({len(jobs)} cleaned jobs) shifted by "
+             f"{shift:g} s per copy, ids renumbered"]
+    k = 0
+    while len(lines) - 4 < n_jobs:
+        for j in jobs:
+            i = len(lines) - 4
+            if i == n_jobs:
+                break
+            size = str(j.nodes)
+            lines.append(" ".join([str(i + 1), _num(j.submit - first + k * shift), "-1",
+                                   _num(j.runtime), size, "-1", "-1", size, _num(j.walltime),
+                                   "-1", "-1", "-1", "-1", "-1", "-1", "-1", "-1", "-1"]))
+        k += 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return nodes
+
+
+def _run(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, 0.0 (no RSS) and stdout of a child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    return wall, 0.0, out
+
+
+def _run_rss(cmd: list[str]) -> tuple[float, float, str]:
+    """Like ``_run`` but with the child's own peak RSS (MiB) from wait4."""
+    t0 = time.perf_counter()
+    with open(os.devnull, "w") as null:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=null, text=True)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode})")
+    return wall, usage.ru_maxrss / 1024.0, out
+
+
+def _hpcopt_cmd(path: Path, nodes: int, out: Path | None = None) -> list[str]:
+    cmd = [str(Path(sys.executable).parent / "hpcopt"), "simulate", str(path), "--nodes",
+           str(nodes), "--no-progress"]
+    return cmd + (["--out", str(out)] if out else [])
+
+
+def _ref_cmd(path: Path, nodes: int, out: Path | None = None) -> list[str]:
+    cmd = [sys.executable, str(REFERENCE), str(path), "--nodes", str(nodes)]
+    return cmd + (["--out", str(out)] if out else [])
+
+
+def _check_identical(hp_csv: Path, ref_csv: Path, name: str) -> None:
+    import csv
+
+    with open(hp_csv) as fh:
+        hp = {int(r["job_id"]): float(r["start"]) for r in csv.DictReader(fh)}
+    with open(ref_csv) as fh:
+        ref = {int(r["id"]): float(r["start"]) for r in csv.DictReader(fh)}
+    if hp != ref:
+        bad = [k for k in ref if hp.get(k) != ref[k]][:5]
+        raise SystemExit(f"{name}: hpcopt and the reference differ (jobs {bad} ...)")
+
+
+BREAKDOWN = r"""
+import sys, time, json
+t0 = time.perf_counter()
+from hpcopt.cli import _print_summary
+from hpcopt.api import load_trace, simulate
+t1 = time.perf_counter()
+trace = load_trace(sys.argv[1], nodes=int(sys.argv[2]))
+t2 = time.perf_counter()
+from hpcopt.sim.driver import Simulator
+from hpcopt.api import build_policy, _extra_columns
+from hpcopt.sim import metrics
+pol = build_policy("fcfs"); pol.reset(None)
+jobs = list(trace.jobs)
+t3 = time.perf_counter()
+sim = Simulator(jobs, trace.system, pol).run()
+t4 = time.perf_counter()
+res = simulate(trace, policy="fcfs")   # the metrics part = simulate() minus the loop
+t5 = time.perf_counter()
+import io, contextlib
+with contextlib.redirect_stdout(io.StringIO()):
+    _print_summary({"fcfs": res.summary})
+t6 = time.perf_counter()
+res.write(sys.argv[3])
+t7 = time.perf_counter()
+print(json.dumps(dict(imports=t1 - t0, load=t2 - t1, policy_import=t3 - t2, loop=t4 - t3,
+                      simulate=t5 - t4, print=t6 - t5, write=t7 - t6)))
+"""
+
+
+def table_reference(args, out: Path, rows_out: list) -> None:
+    import pandas as pd
+
+    ref = _reference_module()
+    replays = out / "replays"
+    rows = []
+    for name, (src, kwargs, n_jobs) in REPLAYS.items():
+        path = replays / (name.replace(" ", "_") + ".swf")
+        nodes = write_replay(path, src, kwargs, n_jobs)
+        # correctness first: whole-process outputs, start times job by job
+        _run(_hpcopt_cmd(path, nodes, out / "hp_out"))
+        _run(_ref_cmd(path, nodes, out / "ref_starts.csv"))
+        _check_identical(out / "hp_out" / "jobs.csv", out / "ref_starts.csv", name)
+        trace = hpcopt.load_trace(path, nodes=nodes)
+        tuples = [(j.id, j.submit, j.runtime, j.walltime, j.nodes) for j in trace.jobs]
+        res = hpcopt.simulate(trace, policy="fcfs")
+        starts = dict(zip(res.jobs["job_id"].tolist(), res.jobs["start"].tolist()))
+        if starts != ref.simulate_easy(tuples, nodes):
+            raise SystemExit(f"{name}: in-process start times differ")
+        best = dict(hp_whole=1e9, ref_whole=1e9, hp_whole_out=1e9, ref_whole_out=1e9,
+                    hp_sim=1e9, hp_loop=1e9, ref_loop=1e9)
+        from hpcopt.api import build_policy
+        from hpcopt.sim.driver import Simulator
+        for _ in range(args.repeat):  # interleaved: hpcopt, reference, hpcopt, ...
+            best["hp_whole"] = min(best["hp_whole"], _run(_hpcopt_cmd(path, nodes))[0])
+            best["ref_whole"] = min(best["ref_whole"], _run(_ref_cmd(path, nodes))[0])
+            best["hp_whole_out"] = min(best["hp_whole_out"],
+                                       _run(_hpcopt_cmd(path, nodes, out / "hp_out"))[0])
+            best["ref_whole_out"] = min(best["ref_whole_out"],
+                                        _run(_ref_cmd(path, nodes, out / "ref_starts.csv"))[0])
+            t0 = time.perf_counter()
+            hpcopt.simulate(trace, policy="fcfs")
+            best["hp_sim"] = min(best["hp_sim"], time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ref.simulate_easy(tuples, nodes)
+            best["ref_loop"] = min(best["ref_loop"], time.perf_counter() - t0)
+            pol = build_policy("fcfs")
+            t0 = time.perf_counter()
+            Simulator(list(trace.jobs), trace.system, pol).run()
+            best["hp_loop"] = min(best["hp_loop"], time.perf_counter() - t0)
+        n = len(tuples)
+        rows.append(dict(
+            trace=name, jobs=n, nodes=nodes,
+            hp_whole_s=round(best["hp_whole"], 3), ref_whole_s=round(best["ref_whole"], 3),
+            whole_ratio=round(best["hp_whole"] / best["ref_whole"], 2),
+            hp_whole_out_s=round(best["hp_whole_out"], 3),
+            ref_whole_out_s=round(best["ref_whole_out"], 3),
+            whole_out_ratio=round(best["hp_whole_out"] / best["ref_whole_out"], 2),
+            hp_simulate_s=round(best["hp_sim"], 3), hp_loop_s=round(best["hp_loop"], 3),
+            ref_loop_s=round(best["ref_loop"], 3),
+            inproc_ratio=round(best["hp_sim"] / best["ref_loop"], 2),
+            loop_ratio=round(best["hp_loop"] / best["ref_loop"], 2),
+            hp_jobs_per_s=round(n / best["hp_sim"]), identical_starts=True))
+        print(rows[-1], flush=True)
+        # whole-process breakdown of hpcopt (best of repeat per stage), python startup alone
+        stages: dict[str, float] = {}
+        for _ in range(args.repeat):
+            startup = _run([sys.executable, "-c", "pass"])[0]
+            got = json.loads(_run([sys.executable, "-c", BREAKDOWN, str(path), str(nodes),
+                                   str(out / "hp_out")])[2].strip().splitlines()[-1])
+            got["interpreter"] = startup
+            for k, v in got.items():
+                stages[k] = min(stages.get(k, 1e9), v)
+        stages["metrics"] = max(stages.pop("simulate") - stages["loop"], 0.0)
+        rows_out.append(dict(trace=name, **{k: round(v, 3) for k, v in stages.items()}))
+        print("breakdown", rows_out[-1], flush=True)
+    df = pd.DataFrame(rows)
+    df.to_csv(out / "simulator_speed_reference.csv", index=False)
+    print(df.to_string(index=False))
+    bd = pd.DataFrame(rows_out)
+    bd.to_csv(out / "simulator_speed_breakdown.csv", index=False)
+    print(bd.to_string(index=False))
+
+
+SCALE_HP = r"""
+import sys, time, json
+from hpcopt.api import load_trace, simulate
+trace = load_trace(sys.argv[1], nodes=int(sys.argv[2]), max_jobs=int(sys.argv[3]))
+t0 = time.perf_counter()
+res = simulate(trace, policy="fcfs")
+t1 = time.perf_counter()
+print(json.dumps(dict(jobs=len(trace.jobs), loop=t1 - t0)))
+"""
+SCALE_REF = r"""
+import sys, time, json, importlib.util
+spec = importlib.util.spec_from_file_location("ref", sys.argv[4])
+ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)
+jobs = ref.read_clean_swf(sys.argv[1])[:int(sys.argv[3])]
+t0 = time.perf_counter()
+ref.simulate_easy(jobs, int(sys.argv[2]))
+t1 = time.perf_counter()
+print(json.dumps(dict(jobs=len(jobs), loop=t1 - t0)))
+"""
+
+
+def table_scaling(args, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    src, kwargs, _ = REPLAYS[SCALING_TRACE]
+    sizes = [s for s in SCALING_SIZES if s <= args.max_jobs]
+    path = out / "replays" / (SCALING_TRACE.replace(" ", "_") + f"_{max(sizes)}.swf")
+    nodes = write_replay(path, src, kwargs, max(sizes))
+    rows = []
+    for n in sizes:
+        best = {}
+        for _ in range(args.repeat):
+            for who, script in (("hp", SCALE_HP), ("ref", SCALE_REF)):
+                wall, rss, text = _run_rss([sys.executable, "-c", script, str(path), str(nodes),
+                                            str(n), str(REFERENCE)])
+                got = json.loads(text.strip().splitlines()[-1])
+                assert got["jobs"] == n, got
+                for key, v in ((f"{who}_loop", got["loop"]), (f"{who}_rss", rss)):
+                    best[key] = min(best.get(key, 1e18), v)
+        rows.append(dict(jobs=n, hp_simulate_s=round(best["hp_loop"], 3),
+                         hp_jobs_per_s=round(n / best["hp_loop"]),
+                         ref_loop_s=round(best["ref_loop"], 3),
+                         ref_jobs_per_s=round(n / best["ref_loop"]),
+                         hp_peak_rss_mib=round(best["hp_rss"], 1),
+                         ref_peak_rss_mib=round(best["ref_rss"], 1)))
+        print(rows[-1], flush=True)
+    df = pd.DataFrame(rows)
+    df.to_csv(out / "simulator_speed_scaling.csv", index=False)
+    print(df.to_string(index=False))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.plot(df.jobs, df.hp_jobs_per_s, "o-", label="hpcopt.simulate")
+    a1.plot(df.jobs, df.ref_jobs_per_s, "s--", label="reference loop")
+    a1.set_xscale("log")
+    a1.set_xlabel("jobs")
+    a1.set_ylabel("jobs per second")
+    a1.set_ylim(bottom=0)
+    a1.legend()
+    a2.plot(df.jobs, df.hp_peak_rss_mib, "o-", label="hpcopt (whole process)")
+    a2.plot(df.jobs, df.ref_peak_rss_mib, "s--", label="reference (whole process)")
+    a2.set_xlabel("jobs")
+    a2.set_ylabel("peak RSS (MiB)")
+    a2.legend()
+    fig.suptitle(f"FCFS+EASY on {SCALING_TRACE} replay ({nodes} nodes), best of {args.repeat}")
+    fig.tight_layout()
+    fig.savefig(out / "simulator_speed_scaling.png", dpi=120)
+    print(f"wrote {out / 'simulator_speed_scaling.csv'} and .png")
+
+
+def table_classic(args, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,8 +341,6 @@ def main() -> None:
                              utilization=round(res.summary["utilization"], 4)))
             print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "simulator_speed.csv", index=False)
     print(df.to_string(index=False))
     ax = df.pivot(index="trace", columns="policy", values="jobs_per_s").plot.bar(rot=0)
@@ -63,6 +349,29 @@ def main() -> None:
     plt.tight_layout()
     plt.savefig(out / "simulator_speed.png", dpi=120)
     print(f"wrote {out / 'simulator_speed.csv'} and {out / 'simulator_speed.png'}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", default="classic,reference,scaling",
+                    help="comma-separated: classic, reference, scaling")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
+    ap.add_argument("--max-jobs", type=int, default=max(SCALING_SIZES),
+                    help="largest size of the scaling table")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = args.tables.split(",")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    if "classic" in tables:
+        table_classic(args, out)
+    if "reference" in tables:
+        table_reference(args, out, [])
+    if "scaling" in tables:
+        table_scaling(args, out)
+    print(f"# load average {os.getloadavg()[0]:.2f} at end")
 
 
 if __name__ == "__main__":
