@@ -39,3 +39,12 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
+
+
+def _register_envs() -> None:
+    from .envs import install
+
+    install()
+
+
+_register_envs()

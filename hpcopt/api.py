@@ -124,22 +124,29 @@ def simulate(
             system = System(nodes)
     pol = build_policy(policy, **policy_options)
     pol.reset(seed)
-    if getattr(pol, "drives_simulation", False):  # learned one-pick-at-a-time agents (DRAS)
-        sim = pol.run(job_list, system, order=order, window=window, backfill=backfill,
-                      starvation_bound=starvation_bound, period=period, progress=progress)
-    else:
-        sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
-                        starvation_bound=starvation_bound, period=period,
-                        progress=progress).run()
+    sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
+                    starvation_bound=starvation_bound, period=period, progress=progress).run()
     table = job_table(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
     settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
                     backfill="easy" if sim.backfilling else "none", window=sim.window_size,
-                    starvation_bound=sim.starvation_bound, seed=seed, nodes=system.nodes,
-                    **{k: v for k, v in policy_options.items() if isinstance(v, (int, float, str))})
+                    starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
+                    nodes=system.nodes,
+                    policy_options=_jsonable({**getattr(pol, "options", {}), **policy_options}))
     return SimulationResult(table, summary, settings, cleaning)
+
+
+def _jsonable(value):
+    """``value`` with tuples as lists and anything else that JSON cannot hold as its repr."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
 
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:

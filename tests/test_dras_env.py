@@ -12,10 +12,10 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from hpcopt.api import load_trace, simulate  # noqa: E402
 from hpcopt.domain import Job, System  # noqa: E402
 from hpcopt.errors import SimulationError  # noqa: E402
-from hpcopt.sim.env import (  # noqa: E402
+from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
+from hpcopt.learn.dras_state import (  # noqa: E402
     CapabilityReward,
     CapacityReward,
-    DrasEnv,
     StateEncoder,
     StepContext,
 )

@@ -19,7 +19,7 @@ from hpcopt.learn.dras import (  # noqa: E402
     run_episode,
 )
 from hpcopt.learn.jobsets import WEEK, JobsetGenerator, rebase, split_months  # noqa: E402
-from hpcopt.sim.env import DrasEnv  # noqa: E402
+from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
 
 from .conftest import shared_file  # noqa: E402
 

@@ -19,7 +19,7 @@ from hpcopt.errors import HpcoptError, SimulationError  # noqa: E402
 from hpcopt.learn.dras import DrasAgent, DrasConfig, run_episode  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
 from hpcopt.policies.dras import CHECKPOINTS  # noqa: E402
-from hpcopt.sim.env import DrasEnv  # noqa: E402
+from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
 from hpcopt.traces import write_swf  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
@@ -69,11 +69,14 @@ def test_learned_policies_simulate_a_trace(tmp_path, name, kind, levels):
     assert list(again.jobs["start"]) == list(res.jobs["start"])  # deterministic
 
 
-def test_reserve_oldest_override(tmp_path):
+def test_reserve_rules(tmp_path):
     ckpt = trained(tmp_path)
-    picked = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0)
+    default = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0)
+    picked = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), reserve="picked", seed=0)
     oldest = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), reserve="oldest", seed=0)
     assert list(picked.jobs["start"]) != list(oldest.jobs["start"])
+    assert list(default.jobs["start"]) == list(oldest.jobs["start"])  # the safe rule
+    assert default.settings["policy_options"]["reserve"] == "oldest"
     with pytest.raises(SimulationError, match="reserve must be one of"):
         simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), reserve="newest")
 
@@ -94,17 +97,25 @@ def test_policy_errors(tmp_path):
         simulate(DEMO, policy="decima-pg", checkpoint=str(ckpt))
     with pytest.raises(SimulationError, match="window 5 does not apply"):
         simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), window=5)
-    with pytest.raises(SimulationError, match="starvation bound"):
-        simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), starvation_bound=3)
     per_node = trained(tmp_path, config=DrasConfig(window=8, node_rows=None, hidden=(8, 8)),
                        nodes=64)
     with pytest.raises(HpcoptError, match="trained for 64 nodes.*has 128"):
         simulate(DEMO, policy="dras-pg", checkpoint=str(per_node), nodes=128)
-    with pytest.raises(SimulationError, match="drives the simulation itself"):
-        from hpcopt.api import load_trace
-        from hpcopt.sim.driver import Simulator
+    with pytest.raises(SimulationError, match="picks one job at a time"):
+        make_policy("dras-pg").decide(None)
 
-        Simulator(load_trace(DEMO).jobs, System(64), make_policy("dras-pg")).run()
+
+def test_starvation_bound_and_period_apply_to_learned_policies(tmp_path):
+    """The driver's starvation bound and periodic passes work for one-pick policies too."""
+    ckpt = trained(tmp_path)
+    base = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0)
+    bounded = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0, starvation_bound=1)
+    periodic = simulate(DEMO, policy="dras-pg", checkpoint=str(ckpt), seed=0, period=600)
+    assert bounded.summary["job_count"] == periodic.summary["job_count"] == 400
+    assert bounded.settings["starvation_bound"] == 1 and periodic.settings["period"] == 600
+    # passes only every 600 s: every start lies on the tick grid from the first submission
+    first = float(base.jobs["submit"].min())
+    assert (((periodic.jobs["start"] - first) % 600) == 0).all()
 
 
 @pytest.mark.parametrize("name", ["dras-pg", "dras-dql", "decima-pg"])
@@ -145,7 +156,8 @@ def test_cli_train_then_simulate(tmp_path, capsys):
                  str(out / "best.pt"), "--reserve", "oldest", "--adapt", "--out",
                  str(tmp_path / "sim"), "--no-progress"]) == 0
     settings = json.loads((tmp_path / "sim" / "summary.json").read_text())["settings"]
-    assert settings["reserve"] == "oldest"
+    assert settings["policy_options"]["reserve"] == "oldest"
+    assert settings["policy_options"]["adapt"] is True
 
 
 @pytest.mark.parametrize(("argv", "needle"), [

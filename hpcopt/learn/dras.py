@@ -343,29 +343,24 @@ class EpisodeStats:
 
 def run_episode(env, agent: DrasAgent, *, learn: bool, deterministic: bool | None = None,
                 seed: int | None = None, jobs=None) -> EpisodeStats:
-    """Play one episode of ``env`` with ``agent``; with ``learn`` it updates as it goes.
+    """Play one episode of ``env``'s process with ``agent``; with ``learn`` it updates as it
+    goes.  ``deterministic`` defaults to ``not learn`` (greedy evaluation, exploring training).
 
-    ``deterministic`` defaults to ``not learn`` (greedy evaluation, exploring training).
+    ``env`` (a ``DrasEnv``) gives the episode's jobs (``jobs``, else its own), the machine,
+    the encoding, the reward and the rules; the episode runs in the driver's loop with the
+    agent as a one-pick policy, and ``env.sim`` is left holding the finished simulation.
     """
+    from hpcopt.policies.dras import DrasPolicy
+    from hpcopt.sim.driver import Simulator
+
     if deterministic is None:
         deterministic = not learn
-    options = None if jobs is None else {"jobs": jobs}
-    obs, info = env.reset(seed=seed, options=options)
-    agent._last_instance = 0
-    agent._memory = []
-    total, steps, losses = 0.0, 0, []
-    t_dec = agent.decision_seconds
-    done = False
-    while not done:
-        mask = info["action_mask"]
-        action = agent.act(obs, mask, deterministic=deterministic)
-        nxt, reward, done, _, info = env.step(action)
-        total += reward
-        steps += 1
-        if learn:
-            agent.observe(obs, mask, action, reward, nxt, info["action_mask"], done)
-            loss = agent.maybe_update(info["instance"], done)
-            if loss is not None:
-                losses.append(loss)
-        obs = nxt
-    return EpisodeStats(total, steps, env.instances, losses, agent.decision_seconds - t_dec)
+    episode = env.episode_jobs(seed, None if jobs is None else {"jobs": jobs})
+    policy = DrasPolicy.for_agent(agent, learn=learn, deterministic=deterministic,
+                                  window=env.window_size, order=env.order,
+                                  reserve=env.reserve_rule, reward=env.reward_fn,
+                                  encoder=env.encoder)
+    env.sim = Simulator(episode, env.system, policy, backfill=env.backfill).run()
+    env.instances = policy.instances
+    return EpisodeStats(policy.total_reward, policy.steps, policy.instances, policy.losses,
+                        policy.last_stats["decision_seconds"])

@@ -21,7 +21,7 @@ import numpy as np
 
 from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, closest
-from hpcopt.sim.env import DrasEnv
+from hpcopt.learn.dras_env import DrasEnv
 from hpcopt.sim.metrics import job_table, summarize
 
 from .dras import KINDS, DrasAgent, get_config, run_episode

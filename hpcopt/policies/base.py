@@ -1,33 +1,88 @@
-"""The policy protocol and the policy registry.
+"""The policy protocols and the policy registry.
 
-A policy turns a ``Window`` into a ``Decision``.  ``order`` is the base order it implies (the
-driver uses it unless told otherwise) and ``window`` its default window size (``None`` = the
-whole queue).  Policies are registered by name so the CLI and the API can build them.
+A policy turns a ``Window`` into a ``Decision``; a one-pick policy (``OnePickPolicy``)
+instead picks one job at a time inside the driver's pass (see ``hpcopt.sim.driver``).
+``order`` is the base order it implies (the driver uses it unless told otherwise) and
+``window`` its default window size (``None`` = the whole queue).  Policies are registered by
+name so the CLI and the API can build them, and declare their own options (``Option``): the
+CLI makes its policy flags from those declarations.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import inspect
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import UnknownPolicyError, closest
+from hpcopt.errors import SimulationError, UnknownPolicyError, closest
 
-_POLICIES: dict[str, type[Policy]] = {}
+_POLICIES: dict[str, tuple[type, dict]] = {}
+
+# driver settings every policy may take as constructor options; they have their own flags
+DRIVER_OPTIONS = ("order", "window", "starvation_bound", "seed")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A policy option: ``name`` (a constructor keyword), ``type`` (``int``, ``float``,
+    ``str``, ``bool``, or ``"floats"`` for a comma-separated list), ``help``, optional
+    ``choices``.  Its default is the policy's (the registration's, else the constructor's)."""
+
+    name: str
+    type: Any
+    help: str
+    choices: tuple | None = None
 
 
 class Policy:
-    """Base class: ``decide(window) -> Decision``; ``reset(seed)`` before each run."""
+    """Base class: ``decide(window) -> Decision``; ``reset(seed)`` before each run.
+
+    ``OPTIONS`` declares the options a user may set (besides ``DRIVER_OPTIONS``);
+    ``options`` holds every constructor option in force once built by ``make_policy``.
+    """
 
     name: ClassVar[str] = ""
     doc: ClassVar[str] = ""
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
+    one_pick: ClassVar[bool] = False
     order: str | None = None
     window: int | None = None
+    options: dict = {}
 
     def reset(self, seed: int | None = None) -> None:
         """Prepare for a new simulation (re-seed random state)."""
 
     def decide(self, window: Window) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class OnePickPolicy(Policy):
+    """A policy that picks one job at a time through the driver's pass protocol.
+
+    ``pick(request) -> Job | None`` gets a ``hpcopt.sim.driver.PickRequest`` and answers one
+    of its choices (``None`` ends the current stage).  ``reserve_rule`` (``"picked"`` or
+    ``"oldest"``) says which job is reserved when a pick does not fit; ``fit_only`` makes only
+    jobs that fit now legal (and reserves nothing).  Built as is (``OnePickPolicy(window=W,
+    ...)``) it is the spec a gymnasium environment drives (``hpcopt.sim.env.PickEnv``).
+    """
+
+    one_pick: ClassVar[bool] = True
+
+    def __init__(self, window: int | None = None, order: str | None = None,
+                 reserve_rule: str = "picked", fit_only: bool = False) -> None:
+        self.window = window
+        self.order = order
+        self.reserve_rule = reserve_rule
+        self.fit_only = fit_only
+
+    def decide(self, window: Window) -> Decision:
+        raise SimulationError(f"policy {self.name or type(self).__name__!r} picks one job at "
+                              "a time; the driver asks it through pick()")
+
+    def pick(self, request):
+        raise SimulationError(f"{type(self).__name__} is driven from outside (a gymnasium "
+                              "environment sends the picks); it has no pick() of its own")
 
 
 def register_policy(name: str, **defaults):
@@ -52,29 +107,44 @@ def _lookup(name: str):
 
 def policy_options(name: str) -> set[str]:
     """Keyword options the policy ``name`` accepts."""
-    import inspect
-
     cls, _ = _lookup(name)
     return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+def option_defaults(name: str) -> dict:
+    """Every constructor option of policy ``name`` with its default (registration first)."""
+    cls, defaults = _lookup(name)
+    params = inspect.signature(cls.__init__).parameters
+    out = {k: p.default for k, p in params.items()
+           if k != "self" and p.default is not inspect.Parameter.empty}
+    out.update(defaults)
+    return out
+
+
+def declared_options(name: str) -> list[tuple[Option, Any]]:
+    """The declared options of policy ``name`` with their defaults."""
+    cls, _ = _lookup(name)
+    defaults = option_defaults(name)
+    return [(opt, defaults.get(opt.name)) for opt in cls.OPTIONS]
 
 
 def make_policy(name: str, **options) -> Policy:
     """Build a registered policy; ``options`` override its defaults.
 
-    An option the policy does not take is a ``SimulationError`` naming the accepted ones.
+    An option the policy does not take is a ``SimulationError`` naming the accepted ones;
+    ``policy.options`` records every option in force, defaults included.
     """
     cls, defaults = _lookup(name)
     accepted = policy_options(name)
     unknown = set(options) - accepted
     if unknown:
-        from hpcopt.errors import SimulationError
-
         raise SimulationError(
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
             f"it takes {sorted(accepted)}"
         )
     policy = cls(**{**defaults, **options})
     policy.name = name
+    policy.options = {**option_defaults(name), **options}
     return policy
 
 
@@ -88,6 +158,7 @@ def describe_policies() -> list[dict]:
     for name in sorted(_POLICIES):
         cls, defaults = _POLICIES[name]
         p = cls(**defaults)
+        opts = ", ".join(f"{o.name}={d!r}" for o, d in declared_options(name))
         rows.append(dict(policy=name, order=p.order or "fcfs", window=p.window,
-                         doc=(cls.__doc__ or "").strip().splitlines()[0]))
+                         options=opts, doc=(cls.__doc__ or "").strip().splitlines()[0]))
     return rows

@@ -1,9 +1,15 @@
 """Learned DRAS policies: ``dras-pg``, ``dras-dql`` and the ``decima-pg`` baseline.
 
-They make one pick at a time through ``hpcopt.sim.env.DrasEnv`` (level 1: ready and reserved
-jobs; level 2: learned backfilling; Decima: fit-now picks only), so they drive the simulation
-themselves instead of answering one ``Decision`` per pass; ``hpcopt.simulate`` and
-``hpcopt simulate --policy NAME`` run them like any other policy.
+They pick one job at a time through the driver's one-pick protocol (``hpcopt.sim.driver``):
+select stage (ready and reserved jobs), backfill stage (learned backfilling); Decima picks
+only jobs that fit now.  So ``hpcopt.Simulator(jobs, system, policy).run()``,
+``hpcopt.simulate`` and ``hpcopt simulate --policy NAME`` all run them in the one loop.
+
+Reservation: by default (``reserve="oldest"``) the oldest waiting job gets the reservation
+when a pick does not fit, as in the authors' public code.  It bounds the maximum wait on data
+the agents were not trained on (benchmarks/README.md, "safe defaults"); ``reserve="picked"``
+is the paper's rule (the agent's non-fitting pick is reserved), which starves large jobs the
+agent never picks.
 
 Checkpoint: ``checkpoint=PATH``, else the one shipped in ``hpcopt/learn/checkpoints/`` for
 the system size (``NAME-small-nNODES.pt``).  When no shipped checkpoint has the system's size,
@@ -17,12 +23,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcopt.domain import Decision, System, Window
+from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, SimulationError
 
-from .base import Policy, register_policy
+from .base import OnePickPolicy, Option, register_policy
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "learn" / "checkpoints"
+RESERVE = ("oldest", "picked")
 
 
 def shipped_checkpoint(name: str, nodes: int) -> Path:
@@ -40,39 +47,56 @@ def shipped_checkpoint(name: str, nodes: int) -> Path:
 @register_policy("dras-pg", kind="pg", levels="dras")
 @register_policy("dras-dql", kind="dql", levels="dras")
 @register_policy("decima-pg", kind="pg", levels="decima")
-class DrasPolicy(Policy):
+class DrasPolicy(OnePickPolicy):
     """Learned one-job-at-a-time picks with reservation and learned backfilling (DRAS).
 
     ``adapt=True`` keeps learning while it schedules (section V-D; PG then samples its
-    policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.  ``reserve``
-    overrides the checkpoint's reservation rule: ``"oldest"`` reserves the oldest waiting job
-    (the authors' code; bounds the maximum wait), ``"picked"`` the agent's non-fitting pick.
+    policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.
     """
 
-    drives_simulation = True
+    OPTIONS = (
+        Option("checkpoint", str, "learned policies: agent checkpoint (default: the shipped "
+                                  "one for the system size)"),
+        Option("adapt", bool, "learned policies: keep learning while scheduling (online "
+                              "adaptation)"),
+        Option("reserve", str, "dras-pg/dras-dql: reserve the oldest waiting job when a pick "
+                               "does not fit (default; bounds the maximum wait) or the "
+                               "agent's pick (the paper)", choices=RESERVE),
+    )
 
     def __init__(self, kind: str = "pg", levels: str = "dras", checkpoint: str | None = None,
                  window: int | None = None, order: str | None = None, adapt: bool = False,
-                 reserve: str | None = None, seed: int | None = None) -> None:
-        # ``reserve`` is checked by DrasEnv when the run starts (keeps gymnasium unimported)
+                 reserve: str = "oldest", seed: int | None = None) -> None:
+        if reserve not in RESERVE:
+            raise SimulationError(f"reserve must be one of {RESERVE}, got {reserve!r}")
+        super().__init__(window=window, order=order, reserve_rule=reserve,
+                         fit_only=levels == "decima")
         self.kind = kind
         self.levels = levels
         self.checkpoint = checkpoint
-        self.window = window
-        self.order = order
         self.adapt = bool(adapt)
         self.reserve = reserve
         self.seed = seed
+        self.backfill = "easy" if levels == "dras" else "none"
         self.agent = None
         self.last_stats: dict = {}
+        self.learn = self.adapt
+        self.deterministic = not self.adapt
+        self.reward_fn = None
+        self.encoder = None
+
+    @classmethod
+    def for_agent(cls, agent, *, learn: bool, deterministic: bool, window: int,
+                  order: str, reserve: str, reward, encoder) -> DrasPolicy:
+        """A policy around an agent in training (``hpcopt.learn.dras.run_episode``)."""
+        pol = cls(agent.kind, agent.levels, window=window, order=order, reserve=reserve)
+        pol.agent, pol.learn, pol.deterministic = agent, learn, deterministic
+        pol.reward_fn, pol.encoder = reward, encoder
+        return pol
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
             self.seed = seed
-
-    def decide(self, window: Window) -> Decision:
-        raise SimulationError(f"policy {self.name!r} drives the simulation itself (one pick at "
-                              "a time); run it with hpcopt.simulate or 'hpcopt simulate'")
 
     def load_agent(self, system: System):
         """Load (once) the checkpoint and check that it fits this policy and system."""
@@ -89,41 +113,82 @@ class DrasPolicy(Policy):
         self.checkpoint_path = path
         return agent
 
-    def run(self, jobs, system: System, *, order: str | None = None, window: int | None = None,
-            backfill=None, starvation_bound: int | None = None, period: float | None = None,
-            progress: bool = False):
-        """Simulate ``jobs`` on ``system``; returns the finished ``Simulator``."""
-        from hpcopt.learn.dras import run_episode
-        from hpcopt.sim.env import DrasEnv
+    # ------------------------------------------------------------------ the driver's hooks
+    def attach(self, sim) -> None:
+        """Prepare for a run on ``sim``: load the agent, fix the window, listen to picks."""
+        from hpcopt.sim.driver import Event
 
-        if period is not None or starvation_bound is not None:
-            raise SimulationError(f"policy {self.name!r} schedules at every event and "
-                                  "reserves by itself: periodic passes and a starvation bound "
-                                  "do not apply")
-        if backfill not in (None, "easy", True):
-            raise SimulationError(f"policy {self.name!r} backfills by itself; backfill "
-                                  f"{backfill!r} does not apply")
-        agent = self.agent if self.agent is not None and self.agent.nodes == system.nodes \
-            else self.load_agent(system)
-        w = window if window is not None else self.window
-        if w is not None and w != agent.config.window:
-            raise SimulationError(f"the checkpoint's network picks among W="
-                                  f"{agent.config.window} jobs; window {w} does not apply")
-        if self.seed is not None:
-            import torch
+        if self.encoder is None:  # a checkpointed policy (not one built by for_agent)
+            agent = self.agent if self.agent is not None and \
+                self.agent.nodes == sim.system.nodes else self.load_agent(sim.system)
+            w = agent.config.window
+            if self.window is not None and self.window != w:
+                raise SimulationError(f"the checkpoint's network picks among W={w} jobs; "
+                                      f"window {self.window} does not apply")
+            self.window = w
+            self.window_fixed = True
+            from hpcopt.learn.dras_state import StateEncoder, make_reward
 
-            torch.manual_seed(self.seed)
-            agent._gen.manual_seed(self.seed)
-        options = agent.env_options()
-        if self.reserve is not None:
-            options["reserve"] = self.reserve
-        env = DrasEnv(jobs, system, order=order or self.order or "fcfs", **options)
-        stats = run_episode(env, agent, learn=self.adapt, deterministic=not self.adapt,
-                            seed=self.seed)
-        self.last_stats = dict(decisions=stats.steps, instances=stats.instances,
-                               decision_seconds=stats.decision_seconds,
-                               ms_per_decision=1e3 * stats.decision_seconds / max(stats.steps, 1),
-                               total_reward=stats.total_reward)
-        sim = env.sim
-        sim.backfilling = self.levels == "dras"  # reported in the settings of the run
-        return sim
+            opts = agent.env_options()
+            self._encoder = StateEncoder(w, sim.system.nodes, node_rows=opts["node_rows"],
+                                         time_scale=opts["time_scale"])
+            self._reward = make_reward(opts["reward"])
+            if self.seed is not None:
+                import torch
+
+                torch.manual_seed(self.seed)
+                agent._gen.manual_seed(self.seed)
+        else:
+            self._encoder, self._reward = self.encoder, self.reward_fn
+        self.agent._last_instance = 0
+        self.agent._memory = []
+        self._sim = sim
+        self._pending = None
+        self._last_pass = -1
+        self.instances = self.steps = 0
+        self.total_reward = self._step_reward = 0.0
+        self.losses: list = []
+        self._t0 = self.agent.decision_seconds
+        sim.subscribe(Event.PICK, self._on_pick)
+        sim.subscribe(Event.END, self._on_end)
+
+    def pick(self, request):
+        """The agent's choice among ``request.choices`` (learning from the last one)."""
+        obs, mask = self._encoder.encode(request), self._encoder.mask(request)
+        if request.pass_index != self._last_pass:
+            self._last_pass = request.pass_index
+            self.instances += 1
+        if self._pending is not None:
+            self._learn(obs, mask, done=False)
+        action = self.agent.act(obs, mask, deterministic=self.deterministic)
+        self.steps += 1
+        if self.learn:
+            self._pending = (obs, mask, action)
+        return request.choices[action]
+
+    def _on_pick(self, sim, event, pick) -> None:
+        from hpcopt.learn.dras_state import step_context
+
+        self._step_reward = self._reward(step_context(sim, pick))
+        self.total_reward += self._step_reward
+
+    def _learn(self, next_obs, next_mask, done: bool) -> None:
+        obs, mask, action = self._pending
+        self._pending = None
+        self.agent.observe(obs, mask, action, self._step_reward, next_obs, next_mask, done)
+        loss = self.agent.maybe_update(self.instances, done)
+        if loss is not None:
+            self.losses.append(loss)
+
+    def _on_end(self, sim, event, payload) -> None:
+        import numpy as np
+
+        if self._pending is not None:
+            enc = self._encoder
+            self._learn(np.zeros(enc.shape, dtype=np.float32),
+                        np.zeros(enc.window, dtype=np.int8), done=True)
+        seconds = self.agent.decision_seconds - self._t0
+        self.last_stats = dict(decisions=self.steps, instances=self.instances,
+                               decision_seconds=seconds,
+                               ms_per_decision=1e3 * seconds / max(self.steps, 1),
+                               total_reward=self.total_reward)

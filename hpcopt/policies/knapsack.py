@@ -17,7 +17,7 @@ from __future__ import annotations
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Policy, register_policy
+from .base import Option, Policy, register_policy
 from .classic import greedy_fill
 
 VALUES = ("nodes", "wait", "capability")
@@ -26,6 +26,12 @@ VALUES = ("nodes", "wait", "capability")
 @register_policy("knapsack", window=20)
 class KnapsackPolicy(Policy):
     """Start the window subset of maximum value that fits the free nodes (knapsack backend)."""
+
+    OPTIONS = (
+        Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"),
+        Option("value", str, "knapsack value of a job", choices=VALUES),
+        Option("time_limit", float, "seconds per window solve"),
+    )
 
     def __init__(self, window: int | None = 20, order: str | None = None, backend: str = "dp",
                  value: str = "nodes", time_limit: float | None = None,

@@ -38,7 +38,7 @@ import numpy as np
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Policy, register_policy
+from .base import Option, Policy, register_policy
 from .classic import greedy_fill
 
 WINDOW = 20
@@ -97,8 +97,15 @@ class _MultiResource(Policy):
         return Decision(start_selected(window, model, self.select(window, model)))
 
 
+def int_or_auto(text: str) -> int | str:
+    """``"auto"`` or an integer (the ``objectives`` option)."""
+    return text if text == "auto" else int(text)
+
+
 class _KnapsackBased(_MultiResource):
     """A single-objective selection solved as a multi-row knapsack."""
+
+    OPTIONS = (Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"), Option("time_limit", float, "seconds per window solve"))
 
     def __init__(self, window: int | None = WINDOW, order: str | None = None,
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",
@@ -133,6 +140,9 @@ class _KnapsackBased(_MultiResource):
 class WeightedPolicy(_KnapsackBased):
     """Start the window subset of largest weighted utilization (BBSched's Weighted methods)."""
 
+    OPTIONS = _KnapsackBased.OPTIONS + (
+        Option("weights", "floats", "utilization weights: nodes,bb[,ssd,wasted ssd]"),)
+
     def __init__(self, window: int | None = WINDOW, order: str | None = None,
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",
                  time_limit: float | None = None, weights=None) -> None:
@@ -160,6 +170,8 @@ class ConstrainedPolicy(_KnapsackBased):
     """Start the window subset using the most of one resource, subject to all the others."""
 
     RESOURCES = ("nodes", "bb", "ssd")
+    OPTIONS = _KnapsackBased.OPTIONS + (
+        Option("resource", str, "the resource to use the most of", choices=RESOURCES),)
 
     def __init__(self, window: int | None = WINDOW, order: str | None = None,
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",
@@ -209,6 +221,14 @@ class AlignmentPolicy(_MultiResource):
 @register_policy("bbsched")
 class BBSchedPolicy(_MultiResource):
     """Start the Pareto solution a decision rule picks (BBSched: MOO backend + rule)."""
+
+    OPTIONS = (
+        Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"),
+        Option("rule", str, "decision rule that picks from the Pareto set (bbsched, weighted, "
+                            "lexicographic)"),
+        Option("objectives", int_or_auto, "2, 4 or auto (4 when the system has SSD classes)"),
+        Option("time_limit", float, "seconds per window solve"),
+    )
 
     def __init__(self, window: int | None = WINDOW, order: str | None = None,
                  starvation_bound: int | None = STARVATION, backend: str = "pareto-exact",

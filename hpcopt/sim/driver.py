@@ -20,9 +20,30 @@ A pass:
    the very resources it takes now (nodes of each SSD class, burst buffer) are among the
    extra ones, which then shrink by them.
 
-A job that held a reservation and later starts has mode ``reserved``.  The pass steps are
-public methods (``window``, ``start``, ``reserve``, ``backfill``) so that learning
-environments can drive one decision at a time.
+A job that held a reservation and later starts has mode ``reserved``.
+
+**One-pick policies** (``policy.one_pick`` true: DRAS, Decima, later OSDEC) do not answer a
+``Decision``; the same pass asks them for one job at a time (``policy.pick(request)``), with
+the driver's own fit, reserve and backfill steps (Fan et al., IPDPS'21, section III-B):
+
+* a job this policy reserved in an earlier pass starts first if it fits now, else the pass
+  goes straight to the backfill stage around it;
+* stage ``select``: the choices are the first W waiting jobs.  A picked job that fits starts
+  now (``ready``) and the policy picks again.  The first pick that does not fit ends the
+  stage: with ``reserve_rule="picked"`` that job is reserved, with ``"oldest"`` the first
+  waiting job is (if the oldest fits it starts instead and the stage goes on).  The reserved
+  job keeps its reservation over later passes until it starts.  With ``fit_only`` (Decima)
+  only jobs that fit are legal and the stage ends when none does (no reservation);
+* stage ``backfill`` (with backfilling on): the choices are the waiting jobs that may
+  backfill around the reservation, by the same test as the EASY scan above
+  (``backfill_candidates``), the first W of them; each pick starts (``backfilled``) until none
+  is left or the policy answers ``None``.
+
+``steps()`` is the one simulation loop, written as a generator: it yields a ``PickRequest``
+whenever a one-pick policy must choose and takes the chosen job through ``send``; ``run()``
+answers with ``policy.pick``, a gymnasium environment answers with an agent's action
+(``hpcopt.sim.env.PickEnv``).  For a policy that answers one ``Decision`` per pass the
+generator never yields.
 """
 
 from __future__ import annotations
@@ -31,7 +52,8 @@ import heapq
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import Enum
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
@@ -41,6 +63,8 @@ from .orders import get_order
 from .resources import make_pool
 
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
+SELECT, BACKFILL = "select", "backfill"  # the two stages of a one-pick pass
+RESERVE_RULES = ("picked", "oldest")
 
 # processing order of events that share a time stamp
 _COMPLETE, _SUBMIT, _TICK = 0, 1, 2
@@ -54,6 +78,41 @@ class Event(str, Enum):
     COMPLETE = "complete"  # payload: JobRecord
     RESERVE = "reserve"  # payload: (Job, shadow time)
     PASS = "pass"  # payload: time of the pass
+    PICK = "pick"  # payload: Pick (after a one-pick policy's choice was carried out)
+    END = "end"  # payload: None (every job has finished)
+
+
+@dataclass(frozen=True, slots=True)
+class PickRequest:
+    """One choice a one-pick policy makes inside a pass.
+
+    ``choices`` are the jobs it may pick from (at most W); ``mask`` marks the legal ones
+    (``None``: all are).  ``waiting`` are the jobs of this pass not started yet, in the base
+    order (a live list: read it before answering).  In stage ``backfill`` the pass reserved
+    ``reserved`` at ``shadow``.  ``pass_index`` counts the driver's passes.
+    """
+
+    stage: str
+    choices: Sequence[Job]
+    mask: Sequence[bool] | None
+    waiting: Sequence[Job]
+    reserved: Job | None
+    shadow: float | None
+    pass_index: int
+    sim: Simulator
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """What became of a pick: ``mode`` is ``ready`` or ``backfilled`` when the job started,
+    ``reserved`` when it did not fit (the reservation then went to it or to the oldest job);
+    ``waiting`` are the jobs of the pass still waiting afterwards and ``longest_wait`` the
+    longest wait among those waiting before the pick (the picked job included)."""
+
+    job: Job
+    mode: str
+    waiting: Sequence[Job]
+    longest_wait: float
 
 
 class JobRecord:
@@ -87,6 +146,10 @@ class Simulator:
     period : if set, passes happen only every ``period`` seconds (ticks), not at every event;
         default the policy's ``period`` attribute if it has one.
     progress : show a progress bar over completed jobs.
+
+    A policy may define ``attach(sim)``: it is called once, first thing, so that it can
+    prepare for the machine (a learned policy loads its checkpoint and sets its window) and
+    subscribe to events.
     """
 
     def __init__(
@@ -104,6 +167,16 @@ class Simulator:
     ) -> None:
         self.system = system
         self.policy = policy
+        self._subscribers: dict[Event, list[Callable]] = defaultdict(list)
+        attach = getattr(policy, "attach", None)
+        if attach is not None:
+            attach(self)
+        self._one_pick = bool(getattr(policy, "one_pick", False))
+        self._fit_only = bool(getattr(policy, "fit_only", False))
+        self.reserve_rule = getattr(policy, "reserve_rule", "picked")
+        if self._one_pick and self.reserve_rule not in RESERVE_RULES:
+            raise SimulationError(f"reserve rule must be one of {RESERVE_RULES}, got "
+                                  f"{self.reserve_rule!r}")
         self.order_name = order or getattr(policy, "order", None) or "fcfs"
         self._key, self._static = get_order(self.order_name)
         if backfill is None:
@@ -115,6 +188,11 @@ class Simulator:
         else:
             raise SimulationError(f"backfill must be 'easy' or 'none', got {backfill!r}")
         self.window_size = window if window is not None else getattr(policy, "window", None)
+        if window is not None and getattr(policy, "window_fixed", False) \
+                and window != policy.window:
+            raise SimulationError(f"policy {getattr(policy, 'name', '?')!r} picks among "
+                                  f"W={policy.window} jobs (its network's input); window "
+                                  f"{window} does not apply")
         if self.window_size is not None and self.window_size < 1:
             raise SimulationError(f"window must be >= 1, got {self.window_size}")
         if starvation_bound is None:
@@ -139,8 +217,10 @@ class Simulator:
         self._run_vals: list[RunningJob] = []  # running jobs in the same order
         self._events: list = []  # heap of (time, kind, seq, payload)
         self._seq = 0
-        self._subscribers: dict[Event, list[Callable]] = defaultdict(list)
         self._n_done = 0
+        self.passes = 0  # scheduling passes run so far
+        self._due = False  # a pass is due at the current time (set by advance)
+        self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
 
         trace = sorted(jobs, key=lambda j: (j.submit, j.id))
         for job in trace:
@@ -169,6 +249,20 @@ class Simulator:
 
     def run(self) -> Simulator:
         """Run to completion: every job submitted, started and finished."""
+        steps = self.steps()
+        try:
+            request = next(steps)
+            pick = self.policy.pick
+            while True:
+                request = steps.send(pick(request))
+        except StopIteration:
+            pass
+        return self
+
+    def steps(self) -> Iterator[PickRequest]:
+        """The simulation loop (see the module docstring): yields a ``PickRequest`` whenever
+        a one-pick policy must choose; ``send`` it the chosen job, or ``None`` to stop the
+        current stage.  Ends when every job has finished."""
         bar = None
         if self.progress:
             from tqdm.auto import tqdm
@@ -180,9 +274,15 @@ class Simulator:
                 starts.append(self._trace[0].submit)
             self._push(min(starts), _TICK, None)
         last = 0
+        one_pick = self._one_pick
         while self.advance():
-            if self.period is None:
-                self.schedule()
+            if self._due:
+                if one_pick:
+                    yield from self._pick_pass()
+                else:
+                    self.schedule()
+                if self.period is not None and self._pending():
+                    self._push(self.now + self.period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
                 bar.update(self._n_done - last)
                 last = self._n_done
@@ -194,13 +294,14 @@ class Simulator:
                 f"policy {getattr(self.policy, 'name', self.policy)!r} left {len(self.queue)} "
                 f"job(s) queued on a machine with nothing running (first: job {self.queue[0].id})"
             )
-        return self
+        if self._subscribers.get(Event.END):
+            self._emit(Event.END, None)
 
     def advance(self) -> bool:
         """Move to the next event time and apply its completions, submissions and ticks.
 
-        Returns False when there is nothing left to happen.  In periodic mode the pass runs
-        inside (at each tick); otherwise the caller runs ``schedule()`` after it.
+        Returns False when there is nothing left to happen.  Afterwards ``pass_due`` says
+        whether a scheduling pass is due now (always, unless passes are periodic).
         """
         t_trace = self._trace[self._next_trace].submit if self._next_trace < len(self._trace) \
             else math.inf
@@ -226,16 +327,29 @@ class Simulator:
                 tick = True
             else:  # a completion at this time added by a callback
                 self._complete(payload)
-        if tick:
-            self.schedule()
-            if self._pending():
-                self._push(now + self.period, _TICK, None)
+        self._due = tick or self.period is None
         return True
 
+    @property
+    def pass_due(self) -> bool:
+        """Whether the last ``advance`` made a scheduling pass due."""
+        return self._due
+
     def schedule(self) -> None:
-        """One scheduling pass at the current time (see the module docstring)."""
+        """One scheduling pass at the current time (see the module docstring).
+
+        For a one-pick policy the pass asks ``policy.pick`` for its choices."""
+        if self._one_pick:
+            gen = self._pick_pass()
+            try:
+                request = next(gen)
+                while True:
+                    request = gen.send(self.policy.pick(request))
+            except StopIteration:
+                return
         if not self.queue:
             return
+        self.passes += 1
         ordered = self.ordered_queue()
         started: set[int] = set()
         reserve: Job | None = None
@@ -310,6 +424,8 @@ class Simulator:
         rec.start = self.now
         rec.end = self.now + job.runtime
         rec.mode = RESERVED if (mode == READY and rec.reserved_at is not None) else mode
+        if job is self._held:
+            self._held = None
         est_end = self.now + job.walltime
         self._seq += 1
         key = (est_end, self._seq)
@@ -348,22 +464,143 @@ class Simulator:
     def backfill(self, ordered: Sequence[Job], reserved: Job, shadow: float, extra,
                  started: set[int]) -> None:
         """EASY scan of ``ordered`` around the reservation of ``reserved``."""
-        pool, now = self.pool, self.now
-        for job in ordered:
-            if pool.free_nodes == 0:
-                break
-            if job.id in started or job is reserved or not pool.fits(job):
-                continue
-            alloc = None
-            if now + job.walltime > shadow:
-                # it will still run at the shadow time: the very resources it takes now
-                # must be left over by the reserved job then
-                alloc = pool.plan(job)
-                if not extra.fits(job, alloc):
-                    continue
+        for job, alloc in self.backfill_candidates(ordered, reserved, shadow, extra, started):
+            if alloc is not None:
                 extra.take(job, alloc)
             started.add(job.id)
             self.start(job, BACKFILLED, alloc)
+
+    def backfill_candidates(self, jobs: Iterable[Job], reserved: Job, shadow: float, extra,
+                            skip: set | frozenset = frozenset()) -> Iterator[tuple]:
+        """The jobs of ``jobs`` (ids in ``skip`` and ``reserved`` aside) that may backfill now
+        around the reservation, as ``(job, allocation)``: the job fits now and either ends by
+        its walltime no later than ``shadow`` (allocation ``None``) or the very resources it
+        takes now (the allocation) are among the ``extra`` ones.  Lazy: each job is tested
+        against the state at the moment it is reached, so a caller that starts a candidate
+        before asking for the next gets the EASY scan."""
+        pool, now = self.pool, self.now
+        for job in jobs:
+            if pool.free_nodes == 0:
+                return
+            if job.id in skip or job is reserved or not pool.fits(job):
+                continue
+            if now + job.walltime <= shadow:
+                yield job, None
+            else:
+                # it will still run at the shadow time: the very resources it takes now
+                # must be left over by the reserved job then
+                alloc = pool.plan(job)
+                if extra.fits(job, alloc):
+                    yield job, alloc
+
+    # ------------------------------------------------------------------ one-pick passes
+    def _pick_pass(self) -> Iterator[PickRequest]:
+        """One pass of a one-pick policy (module docstring), as a generator of requests."""
+        if not self.queue:
+            return
+        self.passes += 1
+        ordered = self.ordered_queue()
+        waiting = list(ordered)
+        started: set[int] = set()
+        reserved: Job | None = None
+        if self.starvation_bound is not None:
+            reserved, _ = self._serve_starved(ordered, started)
+            if started:
+                waiting = [j for j in waiting if j.id not in started]
+        held = self._held
+        if reserved is None and held is not None:
+            if self.pool.fits(held):
+                self._start_waiting(held, READY, None, waiting, started)
+            else:
+                reserved = held
+        if reserved is None:
+            reserved = yield from self._select_stage(waiting, started)
+        if reserved is not None and self.backfilling:
+            shadow, extra = self.reserve(reserved)
+            yield from self._backfill_stage(waiting, reserved, shadow, extra, started)
+        if started:
+            self._drop_started(ordered, started)
+        if self._subscribers.get(Event.PASS):
+            self._emit(Event.PASS, self.now)
+
+    def _select_stage(self, waiting: list[Job], started: set[int]):
+        """Picks among the first W waiting jobs; returns the job reserved, if any."""
+        pool, w, fit_only = self.pool, self.window_size, self._fit_only
+        while waiting:
+            choices = waiting if w is None or w >= len(waiting) else waiting[:w]
+            mask = None
+            if fit_only:
+                mask = [pool.fits(j) for j in choices]
+                if not any(mask):
+                    return None
+            job = yield PickRequest(SELECT, choices, mask, waiting, None, None, self.passes,
+                                    self)
+            if job is None:
+                return None
+            self._check_pick(job, choices, mask)
+            longest = self._longest_wait(waiting)
+            if pool.fits(job):
+                self._start_waiting(job, READY, None, waiting, started)
+                self._emit_pick(job, READY, waiting, longest)
+                continue
+            target = job if self.reserve_rule == "picked" else waiting[0]
+            if target is not job and pool.fits(target):  # the oldest fits: start it, go on
+                self._start_waiting(target, READY, None, waiting, started)
+                self._emit_pick(job, RESERVED, waiting, longest)
+                continue
+            self._held = target
+            self._emit_pick(job, RESERVED, waiting, longest)
+            return target
+        return None
+
+    def _backfill_stage(self, waiting: list[Job], reserved: Job, shadow: float, extra,
+                        started: set[int]):
+        """Picks among the backfill candidates (the first W) until none is left."""
+        w = self.window_size
+        while True:
+            cands = self.backfill_candidates(waiting, reserved, shadow, extra)
+            found = [c for _, c in zip(range(w), cands)] if w is not None else list(cands)
+            if not found:
+                return
+            choices = [job for job, _ in found]
+            job = yield PickRequest(BACKFILL, choices, None, waiting, reserved, shadow,
+                                    self.passes, self)
+            if job is None:
+                return
+            self._check_pick(job, choices, None)
+            longest = self._longest_wait(waiting)
+            alloc = next(a for j, a in found if j is job)
+            if alloc is not None:
+                extra.take(job, alloc)
+            self._start_waiting(job, BACKFILLED, alloc, waiting, started)
+            self._emit_pick(job, BACKFILLED, waiting, longest)
+
+    def _check_pick(self, job, choices: Sequence[Job], mask) -> None:
+        for i, j in enumerate(choices):
+            if j is job:
+                if mask is not None and not mask[i]:
+                    raise InvalidDecisionError(
+                        f"policy {getattr(self.policy, 'name', '?')!r} picked job {job.id}, "
+                        "which does not fit now")
+                return
+        raise InvalidDecisionError(
+            f"policy {getattr(self.policy, 'name', '?')!r} picked "
+            f"{getattr(job, 'id', job)!r}, which is not among its choices")
+
+    def _start_waiting(self, job: Job, mode: str, alloc, waiting: list[Job],
+                       started: set[int]) -> None:
+        self.start(job, mode, alloc)
+        started.add(job.id)
+        waiting.remove(job)
+
+    def _longest_wait(self, waiting: list[Job]) -> float:
+        if not self._subscribers.get(Event.PICK):
+            return math.nan  # nobody listens: skip the O(queue) scan
+        return self.now - min(j.submit for j in waiting)
+
+    def _emit_pick(self, job: Job, mode: str, waiting: list[Job], longest: float) -> None:
+        if self._subscribers.get(Event.PICK):
+            self._emit(Event.PICK, Pick(job, mode, waiting, longest))
 
     # ------------------------------------------------------------------ internals
     def _register(self, job: Job) -> None:

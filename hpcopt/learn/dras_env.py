@@ -1,0 +1,75 @@
+"""DRAS's two-level scheduling decision process as a gymnasium environment.
+
+One step selects one job (Fan et al., IPDPS'21, section III-B), through the driver's
+one-pick protocol (``hpcopt.sim.driver``): level 1 is the pass's select stage (the first W
+waiting jobs; a pick that does not fit is reserved), level 2 its backfill stage (the jobs
+that may backfill around the reservation).  ``levels="decima"`` is the Decima-PG baseline
+(only jobs that fit now can be picked; no reservation, no backfilling).  The observation is
+DRAS's state encoding and the reward Eq. (1) or (2) (``hpcopt.learn.dras_state``).
+
+Registered as ``hpcopt/Dras-v0``: ``import hpcopt`` (in any order with gymnasium), then
+``gym.make("hpcopt/Dras-v0", jobs=..., system=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from hpcopt.domain import Job, System
+from hpcopt.errors import SimulationError
+from hpcopt.policies.base import OnePickPolicy
+from hpcopt.sim.driver import RESERVE_RULES
+from hpcopt.sim.env import PickEnv
+
+from .dras_state import StateEncoder, StepContext, make_reward, step_context
+
+LEVELS = ("dras", "decima")
+
+
+class DrasEnv(PickEnv):
+    """Gymnasium environment of DRAS's two-level decision process over the hpcopt driver.
+
+    Parameters
+    ----------
+    jobs : the jobs of every episode, or ``None`` when ``jobset`` or ``reset(options=
+        {"jobs": ...})`` gives them.
+    system : the machine (only the node count is used).
+    jobset : optional ``f(np.random.Generator) -> list[Job]`` drawing an episode's jobs.
+    window : W, the number of jobs the agent chooses among (default 50, the paper's).
+    levels : ``"dras"`` (two levels, default) or ``"decima"`` (fit-now picks only).
+    reserve : ``"picked"`` (the paper) or ``"oldest"`` (the authors' code).
+    reward : ``"capability"`` (Eq. 1), ``"capacity"`` (Eq. 2) or ``f(StepContext)``.
+    order : base order of the queue (``fcfs`` default, ``sjf``, ``wfp``).
+    node_rows, time_scale, capability_fraction, clip : the state encoding
+        (``hpcopt.learn.dras_state``).
+    """
+
+    def __init__(self, jobs: Sequence[Job] | None = None, system: System | None = None, *,
+                 jobset: Callable[[np.random.Generator], Sequence[Job]] | None = None,
+                 window: int = 50, levels: str = "dras", reserve: str = "picked",
+                 reward="capability", order: str = "fcfs", node_rows: int | None = None,
+                 time_scale: float = 86400.0, capability_fraction: float = 0.2,
+                 clip: float = 10.0) -> None:
+        if system is None:
+            raise SimulationError("DrasEnv needs system= (the machine the jobs run on)")
+        if levels not in LEVELS:
+            raise SimulationError(f"levels must be one of {LEVELS}, got {levels!r}")
+        if reserve not in RESERVE_RULES:
+            raise SimulationError(f"reserve must be one of {RESERVE_RULES}, got {reserve!r}")
+        self.levels = levels
+        self.reserve_rule = reserve
+        self.order = order
+        self.reward_fn: Callable[[StepContext], float] = make_reward(reward)
+        self.encoder = StateEncoder(window, system.nodes, node_rows=node_rows,
+                                    time_scale=time_scale,
+                                    capability_fraction=capability_fraction, clip=clip)
+        spec = OnePickPolicy(window=self.encoder.window, order=order, reserve_rule=reserve,
+                             fit_only=levels == "decima")
+        space = gym.spaces.Box(0.0, self.encoder.clip, self.encoder.shape, dtype=np.float32)
+        super().__init__(jobs, system, spec=spec, observe=self.encoder.encode,
+                         observation_space=space,
+                         reward=lambda sim, pick: self.reward_fn(step_context(sim, pick)),
+                         jobset=jobset, backfill="easy" if levels == "dras" else "none")
