@@ -20,7 +20,7 @@ from pathlib import Path
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Policy, register_policy
+from .base import Option, Policy, register_policy
 
 MODELS = ("scas", "dcas")
 
@@ -30,6 +30,13 @@ class WindowAllocation(Policy):
     """Every tau s: NWP order, greedy selection, SCAS/DCAS placement by a backend."""
 
     backfill = "none"
+    OPTIONS = (
+        Option("tau", float, "period in seconds between allocation windows"),
+        Option("model", str, "allocation model", choices=MODELS),
+        Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"),
+        Option("time_limit", float, "seconds per window solve"),
+        Option("dump_windows", str, "write every solved window as an instance file to DIR"),
+    )
 
     def __init__(self, tau: float = 60.0, model: str = "scas", backend: str | None = None,
                  time_limit: float | None = None, seed: int | None = None,
