@@ -6,13 +6,8 @@ Burst-buffer and local-SSD workloads for BBSched (Fan et al., HPDC'19, sections 
 Readers:
 
 - ``load_batsim(path)``: the Kopanski & Rzadca Batsim workloads (KTH-SP2 jobs with modelled
-  burst-buffer requests, ``../shared/data/burst_buffer/kopanski_kth_batsim``).  A job's burst
-  buffer is its profile's ``bb`` (bytes per node) x its nodes, in GB (1e9 bytes); its run time
-  is the profile's ``cpu`` flops at the platform's 1 GFLOPS (the compute part of the original
-  KTH run time: within 4% of it for the long jobs), capped at the walltime.  The system has
-  ``nb_res`` nodes and 12 storage nodes x 40 GB of burst buffer (``platform_dragonfly96.yaml``:
-  480 GB, 5 GB per compute node).  Jobs asking for more burst buffer than the system has are
-  clipped to it and counted in the report's notes.
+  burst-buffer requests, ``../shared/data/burst_buffer/kopanski_kth_batsim``, the default
+  path); the reader and its rules are in ``hpcopt.traces.batsim``.
 - ``load_bb_swf(path)``: SWF whose records carry a 19th field (burst buffer, GB for the whole
   job) and optionally a 20th (SSD, GB per node); ``write_bb_swf`` writes them.
 
@@ -51,7 +46,6 @@ of the paper's Tables III and IV) come from ``hpcopt.policies.topology.generate_
 from __future__ import annotations
 
 import gzip
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,55 +66,14 @@ NAMES = ("original", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def _read(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read ({err.strerror})") from None
-    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+def load_batsim(path=None, **kwargs):
+    """A Batsim workload with burst-buffer profiles as a ``Trace``; ``path`` defaults to the
+    Kopanski KTH workload in ``../shared/data``.  The reader is
+    ``hpcopt.traces.batsim.load_batsim`` (``kwargs`` go to it), which ``hpcopt.load_trace``
+    and ``hpcopt simulate FILE.json`` use too."""
+    from .traces.batsim import load_batsim as _load
 
-
-def load_batsim(path=None, *, storage_nodes: int = 12, bb_per_storage_node: float = 40.0):
-    """A Batsim workload with burst-buffer profiles as a ``Trace`` (see the module doc)."""
-    from .traces import CleaningReport, Trace
-
-    path = Path(path) if path is not None else SHARED_DATA / KOPANSKI
-    try:
-        doc = json.loads(_read(path))
-        nodes, raw_jobs, profiles = int(doc["nb_res"]), doc["jobs"], doc["profiles"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise TraceError(f"{path.name}: expected Batsim workload JSON with nb_res, jobs and "
-                         f"profiles ({type(err).__name__}: {err})") from None
-    capacity = storage_nodes * bb_per_storage_node
-    jobs, clipped, capped = [], 0, 0
-    for k, rec in enumerate(raw_jobs):
-        where = f"{path.name}: jobs[{k}]"
-        try:
-            prof = profiles[str(rec["profile"])]
-            res, wall = int(rec["res"]), float(rec["walltime"])
-            runtime, bb = float(prof["cpu"]) / 1e9, float(prof["bb"]) * res / 1e9
-            submit, jid = float(rec["subtime"]), int(rec["id"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise TraceError(f"{where}: expected id, subtime, walltime, res and a profile with "
-                             f"cpu and bb ({type(err).__name__}: {err})") from None
-        if res < 1 or res > nodes or wall <= 0 or runtime < 0 or bb < 0:
-            raise TraceError(f"{where}: expected 1 <= res <= {nodes}, walltime > 0, cpu >= 0, "
-                             f"bb >= 0; got res={res}, walltime={wall}")
-        if runtime > wall:
-            runtime, capped = wall, capped + 1
-        if bb > capacity:
-            bb, clipped = capacity, clipped + 1
-        jobs.append(Job(jid, submit, runtime, wall, res, bb=round(bb, 3)))
-    jobs.sort(key=lambda j: (j.submit, j.id))
-    report = CleaningReport(
-        source=path.name, fmt="batsim", records_read=len(raw_jobs), kept=len(jobs),
-        dropped={}, runtime_capped=capped, walltime_from_runtime=0, size_from_allocated=0,
-        system_nodes=nodes, system_source="nb_res",
-        notes=(f"burst buffer = profile bb x res; {clipped} request(s) above the "
-               f"{capacity:g} GB capacity clipped to it",
-               "run time = profile cpu / 1 GFLOPS"))
-    system = System(nodes, bb=capacity, name=str(doc.get("name", path.stem)))
-    return Trace(tuple(jobs), system, {"description": doc.get("description", "")}, report, path)
+    return _load(SHARED_DATA / KOPANSKI if path is None else path, **kwargs)
 
 
 def kopanski_pool(path=None) -> np.ndarray:
@@ -177,11 +130,12 @@ def load_bb_swf(path, **kwargs):
     """An SWF trace whose records have a 19th field (burst buffer GB) and optionally a 20th
     (SSD GB per node); ``kwargs`` go to ``load_trace``."""
     from .traces import load_trace
+    from .traces._text import read_text
 
     path = Path(path)
     trace = load_trace(path, extra_fields="ignore", **kwargs)
     extra = {}
-    for lineno, line in enumerate(_read(path).splitlines(), 1):
+    for lineno, line in enumerate(read_text(path, str(path)).splitlines(), 1):
         fields = line.split()
         if not fields or line.lstrip().startswith(";"):
             continue

@@ -223,9 +223,16 @@ def test_cores_per_node(tmp_path):
     assert t.system.nodes == 4 and t.report.system_source == "header MaxProcs // 4"
     assert t.report.dropped["too_large"] == 1 and t.report.cores_per_node == 4
     assert t.report.notes == ()
-    # default: processors are the unit, the system has MaxProcs = 16 of them
-    t1 = load_trace(p)
+    # default: 16 / 4 = 4 cores per node from the header, the same as cores_per_node=4
+    t4 = load_trace(p)
+    assert t4.jobs == t.jobs and t4.system.nodes == 4
+    assert (t4.report.cores_per_node, t4.report.cores_per_node_source) == (
+        4, "header MaxProcs/MaxNodes")
+    assert t4.report.system_source == "header MaxNodes"
+    # cores_per_node=1 overrides: processors are the unit, MaxProcs = 16 of them
+    t1 = load_trace(p, cores_per_node=1)
     assert [j.nodes for j in t1.jobs] == [5, 4, 1, 16] and t1.system.nodes == 16
+    assert t1.report.cores_per_node_source == "cores_per_node="
     # header disagreeing with cores_per_node is noted
     t8 = load_trace(p, cores_per_node=8)
     assert t8.system.nodes == 2 and "MaxNodes 4 differs" in t8.report.notes[0]
@@ -406,7 +413,7 @@ def test_json_errors(tmp_path):
     with pytest.raises(TraceError, match="no 'jobs' key"):
         load_trace(p)
     p.write_text('[{"id": true, "submit": 0, "runtime": 1, "nodes": 1}]')
-    with pytest.raises(TraceError, match="column 'id': expected a number, got True"):
+    with pytest.raises(TraceError, match="column 'id': expected an integer or a text id, got True"):
         load_trace(p)
 
 
@@ -433,7 +440,7 @@ def test_kth_sp2():
 
 @needs_data
 def test_fast_path_used_and_equal_to_reference_pass(monkeypatch):
-    import hpcopt.traces as traces
+    import hpcopt.traces.swf as traces
 
     path = DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"
     # extra_fields="ignore" always takes the line-by-line reference pass
