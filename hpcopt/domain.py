@@ -22,10 +22,12 @@ class Job:
     ``runtime`` is the actual run time (already capped at ``walltime``); ``walltime`` is the
     user's request, which is all a scheduler may plan with.  ``bb`` is shared burst buffer in
     GB for the whole run, ``ssd`` local SSD per node in GB.  ``earliest``/``latest`` bound the
-    start of deferrable cloud jobs; ``deps`` are ids of jobs that must finish first.
+    start of deferrable cloud jobs; ``deps`` are ids of jobs that must finish first.  ``id``
+    is an int, or text for job tables with ids such as Slurm array ids (``"123_4"``); the ids
+    of one workload share one type (``hpcopt.traces.tables``).
     """
 
-    id: int
+    id: int | str
     submit: float
     runtime: float
     walltime: float
@@ -38,7 +40,7 @@ class Job:
     cores: int = 0
     earliest: float | None = None
     latest: float | None = None
-    deps: tuple[int, ...] = ()
+    deps: tuple[int | str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
