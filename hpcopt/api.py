@@ -35,7 +35,8 @@ class SimulationResult:
 
 
 def load_trace(path, **kwargs):
-    """Read a workload trace (SWF, CSV or JSON job table); see ``hpcopt.traces.load_trace``."""
+    """Read a workload trace (SWF, CSV or JSON job table, Batsim JSON); see
+    ``hpcopt.traces.load_trace``."""
     from .traces import load_trace as _load
 
     return _load(path, **kwargs)
@@ -81,7 +82,7 @@ def simulate(
     nodes: int | None = None,
     system: System | None = None,
     jobs: int | None = None,
-    cores_per_node: int = 1,
+    cores_per_node: int | None = None,
     policy="fcfs",
     order: str | None = None,
     backfill: str | bool | None = None,
@@ -99,7 +100,9 @@ def simulate(
     ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
     options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
     size, ``system`` gives the whole machine (burst buffer, SSD classes; a trace file only
-    knows the node count), and ``jobs`` keeps the first N jobs.  ``backfill`` and ``period``
+    knows the node count), and ``jobs`` keeps the first N jobs.  ``cores_per_node`` converts
+    the processors of an SWF file to nodes (default: from its header ``MaxProcs / MaxNodes``,
+    else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
     default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
     """
     from .sim.driver import Simulator
@@ -134,6 +137,7 @@ def simulate(
                     backfill="easy" if sim.backfilling else "none", window=sim.window_size,
                     starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
                     nodes=system.nodes,
+                    cores_per_node=cleaning["cores_per_node"] if cleaning else None,
                     policy_options=_jsonable({**getattr(pol, "options", {}), **policy_options}))
     return SimulationResult(table, summary, settings, cleaning)
 
