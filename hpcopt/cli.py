@@ -38,6 +38,53 @@ def _positive_int(text: str) -> int:
     return value
 
 
+POLICY_FLAG = "policy_opt_"  # argparse dest prefix of the flags made from policy options
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") \
+            from None
+
+
+def policy_flags() -> dict[str, tuple]:
+    """The options every registered policy declares, merged by name:
+    ``{name: (Option, [policy names])}``; one name must have one type everywhere."""
+    from .policies import policy_names
+    from .policies.base import declared_options
+
+    merged: dict[str, tuple] = {}
+    for policy in policy_names():
+        for opt, _ in declared_options(policy):
+            first, users = merged.setdefault(opt.name, (opt, []))
+            if first.type is not opt.type or first.choices != opt.choices:
+                raise HpcoptError(f"policy option {opt.name!r} is declared with different "
+                                  f"types or choices by {users[0]!r} and {policy!r}")
+            users.append(policy)
+    return merged
+
+
+def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per declared policy option (``hpcopt policies`` lists them per policy)."""
+    group = parser.add_argument_group("policy options (each applies to the policies named)")
+    for name, (opt, users) in sorted(policy_flags().items()):
+        names = ", ".join(users) if len(users) <= 4 else \
+            f"{', '.join(users[:3])} and {len(users) - 3} more"
+        kw: dict = dict(dest=POLICY_FLAG + name, default=argparse.SUPPRESS,
+                        help=f"{opt.help} [{names}]")
+        if opt.type is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = _floats if opt.type == "floats" else opt.type
+            kw["metavar"] = "X,Y,..." if opt.type == "floats" else name.upper()
+            if opt.choices:
+                kw["choices"] = opt.choices
+                del kw["metavar"]
+        group.add_argument("--" + name.replace("_", "-"), **kw)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hpcopt", description=__doc__.splitlines()[0])
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -67,10 +114,6 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling on or off (default: the policy's, easy for most)")
     m.add_argument("--window", type=_positive_int, default=None, help="window size W")
-    m.add_argument("--backend", default=None, help="solver backend of optimizing policies")
-    m.add_argument("--value", default=None, help="knapsack value: nodes, wait or capability")
-    m.add_argument("--rule", default=None,
-                   help="bbsched policy: decision rule (bbsched, weighted, lexicographic)")
     m.add_argument("--bb", type=float, default=None, metavar="GB",
                    help="shared burst-buffer capacity of the system")
     m.add_argument("--ssd-classes", default=None, metavar="GB:N,...",
@@ -83,22 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    m.add_argument("--checkpoint", default=None, metavar="PATH",
-                   help="learned policies (dras-pg, dras-dql, decima-pg): agent checkpoint "
-                        "(default: the shipped one for the system size)")
-    m.add_argument("--adapt", action="store_true",
-                   help="learned policies: keep learning while scheduling (online adaptation)")
-    m.add_argument("--reserve", choices=["picked", "oldest"], default=None,
-                   help="dras-pg/dras-dql: reserve the agent's non-fitting pick (paper) or the "
-                        "oldest waiting job (default: the checkpoint's)")
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
                         "a topology job file (id arrival runtime nodes)")
-    m.add_argument("--tau", type=float, default=None,
-                   help="tjap-window policy: period in seconds (default 60)")
-    m.add_argument("--model", default=None, help="tjap-window policy: scas or dcas")
-    m.add_argument("--dump-windows", default=None, metavar="DIR",
-                   help="tjap-window policy: write every solved window as an instance file")
+    _add_policy_flags(m)
 
     t = sub.add_parser("train", help="train a learned scheduling agent")
     tsub = t.add_subparsers(dest="learner", required=True)
@@ -254,12 +285,8 @@ def cmd_simulate(args) -> int:
     from .api import load_trace, simulate
     from .domain import System
 
-    options = {k: v for k, v in (("backend", args.backend), ("value", args.value),
-                                 ("rule", args.rule), ("checkpoint", args.checkpoint),
-                                 ("adapt", args.adapt), ("reserve", args.reserve),
-                                 ("tau", args.tau),
-                                 ("model", args.model), ("dump_windows", args.dump_windows))
-               if v}
+    options = {k[len(POLICY_FLAG):]: v for k, v in vars(args).items()
+               if k.startswith(POLICY_FLAG)}
     trace = args.trace
     system = None
     if args.topology:
@@ -279,6 +306,10 @@ def cmd_simulate(args) -> int:
                    starvation_bound=args.starvation, warmup=args.warmup,
                    cooldown=args.cooldown, progress=not args.no_progress, **options)
     _print_summary({f"{args.policy}": res.summary})
+    opts = res.settings.get("policy_options") or {}
+    if opts:
+        print(f"policy {args.policy}: " + ", ".join(f"{k}={v!r}" for k, v in opts.items()
+                                                     if k != "seed"))
     if args.out:
         jobs_csv, summary_json = res.write(args.out)
         print(f"wrote {jobs_csv} and {summary_json}")
