@@ -9,8 +9,10 @@ window W = 50:
 - BinPacking, Random, Optimization (knapsack, DP backend, value ``capability`` = Eq. (1)
   split per job): start window jobs that fit now, no reservation and no backfilling, as in
   the paper's Table IV;
-- Decima-PG, DRAS-PG, DRAS-DQL: the learned policies; ``/oldest`` rows run the same DRAS
-  checkpoints with the reservation given to the oldest waiting job (``reserve="oldest"``);
+- Decima-PG, DRAS-PG, DRAS-DQL: the learned policies with the paper's reservation of the
+  agent's non-fitting pick (``reserve="picked"``); ``/oldest`` rows run the same DRAS
+  checkpoints with the reservation given to the oldest waiting job (``reserve="oldest"``,
+  the library's default since issue #11);
   ``+adapt`` rows keep training while they schedule (online adaptation, section V-D).
   On Theta they load the checkpoints shipped in ``hpcopt/learn/checkpoints``; on KTH-SP2
   they are trained first on KTH's own
@@ -55,8 +57,8 @@ METHODS = {
     "Optimization": dict(policy="knapsack", window=W, backfill="none", value="capability",
                          backend="dp"),
     "Decima-PG": dict(policy="decima-pg"),
-    "DRAS-PG": dict(policy="dras-pg"),
-    "DRAS-DQL": dict(policy="dras-dql"),
+    "DRAS-PG": dict(policy="dras-pg", reserve="picked"),
+    "DRAS-DQL": dict(policy="dras-dql", reserve="picked"),
     "DRAS-PG/oldest": dict(policy="dras-pg", reserve="oldest"),
     "DRAS-DQL/oldest": dict(policy="dras-dql", reserve="oldest"),
     "DRAS-PG/oldest+adapt": dict(policy="dras-pg", reserve="oldest", adapt=True),
