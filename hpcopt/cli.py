@@ -104,11 +104,23 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, help="write rows to F.csv or F.jsonl")
 
     m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
-    m.add_argument("trace", help="SWF (.swf, .swf.gz) or CSV/JSON job table")
+    m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
+                                 "JSON")
+    m.add_argument("--format", choices=["swf", "csv", "json", "batsim"], default=None,
+                   help="trace format (default: from the suffix; a .json with nb_res, jobs and "
+                        "profiles is Batsim)")
     m.add_argument("--nodes", type=_positive_int, default=None, help="system size in nodes")
     m.add_argument("--jobs", type=_positive_int, default=None, help="first N jobs of the trace")
-    m.add_argument("--cores-per-node", type=_positive_int, default=1,
-                   help="processors per node: converts trace processors to nodes")
+    m.add_argument("--cores-per-node", type=_positive_int, default=None,
+                   help="processors per node: converts SWF processors to nodes (default: the "
+                        "SWF header's MaxProcs/MaxNodes when a whole number, else 1)")
+    m.add_argument("--extra-fields", choices=["error", "ignore"], default="error",
+                   help="SWF lines with more than 18 fields (MetaCentrum's 21): an error, or "
+                        "keep the first 18")
+    m.add_argument("--workload", default=None, metavar="NAME",
+                   help="generate a BBSched workload from the trace: original, S1-S4 (burst "
+                        "buffer), S5-S7 (S2 + local SSD), seeded by --seed (default 0); the "
+                        "system gets 5 GB of burst buffer per node unless --bb")
     m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
     m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
@@ -289,22 +301,38 @@ def cmd_simulate(args) -> int:
                if k.startswith(POLICY_FLAG)}
     trace = args.trace
     system = None
+    if args.topology and args.workload:
+        raise HpcoptError("--workload generates burst-buffer/SSD workloads; it does not apply "
+                          "with --topology")
+    if args.topology and not _looks_like_swf(args.trace):
+        from .workloads import load_tjap_jobs
+
+        trace = load_tjap_jobs(args.trace, max_jobs=args.jobs)
+    else:
+        trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node,
+                           max_jobs=args.jobs, fmt=args.format, extra_fields=args.extra_fields)
+        print(f"{trace.system.name or Path(args.trace).name}: {trace.report.machine_text()}")
+        for note in trace.report.notes:
+            print(f"  note: {note}")
+        print(trace.report.dropped_text())
     if args.topology:
-        from .workloads import load_tjap_jobs, tjap_system
+        from .workloads import tjap_system
 
         system = tjap_system(args.topology)
-        if not _looks_like_swf(args.trace):
-            trace = load_tjap_jobs(args.trace, max_jobs=args.jobs)
-    elif args.bb is not None or args.ssd_classes:
-        trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node,
-                           max_jobs=args.jobs)
-        system = System(trace.system.nodes, bb=args.bb or 0.0,
-                        ssd_classes=_ssd_classes(args.ssd_classes))
+    elif args.bb is not None or args.ssd_classes or args.workload:
+        system = System(trace.system.nodes, bb=trace.system.bb if args.bb is None else args.bb,
+                        ssd_classes=_ssd_classes(args.ssd_classes), name=trace.system.name)
+    if args.workload:
+        trace, system = _workload(trace, system, args.workload,
+                                  0 if args.seed is None else args.seed)
     res = simulate(trace, nodes=args.nodes, system=system, jobs=args.jobs,
                    cores_per_node=args.cores_per_node, policy=args.policy, order=args.order,
                    backfill=args.backfill, window=args.window, seed=args.seed,
                    starvation_bound=args.starvation, warmup=args.warmup,
                    cooldown=args.cooldown, progress=not args.no_progress, **options)
+    if args.workload:
+        res.settings.update(workload=args.workload,
+                            workload_seed=0 if args.seed is None else args.seed)
     _print_summary({f"{args.policy}": res.summary})
     opts = res.settings.get("policy_options") or {}
     if opts:
@@ -314,6 +342,32 @@ def cmd_simulate(args) -> int:
         jobs_csv, summary_json = res.write(args.out)
         print(f"wrote {jobs_csv} and {summary_json}")
     return 0
+
+
+def _workload(trace, system, name: str, seed: int):
+    """The trace with ``make_workload(name)`` applied and the system it needs (burst buffer:
+    5 GB per node unless given; SSD classes for S5-S7: half 128 GB, half 256 GB unless
+    given); prints one line saying what was generated."""
+    from dataclasses import replace
+
+    from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload
+
+    if name not in NAMES:
+        from .errors import closest
+
+        raise HpcoptError(f"--workload {name!r}: expected one of {', '.join(NAMES)}."
+                          + closest(name, NAMES))
+    if name != "original" and system.bb <= 0:
+        system = replace(system, bb=BB_PER_NODE_GB * system.nodes)
+    if name in SSD_SPLITS and not system.ssd_classes:
+        system = replace(system, ssd_classes=bb_system(system.nodes, ssd=True).ssd_classes)
+    jobs = make_workload(trace.jobs, name, system=system, seed=seed)
+    with_bb = sum(j.bb > 0 for j in jobs)
+    with_ssd = sum(j.ssd > 0 for j in jobs)
+    print(f"workload {name} (seed {seed}): {with_bb:,} of {len(jobs):,} jobs ask for burst "
+          f"buffer ({system.bb:,g} GB on the system)"
+          + (f", {with_ssd:,} for local SSD" if name in SSD_SPLITS else ""))
+    return replace(trace, jobs=tuple(jobs), system=system), system
 
 
 def _print_summary(summaries: dict[str, dict]) -> None:

@@ -20,7 +20,7 @@ DROP_REASONS: tuple[str, ...] = (
 DROP_TEXT = {
     "runtime_unknown": "run time unknown (< 0)",
     "submit_unknown": "submit time unknown (< 0)",
-    "size_unknown": "without a size (< 1)",
+    "size_unknown": "size unknown (< 1)",
     "too_large": "larger than the machine",
     "duplicate_id": "duplicate id",
 }

@@ -208,7 +208,7 @@ def _swf_slow(
             if not ignore_extra:
                 raise TraceError(
                     f"{src}:{i + 1}: expected {_NF} fields, got {n}: field {_NF + 1} is extra "
-                    "(pass extra_fields='ignore' to keep the first 18)"
+                    "(extra_fields='ignore', CLI --extra-fields ignore, keeps the first 18)"
                 )
             extra += 1
             parts = parts[:_NF]
