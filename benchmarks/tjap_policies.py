@@ -19,7 +19,8 @@ import pandas as pd
 from tqdm import tqdm
 
 import hpcopt
-from hpcopt.workloads import load_tjap_jobs, tjap_system
+from hpcopt.traces.tjap import load_tjap_jobs
+from hpcopt.workloads import tjap_system
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc"

@@ -305,7 +305,7 @@ def cmd_simulate(args) -> int:
         raise HpcoptError("--workload generates burst-buffer/SSD workloads; it does not apply "
                           "with --topology")
     if args.topology and not _looks_like_swf(args.trace):
-        from .workloads import load_tjap_jobs
+        from .traces.tjap import load_tjap_jobs
 
         trace = load_tjap_jobs(args.trace, max_jobs=args.jobs)
     else:

@@ -30,22 +30,20 @@ recipe on any trace:
 Topology-aware job allocation (TJAP) workloads (Lan et al., CLUSTER'23)
 -----------------------------------------------------------------------
 
-- ``load_tjap_jobs``: the job files of ``../shared/data/topology_alloc`` (whitespace text, one
-  job a line: id, arrival s, runtime s, nodes; ``.gz`` allowed).  The files carry no requested
-  walltime, so the walltime is the runtime (the window-period policy never plans with it).
 - ``generate_tjap_jobs``: the paper's generator, seeded: inter-arrival U[5, 30] s (the
   authors' ``generate.py``, per the data's PROVENANCE), nodes U[1, 40], runtime U[10, 1800] s,
   all uniform integers.
 - ``tjap_system``: a ``System`` whose nodes are the leaves of a fat-tree (default the paper's
   1,000 nodes).
 
-The allocation windows that the window-period driver meets on such a workload (the instances
-of the paper's Tables III and IV) come from ``hpcopt.policies.topology.generate_windows``.
+The job files of ``../shared/data/topology_alloc`` are read by
+``hpcopt.traces.tjap.load_tjap_jobs``; the allocation windows that the window-period driver
+meets on such a workload (the instances of the paper's Tables III and IV) come from
+``hpcopt.policies.topology.generate_windows``.
 """
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import replace
 from pathlib import Path
 
@@ -170,38 +168,6 @@ def write_bb_swf(jobs, path) -> Path:
 
 
 # --------------------------------------------------------------------------- TJAP
-def load_tjap_jobs(path: str | Path, *, max_jobs: int | None = None) -> list[Job]:
-    """Jobs of a TJAP job file; a malformed line is a ``TraceError`` naming file and line."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    jobs = []
-    try:
-        with opener(path, "rt") as fh:
-            for lineno, line in enumerate(fh, 1):
-                text = line.strip()
-                if not text or text.startswith(("#", ";")):
-                    continue
-                parts = text.split()
-                try:
-                    if len(parts) != 4:
-                        raise ValueError(f"4 fields (id arrival runtime nodes), got {len(parts)}")
-                    jid, arrival, runtime, nodes = (float(p) for p in parts)
-                    if not (jid == int(jid) and nodes == int(nodes) and nodes >= 1
-                            and runtime >= 0 and arrival >= 0):
-                        raise ValueError("integer id, arrival >= 0, runtime >= 0, nodes >= 1")
-                except ValueError as err:
-                    raise TraceError(f"{path}:{lineno}: expected {err}; got {text[:60]!r}") \
-                        from None
-                jobs.append(Job(int(jid), arrival, runtime, runtime, int(nodes)))
-                if max_jobs is not None and len(jobs) >= max_jobs:
-                    break
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read ({err.strerror or err})") from None
-    if len({j.id for j in jobs}) != len(jobs):
-        raise TraceError(f"{path}: job ids must be unique")
-    return jobs
-
-
 def generate_tjap_jobs(n_jobs: int, *, seed: int = 0, nodes=(1, 40), runtime=(10, 1800),
                        interarrival=(5, 30), first_id: int = 1) -> list[Job]:
     """``n_jobs`` jobs drawn as in the paper (bounds inclusive, uniform integers), seeded."""
