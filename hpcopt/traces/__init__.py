@@ -12,6 +12,8 @@ One module per format, one for the shared rules:
 - ``hpcopt.traces.tables``: CSV and JSON job tables (text ids such as ``123_4``, ISO 8601
   submit times);
 - ``hpcopt.traces.batsim``: Batsim workload JSON with burst-buffer profiles (Kopanski);
+- ``hpcopt.traces.tjap``: the TJAP job files (id arrival runtime nodes; not via
+  ``load_trace``: ``hpcopt simulate --topology`` reads them);
 - ``hpcopt.traces.cleaning``: cleaning rules, cores per node from the SWF header
   (``MaxProcs / MaxNodes``), system size;
 - ``hpcopt.traces.report``: ``Trace`` and ``CleaningReport``.
