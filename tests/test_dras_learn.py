@@ -18,8 +18,8 @@ from hpcopt.learn.dras import (  # noqa: E402
     n_parameters,
     run_episode,
 )
-from hpcopt.learn.jobsets import WEEK, JobsetGenerator, rebase, split_months  # noqa: E402
 from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
+from hpcopt.learn.jobsets import WEEK, JobsetGenerator, rebase, split_months  # noqa: E402
 
 from .conftest import shared_file  # noqa: E402
 

@@ -17,9 +17,9 @@ from hpcopt.cli import main  # noqa: E402
 from hpcopt.domain import Job, System  # noqa: E402
 from hpcopt.errors import HpcoptError, SimulationError  # noqa: E402
 from hpcopt.learn.dras import DrasAgent, DrasConfig, run_episode  # noqa: E402
+from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
 from hpcopt.policies.dras import CHECKPOINTS  # noqa: E402
-from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
 from hpcopt.traces import write_swf  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402

@@ -105,7 +105,10 @@ def int_or_auto(text: str) -> int | str:
 class _KnapsackBased(_MultiResource):
     """A single-objective selection solved as a multi-row knapsack."""
 
-    OPTIONS = (Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"), Option("time_limit", float, "seconds per window solve"))
+    OPTIONS = (
+        Option("backend", str, "solver backend of the window model (see 'hpcopt backends')"),
+        Option("time_limit", float, "seconds per window solve"),
+    )
 
     def __init__(self, window: int | None = WINDOW, order: str | None = None,
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",

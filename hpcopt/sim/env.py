@@ -23,9 +23,9 @@ import numpy as np
 from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 
-from .driver import BACKFILL, Event, Pick, PickRequest, Simulator
+from .driver import BACKFILL, SELECT, Event, Pick, PickRequest, Simulator
 
-STAGE_LEVEL = {"select": 1, BACKFILL: 2}
+STAGE_LEVEL = {SELECT: 1, BACKFILL: 2}
 
 
 class PickEnv(gym.Env):
