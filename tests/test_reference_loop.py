@@ -74,3 +74,37 @@ def test_reference_reads_clean_swf(tmp_path):
     jobs = REF.read_clean_swf(path)
     assert jobs == [(1, 0.0, 10.0, 20.0, 2), (2, 5.0, 5.0, 5.0, 4)]
     assert REF.simulate_easy(jobs, 4) == {1: 0.0, 2: 10.0}
+
+
+def _records(sim):
+    return {jid: (r.start, r.end, r.mode, r.reserved_at) for jid, r in sim.records.items()}
+
+
+@pytest.mark.parametrize("policy, kw", [
+    ("fcfs", {}), ("sjf", {}), ("baseline", {}), ("fcfs", {"backfill": "none"}),
+    ("fcfs", {"window": 3}), ("sjf", {"backfill": "none", "window": 2}),
+])
+@pytest.mark.parametrize("seed", range(3))
+def test_node_fast_path_equals_general_path(policy, kw, seed):
+    """run() takes a node-count fast path for head-first policies; subscribing to an event
+    forces the general pass (window, decision, pool copies): same records either way."""
+    from hpcopt.domain import System
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.driver import Event, Simulator
+
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(400):
+        wall = float(rng.choice([0, 10, 20, 30, 60]))
+        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
+        jobs.append(Job(id=i, submit=float(rng.randrange(0, 2000, 10)), runtime=run,
+                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16])))
+    fast = Simulator(jobs, System(16), make_policy(policy), **kw)
+    assert fast._node_head_first()
+    fast.run()
+    slow = Simulator(jobs, System(16), make_policy(policy), **kw)
+    slow.subscribe(Event.PASS, lambda *a: None)
+    assert not slow._node_head_first()
+    slow.run()
+    assert _records(fast) == _records(slow)
+    assert (fast.passes, fast.now, fast.pool.free) == (slow.passes, slow.now, slow.pool.free)

@@ -50,17 +50,18 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from operator import attrgetter
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
-from .orders import get_order
-from .resources import make_pool
+from .orders import fcfs_key, get_order
+from .resources import NodePool, make_pool
 
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
 SELECT, BACKFILL = "select", "backfill"  # the two stages of a one-pick pass
@@ -222,9 +223,15 @@ class Simulator:
         self._due = False  # a pass is due at the current time (set by advance)
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
 
-        trace = sorted(jobs, key=lambda j: (j.submit, j.id))
-        for job in trace:
-            self._register(job)
+        trace = sorted(jobs, key=_by_submit_id)
+        records = self.records = {job.id: JobRecord(job) for job in trace}
+        empty = self._empty
+        if len(records) != len(trace) or (
+                not all(map(empty.fits, trace)) if type(empty) is not NodePool
+                else any(job.nodes > empty.total or job.bb or job.ssd for job in trace)):
+            self.records = {}
+            for job in trace:  # raises on the first duplicate id or job too large
+                self._register(job)
         self._trace = trace
         self._next_trace = 0
 
@@ -249,6 +256,9 @@ class Simulator:
 
     def run(self) -> Simulator:
         """Run to completion: every job submitted, started and finished."""
+        if self._node_head_first():
+            self._run_node_head_first()
+            return self
         steps = self.steps()
         try:
             request = next(steps)
@@ -493,6 +503,173 @@ class Simulator:
                 if extra.fits(job, alloc):
                     yield job, alloc
 
+    # ------------------------------------------------------------------ node-count fast path
+    def _node_head_first(self) -> bool:
+        """Whether ``run()`` may take the fast path: the plain head-first policy (FCFS, SJF,
+        ``baseline``) in a static order on interchangeable nodes, no starvation bound, no
+        period, nobody subscribed, nothing run or injected yet."""
+        if (self._one_pick or self.period is not None or self.starvation_bound is not None
+                or not self._static or type(self.pool) is not NodePool or self._events
+                or self.queue or self._next_trace or self.now != -math.inf
+                or any(self._subscribers.values())):
+            return False
+        from hpcopt.policies.classic import HeadFirst
+
+        return type(self.policy) is HeadFirst
+
+    def _run_node_head_first(self) -> None:
+        """``run()`` for ``_node_head_first`` cases: the same events and passes as ``steps()``
+        with ``schedule()``, on node counts, in one function (no window, decision or pool
+        copy per pass).  The policy's rule is inlined: start from the head of the queue (at
+        most W jobs) while the head fits.  Then the EASY reservation and scan exactly as in
+        ``reserve()`` and ``backfill()``.
+
+        In FCFS order without a window, a pass at a time with submissions but no completion
+        since the previous pass only tests the new arrivals: nothing was freed, the head is the
+        same and still does not fit, the shadow time and the extra nodes are those the previous
+        scan ended with, and every job it rejected is still rejected (``now`` only grew).
+        ``tests/test_reference_loop.py`` checks start times against an independent plain loop;
+        ``tests/test_driver.py`` checks this path against the general one."""
+        trace, n_trace = self._trace, len(self._trace)
+        records, pool = self.records, self.pool
+        free = pool.free
+        w = self.window_size
+        backfilling = self.backfilling
+        key_of = self._key
+        append_only = key_of is fcfs_key  # the trace arrives in FCFS order
+        incremental = append_only and w is None
+        queue: list[Job] = []
+        qkeys: list = []
+        running: list[tuple] = []  # (estimated end, seq, nodes), sorted
+        ends: list[tuple] = []  # heap of (end, seq, running key)
+        seq, passes, n_done, nxt = self._seq, self.passes, self._n_done, 0
+        scanned = -1  # queue jobs the last pass tested; -1: a new pass must test them all
+        shadow = extra = 0.0
+        bar, last = None, 0
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(records), unit="job", desc="simulate", mininterval=0.5)
+        inf = math.inf
+        heappush, heappop = heapq.heappush, heapq.heappop
+        while True:
+            now = trace[nxt].submit if nxt < n_trace else inf
+            if ends and ends[0][0] <= now:
+                now = ends[0][0]
+                while ends and ends[0][0] == now:
+                    rkey = heappop(ends)[2]
+                    del running[bisect_left(running, rkey)]
+                    free += rkey[2]
+                    n_done += 1
+                scanned = -1
+                if bar is not None and n_done - last >= 500:
+                    bar.update(n_done - last)
+                    last = n_done
+            elif now == inf:
+                break
+            self.now = now
+            while nxt < n_trace and trace[nxt].submit == now:
+                job = trace[nxt]
+                if append_only:
+                    queue.append(job)
+                else:
+                    k = key_of(job, now)
+                    pos = bisect_left(qkeys, k)
+                    qkeys.insert(pos, k)
+                    queue.insert(pos, job)
+                nxt += 1
+            if not queue:
+                continue
+            passes += 1
+            if scanned < 0:
+                # the policy: head first, at most W jobs
+                lim = len(queue) if w is None or w > len(queue) else w
+                k = 0
+                while k < lim:
+                    job = queue[k]
+                    nodes = job.nodes
+                    if nodes > free:
+                        break
+                    free -= nodes
+                    rec = records[job.id]
+                    rec.allocation = nodes
+                    rec.start = now
+                    rec.end = end = now + job.runtime
+                    rec.mode = READY if rec.reserved_at is None else RESERVED
+                    seq += 1
+                    rkey = (now + job.walltime, seq, nodes)
+                    insort(running, rkey)
+                    seq += 1
+                    heappush(ends, (end, seq, rkey))
+                    k += 1
+                if k:
+                    del queue[:k]
+                    if not append_only:
+                        del qkeys[:k]
+                if not queue or not backfilling:
+                    scanned = len(queue) if incremental and queue else -1
+                    continue
+                # EASY reservation for the head
+                head = queue[0]
+                need, avail, shadow, i = head.nodes, free, now, 0
+                while avail < need:
+                    shadow = running[i][0]
+                    while i < len(running) and running[i][0] == shadow:
+                        avail += running[i][2]
+                        i += 1
+                extra = avail - need
+                rec = records[head.id]
+                if rec.reserved_at is None:
+                    rec.reserved_at = shadow
+                first = 1
+            elif not backfilling:
+                continue
+            else:
+                first = scanned
+            # EASY scan of the rest of the queue
+            hit = None
+            for pos in range(first, len(queue)):
+                if free == 0:
+                    break
+                job = queue[pos]
+                nodes = job.nodes
+                if nodes > free:
+                    continue
+                wall = job.walltime
+                if now + wall > shadow:
+                    if nodes > extra:
+                        continue
+                    extra -= nodes
+                free -= nodes
+                rec = records[job.id]
+                rec.allocation = nodes
+                rec.start = now
+                rec.end = end = now + job.runtime
+                rec.mode = BACKFILLED
+                seq += 1
+                rkey = (now + wall, seq, nodes)
+                insort(running, rkey)
+                seq += 1
+                heappush(ends, (end, seq, rkey))
+                if hit is None:
+                    hit = [pos]
+                else:
+                    hit.append(pos)
+            if hit is not None:
+                for pos in reversed(hit):
+                    del queue[pos]
+                    if not append_only:
+                        del qkeys[pos]
+            scanned = len(queue) if incremental else -1
+        if bar is not None:
+            bar.update(n_done - last)
+            bar.close()
+        pool.free = free
+        if running or queue:  # pragma: no cover - every job fits the empty machine
+            raise SimulationError("fast path ended with jobs left")
+        self._seq, self.passes, self._n_done, self._next_trace = seq, passes, n_done, nxt
+        self.queue, self._queue_keys = queue, qkeys
+
     # ------------------------------------------------------------------ one-pick passes
     def _pick_pass(self) -> Iterator[PickRequest]:
         """One pass of a one-pick policy (module docstring), as a generator of requests."""
@@ -689,6 +866,9 @@ class Simulator:
     def _emit(self, event: Event, payload) -> None:
         for cb in list(self._subscribers[event]):
             cb(self, event, payload)
+
+
+_by_submit_id = attrgetter("submit", "id")
 
 
 def _lookup(ids: Sequence[int], jobs: Sequence[Job]) -> dict[int, Job]:
