@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +11,46 @@ from .domain import Job, System
 from .errors import SimulationError
 
 
-@dataclass
 class SimulationResult:
-    """A finished simulation: the per-job table, the summary metrics and the settings."""
+    """A finished simulation: the per-job table, the summary metrics and the settings.
 
-    jobs: Any  # pandas DataFrame, one row per job
-    summary: dict
-    settings: dict = field(default_factory=dict)
-    cleaning: dict | None = None
+    ``jobs`` is a pandas DataFrame, one row per job; it is built on first use from the plain
+    columns the simulation produced (``hpcopt.sim.metrics.job_columns``), so that a run that
+    only needs the summary or ``write()`` never imports pandas."""
+
+    def __init__(self, jobs: Any, summary: dict, settings: dict | None = None,
+                 cleaning: dict | None = None) -> None:
+        self._jobs = jobs  # a DataFrame, or a dict of columns until first use
+        self.summary = summary
+        self.settings = {} if settings is None else settings
+        self.cleaning = cleaning
+
+    @property
+    def jobs(self):
+        """The per-job table (pandas DataFrame)."""
+        if isinstance(self._jobs, dict):
+            import pandas as pd
+
+            self._jobs = pd.DataFrame(self._jobs)
+        return self._jobs
+
+    @jobs.setter
+    def jobs(self, value) -> None:
+        self._jobs = value
+
+    def __repr__(self) -> str:
+        return (f"SimulationResult(jobs={self.summary.get('job_count')} rows, "
+                f"summary={self.summary!r}, settings={self.settings!r})")
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
+        from .sim.metrics import write_job_csv
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
-        self.jobs.to_csv(jobs_csv, index=False)
+        if not (isinstance(self._jobs, dict) and write_job_csv(self._jobs, jobs_csv)):
+            self.jobs.to_csv(jobs_csv, index=False)
         doc = {**self.summary, "settings": self.settings}
         if self.cleaning is not None:
             doc["cleaning"] = self.cleaning
@@ -106,7 +130,7 @@ def simulate(
     default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
     """
     from .sim.driver import Simulator
-    from .sim.metrics import job_table, summarize
+    from .sim.metrics import job_columns, summarize
 
     cleaning = None
     if isinstance(trace, (str, Path)):
@@ -129,7 +153,7 @@ def simulate(
     pol.reset(seed)
     sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
                     starvation_bound=starvation_bound, period=period, progress=progress).run()
-    table = job_table(sim.records.values(), _extra_columns(job_list, system))
+    table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)

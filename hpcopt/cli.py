@@ -371,16 +371,11 @@ def _workload(trace, system, name: str, seed: int):
 
 
 def _print_summary(summaries: dict[str, dict]) -> None:
-    import pandas as pd
+    from .sim.metrics import format_summary  # plain text: no pandas import for a summary
 
     keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd", "avg_comm_cost")
                            if all(k in s for s in summaries.values())]
-    df = pd.DataFrame({name: {k: s[k] for k in keys} for name, s in summaries.items()})
-    def fmt(v) -> str:
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
-
-    with pd.option_context("display.width", 200):
-        print(df.map(fmt).to_string())
+    print(format_summary(summaries, keys))
 
 
 def cmd_backends(args) -> int:

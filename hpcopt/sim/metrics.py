@@ -15,43 +15,108 @@ before computing the summary, to remove the warm-up and cool-down periods.
 
 from __future__ import annotations
 
+import csv
 import math
+from operator import attrgetter
 
 import numpy as np
 
 from hpcopt.errors import SimulationError
 
 BSLD_THRESHOLD = 10.0
+CORE_COLUMNS = ("job_id", "submit", "start", "end", "nodes", "walltime", "runtime", "wait",
+                "response", "slowdown", "bounded_slowdown", "mode")
+
+_by_submit_id = attrgetter("job.submit", "job.id")
+
+
+def job_columns(records, extra_columns: dict | None = None) -> dict:
+    """The per-job table as plain columns (numpy arrays and lists), sorted by
+    (submit, job_id): what ``job_table`` puts in a DataFrame, without importing pandas."""
+    recs = sorted(records, key=_by_submit_id)
+    n = len(recs)
+    jobs = list(map(attrgetter("job"), recs))
+
+    def floats(values):
+        return np.fromiter(values, dtype=float, count=n)
+
+    submit = floats(map(attrgetter("submit"), jobs))
+    start = floats(map(attrgetter("start"), recs))
+    end = floats(map(attrgetter("end"), recs))
+    runtime = floats(map(attrgetter("runtime"), jobs))
+    wait = start - submit
+    response = end - submit
+    cols = {
+        "job_id": list(map(attrgetter("id"), jobs)),
+        "submit": submit,
+        "start": start,
+        "end": end,
+        "nodes": np.fromiter(map(attrgetter("nodes"), jobs), dtype=np.int64, count=n),
+        "walltime": floats(map(attrgetter("walltime"), jobs)),
+        "runtime": runtime,
+        "wait": wait,
+        "response": response,
+        "slowdown": response / np.maximum(runtime, 1.0),
+        "bounded_slowdown": np.maximum(1.0, response / np.maximum(runtime, BSLD_THRESHOLD)),
+        "mode": list(map(attrgetter("mode"), recs)),
+    }
+    for name, getter in (extra_columns or {}).items():
+        cols[name] = [getter(r) for r in recs]
+    return cols
 
 
 def job_table(records, extra_columns: dict | None = None):
     """pandas DataFrame, one row per job, sorted by (submit, job_id)."""
     import pandas as pd
 
-    recs = sorted(records, key=lambda r: (r.job.submit, r.job.id))
-    submit = np.array([r.job.submit for r in recs], dtype=float)
-    start = np.array([r.start for r in recs], dtype=float)
-    end = np.array([r.end for r in recs], dtype=float)
-    runtime = np.array([r.job.runtime for r in recs], dtype=float)
-    wait = start - submit
-    response = end - submit
-    cols = {
-        "job_id": [r.job.id for r in recs],
-        "submit": submit,
-        "start": start,
-        "end": end,
-        "nodes": np.array([r.job.nodes for r in recs], dtype=np.int64),
-        "walltime": np.array([r.job.walltime for r in recs], dtype=float),
-        "runtime": runtime,
-        "wait": wait,
-        "response": response,
-        "slowdown": response / np.maximum(runtime, 1.0),
-        "bounded_slowdown": np.maximum(1.0, response / np.maximum(runtime, BSLD_THRESHOLD)),
-        "mode": [r.mode for r in recs],
-    }
-    for name, getter in (extra_columns or {}).items():
-        cols[name] = [getter(r) for r in recs]
-    return pd.DataFrame(cols)
+    return pd.DataFrame(job_columns(records, extra_columns))
+
+
+def write_job_csv(columns: dict, path) -> bool:
+    """Write ``job_columns`` output as CSV, byte for byte what pandas' ``to_csv(index=False)``
+    writes for the same table, without pandas.  Returns False (nothing written) for tables
+    it does not know how to render exactly (further resource columns, ids that are not all
+    integers); the caller then uses pandas."""
+    if tuple(columns) != CORE_COLUMNS:
+        return False
+    ids, modes = columns["job_id"], columns["mode"]
+    if not all(type(i) is int for i in ids) or not all(type(m) is str for m in modes):
+        return False
+    out = []
+    for name in CORE_COLUMNS:
+        col = columns[name]
+        if name in ("job_id", "mode"):
+            out.append(col)
+        elif name == "nodes":
+            out.append(col.tolist())
+        else:  # float64: numpy's shortest repr, as pandas writes it; NaN as an empty field
+            text = list(map(repr, col.tolist()))
+            if np.isnan(col).any():
+                text = ["" if t == "nan" else t for t in text]
+            out.append(text)
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(CORE_COLUMNS)
+        writer.writerows(zip(*out))
+    return True
+
+
+def format_summary(summaries: dict[str, dict], keys) -> str:
+    """The console table of summary metrics: one row per key, one column per run, numbers
+    >= 1000 with thousands separators, others with 4 significant digits (the layout of
+    pandas' ``DataFrame.to_string``)."""
+    def fmt(v) -> str:
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+    names = list(summaries)
+    cells = {name: [fmt(summaries[name][k]) for k in keys] for name in names}
+    kw = max(len(k) for k in keys)
+    widths = [max([len(str(name))] + [1 + len(c) for c in cells[name]]) for name in names]
+    lines = [" " * kw + "".join(" " + str(name).rjust(w) for name, w in zip(names, widths))]
+    for i, k in enumerate(keys):
+        lines.append(k.ljust(kw) + "".join(" " + cells[name][i].rjust(w)
+                                           for name, w in zip(names, widths)))
+    return "\n".join(lines)
 
 
 def _trim_count(n_jobs: int, amount: float) -> int:
@@ -64,38 +129,46 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
               bb_capacity: float = 0.0, ssd_capacity: float = 0.0) -> dict:
     """Summary metrics (snake_case keys) of a job table, after trimming.
 
+    ``jobs`` is a DataFrame (``job_table``) or its columns (``job_columns``); numpy does the
+    arithmetic either way, so both give the same numbers (pandas' reductions are numpy's).
     ``bb_capacity`` (GB) and ``ssd_capacity`` (GB over all nodes) add the burst-buffer and SSD
     metrics when positive (the table then needs ``bb``, resp. ``ssd`` and ``ssd_assigned``
     columns; missing ones count as zero use)."""
-    n = len(jobs)
+    n = len(jobs) if hasattr(jobs, "iloc") else len(jobs["submit"])
     lo, hi = _trim_count(n, warmup), n - _trim_count(n, cooldown)
     if lo >= hi:
         raise SimulationError(
             f"trimming {lo} warm-up and {n - hi} cool-down jobs leaves none of {n}")
-    kept = jobs.iloc[lo:hi]
-    first, last = float(kept["submit"].min()), float(kept["end"].max())
+
+    def kept(name):
+        col = jobs[name]
+        return (col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col))[lo:hi]
+
+    runtime, nodes = kept("runtime"), kept("nodes")
+    first, last = float(_nanmin(kept("submit"))), float(_nanmax(kept("end")))
     span = last - first
-    node_seconds = float((kept["nodes"] * kept["runtime"]).sum())
+    node_seconds = float(_nansum(nodes * runtime))
     extra = {}
     if bb_capacity > 0:
-        bb = kept["bb"] if "bb" in kept else 0.0
-        extra["bb_usage"] = float((bb * kept["runtime"]).sum()) / (bb_capacity * span) \
+        bb = kept("bb") if "bb" in jobs else 0.0
+        extra["bb_usage"] = float(_nansum(bb * runtime)) / (bb_capacity * span) \
             if span > 0 else 0.0
     if ssd_capacity > 0:
-        req = kept["ssd"] * kept["nodes"] if "ssd" in kept else 0.0 * kept["nodes"]
-        got = kept["ssd_assigned"] if "ssd_assigned" in kept else req
+        req = kept("ssd") * nodes if "ssd" in jobs else 0.0 * nodes
+        got = kept("ssd_assigned") if "ssd_assigned" in jobs else req
         denom = ssd_capacity * span if span > 0 else math.inf
-        extra["ssd_usage"] = float((req * kept["runtime"]).sum()) / denom
-        extra["wasted_ssd"] = float(((got - req) * kept["runtime"]).sum()) / denom
-    if "comm_cost" in kept:
-        extra["avg_comm_cost"] = float(kept["comm_cost"].mean())
+        extra["ssd_usage"] = float(_nansum(req * runtime)) / denom
+        extra["wasted_ssd"] = float(_nansum((got - req) * runtime)) / denom
+    if "comm_cost" in jobs:
+        extra["avg_comm_cost"] = float(_nanmean(kept("comm_cost")))
+    wait = kept("wait")
     return {
-        "job_count": int(len(kept)),
-        "avg_wait": float(kept["wait"].mean()),
-        "max_wait": float(kept["wait"].max()),
-        "avg_response": float(kept["response"].mean()),
-        "avg_slowdown": float(kept["slowdown"].mean()),
-        "avg_bounded_slowdown": float(kept["bounded_slowdown"].mean()),
+        "job_count": int(hi - lo),
+        "avg_wait": float(_nanmean(wait)),
+        "max_wait": float(_nanmax(wait)),
+        "avg_response": float(_nanmean(kept("response"))),
+        "avg_slowdown": float(_nanmean(kept("slowdown"))),
+        "avg_bounded_slowdown": float(_nanmean(kept("bounded_slowdown"))),
         "utilization": node_seconds / (system_nodes * span) if span > 0 else 0.0,
         "makespan": span,
         "node_seconds": node_seconds,
@@ -105,3 +178,42 @@ def summarize(jobs, system_nodes: int, *, warmup: float = 0, cooldown: float = 0
         "trimmed_cooldown": n - hi,
         **extra,
     }
+
+
+# pandas' skip-NaN reductions (Series.mean/sum/min/max), which sum with numpy the same way
+def _nan_mask(a):
+    return np.isnan(a) if a.dtype.kind == "f" else None
+
+
+def _nansum(a):
+    mask = _nan_mask(a)
+    if mask is not None and mask.any():
+        a = np.where(mask, 0.0, a)
+    return a.sum(dtype=np.float64 if a.dtype.kind in "iub" else a.dtype)
+
+
+def _nanmean(a):
+    if a.dtype.kind == "O":
+        a = a.astype(np.float64)
+    mask = _nan_mask(a)
+    count = a.size
+    if mask is not None and mask.any():
+        count = a.size - int(mask.sum())
+        a = np.where(mask, 0.0, a)
+        if count == 0:
+            return math.nan
+    return a.sum(dtype=np.float64 if a.dtype.kind in "iub" else a.dtype) / np.float64(count)
+
+
+def _nanmax(a):
+    mask = _nan_mask(a)
+    if mask is not None and mask.any():
+        return np.nanmax(a) if not mask.all() else math.nan
+    return a.max()
+
+
+def _nanmin(a):
+    mask = _nan_mask(a)
+    if mask is not None and mask.any():
+        return np.nanmin(a) if not mask.all() else math.nan
+    return a.min()
