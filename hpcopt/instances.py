@@ -129,10 +129,14 @@ def _reject_constant(name: str):
 
 
 def instance_from_dict(obj: Any, path: str | Path = "<memory>") -> Instance:
-    """Validate parsed JSON and build its ``Instance`` (``InstanceError`` on any problem)."""
+    """Validate parsed JSON and build its ``Instance`` (``InstanceError`` on any problem,
+    also for data nested too deeply to check or too large to build)."""
     from hpcopt.models import model_class
 
-    validate_instance(obj, path)
+    try:
+        validate_instance(obj, path)
+    except RecursionError:
+        raise InstanceError(f"{path}: JSON nested too deeply to check") from None
     try:
         cls = model_class(obj["model"])
     except InstanceError as err:
@@ -142,8 +146,56 @@ def instance_from_dict(obj: Any, path: str | Path = "<memory>") -> Instance:
     except ModelError as err:
         where = f"data.{err.field}" if getattr(err, "field", None) else "data"
         raise InstanceError(f"{path}: {where}: {getattr(err, 'detail', err)}") from None
+    except RecursionError:
+        raise InstanceError(f"{path}: data: nested too deeply to build the model") from None
+    except MemoryError:
+        raise InstanceError(f"{path}: data: out of memory building the {obj['model']} model "
+                            "(the instance is too large for this machine)") from None
     return Instance(obj["name"], model, Path(path) if path != "<memory>" else None,
                     obj.get("description", ""), obj.get("meta", {}))
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_instance_bytes(data: bytes, path: str | Path = "<memory>") -> str:
+    """The text of an instance file: UTF-8, or UTF-8/16/32 with a byte-order mark (what
+    Windows editors and PowerShell's ``>`` write); anything else is an ``InstanceError``
+    naming the file (a binary file, UTF-16 without a BOM, Latin-1 ...)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError as err:
+                raise InstanceError(f"{path}: not valid {codec.upper()} text after its "
+                                    f"byte-order mark (byte {err.start})") from None
+    if b"\x00" in data:  # never in JSON text, whatever the bytes around it decode to
+        raise InstanceError(f"{path}: not UTF-8 text (NUL bytes: a binary file, or UTF-16 "
+                            "without a byte-order mark); instance files are JSON text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InstanceError(f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+                            f"{err.start}); instance files are JSON text") from None
+
+
+def parse_instance_text(text: str, path: str | Path = "<memory>") -> Any:
+    """``json.loads`` with one-line ``InstanceError``s naming ``path`` (invalid JSON,
+    NaN/Infinity, nesting too deep, out of memory)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise InstanceError(
+            f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
+        ) from None
+    except ValueError as err:
+        raise InstanceError(f"{path}: not valid JSON: {err}") from None
+    except RecursionError:
+        raise InstanceError(f"{path}: JSON nested too deeply to read") from None
+    except MemoryError:
+        raise InstanceError(f"{path}: out of memory reading the JSON ({len(text):,} "
+                            "characters)") from None
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -152,7 +204,8 @@ def load_instance(path: str | Path) -> Instance:
     Raises
     ------
     InstanceError
-        One line: the file, the JSON path of the bad field and what was expected.
+        One line: the file, the JSON path of the bad field and what was expected (also for
+        a file that is not text, nested too deeply or too large to load).
 
     Examples
     --------
@@ -162,17 +215,13 @@ def load_instance(path: str | Path) -> Instance:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as err:
         raise InstanceError(f"{path}: cannot read file ({err.strerror})") from None
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        raise InstanceError(
-            f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
-        ) from None
-    except ValueError as err:
-        raise InstanceError(f"{path}: not valid JSON: {err}") from None
+    except MemoryError:
+        raise InstanceError(f"{path}: out of memory reading the file") from None
+    obj = parse_instance_text(decode_instance_bytes(data, path), path)
+    del data
     return instance_from_dict(obj, path)
 
 
@@ -223,6 +272,6 @@ def expand_paths(patterns) -> list[Path]:
 
 
 __all__ = [
-    "Instance", "expand_paths", "instance_from_dict", "load_instance", "save_instance",
-    "schema", "validate_instance",
+    "Instance", "decode_instance_bytes", "expand_paths", "instance_from_dict", "load_instance",
+    "parse_instance_text", "save_instance", "schema", "validate_instance",
 ]
