@@ -33,7 +33,7 @@ _by_submit_id = attrgetter("job.submit", "job.id")
 def job_columns(records, extra_columns: dict | None = None) -> dict:
     """The per-job table as plain columns (numpy arrays and lists), sorted by
     (submit, job_id): what ``job_table`` puts in a DataFrame, without importing pandas."""
-    recs = sorted(records, key=_by_submit_id)
+    recs = list(records)
     n = len(recs)
     jobs = list(map(attrgetter("job"), recs))
 
@@ -41,13 +41,21 @@ def job_columns(records, extra_columns: dict | None = None) -> dict:
         return np.fromiter(values, dtype=float, count=n)
 
     submit = floats(map(attrgetter("submit"), jobs))
+    ids = list(map(attrgetter("id"), jobs))
+    # a finished Simulator's records are in (submit, id) order unless jobs were injected
+    in_order = n < 2 or _ascending(submit, ids)
+    if not in_order:
+        recs = sorted(recs, key=_by_submit_id)
+        jobs = list(map(attrgetter("job"), recs))
+        submit = floats(map(attrgetter("submit"), jobs))
+        ids = list(map(attrgetter("id"), jobs))
     start = floats(map(attrgetter("start"), recs))
     end = floats(map(attrgetter("end"), recs))
     runtime = floats(map(attrgetter("runtime"), jobs))
     wait = start - submit
     response = end - submit
     cols = {
-        "job_id": list(map(attrgetter("id"), jobs)),
+        "job_id": ids,
         "submit": submit,
         "start": start,
         "end": end,
@@ -63,6 +71,19 @@ def job_columns(records, extra_columns: dict | None = None) -> dict:
     for name, getter in (extra_columns or {}).items():
         cols[name] = [getter(r) for r in recs]
     return cols
+
+
+def _ascending(submit: np.ndarray, ids: list) -> bool:
+    """Whether (submit, id) strictly increases along the rows (integer ids only)."""
+    if not all(type(i) is int for i in ids):
+        return False
+    try:
+        key = np.array(ids, dtype=np.int64)
+    except OverflowError:
+        return False
+    later = submit[1:] > submit[:-1]
+    tie = submit[1:] == submit[:-1]
+    return bool(np.all(later | (tie & (key[1:] > key[:-1]))))
 
 
 def job_table(records, extra_columns: dict | None = None):
