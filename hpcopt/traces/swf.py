@@ -177,6 +177,9 @@ def _header_line(stripped: str, header: SwfHeader, last_key: str | None) -> str 
 
 def _swf_fast(data: list[str]) -> np.ndarray | None:
     """Vectorised parse of clean input; ``None`` when anything is off (the slow pass decides)."""
+    table = _swf_plain_ints(data)
+    if table is not None:
+        return table
     try:
         table = np.loadtxt(data, dtype=np.float64, comments=None, ndmin=2)
     except ValueError:
@@ -187,6 +190,65 @@ def _swf_fast(data: list[str]) -> np.ndarray | None:
     if not (ints == np.floor(ints)).all():
         return None
     return table
+
+
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
+_CHUNK = 16384  # records per vectorised block (bounds the temporary arrays)
+
+
+def _swf_plain_ints(data: list[str]) -> np.ndarray | None:
+    """The common case, about twice as fast as ``np.loadtxt``: records of exactly 18 plain
+    integers (``-?[0-9]{1,18}``, separated by spaces or tabs), parsed with array operations
+    on the bytes.  The table is what ``np.loadtxt`` gives for the same lines; ``None`` when
+    any record is not of that form (``np.loadtxt`` and the slow pass then decide)."""
+    table = np.empty((len(data), _NF), dtype=np.float64)
+    for lo in range(0, len(data), _CHUNK):
+        block = _plain_int_block(data[lo:lo + _CHUNK])
+        if block is None:
+            return None
+        table[lo:lo + len(block)] = block
+    return table
+
+
+def _plain_int_block(data: list[str]) -> np.ndarray | None:
+    n = len(data)
+    try:
+        raw = ("\n".join(data) + "\n").encode("ascii")
+    except UnicodeEncodeError:
+        return None
+    b = np.frombuffer(raw, dtype=np.uint8)
+    ws = (b == 32) | (b == 10) | (b == 9)
+    digit = (b - 48) < 10  # wraps around below "0"
+    minus = b == 45
+    if not (ws | digit | minus).all():
+        return None
+    tok = ~ws
+    start = tok.copy()
+    start[1:] &= ws[:-1]
+    starts = np.flatnonzero(start)
+    if starts.size != n * _NF:
+        return None
+    end = tok  # the last byte of each token (b ends with a newline)
+    end[:-1] &= ws[1:]
+    ends = np.flatnonzero(end) + 1
+    if (ends - starts).max() > 18:  # int64-safe
+        return None
+    per_line = np.diff(np.searchsorted(starts, np.flatnonzero(b == 10)), prepend=0)
+    if not (per_line == _NF).all():
+        return None
+    mpos = np.flatnonzero(minus)
+    if mpos.size and not (start[mpos].all() and digit[mpos + 1].all()):
+        return None  # a "-" that is not a sign followed by a digit
+    dpos = np.flatnonzero(digit)
+    first = np.searchsorted(dpos, starts)  # every token has a digit
+    place = np.repeat(ends - 1, np.diff(first, append=dpos.size)) - dpos
+    vals = np.add.reduceat((b[dpos] - 48).astype(np.int64) * _POW10[place], first)
+    if mpos.size:
+        neg = minus[starts]
+        if (vals[neg] == 0).any():
+            return None  # "-0" reads as -0.0
+        vals[neg] = -vals[neg]
+    return vals.reshape(n, _NF).astype(np.float64)
 
 
 def _swf_slow(
