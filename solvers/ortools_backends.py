@@ -105,12 +105,14 @@ class CpSat(Solver):
                       "INFEASIBLE": Status.INFEASIBLE, "MODEL_INVALID": Status.ERROR,
                       "UNKNOWN": Status.NO_SOLUTION}
 
-    FEASIBLE and UNKNOWN carry ``limit=TIME`` when a time limit was set.  The bound is
+    FEASIBLE and UNKNOWN carry ``limit=TIME`` when a time limit was set, and
+    ``limit=INTERRUPT`` when Ctrl-C (any ``KeyboardInterrupt`` raised by a signal handler,
+    e.g. a batch's SIGTERM) stopped the search: see ``_solve_stoppable``.  The bound is
     ``best_objective_bound`` (only reported with an incumbent).
     """
 
     doc = "OR-tools CP-SAT (knapsack with integer data, SCAS); seedable"
-    SUPPORTED_MODELS = ("knapsack", "scas")
+    SUPPORTED_MODELS = ("knapsack", "scas", "osdec")
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"
     EXACT = True
@@ -129,12 +131,17 @@ class CpSat(Solver):
 
         if model.kind == "knapsack":
             return self._knapsack(model, opts)
+        if model.kind == "osdec":  # time-indexed MIP, see solvers/osdec_mip.py
+            from .osdec_mip import solve_cpsat
+
+            return solve_cpsat(self, model, opts)
         cp = cp_model.CpModel()
         if model.kind == "scas":
             decode, to_objective, bound_of, exact = _scas(cp, model, opts.warm_start)
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.num_workers = 1
+        params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
         if opts.time_limit is not None:
             params.max_time_in_seconds = opts.time_limit
         if opts.seed is not None:
@@ -145,12 +152,14 @@ class CpSat(Solver):
             except (AttributeError, TypeError, ValueError) as err:
                 raise SolverOptionError(
                     f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
-        code = solver.solve(cp)
+        code, stopped = _solve_stoppable(solver, cp)
         status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
         if model.kind == "scas" and not exact and status == Status.OPTIMAL:
             status = Status.FEASIBLE  # proven for rounded costs only: the bound says how far
         limit = None
-        if status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
+        if status in (Status.FEASIBLE, Status.NO_SOLUTION) and stopped:
+            limit = Limit.INTERRUPT
+        elif status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
             limit = Limit.TIME
         decision = objective = bound = None
         if status.has_solution:  # without one, CP-SAT's bound is not meaningful
@@ -177,7 +186,7 @@ class CpSat(Solver):
         if opts.warm_start is not None:
             model.evaluate(opts.warm_start)  # checks length and 0/1 entries
             hint = [int(opts.warm_start[i]) for i in red.items.tolist()]
-        logs, found = [], [True]
+        logs, found, stopped = [], [True], [False]
 
         def solve(values, weights, caps):
             cp = cp_model.CpModel()
@@ -191,7 +200,8 @@ class CpSat(Solver):
             solver = cp_model.CpSolver()
             remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
             _parameters(solver, opts, remaining)
-            status = self.STATUS_MAP.get(solver.status_name(solver.solve(cp)), Status.ERROR)
+            code, stopped[0] = _solve_stoppable(solver, cp)
+            status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
             logs.append(solver.response_stats())
             if not status.has_solution:
                 found[0] = False
@@ -203,26 +213,29 @@ class CpSat(Solver):
             first, proven, bound = solve(red.values.tolist(), red.weights, red.capacities)
             x = red.lift(first)
             if not proven or not found[0]:
-                return self._knapsack_outcome(red, first, proven, bound, deadline, found, logs)
+                return self._knapsack_outcome(red, first, proven, bound, deadline, found, logs,
+                                              stopped=stopped[0])
             canonical = canonical_tie_break(model, x, deadline)
             if canonical is not None:
                 return Outcome(Status.OPTIMAL, canonical, log="\n".join(logs),
                                extra={"tie_break": "dp"})
         chosen, proven, bound = red.solve_canonical(solve)
         return self._knapsack_outcome(red, chosen, proven, bound, deadline, found, logs,
-                                      tie_break="resolve")
+                                      tie_break="resolve", stopped=stopped[0])
 
     @staticmethod
     def _knapsack_outcome(red, chosen, proven, bound, deadline, found, logs,
-                          tie_break=None) -> Outcome:
-        """The Outcome of a knapsack solve (reduced ``chosen``, ``bound`` in reduced units)."""
+                          tie_break=None, stopped=False) -> Outcome:
+        """The Outcome of a knapsack solve (reduced ``chosen``, ``bound`` in reduced units);
+        ``stopped``: an interrupt stopped the last solve (``limit=INTERRUPT``)."""
         chosen = np.asarray(chosen, dtype=bool)
         log = "\n".join(logs)
+        limit = Limit.INTERRUPT if stopped else Limit.TIME if deadline else None
         if not found[0] and not chosen.any():
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME if deadline else None, log=log)
+            return Outcome(Status.NO_SOLUTION, limit=limit, log=log)
         return Outcome(Status.OPTIMAL if proven else Status.FEASIBLE, red.lift(chosen),
                        bound=None if bound is None else red.objective(bound),
-                       limit=None if proven or deadline is None else Limit.TIME, log=log,
+                       limit=None if proven else limit, log=log,
                        extra={} if tie_break is None else {"tie_break": tie_break})
 
 
@@ -230,6 +243,7 @@ def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
     """CP-SAT parameters: one worker (deterministic), the time limit, seed, user options."""
     params = solver.parameters
     params.num_workers = 1
+    params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
     if time_limit is not None:
         params.max_time_in_seconds = time_limit
     if opts.seed is not None:
@@ -241,6 +255,46 @@ def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
             setattr(params, key, val)
         except (AttributeError, TypeError, ValueError) as err:
             raise SolverOptionError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+
+
+def _solve_stoppable(solver, cp) -> tuple[int, bool]:
+    """``solver.solve(cp)``, stopped like a limit by a ``KeyboardInterrupt``: returns the
+    status code and whether an interrupt stopped it.
+
+    CP-SAT's own Ctrl-C catching (``catch_sigint_signal``) hides the signal from Python and
+    leaves SIGINT at SIG_DFL afterwards, so it is off (``_parameters``); in the main thread
+    the search runs in a helper thread while this one waits, so Python's signal handlers run
+    at once: a ``KeyboardInterrupt`` (Ctrl-C, or a handler that raises one, like the batch's
+    SIGTERM handler) calls ``stop_search`` and the incumbent is returned.  The interrupt is
+    not re-raised: as with SCIP's ``userinterrupt``, it is a limit, recorded in the result;
+    a handler that must stop more (the batch) records the signal itself."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return solver.solve(cp), False
+    done, box = threading.Event(), {}
+
+    def run():
+        try:
+            box["code"] = solver.solve(cp)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="cpsat-solve", daemon=True).start()
+    stopped = False
+    while not done.is_set():
+        try:
+            done.wait(0.1 if stopped else None)
+        except KeyboardInterrupt:
+            stopped = True
+        if stopped and not done.is_set():
+            solver.stop_search()  # again until it ends: a stop before the search began is lost
+    if "error" in box:
+        raise box["error"]
+    return box["code"], stopped
+
 
 def _scas(cp, model, warm_start):
     """Boolean y[j, i] (job j starts at position i), exactly one start per job, at most one
