@@ -1,114 +1,577 @@
-"""Batch solving of instance files: one row per (instance, backend), errors as rows.
+"""Batch solving of instance files: one row per (instance, backend), streamed as solved.
 
-A bad file or a failing backend never stops the batch: its row has status ERROR and the
-one-line message in ``error``.  Files are solved in parallel processes when ``workers > 1``.
+Nothing a batch has solved is lost:
+
+- A file that cannot be read or parsed (binary, not UTF-8/16/32, invalid JSON, nested too
+  deeply, too large, against the schema) or a failing backend is a row with status ERROR and
+  a one-line ``error`` naming the file; the batch goes on.
+- ``RowWriter`` appends each row to a ``.jsonl`` or ``.csv`` file (or JSONL on stdout) and
+  flushes it as soon as it is solved; the file is checked and its folder created before the
+  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.
+- With ``handle_signals``, SIGINT/SIGTERM stop the batch: a solve in progress is interrupted
+  and recorded as such (``limit`` INTERRUPT, termination ``interrupted``: NO_SOLUTION, or the
+  incumbent for backends that stop cleanly, like CP-SAT), the rest is not started, every row
+  solved so far is kept (``BatchRun.signum`` says which signal; exit code 128 + signum).
+- ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``).
+
+Files are solved in parallel processes when ``workers > 1``; rows stream back as they finish.
 """
 
 from __future__ import annotations
 
+import csv
 import json
-from concurrent.futures import ProcessPoolExecutor
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
-from .errors import HpcoptError, one_line
+from .errors import HpcoptError, InstanceError, one_line
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
+# every field a row can have, in file order (CSV header)
+ROW_COLUMNS = ["file", "instance", "model", "backend", "status", "termination", "solution",
+               "objective", "bound", "gap", "wall_time_s", "certified", "decision", "limit",
+               "seed", "backend_version", "error", "rule", "pareto"]
+STDIN = "-"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _error_row(instance: str, backend: str, message: str, model: str = "") -> dict:
-    return {**dict.fromkeys(COLUMNS), "instance": instance, "model": model, "backend": backend,
-            "status": "ERROR", "certified": False, "error": message}
+# ---------------------------------------------------------------------------- signals
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGINT or SIGTERM) that arrived while an instance was being solved.
+
+    A ``KeyboardInterrupt``, so backends that stop cleanly on Ctrl-C (CP-SAT) stop the same
+    way on SIGTERM, and ``except Exception`` in a backend never swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopSignals:
+    """SIGINT/SIGTERM handlers for a batch (main thread only; a signal already ignored, as in
+    a background job, stays ignored).
+
+    A signal sets ``signum`` (the first one wins) and is forwarded to ``forward()``'s process
+    ids (the pool's workers); inside ``solving()`` it also raises ``Interrupted``, so a
+    long solve stops at once instead of at its end."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.count = 0
+        self.forward = lambda: ()
+        self._solving = False
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum, frame) -> None:
+        self.count += 1
+        if self.signum is None:
+            self.signum = signum
+        for pid in self.forward():
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+        if self._solving:
+            self._solving = False
+            raise Interrupted(signum)
+
+    def install(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                old = signal.getsignal(sig)
+                if old is not signal.SIG_IGN:
+                    self._old[sig] = old
+                    signal.signal(sig, self._handler)
+        return self
+
+    def reinstall(self) -> None:
+        """Install again (a backend may have reset a handler: CP-SAT's own Ctrl-C handling
+        leaves SIGINT at SIG_DFL)."""
+        for sig in self._old:
+            signal.signal(sig, self._handler)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+
+    @contextmanager
+    def solving(self):
+        self._solving = self.signum is None
+        try:
+            yield
+        finally:
+            self._solving = False
+
+
+_WORKER_STOP: StopSignals | None = None
+
+
+def _worker_init() -> None:
+    """Pool worker: the same handlers, so Ctrl-C (sent to the whole process group) or the
+    signal the parent forwards interrupts the worker's current solve only."""
+    global _WORKER_STOP
+    _WORKER_STOP = StopSignals().install()
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` made of JSON types only: non-finite floats -> None, numpy scalars -> Python,
+    tuples -> lists, enums -> their value, anything else unknown -> ``str``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Enum):
+        return json_safe(value.value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v) for v in value]
+    item = getattr(value, "item", None)  # numpy scalar
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        return json_safe(item())
+    if hasattr(value, "tolist"):
+        return json_safe(value.tolist())
+    return str(value)
+
+
+def _finish(row: dict) -> dict:
+    """The row with JSON values only, its fields in ``ROW_COLUMNS`` order (then others)."""
+    ordered = {k: row[k] for k in ROW_COLUMNS if k in row}
+    ordered.update((k, v) for k, v in row.items() if k not in ordered)
+    return json_safe(ordered)
+
+
+def row_json(row: dict) -> str:
+    """One strict JSON line (RFC 8259: no NaN or Infinity)."""
+    return json.dumps(json_safe(row), allow_nan=False)
+
+
+def _error_row(file: str, instance: str, backend: str, message: str, model: str = "") -> dict:
+    return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
+            "backend": backend, "status": "ERROR", "termination": "error", "solution": "none",
+            "certified": False, "error": message}
+
+
+def _interrupted_row(file: str, instance: str, backend: str, model: str, signum: int,
+                     wall: float, seed) -> dict:
+    return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
+            "backend": backend, "status": "NO_SOLUTION", "termination": "interrupted",
+            "solution": "none", "limit": "INTERRUPT", "wall_time_s": wall, "seed": seed,
+            "certified": False,
+            "error": f"interrupted by {signal.Signals(signum).name} before it finished"}
+
+
+def is_done(row: dict) -> bool:
+    """A row that ``--resume`` keeps: solved to the end (not an error, not interrupted)."""
+    return (row.get("status") != "ERROR" and row.get("limit") != "INTERRUPT"
+            and row.get("termination") != "interrupted")
+
+
+def row_key(row: dict) -> tuple:
+    return (row.get("file") or None, row.get("instance"), row.get("backend"))
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Item:
+    """One instance to solve: a file path, or an envelope already read (from stdin)."""
+
+    file: str
+    obj: Any = None
+    parsed: bool = False
+    error: str | None = None
+    index: int = 0
+
+    @property
+    def name(self) -> str:
+        """What an error row calls the instance when the file cannot be loaded."""
+        return self.file if self.parsed or self.error else Path(self.file).name
+
+    def load(self):
+        from .instances import instance_from_dict, load_instance
+
+        if self.error is not None:
+            raise InstanceError(self.error)
+        if self.parsed:
+            return instance_from_dict(self.obj, self.file)
+        return load_instance(self.file)
+
+
+def read_stdin_items(stream) -> list[Item]:
+    """Instances from a binary stream: one envelope, a JSON array of envelopes, or JSON
+    Lines (one envelope per line).  Entries are named ``<stdin>``, ``<stdin>[i]`` (array
+    index) or ``<stdin>:N`` (line); one that cannot be parsed is an error item."""
+    from .instances import decode_instance_bytes, parse_instance_text
+
+    label = "<stdin>"
+    try:
+        text = decode_instance_bytes(stream.read(), label)
+    except InstanceError as err:
+        return [Item(label, error=one_line(err))]
+    try:
+        obj = parse_instance_text(text, label)
+    except InstanceError as err:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2:
+            return [Item(label, error=one_line(err))]
+        items = []
+        for n, line in lines:  # JSON Lines
+            where = f"{label}:{n}"
+            try:
+                items.append(Item(where, parse_instance_text(line, where), parsed=True))
+            except InstanceError as line_err:
+                items.append(Item(where, error=one_line(line_err)))
+        return items
+    if isinstance(obj, list):
+        return [Item(f"{label}[{i}]", o, parsed=True) for i, o in enumerate(obj)]
+    return [Item(label, obj, parsed=True)]
+
+
+def expand_items(patterns, stdin=None) -> list[Item]:
+    """Items for file names, folders, quoted globs and ``-`` (stdin, read once), in order
+    without duplicates; a pattern that matches nothing is an error item (its rows say so)."""
+    from .instances import expand_paths
+
+    items: dict[str, Item] = {}
+    for pattern in patterns:
+        text = str(pattern)
+        if text == STDIN:
+            if not any(i.parsed or i.error for i in items.values()):
+                stream = stdin if stdin is not None else sys.stdin.buffer
+                items.update((i.file, i) for i in read_stdin_items(stream))
+            continue
+        try:
+            items.update((str(p), Item(str(p))) for p in expand_paths([text])
+                         if str(p) not in items)
+        except HpcoptError as exc:
+            items.setdefault(f"\0{text}", Item(text, error=one_line(exc)))
+    return [Item(i.file, i.obj, i.parsed, i.error, n) for n, i in enumerate(items.values())]
+
+
+# ---------------------------------------------------------------------------- solving
+
+
+def solve_item(item: Item, backends: list[str] | None, time_limit: float | None = None,
+               seed: int | None = None, solver_options: dict | None = None, rule=None,
+               done: frozenset | set = frozenset(),
+               stop: StopSignals | None = None) -> tuple[list[dict], int]:
+    """Rows for one item solved by each backend (``None``: the model's default), and how
+    many (instance, backend) pairs were skipped because they are in ``done``.
+
+    Multi-objective rows also carry ``pareto`` (a list of ``{"jobs", "objectives"}``) and
+    ``rule``; their ``decision`` is the rule's pick."""
+    from .solvers import solve
+
+    stop = stop if stop is not None else _WORKER_STOP
+    if stop is not None and stop.signum is not None:
+        return [], 0
+    try:
+        inst = item.load()
+    except Exception as exc:  # noqa: BLE001 - a batch never dies because of one file
+        msg = one_line(exc)
+        if item.file not in msg:
+            msg = f"{item.file}: {msg}"
+        return [_finish(_error_row(item.file, item.name, b, msg))
+                for b in backends or ["(default)"]], 0
+    rows, skipped = [], 0
+    for backend in backends or [inst.model.default_backend]:
+        if (item.file, inst.name, backend) in done or (None, inst.name, backend) in done:
+            skipped += 1
+            continue
+        if stop is not None and stop.signum is not None:
+            break
+        t0 = time.perf_counter()
+        try:
+            with stop.solving() if stop is not None else nullcontext():
+                res = solve(inst.model, backend, time_limit=time_limit, seed=seed,
+                            solver_options=solver_options, rule=rule)
+            row = {"file": item.file, "instance": inst.name, **res.to_row(), "error": ""}
+            if res.pareto is not None:
+                row["rule"] = res.extra.get("rule")
+                row["pareto"] = [{"jobs": list(inst.model.decision_ids(p.decision)),
+                                  "objectives": list(p.objectives)} for p in res.pareto]
+            rows.append(_finish(row))
+        except Interrupted as exc:
+            rows.append(_finish(_interrupted_row(
+                item.file, inst.name, backend, inst.model.kind, exc.signum,
+                time.perf_counter() - t0, seed)))
+            break
+        except Exception as exc:  # noqa: BLE001 - a batch never dies because of one instance
+            rows.append(_finish(_error_row(item.file, inst.name, backend, one_line(exc),
+                                             inst.model.kind)))
+        finally:
+            if stop is not None and stop is not _WORKER_STOP:
+                stop.reinstall()
+    return rows, skipped
+
+
+def _solve_job(args):
+    return solve_item(*args)
+
+
+@dataclass
+class BatchRun:
+    """What ``run_batch`` did: the rows (in input order), the stop signal if one came,
+    how many items there were and how many were finished, and skipped (resumed) pairs."""
+
+    rows: list[dict] = field(default_factory=list)
+    signum: int | None = None
+    items: int = 0
+    finished: int = 0
+    skipped: int = 0
+
+
+def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
+              progress: bool = False, solver_options: dict | None = None, rule=None,
+              writer: RowWriter | None = None, handle_signals: bool = False,
+              stdin=None) -> BatchRun:
+    """Solve every file matched by ``patterns`` (paths, folders, quoted globs, ``-`` for
+    stdin) with every backend (``None``: each model's default); ``rule`` picks from Pareto
+    sets.  Each row goes to ``writer`` as soon as it is solved; with ``handle_signals``
+    SIGINT/SIGTERM stop the batch (``BatchRun.signum``) instead of raising."""
+    from tqdm.auto import tqdm
+
+    stop = StopSignals()
+    if handle_signals:
+        stop.install()
+    run = BatchRun()
+    order: list[tuple[int, dict]] = []
+    try:
+        items = expand_items(patterns, stdin)
+        run.items = len(items)
+        done = writer.done if writer is not None else set()
+        by_file: dict = {}
+        for key in done:
+            by_file.setdefault(key[0], set()).add(key)
+
+        def emit(item: Item, rows: list[dict], skipped: int) -> None:
+            for row in rows:
+                if writer is not None:
+                    writer.write(row)
+                order.append((item.index, row))
+            run.skipped += skipped
+            if (rows or skipped) and not any(r.get("termination") == "interrupted"
+                                             for r in rows):
+                run.finished += 1
+            elif stop.signum is None and any(r.get("limit") == "INTERRUPT" for r in rows):
+                stop.signum = signal.SIGINT  # a backend that caught Ctrl-C itself
+
+        def args(item: Item) -> tuple:
+            mine = by_file.get(item.file, set()) | by_file.get(None, set())
+            return (item, None if backends is None else list(backends), time_limit, seed,
+                    solver_options, rule, mine)
+
+        with tqdm(total=len(items), unit="file", desc="solve", disable=not progress,
+                  file=sys.stderr) as bar:
+            if workers > 1 and len(items) > 1:
+                _run_pool(items, args, emit, stop, workers, bar)
+            else:
+                for item in items:
+                    if stop.signum is not None:
+                        break
+                    emit(item, *solve_item(*args(item), stop=stop))
+                    bar.update(1)
+    finally:
+        stop.restore()
+    run.signum = stop.signum
+    run.rows = [row for _, row in sorted(order, key=lambda p: p[0])]
+    return run
+
+
+def _run_pool(items, args, emit, stop: StopSignals, workers: int, bar) -> None:
+    """Items on a process pool; rows are emitted as each file finishes.  On a stop signal
+    the pending files are cancelled, the running ones are interrupted (the signal is
+    forwarded to the workers) and their rows kept; a second signal stops waiting for them."""
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), initializer=_worker_init)
+    stop.forward = lambda: list(getattr(pool, "_processes", None) or ())
+    futures = {pool.submit(_solve_job, args(item)): item for item in items}
+    pending = set(futures)
+    count_at_stop = None
+    try:
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                item = futures[fut]
+                if fut.cancelled():
+                    continue
+                try:
+                    rows, skipped = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a lost worker: rows, not a lost batch
+                    rows, skipped = [_finish(_error_row(item.file, item.name, "(worker)",
+                                                          one_line(exc)))], 0
+                emit(item, rows, skipped)
+                bar.update(1)
+            if stop.signum is not None:
+                if count_at_stop is None:
+                    count_at_stop = stop.count
+                    for fut in pending:
+                        fut.cancel()
+                elif stop.count > count_at_stop:
+                    break  # asked twice: do not wait for the running files
+    finally:
+        stop.forward = lambda: ()
+        if pending:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=not pending, cancel_futures=True)
 
 
 def solve_file(path: str, backends: list[str] | None, time_limit: float | None = None,
                seed: int | None = None, solver_options: dict | None = None,
                rule=None) -> list[dict]:
-    """Rows for one instance file solved by each backend (``None``: the model's default).
-
-    Multi-objective rows also carry ``pareto`` (a list of ``{"jobs", "objectives"}``) and
-    ``rule``; their ``decision`` is the rule's pick."""
-    from .instances import load_instance
-    from .solvers import solve
-
-    name = Path(path).name
-    try:
-        inst = load_instance(path)
-    except (HpcoptError, OSError) as exc:
-        return [_error_row(name, b, one_line(exc)) for b in backends or ["(default)"]]
-    rows = []
-    for backend in backends or [inst.model.default_backend]:
-        try:
-            res = solve(inst.model, backend, time_limit=time_limit, seed=seed,
-                        solver_options=solver_options, rule=rule)
-            row = {"instance": inst.name, **res.to_row(), "error": ""}
-            if res.pareto is not None:
-                row["rule"] = res.extra.get("rule")
-                row["pareto"] = [{"jobs": list(inst.model.decision_ids(p.decision)),
-                                  "objectives": list(p.objectives)} for p in res.pareto]
-            rows.append(row)
-        except Exception as exc:  # noqa: BLE001 - a batch never dies because of one instance
-            rows.append(_error_row(inst.name, backend, one_line(exc), inst.model.kind))
-    return rows
+    """Rows for one instance file solved by each backend (``None``: the model's default)."""
+    return solve_item(Item(str(path)), backends, time_limit, seed, solver_options, rule)[0]
 
 
 def solve_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
                 progress: bool = False, solver_options: dict | None = None,
                 rule=None) -> list[dict]:
-    """Solve every file matched by ``patterns`` (paths or quoted globs) with every backend
-    (``None``: each model's default backend); ``rule`` picks from Pareto sets."""
-    from .instances import expand_paths
+    """The rows of ``run_batch`` (no output file, no signal handling)."""
+    return run_batch(patterns, backends, time_limit=time_limit, seed=seed, workers=workers,
+                     progress=progress, solver_options=solver_options, rule=rule).rows
 
-    paths, rows = {}, []  # dict: dedup, keep order
-    for pattern in patterns:
+
+# ---------------------------------------------------------------------------- output
+
+
+class RowWriter:
+    """Rows to a ``.jsonl`` or ``.csv`` file, or JSONL on stdout (``-``): each row is
+    appended and flushed when written, so an interrupted batch keeps every row it solved.
+
+    The name is checked and the folder created when the writer is made (before the first
+    solve).  With ``resume`` an existing file is read first: ``done`` holds its finished
+    (file, instance, backend) keys, a truncated last line is dropped, and rows are appended
+    (a CSV keeps its header)."""
+
+    def __init__(self, out: str | Path, *, resume: bool = False, stdout=None):
+        self.out = str(out)
+        self.count = 0
+        self.done: set[tuple] = set()
+        self.unreadable = 0
+        self.path: Path | None = None
+        self._own = False
+        if self.out == STDIN:
+            if resume:
+                raise HpcoptError("--resume needs --out FILE (it reads the rows already "
+                                  "written there), not -")
+            self.kind, self._fh = "jsonl", stdout if stdout is not None else sys.stdout
+            return
+        path = Path(self.out)
+        suffix = path.suffix.lower()
+        if path.is_dir():
+            raise HpcoptError(f"--out {self.out}: is a directory; expected a .jsonl or .csv "
+                              "file name")
+        if suffix not in (".jsonl", ".csv"):
+            hint = " (.jsonl: one JSON object per line)" if suffix == ".json" else ""
+            raise HpcoptError(f"--out {self.out}: expected a file name ending in .jsonl or "
+                              f".csv{hint}, or - for JSONL on standard output")
         try:
-            paths.update((str(p), None) for p in expand_paths([pattern]))
-        except HpcoptError as exc:
-            rows.extend(_error_row(str(pattern), b, one_line(exc))
-                        for b in backends or ["(default)"])
-    args = [(p, None if backends is None else list(backends), time_limit, seed, solver_options,
-             rule) for p in paths]
-    from tqdm.auto import tqdm
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise HpcoptError(f"--out {self.out}: cannot create the folder {path.parent} "
+                              f"({err.strerror or err})") from None
+        self.kind, self.path = suffix[1:], path
+        header = None
+        if resume and path.is_file():
+            header = self._read_existing(path)
+        try:
+            self._fh = path.open("a" if resume else "w", encoding="utf-8",
+                                 newline="" if self.kind == "csv" else None)
+        except OSError as err:
+            raise HpcoptError(f"--out {self.out}: cannot write ({err.strerror or err})") \
+                from None
+        self._own = True
+        if self.kind == "csv":
+            self._csv = csv.DictWriter(self._fh, fieldnames=header or ROW_COLUMNS,
+                                       extrasaction="ignore")
+            if not header:
+                self._csv.writeheader()
+                self._fh.flush()
 
-    with tqdm(total=len(args), unit="file", desc="solve", disable=not progress) as bar:
-        if workers > 1 and len(args) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for file_rows in pool.map(_solve_args, args):
-                    rows.extend(file_rows)
-                    bar.update(1)
+    def _read_existing(self, path: Path) -> list[str] | None:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise HpcoptError(f"--resume: cannot read {path} ({err.strerror})") from None
+        if data and not data.endswith(b"\n"):  # a row cut short when the last run stopped
+            cut = data.rfind(b"\n") + 1
+            with path.open("r+b") as fh:
+                fh.truncate(cut)
+            data = data[:cut]
+            self.unreadable += 1
+        text = data.decode("utf-8", errors="replace")
+        if self.kind == "jsonl":
+            rows = []
+            for line in text.splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    self.unreadable += 1
+                    continue
+                if isinstance(row, dict):
+                    rows.append(row)
+            header = None
         else:
-            for a in args:
-                rows.extend(solve_file(*a))
-                bar.update(1)
-    return rows
+            reader = csv.DictReader(text.splitlines())
+            header = reader.fieldnames
+            if header and not {"instance", "backend"} <= set(header):
+                raise HpcoptError(f"--resume: {path} is not an 'hpcopt solve' CSV (no "
+                                  "instance and backend columns)")
+            rows = list(reader)
+        self.done = {row_key(r) for r in rows if is_done(r)}
+        return header
 
+    def write(self, row: dict) -> None:
+        if self.kind == "jsonl":
+            self._fh.write(row_json(row) + "\n")
+        else:
+            safe = json_safe(row)
+            flat = {**safe, "decision": _ids_text(safe.get("decision"))}
+            if safe.get("pareto") is not None:
+                flat["pareto"] = json.dumps(safe["pareto"], allow_nan=False)
+            self._csv.writerow(flat)
+        self._fh.flush()
+        self.count += 1
 
-def _solve_args(args):
-    return solve_file(*args)
+    def close(self) -> None:
+        if self._own:
+            self._fh.close()
+            self._own = False
 
 
 def write_rows(rows: list[dict], path: str | Path) -> Path:
     """Write rows as CSV (decision as space-separated ids) or JSONL, chosen by suffix."""
-    path = Path(path)
-    if path.suffix == ".jsonl":
-        with path.open("w") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, default=str) + "\n")
-    elif path.suffix == ".csv":
-        import pandas as pd
-
-        flat = [{**r, "decision": _ids_text(r.get("decision")),
-                 **({"pareto": json.dumps(r["pareto"])} if "pareto" in r else {})} for r in rows]
-        pd.DataFrame(flat, columns=_columns(flat)).to_csv(path, index=False)
-    else:
-        raise HpcoptError(f"--out {path}: expected a .csv or .jsonl file name")
-    return path
+    writer = RowWriter(path)
+    try:
+        for row in rows:
+            writer.write(row)
+    finally:
+        writer.close()
+    return Path(path)
 
 
 def _ids_text(ids) -> str:
     return "" if ids is None else " ".join(str(i) for i in ids)
-
-
-def _columns(rows: list[dict]) -> list[str]:
-    extra = [k for r in rows for k in r if k not in COLUMNS]
-    return COLUMNS + list(dict.fromkeys(extra))

@@ -6,6 +6,8 @@ Every error is one line on stderr with a non-zero exit code; ``--debug`` shows t
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -86,12 +88,18 @@ def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="hpcopt", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"hpcopt {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("solve", help="batch-solve instance files")
-    s.add_argument("files", nargs="+", help="instance files or quoted globs ('instances/*.json')")
+    s.add_argument("files", nargs="+",
+                   help="instance files, folders or quoted globs ('instances/*.json'); - reads "
+                        "instances from standard input (one envelope, a JSON array of "
+                        "envelopes, or JSON Lines)")
     s.add_argument("--backend", action="append", default=None,
                    help="backend name, repeatable or comma-separated (default: each model's "
                         "own: dp for knapsack, pareto-exact for bbsched)")
@@ -101,7 +109,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--workers", type=_positive_int, default=1, help="parallel processes")
-    s.add_argument("--out", default=None, help="write rows to F.csv or F.jsonl")
+    s.add_argument("--out", default=None, metavar="F",
+                   help="append each row as it is solved to F.jsonl or F.csv (the folder is "
+                        "created); - streams JSONL to standard output (the table then goes "
+                        "to standard error)")
+    s.add_argument("--resume", action="store_true",
+                   help="keep the rows already in --out and skip their (instance, backend) "
+                        "pairs; error and interrupted rows are solved again")
+    s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
     m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
@@ -208,10 +223,36 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM outside a batch: stops like Ctrl-C (exit 143, one line, no traceback)."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    old_term = None
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        try:
+            old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread
+            pass
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt as exc:
+        if args.debug:
+            raise
+        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        print(f"hpcopt: interrupted by {name}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    except BrokenPipeError:  # e.g. --out - | head: the reader is gone, nothing to say
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no flush error at exit
+        except OSError:
+            pass
+        return 141
     except (HpcoptError, OSError, ValueError, KeyError) as exc:
         if args.debug:
             raise
@@ -223,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hpcopt: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
               file=sys.stderr)
         return 3
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 def _backends(args) -> list[str] | None:
@@ -235,7 +279,7 @@ def _backends(args) -> list[str] | None:
 
 
 def cmd_solve(args) -> int:
-    from .batch import solve_batch, write_rows
+    from .batch import RowWriter, run_batch
     from .solvers import get_solver
 
     backends = _backends(args)
@@ -248,18 +292,45 @@ def cmd_solve(args) -> int:
         if args.rule not in RULES:
             raise HpcoptError(f"--rule {args.rule!r}: expected one of {sorted(RULES)}."
                               + closest(args.rule, RULES))
-    rows = solve_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
-                       workers=args.workers, progress=True, rule=args.rule)
-    _print_rows(rows)
-    if args.out:
-        print(f"wrote {write_rows(rows, args.out)}")
+    if args.resume and not args.out:
+        raise HpcoptError("--resume needs --out FILE: the rows already solved are read from it")
+    info = sys.stderr if args.out == "-" else sys.stdout  # stdout carries the rows then
+    writer = RowWriter(args.out, resume=args.resume) if args.out else None  # before solving
+    try:
+        if args.resume:
+            cut = f" ({writer.unreadable} unreadable lines ignored)" if writer.unreadable else ""
+            print(f"resume: {len(writer.done)} finished (instance, backend) pairs in "
+                  f"{args.out} are skipped{cut}", file=info)
+        run = run_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
+                        workers=args.workers, progress=not args.no_progress, rule=args.rule,
+                        writer=writer, handle_signals=True)
+    finally:
+        if writer is not None:
+            writer.close()
+    rows = run.rows
+    if run.signum is not None:
+        if writer is None:
+            _print_rows(rows, file=info)  # nothing on disk: show what was solved
+        kept = (f"{writer.count} rows written to {args.out}" if writer is not None
+                else f"{len(rows)} rows above")
+        name = signal.Signals(run.signum).name
+        print(f"hpcopt: interrupted by {name} after {run.finished} of {run.items} files; "
+              f"{kept}" + (" (rerun with --resume to finish)" if writer is not None
+                           and writer.path is not None else ""), file=sys.stderr)
+        return 128 + run.signum
+    if rows:
+        _print_rows(rows, file=info)
+    if run.skipped:
+        print(f"skipped {run.skipped} pairs already in {args.out}", file=info)
+    if writer is not None and writer.path is not None:
+        print(f"wrote {writer.count} rows to {args.out}", file=info)
     errors = sum(r["status"] == "ERROR" for r in rows)
     if errors:
         print(f"hpcopt: error: {errors} of {len(rows)} rows failed", file=sys.stderr)
     return 1 if errors else 0
 
 
-def _print_rows(rows: list[dict]) -> None:
+def _print_rows(rows: list[dict], file=None) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
@@ -269,7 +340,7 @@ def _print_rows(rows: list[dict]) -> None:
         df = df.drop(columns="error")
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 60):
-        print(df.to_string(index=False))
+        print(df.to_string(index=False), file=file or sys.stdout)
 
 
 def _ssd_classes(text: str | None) -> dict:
