@@ -421,7 +421,8 @@ def _run_pool(items, args, emit, stop: StopSignals, workers: int, bar) -> None:
                     rows, skipped = [_finish(_error_row(item.file, item.name, "(worker)",
                                                           one_line(exc)))], 0
                 emit(item, rows, skipped)
-                bar.update(1)
+                if rows or skipped:
+                    bar.update(1)
             if stop.signum is not None:
                 if count_at_stop is None:
                     count_at_stop = stop.count
