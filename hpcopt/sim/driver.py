@@ -53,7 +53,7 @@ import math
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from operator import attrgetter
 
@@ -234,6 +234,34 @@ class Simulator:
                 self._register(job)
         self._trace = trace
         self._next_trace = 0
+
+    @classmethod
+    def at(cls, time: float, system: System, policy, queue: Sequence[Job],
+           running: Sequence[tuple[Job, float]] = (), *, passed: dict | None = None,
+           **options) -> Simulator:
+        """A simulator in a given state, to decide one window (embedding, ``hpcopt decide``).
+
+        ``queue`` are the waiting jobs (the base order sorts them); ``running`` pairs a job
+        with its estimated end (start + requested walltime; the allocation is the one
+        ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
+        ids to the times they were passed over (for a starvation bound).  ``options`` are
+        the constructor's.  Then ``schedule()`` is the pass the driver would run at ``time``.
+        """
+        sim = cls((), system, policy, **options)
+        sim.now = float(time)
+        for job, est_end in running:
+            sim._register(job)
+            remaining = max(0.0, float(est_end) - sim.now)
+            sim.start(replace(job, runtime=remaining, walltime=remaining), READY)
+        for job in queue:
+            if job.submit > sim.now:
+                raise SimulationError(f"queued job {job.id} submitted at {job.submit}, after "
+                                      f"the decision time {sim.now}")
+            sim._register(job)
+            sim._enqueue(job)
+            if passed:
+                sim.records[job.id].passed = int(passed.get(job.id, 0))
+        return sim
 
     # ------------------------------------------------------------------ public API
     def subscribe(self, event: Event | str, callback: Callable) -> None:
