@@ -96,7 +96,7 @@ def write_replay(path: Path, src: Path, kwargs: dict, n_jobs: int) -> int:
 
 
 def _run(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, 0.0 (no RSS) and stdout of a child process."""
+    """Wall seconds, 0.0 (unused) and stdout of a child process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate()
@@ -106,24 +106,12 @@ def _run(cmd: list[str]) -> tuple[float, float, str]:
     return wall, 0.0, out
 
 
-def _run_rss(cmd: list[str]) -> tuple[float, float, str]:
-    """Like ``_run`` but with the child's own peak RSS (MiB) from wait4."""
-    t0 = time.perf_counter()
-    with open(os.devnull, "w") as null:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=null, text=True)
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode})")
-    return wall, usage.ru_maxrss / 1024.0, out
-
-
-def _hpcopt_cmd(path: Path, nodes: int, out: Path | None = None) -> list[str]:
-    cmd = [str(Path(sys.executable).parent / "hpcopt"), "simulate", str(path), "--nodes",
-           str(nodes), "--no-progress"]
-    return cmd + (["--out", str(out)] if out else [])
+def _baseline_cmd(root: str, path: Path, nodes: int) -> list[str]:
+    """``hpcopt simulate`` from another source tree (``--baseline``: e.g. an older commit's
+    ``git archive``), imported first through ``sys.path``."""
+    code = (f"import sys; sys.path.insert(0, {root!r}); from hpcopt.cli import main; "
+            f"sys.exit(main(['simulate', {str(path)!r}, '--nodes', '{nodes}', '--no-progress']))")
+    return [sys.executable, "-c", code]
 
 
 def _ref_cmd(path: Path, nodes: int, out: Path | None = None) -> list[str]:
@@ -194,7 +182,7 @@ def table_reference(args, out: Path, rows_out: list) -> None:
 
     ref = _reference_module()
     replays = out / "replays"
-    rows = []
+    rows, rows_before = [], []
     for name, (src, kwargs, n_jobs) in REPLAYS.items():
         if args.replays and name not in args.replays.split(","):
             continue
@@ -222,6 +210,9 @@ def table_reference(args, out: Path, rows_out: list) -> None:
             best["ref_whole_out"] = min(best["ref_whole_out"],
                                         _run(_ref_cmd(path, nodes, out / "ref_starts.csv"))[0])
             best["ref_hpload"] = min(best["ref_hpload"], _run(_ref_hpload_cmd(path, nodes))[0])
+            if args.baseline:
+                best["before"] = min(best.get("before", 1e9),
+                                     _run(_baseline_cmd(args.baseline, path, nodes))[0])
             t0 = time.perf_counter()
             hpcopt.simulate(trace, policy="fcfs")
             best["hp_sim"] = min(best["hp_sim"], time.perf_counter() - t0)
@@ -233,6 +224,14 @@ def table_reference(args, out: Path, rows_out: list) -> None:
             Simulator(list(trace.jobs), trace.system, pol).run()
             best["hp_loop"] = min(best["hp_loop"], time.perf_counter() - t0)
         n = len(tuples)
+        if args.baseline:
+            rows_before.append(dict(trace=name, jobs=n, before_whole_s=round(best["before"], 3),
+                                    hp_whole_s=round(best["hp_whole"], 3),
+                                    ref_whole_s=round(best["ref_whole"], 3),
+                                    before_ratio=round(best["before"] / best["ref_whole"], 2),
+                                    after_ratio=round(best["hp_whole"] / best["ref_whole"], 2),
+                                    speedup=round(best["before"] / best["hp_whole"], 2)))
+            print("before/after", rows_before[-1], flush=True)
         rows.append(dict(
             trace=name, jobs=n, nodes=nodes,
             hp_whole_s=round(best["hp_whole"], 3), ref_whole_s=round(best["ref_whole"], 3),
@@ -263,11 +262,19 @@ def table_reference(args, out: Path, rows_out: list) -> None:
     df = pd.DataFrame(rows)
     df.to_csv(out / "simulator_speed_reference.csv", index=False)
     print(df.to_string(index=False))
+    if rows_before:
+        ba = pd.DataFrame(rows_before)
+        ba.to_csv(out / "simulator_speed_before_after.csv", index=False)
+        print(ba.to_string(index=False))
     bd = pd.DataFrame(rows_out)
     bd.to_csv(out / "simulator_speed_breakdown.csv", index=False)
     print(bd.to_string(index=False))
 
 
+# peak RSS: VmHWM of the process's own address space (ru_maxrss would include the memory of
+# the benchmark process it was forked from)
+_HWM = ("int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+        " / 1024")
 SCALE_HP = r"""
 import sys, time, json
 from hpcopt.api import load_trace, simulate
@@ -275,8 +282,8 @@ trace = load_trace(sys.argv[1], nodes=int(sys.argv[2]), max_jobs=int(sys.argv[3]
 t0 = time.perf_counter()
 res = simulate(trace, policy="fcfs")
 t1 = time.perf_counter()
-print(json.dumps(dict(jobs=len(trace.jobs), loop=t1 - t0)))
-"""
+print(json.dumps(dict(jobs=len(trace.jobs), loop=t1 - t0, rss=HWM)))
+""".replace("HWM", _HWM)
 SCALE_REF = r"""
 import sys, time, json, importlib.util
 spec = importlib.util.spec_from_file_location("ref", sys.argv[4])
@@ -285,8 +292,8 @@ jobs = ref.read_clean_swf(sys.argv[1])[:int(sys.argv[3])]
 t0 = time.perf_counter()
 ref.simulate_easy(jobs, int(sys.argv[2]))
 t1 = time.perf_counter()
-print(json.dumps(dict(jobs=len(jobs), loop=t1 - t0)))
-"""
+print(json.dumps(dict(jobs=len(jobs), loop=t1 - t0, rss=HWM)))
+""".replace("HWM", _HWM)
 
 
 def table_scaling(args, out: Path) -> None:
@@ -305,11 +312,11 @@ def table_scaling(args, out: Path) -> None:
         best = {}
         for _ in range(args.repeat):
             for who, script in (("hp", SCALE_HP), ("ref", SCALE_REF)):
-                wall, rss, text = _run_rss([sys.executable, "-c", script, str(path), str(nodes),
-                                            str(n), str(REFERENCE)])
+                text = _run([sys.executable, "-c", script, str(path), str(nodes), str(n),
+                             str(REFERENCE)])[2]
                 got = json.loads(text.strip().splitlines()[-1])
                 assert got["jobs"] == n, got
-                for key, v in ((f"{who}_loop", got["loop"]), (f"{who}_rss", rss)):
+                for key, v in ((f"{who}_loop", got["loop"]), (f"{who}_rss", got["rss"])):
                     best[key] = min(best.get(key, 1e18), v)
         rows.append(dict(jobs=n, hp_simulate_s=round(best["hp_loop"], 3),
                          hp_jobs_per_s=round(n / best["hp_loop"]),
@@ -385,6 +392,10 @@ def main() -> None:
     ap.add_argument("--replays", default="",
                     help=f"comma-separated subset of the reference table's replays "
                          f"({', '.join(REPLAYS)}); default all")
+    ap.add_argument("--baseline", default="",
+                    help="a source tree holding an older hpcopt/ package (e.g. "
+                         "'git archive COMMIT hpcopt | tar -x -C DIR'): its whole-process "
+                         "time joins the reference table, interleaved")
     ap.add_argument("--out", default=str(HERE / "results"))
     args = ap.parse_args()
     out = Path(args.out)
