@@ -216,6 +216,11 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
     tn.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
+    v = sub.add_parser("serve", help="serve the hpcopt/1 protocol (decide one window, solve "
+                                     "an instance) over line-delimited JSON")
+    v.add_argument("--stdio", action="store_true", required=True,
+                   help="one request per line on stdin, one reply per line on stdout")
+    sub.add_parser("decide", help="answer one hpcopt/1 request read from stdin (JSON)")
     sub.add_parser("backends", help="list solver backends")
     sub.add_parser("policies", help="list scheduling policies")
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
@@ -449,6 +454,24 @@ def _print_summary(summaries: dict[str, dict]) -> None:
     print(format_summary(summaries, keys))
 
 
+def cmd_serve(args) -> int:
+    from .service import serve_lines
+
+    return serve_lines()
+
+
+def cmd_decide(args) -> int:
+    from .service import dumps, handle_line
+
+    try:
+        reply = handle_line(sys.stdin.buffer.read().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        reply = {"id": None, "ok": False, "error": {
+            "type": "RequestError", "message": f"not UTF-8 text: {exc.reason}"}}
+    print(dumps(reply), flush=True)
+    return 0 if reply["ok"] else 1
+
+
 def cmd_backends(args) -> int:
     import pandas as pd
 
@@ -542,7 +565,8 @@ def _train_nsa(args, torch) -> int:
     return 0
 
 
-COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "backends": cmd_backends,
+COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "serve": cmd_serve,
+            "decide": cmd_decide, "backends": cmd_backends,
             "policies": cmd_policies, "demo": cmd_demo, "train": cmd_train}
 
 

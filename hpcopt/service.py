@@ -1,0 +1,278 @@
+"""Decide one window from any language: the ``hpcopt/1`` protocol.
+
+``handle(request) -> reply`` is the whole service, one JSON object in and one out; it never
+raises.  ``hpcopt serve --stdio`` runs it over line-delimited JSON (``serve_lines``) and
+``hpcopt decide`` once over stdin; an HTTP or Batsim adapter would be a thin wrapper too.
+
+Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a failure is
+``{"id", "ok": false, "error": {"type", "message"}}`` with a one-line message):
+
+- ``{"id": 1, "op": "hello"}`` -> ``protocol``, ``version``, ``policies``, ``backends``.
+- ``{"id": 2, "op": "solve", "instance": ENVELOPE, "backend": "dp", "time_limit": 1.0}``
+  (also ``seed``, ``options``, ``rule``) -> the fields of a ``hpcopt solve`` JSONL row.
+- ``{"id": 3, "op": "decide", "policy": "knapsack", "options": {...}, "window": WINDOW}``
+  (also ``order``, ``backfill``, ``window_size``, ``starvation_bound``, ``seed``) ->
+  ``start`` (ids to start now), ``reserve`` (``{"id", "time"}`` or null), ``backfill``
+  (ids), ``status`` (``"decided"``), ``wall_time_s``: exactly the pass the driver would run
+  in that state (``hpcopt.sim.driver.Simulator.at``).
+
+``WINDOW`` is ``{"time": T, "system": {"nodes": N[, "bb": GB, "ssd_classes": {"128": n}]},
+"free": {"nodes": F}, "queue": [{"id", "submit", "walltime", "nodes"[, "bb", "ssd",
+"priority", "passed"]}, ...], "running": [{"id", "nodes", "expected_end"[, "bb", "ssd"]},
+...]}``; ``free`` is optional and, when given, must equal what the running jobs leave.
+Learned policies keep state between passes (a held reservation, online learning), which one
+window does not carry: decide answers for them as for a first pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from typing import Any
+
+from .errors import HpcoptError, closest, one_line
+
+PROTOCOL = "hpcopt/1"
+
+
+class RequestError(HpcoptError):
+    """A request that does not follow the protocol (a missing or malformed field)."""
+
+
+def handle(request: Any) -> dict:
+    """The reply to one request object (see the module docstring); never raises."""
+    rid = request.get("id") if isinstance(request, dict) else None
+    try:
+        if not isinstance(request, dict):
+            raise RequestError(f"a request is a JSON object, got {_kind(request)}")
+        op = request.get("op")
+        if op not in OPS:
+            raise RequestError(f"op: expected one of {sorted(OPS)}, got {op!r}."
+                               + closest(str(op), OPS))
+        return {"id": rid, "ok": True, **OPS[op](request)}
+    except Exception as exc:  # noqa: BLE001 - a bad request never stops the service
+        return {"id": rid, "ok": False,
+                "error": {"type": type(exc).__name__, "message": one_line(exc)}}
+
+
+def handle_line(line: str) -> dict:
+    """The reply to one line of text (not JSON is an error reply)."""
+    try:
+        request = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
+        return {"id": None, "ok": False, "error": {"type": "RequestError",
+                                                   "message": f"not valid JSON: {msg}"}}
+    return handle(request)
+
+
+def dumps(reply: dict) -> str:
+    """Strict JSON (RFC 8259): non-finite numbers become null."""
+    from .batch import json_safe
+
+    try:
+        return json.dumps(reply, allow_nan=False, default=str)
+    except ValueError:
+        return json.dumps(json_safe(reply), allow_nan=False, default=str)
+
+
+def serve_lines(stdin=None, stdout=None) -> int:
+    """Serve ``hpcopt/1`` over line-delimited JSON until EOF; returns 0.
+
+    ``stdin`` yields lines as bytes (default: ``sys.stdin.buffer``) or text; a line that is
+    not UTF-8 gets an error reply like any other bad line."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout
+    for line in stdin:
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reply = {"id": None, "ok": False, "error": {
+                    "type": "RequestError", "message": f"not UTF-8 text: {exc.reason} at "
+                                                       f"byte {exc.start}"}}
+                stdout.write(dumps(reply) + "\n")
+                stdout.flush()
+                continue
+        if not line.strip():
+            continue
+        stdout.write(dumps(handle_line(line)) + "\n")
+        stdout.flush()
+    return 0
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+def op_hello(request: dict) -> dict:
+    from . import __version__
+    from .policies import policy_names
+    from .solvers import names
+
+    return {"protocol": PROTOCOL, "version": __version__, "policies": policy_names(),
+            "backends": names()}
+
+
+def op_solve(request: dict) -> dict:
+    from .batch import Item, solve_item
+
+    instance = _field(request, "instance", dict)
+    backend = _field(request, "backend", str, None)
+    time_limit = _number(request, "time_limit", None, minimum=0)
+    seed = _field(request, "seed", int, None)
+    options = _field(request, "options", dict, None)
+    rule = _field(request, "rule", str, None)
+    rows, _ = solve_item(Item("request.instance", instance, parsed=True),
+                         [backend] if backend else None, time_limit, seed, options, rule)
+    row = rows[0]
+    if row.get("status") == "ERROR":
+        raise RequestError(row.get("error") or "the instance could not be solved")
+    return {k: v for k, v in row.items() if k != "file"}
+
+
+def op_decide(request: dict) -> dict:
+    from .policies import make_policy
+
+    window = _field(request, "window", dict)
+    policy = make_policy(_field(request, "policy", str, "fcfs"),
+                         **_field(request, "options", dict, {}))
+    seed = _field(request, "seed", int, None)
+    policy.reset(seed)
+    t0 = time.perf_counter()
+    answer = decide(window, policy, order=_field(request, "order", str, None),
+                    backfill=_field(request, "backfill", str, None),
+                    window=_field(request, "window_size", int, None),
+                    starvation_bound=_field(request, "starvation_bound", int, None))
+    return {**answer, "status": "decided", "wall_time_s": time.perf_counter() - t0}
+
+
+OPS = {"hello": op_hello, "solve": op_solve, "decide": op_decide}
+
+
+# ---------------------------------------------------------------------------- decide
+
+
+def decide(state: dict, policy, **options) -> dict:
+    """The driver's pass for the ``state`` (a WINDOW, module docstring) under ``policy``:
+    ``{"start": [...], "reserve": {"id", "time"} | None, "backfill": [...]}``.
+
+    ``options`` are the simulator's (``order``, ``backfill``, ``window``,
+    ``starvation_bound``); ``None`` values take the policy's defaults."""
+    from .sim.driver import BACKFILLED, Event, Simulator
+
+    window = state
+    now = _number(window, "time", where="window")
+    system = _system(_field(window, "system", dict, where="window"))
+    running = [(_job(r, f"window.running[{i}]", now, running=True),
+                _number(r, "expected_end", where=f"window.running[{i}]"))
+               for i, r in enumerate(_field(window, "running", list, [], where="window"))]
+    queue_rows = _field(window, "queue", list, [], where="window")
+    queue = [_job(q, f"window.queue[{i}]", now) for i, q in enumerate(queue_rows)]
+    passed = {job.id: _field(q, "passed", int, 0, where=f"window.queue[{i}]")
+              for i, (job, q) in enumerate(zip(queue, queue_rows))}
+    sim = Simulator.at(now, system, policy, queue, running, passed=passed,
+                       **{k: v for k, v in options.items() if v is not None})
+    free = window.get("free")
+    if free is not None:
+        nodes = _field(free, "nodes", int, where="window.free") if isinstance(free, dict) \
+            else _fail("window.free", "an object like {\"nodes\": F}", free)
+        if nodes != sim.pool.free_nodes:
+            raise RequestError(f"window.free.nodes: {nodes}, but the running jobs leave "
+                               f"{sim.pool.free_nodes} of {system.nodes} nodes free")
+    start, backfill, reserve = [], [], None
+
+    def on_start(s, e, rec):
+        (backfill if rec.mode == BACKFILLED else start).append(rec.job.id)
+
+    def on_reserve(s, e, payload):
+        nonlocal reserve
+        reserve = {"id": payload[0].id, "time": payload[1]}
+
+    sim.subscribe(Event.START, on_start)
+    sim.subscribe(Event.RESERVE, on_reserve)
+    sim.schedule()
+    return {"start": start, "reserve": reserve, "backfill": backfill}
+
+
+def _system(obj: dict):
+    from .domain import System
+
+    nodes = _field(obj, "nodes", int, where="window.system")
+    bb = _number(obj, "bb", 0.0, where="window.system", minimum=0)
+    classes = _field(obj, "ssd_classes", dict, {}, where="window.system")
+    try:
+        ssd = {float(k): int(v) for k, v in classes.items()}
+    except (TypeError, ValueError):
+        raise RequestError("window.system.ssd_classes: expected {\"GB\": node count, ...}") \
+            from None
+    return System(nodes, bb=bb, ssd_classes=ssd)
+
+
+def _job(obj: Any, where: str, now: float, running: bool = False):
+    from .domain import Job
+
+    if not isinstance(obj, dict):
+        _fail(where, "an object", obj)
+    jid = obj.get("id")
+    if not isinstance(jid, (int, str)) or isinstance(jid, bool):
+        _fail(f"{where}.id", "a string or an integer", jid)
+    nodes = _field(obj, "nodes", int, where=where)
+    if running:
+        submit, walltime = now, 0.0
+    else:
+        submit = _number(obj, "submit", where=where)
+        walltime = _number(obj, "walltime", where=where, minimum=0)
+    return Job(id=jid, submit=submit, runtime=walltime, walltime=walltime, nodes=nodes,
+               bb=_number(obj, "bb", 0.0, where=where, minimum=0),
+               ssd=_number(obj, "ssd", 0.0, where=where, minimum=0),
+               priority=_field(obj, "priority", int, 0, where=where))
+
+
+_MISSING = object()
+
+
+def _field(obj: dict, name: str, kind, default=_MISSING, where: str = "request"):
+    value = obj.get(name, _MISSING) if isinstance(obj, dict) else _MISSING
+    if value is _MISSING or (value is None and default is not _MISSING):
+        if default is _MISSING:
+            raise RequestError(f"{where}.{name}: missing (expected {_name(kind)})")
+        return default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        _fail(f"{where}.{name}", _name(kind), value)
+    return value
+
+
+def _number(obj: dict, name: str, default=_MISSING, where: str = "request",
+            minimum: float | None = None) -> float:
+    value = _field(obj, name, (int, float), default, where)
+    if value is None:
+        return value
+    if isinstance(value, bool) or not math.isfinite(value) or \
+            (minimum is not None and value < minimum):
+        _fail(f"{where}.{name}", "a finite number" + (f" >= {minimum}" if minimum is not None
+                                                       else ""), value)
+    return float(value)
+
+
+def _name(kind) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", int: "an integer",
+             (int, float): "a number"}
+    return names.get(kind, str(kind))
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), "?")
+
+
+def _fail(where: str, expected: str, got) -> None:
+    text = json.dumps(got, default=str) if not isinstance(got, (dict, list)) else _kind(got)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    raise RequestError(f"{where}: expected {expected}, got {text}")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
