@@ -480,18 +480,30 @@ class Simulator:
         Walk running jobs by estimated end, releasing all that end at the same time together,
         until ``job`` fits; the extra state is what is free then, minus ``job``'s demand.
         """
-        tmp = self.pool.copy()
         shadow = self.now
         keys, vals = self._run_keys, self._run_vals
         i, n = 0, len(vals)
-        while not tmp.fits(job):
-            if i == n:
-                raise SimulationError(f"job {job.id} can never fit the system")
-            shadow = keys[i][0]
-            while i < n and keys[i][0] == shadow:
-                tmp.give(vals[i].job, vals[i].allocation)
-                i += 1
-        tmp.take(job)
+        pool = self.pool
+        if type(pool) is NodePool and not (job.bb or job.ssd):  # the same walk on counts
+            need, avail = job.nodes, pool.free
+            while avail < need:
+                if i == n:
+                    raise SimulationError(f"job {job.id} can never fit the system")
+                shadow = keys[i][0]
+                while i < n and keys[i][0] == shadow:
+                    avail += vals[i].job.nodes
+                    i += 1
+            tmp = NodePool(pool.total, avail - need)
+        else:
+            tmp = pool.copy()
+            while not tmp.fits(job):
+                if i == n:
+                    raise SimulationError(f"job {job.id} can never fit the system")
+                shadow = keys[i][0]
+                while i < n and keys[i][0] == shadow:
+                    tmp.give(vals[i].job, vals[i].allocation)
+                    i += 1
+            tmp.take(job)
         rec = self.records[job.id]
         if rec.reserved_at is None:
             rec.reserved_at = shadow
