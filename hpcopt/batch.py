@@ -352,14 +352,14 @@ def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: i
     SIGINT/SIGTERM stop the batch (``BatchRun.signum``) instead of raising."""
     from tqdm.auto import tqdm
 
+    # inputs first: Ctrl-C while stdin is read (a terminal) is a plain KeyboardInterrupt
+    items = expand_items(patterns, stdin)
     stop = StopSignals()
     if handle_signals:
         stop.install()
-    run = BatchRun()
+    run = BatchRun(items=len(items))
     order: list[tuple[int, dict]] = []
     try:
-        items = expand_items(patterns, stdin)
-        run.items = len(items)
         done = writer.done if writer is not None else set()
         by_file: dict = {}
         for key in done:
