@@ -110,9 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--workers", type=_positive_int, default=1, help="parallel processes")
     s.add_argument("--out", default=None, metavar="F",
-                   help="append each row as it is solved to F.jsonl or F.csv (the folder is "
-                        "created); - streams JSONL to standard output (the table then goes "
-                        "to standard error)")
+                   help="write each row as soon as it is solved to F.jsonl or F.csv (a new "
+                        "file unless --resume; the folder is created); - streams JSONL to "
+                        "standard output (the table then goes to standard error)")
     s.add_argument("--resume", action="store_true",
                    help="keep the rows already in --out and skip their (instance, backend) "
                         "pairs; error and interrupted rows are solved again")
