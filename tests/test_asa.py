@@ -56,6 +56,16 @@ def test_a_round_closes_when_one_actions_loss_exceeds_one():
     assert s["observations"] == 4 and s["cumulative"] == [4.0, 4.0, 0.0]
 
 
+def test_tuned_replays_close_rounds_by_the_same_rule():
+    est = ASAEstimator(candidates=[10, 20], policy="tuned", repeats=50, seed=2)
+    for _ in range(3):
+        est.observe(0, 1, 20)  # a correct real sample: only the replays charge candidate 0
+    s = est.state(0)
+    assert s["replays"] == 150 and s["rounds"] >= 1 and s["round_loss"][0] in (0.0, 1.0)
+    # each closed round charged candidate 0 exactly 2 (its loss exceeded 1), gamma = 1
+    assert math.log(s["p"][0] / s["p"][1]) == pytest.approx(-2 * s["rounds"], rel=1e-9)
+
+
 def test_gamma_constant_and_hedge():
     half = ASAEstimator(candidates=[1, 2], gamma=0.5)
     half.observe(0, 0, 2)
