@@ -106,6 +106,12 @@ def _run(cmd: list[str]) -> tuple[float, float, str]:
     return wall, 0.0, out
 
 
+def _hpcopt_cmd(path: Path, nodes: int, out: Path | None = None) -> list[str]:
+    cmd = [str(Path(sys.executable).parent / "hpcopt"), "simulate", str(path), "--nodes",
+           str(nodes), "--no-progress"]
+    return cmd + (["--out", str(out)] if out else [])
+
+
 def _baseline_cmd(root: str, path: Path, nodes: int) -> list[str]:
     """``hpcopt simulate`` from another source tree (``--baseline``: e.g. an older commit's
     ``git archive``), imported first through ``sys.path``."""
