@@ -311,10 +311,10 @@ def table_scaling(args, out: Path) -> None:
 
     src, kwargs, _ = REPLAYS[SCALING_TRACE]
     sizes = [s for s in SCALING_SIZES if s <= args.max_jobs]
-    path = out / "replays" / (SCALING_TRACE.replace(" ", "_") + f"_{max(sizes)}.swf")
-    nodes = write_replay(path, src, kwargs, max(sizes))
     rows = []
-    for n in sizes:
+    for n in sizes:  # one file per size: both processes read exactly n jobs
+        path = out / "replays" / (SCALING_TRACE.replace(" ", "_").split("_x")[0] + f"_{n}.swf")
+        nodes = write_replay(path, src, kwargs, n)
         best = {}
         for _ in range(args.repeat):
             for who, script in (("hp", SCALE_HP), ("ref", SCALE_REF)):
