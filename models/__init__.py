@@ -17,6 +17,7 @@ MODEL_KINDS: dict[str, str] = {
     "bbsched": "hpcopt.models.bbsched:BBSchedModel",
     "scas": "hpcopt.models.scas:SCASModel",
     "dcas": "hpcopt.models.dcas:DCASModel",
+    "osdec": "hpcopt.models.osdec:OSDECModel",
 }
 
 

@@ -12,6 +12,7 @@ from . import (  # noqa: E402,F401
     dcas_sa,
     knapsack_dp,
     knapsack_greedy,
+    osdec_greedy,
     ortools_backends,
     pymoo_nsga2,
     pyomo_backend,

@@ -111,7 +111,7 @@ class CpSat(Solver):
     ``best_objective_bound`` (only reported with an incumbent).
     """
 
-    doc = "OR-tools CP-SAT (knapsack with integer data, SCAS); seedable"
+    doc = "OR-tools CP-SAT (knapsack with integer data, SCAS, OSDEC MIP); seedable"
     SUPPORTED_MODELS = ("knapsack", "scas", "osdec")
     REQUIRED_MODULES = ("ortools",)
     INSTALL_HINT = "pip install ortools"

@@ -93,7 +93,7 @@ class Pyomo(Solver):
     """
 
     doc = "any pyomo solver on to_pyomo() (appsi_highs, scip_direct, cbc, gurobi, ...)"
-    SUPPORTED_MODELS = ("knapsack", "scas")
+    SUPPORTED_MODELS = ("knapsack", "scas", "osdec")
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
     EXACT = True

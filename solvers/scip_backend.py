@@ -41,8 +41,8 @@ class Scip(Solver):
     bound.
     """
 
-    doc = "SCIP via PySCIPOpt (direct model; knapsack, SCAS ILP); seedable"
-    SUPPORTED_MODELS = ("knapsack", "scas")
+    doc = "SCIP via PySCIPOpt (direct model; knapsack, SCAS ILP, OSDEC MIP); seedable"
+    SUPPORTED_MODELS = ("knapsack", "scas", "osdec")
     REQUIRED_MODULES = ("pyscipopt",)
     INSTALL_HINT = "pip install pyscipopt"
     EXACT = True
@@ -73,6 +73,10 @@ class Scip(Solver):
         formulation = options.pop("formulation", "paper")
         if model.kind == "knapsack":
             return self._knapsack(model, opts)
+        if model.kind == "osdec":  # time-indexed MIP, see solvers/osdec_mip.py
+            from .osdec_mip import solve_scip
+
+            return solve_scip(self, model, opts)
         scip = pyscipopt.Model(model.kind)
         scip.hideOutput()
         if opts.time_limit is not None:

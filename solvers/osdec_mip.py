@@ -1,0 +1,203 @@
+"""The OSDEC time-indexed MIP in SCIP (backend ``scip``) and CP-SAT (backend ``cpsat``).
+
+Both solve ``OSDECModel.time_indexed()`` (the reduced form of ``to_pyomo()``): a binary x_k
+per column (job, start) worth ``c d - w1 (start - earliest)`` (starts worth <= 0 left out), at
+most one column per job, and per slot that can be overloaded ``sum c x - v_t <= C_t`` with
+``v_t >= 0`` costing ``w2`` each (slots that can never be overloaded have no row).  SCIP gets
+continuous v_t, CP-SAT integer v_t in ``[0, max_load_t - C_t]`` and the objective scaled to
+integers (``w1``/``w2`` with decimals are scaled by a power of ten; c d are integers).
+
+``solver_options`` both take: ``greedy_start`` (default True): the ``osdec-greedy`` schedule
+(at most a fifth of the time limit) is handed to the solver as a first incumbent (SCIP) or a
+hint (CP-SAT), and the answer is never worse than it; a ``warm_start`` decision replaces it.
+Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
+build and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
+``CpSat.STATUS_MAP``); stopped by the limit with an incumbent -> FEASIBLE + TIME with the
+solver's dual bound.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hpcopt.errors import SolverOptionError
+from hpcopt.result import Limit, Status
+
+from .osdec_greedy import greedy_schedule
+from .registry import Outcome, SolveOptions
+
+GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy start
+
+
+def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
+    """(options without ours, the starting decision or None)."""
+    options = dict(opts.solver_options)
+    use = options.pop("greedy_start", True)
+    if not isinstance(use, bool):
+        raise SolverOptionError(f"backend {backend!r}: greedy_start must be true or false, "
+                                f"got {use!r}")
+    if opts.warm_start is not None:
+        if not model.evaluate(opts.warm_start).feasible:
+            raise SolverOptionError(f"backend {backend!r}: warm_start is not a feasible decision")
+        return options, [int(s) for s in opts.warm_start]
+    if not use or model.n_jobs == 0:
+        return options, None
+    budget = None
+    if deadline is not None:
+        budget = time.perf_counter() + GREEDY_SHARE * (deadline - time.perf_counter())
+    x, _ = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
+    return options, x
+
+
+def _better(model, decision, incumbent):
+    """The better of two decisions by the model's own objective (``decision`` on ties)."""
+    if incumbent is None:
+        return decision
+    if decision is None:
+        return incumbent
+    if model.evaluate(incumbent).objective > model.evaluate(decision).objective + 1e-9:
+        return incumbent
+    return decision
+
+
+def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
+    """SCIP on the reduced time-indexed MIP (``solver`` is the registered ``Scip``)."""
+    import pyscipopt
+
+    deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+    options, start = _start(model, opts, deadline, solver.full_name)
+    ti = model.time_indexed()
+    if ti.n_columns == 0:
+        return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
+    scip = pyscipopt.Model("osdec")
+    scip.hideOutput()
+    if opts.seed is not None:
+        scip.setParam("randomization/randomseedshift", opts.seed)
+    for key, val in options.items():
+        try:
+            scip.setParam(key, val)
+        except (KeyError, ValueError, TypeError, LookupError) as err:
+            raise SolverOptionError(f"scip: bad SCIP parameter {key}={val!r} ({err})") from None
+    x = [scip.addVar(f"x{j}_{s}", vtype="B", obj=float(v))
+         for j, s, v in zip(ti.job.tolist(), ti.start.tolist(), ti.value.tolist())]
+    v = [scip.addVar(f"v{t}", vtype="C", lb=0.0, obj=-ti.w2) for t in ti.slot.tolist()]
+    by_job: dict[int, list] = {}
+    for k, j in enumerate(ti.job.tolist()):
+        by_job.setdefault(j, []).append(x[k])
+    for j, xs in by_job.items():
+        if len(xs) > 1:
+            scip.addCons(pyscipopt.quicksum(xs) <= 1, name=f"one{j}")
+    cores = ti.cores.tolist()
+    for r, (cols, cap) in enumerate(zip(ti.cols, ti.capacity.tolist())):
+        scip.addCons(pyscipopt.quicksum(cores[k] * x[k] for k in cols.tolist()) - v[r] <= cap,
+                     name=f"cap{int(ti.slot[r])}")
+    scip.setMaximize()
+    if start is not None:
+        chosen = ti.columns_of(start)
+        sol = scip.createSol()
+        for k in np.flatnonzero(chosen).tolist():
+            scip.setSolVal(sol, x[k], 1.0)
+        for var, over in zip(v, ti.overload_of(chosen).tolist()):
+            scip.setSolVal(sol, var, float(over))
+        scip.addSol(sol, free=True)
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return Outcome(Status.FEASIBLE if start else Status.NO_SOLUTION, start,
+                           limit=Limit.TIME)
+        scip.setParam("limits/time", left)
+    scip.optimize()
+    native = scip.getStatus()
+    status, limit = solver.STATUS_MAP.get(native, (Status.ERROR, None))
+    decision = bound = None
+    if scip.getNSols() > 0:
+        sol = scip.getBestSol()
+        decision = ti.decision([scip.getSolVal(sol, var) > 0.5 for var in x])
+        bound = float(scip.getDualbound())
+    if status != Status.OPTIMAL:
+        decision = _better(model, decision, start)
+        if decision is not None and status == Status.NO_SOLUTION:
+            status = Status.FEASIBLE
+    return Outcome(status, decision, bound=bound, limit=limit,
+                   extra={"native_status": native, "nodes": scip.getNNodes(),
+                          "columns": ti.n_columns, "rows": len(ti.cols),
+                          "nonzeros": ti.n_nonzeros})
+
+
+def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
+    """CP-SAT on the reduced time-indexed MIP (``solver`` is the registered ``CpSat``)."""
+    from ortools.sat.python import cp_model
+
+    from hpcopt.models.knapsack import integer_scale
+
+    deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+    options, start = _start(model, opts, deadline, solver.full_name)
+    ti = model.time_indexed()
+    if ti.n_columns == 0:
+        return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
+    scale = integer_scale(np.array([model.w1, model.w2]), "w1/w2", solver.full_name)
+    values = [int(round(v * scale)) for v in ti.value.tolist()]
+    penalty = int(round(model.w2 * scale))
+    cp = cp_model.CpModel()
+    x = [cp.new_bool_var(f"x{k}") for k in range(ti.n_columns)]
+    v = [cp.new_int_var(0, int(m - c), f"v{t}")
+         for t, m, c in zip(ti.slot.tolist(), ti.max_load.tolist(), ti.capacity.tolist())]
+    by_job: dict[int, list] = {}
+    for k, j in enumerate(ti.job.tolist()):
+        by_job.setdefault(j, []).append(x[k])
+    for xs in by_job.values():
+        if len(xs) > 1:
+            cp.add_at_most_one(xs)
+    cores = ti.cores
+    for r, (cols, cap) in enumerate(zip(ti.cols, ti.capacity.tolist())):
+        ks = cols.tolist()
+        cp.add(cp_model.LinearExpr.weighted_sum([x[k] for k in ks], cores[cols].tolist())
+               - v[r] <= cap)
+    cp.maximize(cp_model.LinearExpr.weighted_sum(x, values)
+                - cp_model.LinearExpr.weighted_sum(v, [penalty] * len(v)))
+    if start is not None:
+        chosen = ti.columns_of(start)
+        for var, c in zip(x, chosen.tolist()):
+            cp.add_hint(var, bool(c))
+        for var, over in zip(v, ti.overload_of(chosen).tolist()):
+            cp.add_hint(var, int(over))
+    cps = cp_model.CpSolver()
+    params = cps.parameters
+    params.num_workers = 1
+    params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
+    if opts.seed is not None:
+        params.random_seed = opts.seed
+    for key, val in options.items():
+        try:
+            setattr(params, key, val)
+        except (AttributeError, TypeError, ValueError) as err:
+            raise SolverOptionError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return Outcome(Status.FEASIBLE if start else Status.NO_SOLUTION, start,
+                           limit=Limit.TIME)
+        params.max_time_in_seconds = left
+    from .ortools_backends import _solve_stoppable
+
+    code, stopped = _solve_stoppable(cps, cp)
+    name = cps.status_name(code)
+    status = solver.STATUS_MAP.get(name, Status.ERROR)
+    limit = None
+    if status in (Status.FEASIBLE, Status.NO_SOLUTION) and stopped:
+        limit = Limit.INTERRUPT
+    elif status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
+        limit = Limit.TIME
+    decision = bound = None
+    if status.has_solution:
+        decision = ti.decision([cps.boolean_value(var) for var in x])
+        bound = cps.best_objective_bound / scale
+    if status != Status.OPTIMAL:
+        decision = _better(model, decision, start)
+        if decision is not None and status == Status.NO_SOLUTION:
+            status = Status.FEASIBLE
+    return Outcome(status, decision, bound=bound, limit=limit, log=cps.response_stats(),
+                   extra={"native_status": name, "columns": ti.n_columns, "rows": len(ti.cols),
+                          "nonzeros": ti.n_nonzeros})
