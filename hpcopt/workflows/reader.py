@@ -1,0 +1,245 @@
+"""WfFormat reader: ``load_wfformat(path)`` -> ``Workflow`` (stdlib json + gzip only).
+
+The ``wfcommons`` package fetches its JSON schema from the network when it loads an
+instance, so it cannot run offline; this reader reads the documents directly.
+
+Schema versions read
+--------------------
+* **1.5** (and any version with ``workflow.specification``/``workflow.execution``, the
+  WfInstances snapshot in ``../shared/data/workflows/wfinstances``):
+  ``workflow.specification.tasks[{id, parents}]`` give the DAG,
+  ``workflow.execution.tasks[{id, runtimeInSeconds, coreCount?}]`` the measured runtimes.
+  Every specification task must have an execution record (and the other way round).
+* **<= 1.4** (one task list): ``workflow.tasks`` (1.2-1.4) or ``workflow.jobs`` (1.0-1.1),
+  each ``{name | id, parents, runtimeInSeconds | runtime, cores?}``; ``parents`` entries are
+  task names or ``{"name": ...}`` objects.
+
+Bad input raises ``WorkflowError`` with one line naming the file and the field, e.g.
+``montage.json: workflow.execution.tasks[3].runtimeInSeconds: expected a number >= 0, got
+'x'``.  Checked: valid JSON (gzip detected from the magic bytes), the lists above, unique
+task ids, runtimes finite and >= 0, every parent a known task, no cycle.
+
+``coreCount``/``cores`` is kept on each task (default 1) but the stage rule in
+``hpcopt.workflows.stages`` counts a task as one core, like the paper's Tigres tasks.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import numbers
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcopt.errors import HpcoptError
+
+
+class WorkflowError(HpcoptError, ValueError):
+    """Bad workflow input or settings (one line naming the file and field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One workflow task: its id, measured runtime (s), parents (ids) and core count."""
+
+    id: str
+    runtime: float
+    parents: tuple[str, ...] = ()
+    cores: int = 1
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow DAG read from a WfFormat file; ``tasks`` in file order."""
+
+    name: str
+    tasks: tuple[Task, ...]
+    source: str = ""
+    schema_version: str = ""
+
+    def levels(self) -> list[list[Task]]:
+        """Tasks grouped by DAG level: level(t) = 0 for a task without parents, else
+        1 + max level of its parents (the longest path from a source)."""
+        return _levels(self.tasks, self.source or self.name)
+
+    def stages(self, cap: int | None = None):
+        """The sequential stages (``hpcopt.workflows.stages.stages_of``)."""
+        from .stages import stages_of
+
+        return stages_of(self, cap)
+
+
+def _fail(src: str, field: str, msg: str):
+    raise WorkflowError(f"{src}: {field}: {msg}")
+
+
+def _read_doc(path: Path, src: str):
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise WorkflowError(f"{src}: cannot read: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise WorkflowError(f"{src}: not a valid gzip file: {exc}") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorkflowError(f"{src}: not UTF-8 text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise WorkflowError(f"{src}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                            f"{exc.msg}") from None
+
+
+def _list(src, field, value):
+    if not isinstance(value, list):
+        _fail(src, field, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _obj(src, field, value):
+    if not isinstance(value, dict):
+        _fail(src, field, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _runtime(src, field, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _fail(src, field, f"expected a number >= 0, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        _fail(src, field, f"expected a number >= 0, got {value!r}")
+    return v
+
+
+def _cores(src, field, value) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value) \
+            or value < 1:
+        _fail(src, field, f"expected an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _task_id(src, field, rec) -> str:
+    for name in ("id", "name"):
+        v = rec.get(name)
+        if v is not None:
+            if not isinstance(v, (str, int)) or isinstance(v, bool) or v == "":
+                _fail(src, f"{field}.{name}", f"expected a non-empty string, got {v!r}")
+            return str(v)
+    _fail(src, field, "a task needs an 'id' (or 'name')")
+
+
+def _parents(src, field, value) -> tuple[str, ...]:
+    out = []
+    for i, p in enumerate(_list(src, field, [] if value is None else value)):
+        if isinstance(p, dict):
+            p = p.get("id", p.get("name"))
+        if not isinstance(p, (str, int)) or isinstance(p, bool):
+            _fail(src, f"{field}[{i}]", f"expected a task id, got {p!r}")
+        out.append(str(p))
+    return tuple(out)
+
+
+def load_wfformat(path) -> Workflow:
+    """Read a WfFormat instance (``.json`` or ``.json.gz``) into a ``Workflow``."""
+    p = Path(path)
+    src = str(path)
+    doc = _obj(src, "document", _read_doc(p, src))
+    version = str(doc.get("schemaVersion", ""))
+    wf = _obj(src, "workflow", doc.get("workflow"))
+    name = p.name.split(".json")[0] or str(doc.get("name", ""))
+    if "specification" in wf or "execution" in wf:
+        spec = _obj(src, "workflow.specification", wf.get("specification"))
+        exe = _obj(src, "workflow.execution", wf.get("execution"))
+        stasks = _list(src, "workflow.specification.tasks", spec.get("tasks"))
+        etasks = _list(src, "workflow.execution.tasks", exe.get("tasks"))
+        runs: dict[str, tuple[float, int]] = {}
+        for i, rec in enumerate(etasks):
+            f = f"workflow.execution.tasks[{i}]"
+            rec = _obj(src, f, rec)
+            tid = _task_id(src, f, rec)
+            if tid in runs:
+                _fail(src, f"{f}.id", f"duplicate task id {tid!r}")
+            if "runtimeInSeconds" not in rec:
+                _fail(src, f"{f}.runtimeInSeconds", "missing")
+            runs[tid] = (_runtime(src, f"{f}.runtimeInSeconds", rec["runtimeInSeconds"]),
+                         _cores(src, f"{f}.coreCount", rec.get("coreCount")))
+        tasks, seen = [], set()
+        for i, rec in enumerate(stasks):
+            f = f"workflow.specification.tasks[{i}]"
+            rec = _obj(src, f, rec)
+            tid = _task_id(src, f, rec)
+            if tid in seen:
+                _fail(src, f"{f}.id", f"duplicate task id {tid!r}")
+            seen.add(tid)
+            if tid not in runs:
+                _fail(src, f"{f}.id", f"task {tid!r} has no record in workflow.execution.tasks")
+            rt, cores = runs[tid]
+            tasks.append(Task(tid, rt, _parents(src, f"{f}.parents", rec.get("parents")), cores))
+        extra = [t for t in runs if t not in seen]
+        if extra:
+            _fail(src, "workflow.execution.tasks",
+                  f"task {extra[0]!r} is not in workflow.specification.tasks")
+    else:
+        key = "tasks" if "tasks" in wf else "jobs"
+        items = _list(src, f"workflow.{key}", wf.get(key))
+        tasks, seen = [], set()
+        for i, rec in enumerate(items):
+            f = f"workflow.{key}[{i}]"
+            rec = _obj(src, f, rec)
+            tid = _task_id(src, f, rec)
+            if tid in seen:
+                _fail(src, f"{f}.id", f"duplicate task id {tid!r}")
+            seen.add(tid)
+            rname = "runtimeInSeconds" if "runtimeInSeconds" in rec else "runtime"
+            if rname not in rec:
+                _fail(src, f"{f}.runtimeInSeconds", "missing (nor 'runtime')")
+            tasks.append(Task(tid, _runtime(src, f"{f}.{rname}", rec[rname]),
+                              _parents(src, f"{f}.parents", rec.get("parents")),
+                              _cores(src, f"{f}.cores", rec.get("cores",
+                                                               rec.get("coreCount")))))
+    if not tasks:
+        _fail(src, "workflow tasks", "the workflow has no task")
+    ids = {t.id for t in tasks}
+    for t in tasks:
+        for p in t.parents:
+            if p not in ids:
+                _fail(src, f"task {t.id!r}.parents", f"unknown parent {p!r}")
+    wfl = Workflow(name, tuple(tasks), src, version)
+    _levels(wfl.tasks, src)  # raises on a cycle
+    return wfl
+
+
+def _levels(tasks, src) -> list[list[Task]]:
+    """Kahn's algorithm in file order; level = longest path from a source."""
+    by_id = {t.id: t for t in tasks}
+    children: dict[str, list[str]] = {t.id: [] for t in tasks}
+    indeg = {t.id: len(set(t.parents)) for t in tasks}
+    for t in tasks:
+        for p in set(t.parents):
+            children[p].append(t.id)
+    level = {t.id: 0 for t in tasks}
+    ready = [t.id for t in tasks if indeg[t.id] == 0]
+    done = 0
+    while ready:
+        nxt = []
+        for tid in ready:
+            done += 1
+            for c in children[tid]:
+                level[c] = max(level[c], level[tid] + 1)
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    nxt.append(c)
+        ready = nxt
+    if done != len(tasks):
+        stuck = next(t.id for t in tasks if indeg[t.id] > 0)
+        raise WorkflowError(f"{src}: workflow tasks: the DAG has a cycle (through task "
+                            f"{stuck!r})")
+    out: list[list[Task]] = [[] for _ in range(max(level.values()) + 1)]
+    for t in tasks:
+        out[level[t.id]].append(by_id[t.id])
+    return out
