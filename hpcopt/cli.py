@@ -223,6 +223,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("decide", help="answer one hpcopt/1 request read from stdin (JSON)")
     sub.add_parser("backends", help="list solver backends")
     sub.add_parser("policies", help="list scheduling policies")
+    from .workflows.cli import add_workflow_parser
+
+    add_workflow_parser(sub)
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
     d.add_argument("--out", default=None, help="directory for the demo's outputs")
     return p
@@ -567,7 +570,14 @@ def _train_nsa(args, torch) -> int:
 
 COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "serve": cmd_serve,
             "decide": cmd_decide, "backends": cmd_backends,
-            "policies": cmd_policies, "demo": cmd_demo, "train": cmd_train}
+            "policies": cmd_policies, "demo": cmd_demo, "train": cmd_train,
+            "workflow": lambda args: _cmd_workflow(args)}
+
+
+def _cmd_workflow(args) -> int:
+    from .workflows.cli import cmd_workflow
+
+    return cmd_workflow(args)
 
 
 if __name__ == "__main__":  # pragma: no cover
