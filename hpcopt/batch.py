@@ -14,12 +14,17 @@ Nothing a batch has solved is lost:
   solved so far is kept (``BatchRun.signum`` says which signal; exit code 128 + signum).
 - ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``).
 
-Files are solved in parallel processes when ``workers > 1``; rows stream back as they finish.
+Where the instances are solved is an ``hpcopt.executors.Executor``: here (serial), a local
+process pool (``workers > 1``) or a Dask cluster (``executor=DaskExecutor(...)``); files are
+shipped as paths in chunks and rows stream back as chunks finish.  Every instance is solved
+with the seed ``instance_seed(seed, instance name)`` (``seed`` default ``DEFAULT_SEED``, 0),
+whatever the executor, so placement never changes an answer.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -27,7 +32,6 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
@@ -202,6 +206,7 @@ class Item:
     parsed: bool = False
     error: str | None = None
     index: int = 0
+    where: str | None = None  # the path to read, when not ``file`` (absolute, for Dask)
 
     @property
     def name(self) -> str:
@@ -215,6 +220,11 @@ class Item:
             raise InstanceError(self.error)
         if self.parsed:
             return instance_from_dict(self.obj, self.file)
+        if self.where is not None and self.where != self.file:
+            try:
+                return load_instance(self.where)
+            except InstanceError as err:  # name the file as the user gave it
+                raise InstanceError(str(err).replace(self.where, self.file)) from None
         return load_instance(self.file)
 
 
@@ -272,15 +282,28 @@ def expand_items(patterns, stdin=None) -> list[Item]:
 # ---------------------------------------------------------------------------- solving
 
 
+def instance_seed(seed: int | None, name: str) -> int:
+    """The seed an instance is solved with: a stable hash (SHA-256, not Python's salted
+    ``hash``) of the batch seed (``None``: ``DEFAULT_SEED``) and the instance name, in
+    0..2**31-1.  The same on every machine and executor, so placement never changes answers,
+    and different instances get independent streams."""
+    from .solvers.registry import DEFAULT_SEED
+
+    base = DEFAULT_SEED if seed is None else int(seed)
+    digest = hashlib.sha256(f"{base}\0{name}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 def solve_item(item: Item, backends: list[str] | None, time_limit: float | None = None,
                seed: int | None = None, solver_options: dict | None = None, rule=None,
                done: frozenset | set = frozenset(),
-               stop: StopSignals | None = None) -> tuple[list[dict], int]:
+               stop: StopSignals | None = None, derive_seed: bool = True) -> tuple[list[dict], int]:
     """Rows for one item solved by each backend (``None``: the model's default), and how
     many (instance, backend) pairs were skipped because they are in ``done``.
 
-    Multi-objective rows also carry ``pareto`` (a list of ``{"jobs", "objectives"}``) and
-    ``rule``; their ``decision`` is the rule's pick."""
+    The solver's seed is ``instance_seed(seed, instance name)`` (``derive_seed=False``:
+    ``seed`` itself).  Multi-objective rows also carry ``pareto`` (a list of ``{"jobs",
+    "objectives"}``) and ``rule``; their ``decision`` is the rule's pick."""
     from .solvers import solve
 
     stop = stop if stop is not None else _WORKER_STOP
@@ -294,6 +317,8 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
             msg = f"{item.file}: {msg}"
         return [_finish(_error_row(item.file, item.name, b, msg))
                 for b in backends or ["(default)"]], 0
+    if derive_seed:
+        seed = instance_seed(seed, inst.name)
     rows, skipped = [], 0
     for backend in backends or [inst.model.default_backend]:
         if (item.file, inst.name, backend) in done or (None, inst.name, backend) in done:
@@ -327,7 +352,12 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
 
 
 def _solve_job(args):
+    """Worker side of a batch: ``solve_item(*args)`` with the worker's stop handlers."""
     return solve_item(*args)
+
+
+def _solve_here(args, stop):
+    return solve_item(*args, stop=stop)
 
 
 @dataclass
@@ -342,100 +372,92 @@ class BatchRun:
     skipped: int = 0
 
 
-def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
-              progress: bool = False, solver_options: dict | None = None, rule=None,
-              writer: RowWriter | None = None, handle_signals: bool = False,
-              stdin=None) -> BatchRun:
-    """Solve every file matched by ``patterns`` (paths, folders, quoted globs, ``-`` for
-    stdin) with every backend (``None``: each model's default); ``rule`` picks from Pareto
-    sets.  Each row goes to ``writer`` as soon as it is solved; with ``handle_signals``
-    SIGINT/SIGTERM stop the batch (``BatchRun.signum``) instead of raising."""
+def run_tasks(tasks: list, fn, serial_fn, on_result, *, executor=None, workers: int = 1,
+              chunk: int | None = None, handle_signals: bool = False, progress: bool = False,
+              desc: str = "solve", unit: str = "file") -> int | None:
+    """Run ``fn`` over ``tasks`` on ``executor`` (default: serial, or a pool of
+    ``workers``), calling ``on_result(index, result, error)`` here as each one is done;
+    with ``handle_signals`` SIGINT/SIGTERM stop the run.  Returns the stop signal or None.
+    The engine under ``run_batch`` and ``hpcopt.sweep.run_sweep``."""
     from tqdm.auto import tqdm
 
-    # inputs first: Ctrl-C while stdin is read (a terminal) is a plain KeyboardInterrupt
-    items = expand_items(patterns, stdin)
+    from .executors import PoolExecutor, SerialExecutor
+
     stop = StopSignals()
     if handle_signals:
         stop.install()
-    run = BatchRun(items=len(items))
-    order: list[tuple[int, dict]] = []
+    own = executor is None
+    if executor is None:
+        executor = PoolExecutor(workers) if workers > 1 and len(tasks) > 1 \
+            else SerialExecutor()
     try:
-        done = writer.done if writer is not None else set()
-        by_file: dict = {}
-        for key in done:
-            by_file.setdefault(key[0], set()).add(key)
-
-        def emit(item: Item, rows: list[dict], skipped: int) -> None:
-            for row in rows:
-                if writer is not None:
-                    writer.write(row)
-                order.append((item.index, row))
-            run.skipped += skipped
-            if (rows or skipped) and not any(r.get("termination") == "interrupted"
-                                             for r in rows):
-                run.finished += 1
-            elif stop.signum is None and any(r.get("limit") == "INTERRUPT" for r in rows):
-                stop.signum = signal.SIGINT  # a backend that caught Ctrl-C itself
-
-        def args(item: Item) -> tuple:
-            mine = by_file.get(item.file, set()) | by_file.get(None, set())
-            return (item, None if backends is None else list(backends), time_limit, seed,
-                    solver_options, rule, mine)
-
-        with tqdm(total=len(items), unit="file", desc="solve", disable=not progress,
+        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=not progress,
                   file=sys.stderr) as bar:
-            if workers > 1 and len(items) > 1:
-                _run_pool(items, args, emit, stop, workers, bar)
-            else:
-                for item in items:
-                    if stop.signum is not None:
-                        break
-                    emit(item, *solve_item(*args(item), stop=stop))
-                    bar.update(1)
+            def report(i, result, error):
+                on_result(i, result, error, stop)
+                bar.update(1)
+
+            executor.run(fn, tasks, report, stop=stop, chunk=chunk, serial_fn=serial_fn)
     finally:
         stop.restore()
-    run.signum = stop.signum
+        if own:
+            executor.close()
+    return stop.signum
+
+
+def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
+              progress: bool = False, solver_options: dict | None = None, rule=None,
+              writer: RowWriter | None = None, handle_signals: bool = False,
+              stdin=None, executor=None, chunk: int | None = None) -> BatchRun:
+    """Solve every file matched by ``patterns`` (paths, folders, quoted globs, ``-`` for
+    stdin) with every backend (``None``: each model's default); ``rule`` picks from Pareto
+    sets.  Each row goes to ``writer`` as soon as it is solved; with ``handle_signals``
+    SIGINT/SIGTERM stop the batch (``BatchRun.signum``) instead of raising.
+
+    ``executor`` (``hpcopt.executors``) says where: default serial, or a local process pool
+    when ``workers > 1``; ``chunk`` files per task shipped to a worker (default: about 8
+    chunks per worker, at most 200 files each).  Rows are identical on every executor."""
+    # inputs first: Ctrl-C while stdin is read (a terminal) is a plain KeyboardInterrupt
+    items = expand_items(patterns, stdin)
+    if executor is not None and executor.remote:  # workers elsewhere: absolute paths
+        items = [Item(i.file, i.obj, i.parsed, i.error, i.index,
+                      None if i.parsed or i.error else os.path.abspath(i.file))
+                 for i in items]
+    run = BatchRun(items=len(items))
+    order: list[tuple[int, dict]] = []
+    done = writer.done if writer is not None else set()
+    by_file: dict = {}
+    for key in done:
+        by_file.setdefault(key[0], set()).add(key)
+
+    def args(item: Item) -> tuple:
+        mine = by_file.get(item.file, set()) | by_file.get(None, set())
+        return (item, None if backends is None else list(backends), time_limit, seed,
+                solver_options, rule, mine)
+
+    def on_result(i: int, result, error: str | None, stop: StopSignals) -> None:
+        item = items[i]
+        if error is not None:  # the worker failed outside solve_item (it died)
+            rows, skipped = [_finish(_error_row(item.file, item.name, b, error))
+                             for b in backends or ["(worker)"]], 0
+        else:
+            rows, skipped = result
+        for row in rows:
+            if writer is not None:
+                writer.write(row)
+            order.append((item.index, row))
+        run.skipped += skipped
+        if (rows or skipped) and not any(r.get("termination") == "interrupted"
+                                         for r in rows):
+            run.finished += 1
+        elif stop.signum is None and any(r.get("limit") == "INTERRUPT" for r in rows):
+            stop.signum = signal.SIGINT  # a backend that caught Ctrl-C itself
+
+    run.signum = run_tasks([args(item) for item in items], _solve_job, _solve_here,
+                           on_result, executor=executor, workers=workers, chunk=chunk,
+                           handle_signals=handle_signals, progress=progress)
     run.rows = [row for _, row in sorted(order, key=lambda p: p[0])]
     return run
-
-
-def _run_pool(items, args, emit, stop: StopSignals, workers: int, bar) -> None:
-    """Items on a process pool; rows are emitted as each file finishes.  On a stop signal
-    the pending files are cancelled, the running ones are interrupted (the signal is
-    forwarded to the workers) and their rows kept; a second signal stops waiting for them."""
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), initializer=_worker_init)
-    stop.forward = lambda: list(getattr(pool, "_processes", None) or ())
-    futures = {pool.submit(_solve_job, args(item)): item for item in items}
-    pending = set(futures)
-    count_at_stop = None
-    try:
-        while pending:
-            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                item = futures[fut]
-                if fut.cancelled():
-                    continue
-                try:
-                    rows, skipped = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a lost worker: rows, not a lost batch
-                    rows, skipped = [_finish(_error_row(item.file, item.name, "(worker)",
-                                                          one_line(exc)))], 0
-                emit(item, rows, skipped)
-                if rows or skipped:
-                    bar.update(1)
-            if stop.signum is not None:
-                if count_at_stop is None:
-                    count_at_stop = stop.count
-                    for fut in pending:
-                        fut.cancel()
-                elif stop.count > count_at_stop:
-                    break  # asked twice: do not wait for the running files
-    finally:
-        stop.forward = lambda: ()
-        if pending:
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-        pool.shutdown(wait=not pending, cancel_futures=True)
 
 
 def solve_file(path: str, backends: list[str] | None, time_limit: float | None = None,
@@ -463,10 +485,16 @@ class RowWriter:
     The name is checked and the folder created when the writer is made (before the first
     solve).  With ``resume`` an existing file is read first: ``done`` holds its finished
     (file, instance, backend) keys, a truncated last line is dropped, and rows are appended
-    (a CSV keeps its header)."""
+    (a CSV keeps its header).
 
-    def __init__(self, out: str | Path, *, resume: bool = False, stdout=None):
+    ``columns`` (the CSV header), ``key`` (a row's resume key) and ``command`` default to
+    ``hpcopt solve``'s; ``hpcopt sweep`` passes its own."""
+
+    def __init__(self, out: str | Path, *, resume: bool = False, stdout=None,
+                 columns: list[str] = ROW_COLUMNS, key=row_key,
+                 command: str = "hpcopt solve"):
         self.out = str(out)
+        self.columns, self.key, self.command = columns, key, command
         self.count = 0
         self.done: set[tuple] = set()
         self.unreadable = 0
@@ -504,7 +532,7 @@ class RowWriter:
                 from None
         self._own = True
         if self.kind == "csv":
-            self._csv = csv.DictWriter(self._fh, fieldnames=header or ROW_COLUMNS,
+            self._csv = csv.DictWriter(self._fh, fieldnames=header or self.columns,
                                        extrasaction="ignore")
             if not header:
                 self._csv.writeheader()
@@ -538,11 +566,12 @@ class RowWriter:
         else:
             reader = csv.DictReader(text.splitlines())
             header = reader.fieldnames
-            if header and not {"instance", "backend"} <= set(header):
-                raise HpcoptError(f"--resume: {path} is not an 'hpcopt solve' CSV (no "
-                                  "instance and backend columns)")
+            need = {"instance", "backend"} if self.key is row_key else {self.columns[0]}
+            if header and not need <= set(header):
+                raise HpcoptError(f"--resume: {path} is not an '{self.command}' CSV (no "
+                                  f"{' and '.join(sorted(need))} column)")
             rows = list(reader)
-        self.done = {row_key(r) for r in rows if is_done(r)}
+        self.done = {self.key(r) for r in rows if is_done(r)}
         return header
 
     def write(self, row: dict) -> None:
@@ -550,7 +579,9 @@ class RowWriter:
             self._fh.write(row_json(row) + "\n")
         else:
             safe = json_safe(row)
-            flat = {**safe, "decision": _ids_text(safe.get("decision"))}
+            flat = {k: json.dumps(v, allow_nan=False) if isinstance(v, dict) else v
+                    for k, v in safe.items()}
+            flat["decision"] = _ids_text(safe.get("decision"))
             if safe.get("pareto") is not None:
                 flat["pareto"] = json.dumps(safe["pareto"], allow_nan=False)
             self._csv.writerow(flat)

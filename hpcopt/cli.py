@@ -1,4 +1,4 @@
-"""The ``hpcopt`` command line: solve, simulate, backends, policies, demo.
+"""The ``hpcopt`` command line: solve, simulate, sweep, backends, policies, demo.
 
 Every error is one line on stderr with a non-zero exit code; ``--debug`` shows tracebacks.
 """
@@ -107,8 +107,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="decision rule that picks from a Pareto set: bbsched (default), "
                         "weighted, lexicographic")
     s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
-    s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--workers", type=_positive_int, default=1, help="parallel processes")
+    s.add_argument("--seed", type=int, default=None,
+                   help="batch seed (default 0): each instance is solved with a seed derived "
+                        "from (this seed, the instance name), the same on every executor")
+    _add_executor_flags(s)
     s.add_argument("--out", default=None, metavar="F",
                    help="write each row as soon as it is solved to F.jsonl or F.csv (a new "
                         "file unless --resume; the folder is created); - streams JSONL to "
@@ -117,6 +119,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep the rows already in --out and skip their (instance, backend) "
                         "pairs; error and interrupted rows are solved again")
     s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    w = sub.add_parser("sweep", help="run the Cartesian product of simulate settings x seeds "
+                                     "(one summary row per run)")
+    w.add_argument("sweep", metavar="SWEEP.json",
+                   help='a JSON object of settings, lists are axes: {"trace": [...], "policy": '
+                        '[...], "window": [...], "seed": [...], "options": {...}, "jobs": N} '
+                        "(see hpcopt.sweep)")
+    w.add_argument("--out", required=True, metavar="F",
+                   help="write each run's row as soon as it ends to F.jsonl or F.csv (a new "
+                        "file unless --resume); - streams JSONL to standard output")
+    w.add_argument("--resume", action="store_true",
+                   help="keep the runs already in --out and skip them; error and interrupted "
+                        "runs are run again")
+    _add_executor_flags(w)
+    w.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
     m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
@@ -231,6 +248,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where to run (default: this process)")
+    ex = group.add_mutually_exclusive_group()
+    ex.add_argument("--workers", type=_positive_int, default=1, metavar="N",
+                    help="N local processes (no extra package)")
+    ex.add_argument("--dask", default=None, metavar="local:N|ADDRESS",
+                    help="a Dask cluster: local:N (a LocalCluster of N single-threaded "
+                         "processes) or a scheduler address tcp://HOST:8786 (or a scheduler "
+                         'file .json); needs pip install "hpcopt[dask]"')
+    group.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
+                       help="tasks shipped to a worker at a time (default: about 8 chunks per "
+                            "worker, at most 200 tasks each)")
+
+
+def _executor(args):
+    """The executor for --workers/--dask (made before anything runs: a bad address or a
+    missing package is a usage error, not a row per file)."""
+    from .executors import make_executor
+
+    return make_executor(workers=args.workers, dask=args.dask)
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM outside a batch: stops like Ctrl-C (exit 143, one line, no traceback)."""
 
@@ -304,17 +343,24 @@ def cmd_solve(args) -> int:
         raise HpcoptError("--resume needs --out FILE: the rows already solved are read from it")
     info = sys.stderr if args.out == "-" else sys.stdout  # stdout carries the rows then
     writer = RowWriter(args.out, resume=args.resume) if args.out else None  # before solving
+    executor = None
     try:
+        if args.dask:
+            executor = _executor(args)
+            print(f"solving on {executor.describe()}", file=info)
         if args.resume:
             cut = f" ({writer.unreadable} unreadable lines ignored)" if writer.unreadable else ""
             print(f"resume: {len(writer.done)} finished (instance, backend) pairs in "
                   f"{args.out} are skipped{cut}", file=info)
         run = run_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
                         workers=args.workers, progress=not args.no_progress, rule=args.rule,
-                        writer=writer, handle_signals=True)
+                        writer=writer, handle_signals=True,
+                        executor=executor, chunk=args.chunk)
     finally:
         if writer is not None:
             writer.close()
+        if executor is not None:
+            executor.close()
     rows = run.rows
     if run.signum is not None:
         if writer is None:
@@ -335,6 +381,49 @@ def cmd_solve(args) -> int:
     errors = sum(r["status"] == "ERROR" for r in rows)
     if errors:
         print(f"hpcopt: error: {errors} of {len(rows)} rows failed", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_sweep(args) -> int:
+    from .batch import RowWriter
+    from .sweep import load_sweep, run_key, run_sweep
+
+    sweep = load_sweep(args.sweep)  # a malformed sweep file stops here, before any run
+    info = sys.stderr if args.out == "-" else sys.stdout
+    writer = RowWriter(args.out, resume=args.resume, columns=sweep.columns, key=run_key,
+                       command="hpcopt sweep")
+    executor = None
+    try:
+        executor = _executor(args) if args.dask else None  # else run_sweep's pool/serial
+        where = executor.describe() if executor is not None else (
+            f"{args.workers} local processes" if args.workers > 1 else "this process")
+        print(f"sweep {args.sweep}: {len(sweep.runs)} runs on {where}", file=info)
+        if args.resume:
+            cut = f" ({writer.unreadable} unreadable lines ignored)" if writer.unreadable else ""
+            print(f"resume: {len(writer.done)} finished runs in {args.out} are skipped{cut}",
+                  file=info)
+        run = run_sweep(sweep, writer=writer, executor=executor, workers=args.workers,
+                        chunk=args.chunk, handle_signals=True, progress=not args.no_progress)
+    finally:
+        writer.close()
+        if executor is not None:
+            executor.close()
+    if run.signum is not None:
+        name = signal.Signals(run.signum).name
+        print(f"hpcopt: interrupted by {name} after {run.finished} of {run.runs} runs; "
+              f"{writer.count} rows written to {args.out}"
+              + (" (rerun with --resume to finish)" if writer.path is not None else ""),
+              file=sys.stderr)
+        return 128 + run.signum
+    errors = sum(r.get("status") == "ERROR" for r in run.rows)
+    if run.skipped:
+        print(f"skipped {run.skipped} runs already in {args.out}", file=info)
+    if writer.path is not None:
+        print(f"wrote {writer.count} rows to {args.out}", file=info)
+    if errors:
+        first = next(r for r in run.rows if r.get("status") == "ERROR")
+        print(f"hpcopt: error: {errors} of {len(run.rows)} runs failed (first: "
+              f"{first.get('error')})", file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -568,7 +657,8 @@ def _train_nsa(args, torch) -> int:
     return 0
 
 
-COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "serve": cmd_serve,
+COMMANDS = {"solve": cmd_solve, "simulate": cmd_simulate, "sweep": cmd_sweep,
+            "serve": cmd_serve,
             "decide": cmd_decide, "backends": cmd_backends,
             "policies": cmd_policies, "demo": cmd_demo, "train": cmd_train,
             "workflow": lambda args: _cmd_workflow(args)}

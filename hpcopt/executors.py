@@ -1,0 +1,388 @@
+"""Where a batch's tasks run: in this process, on a local process pool, or on Dask.
+
+One abstraction for ``hpcopt solve`` and ``hpcopt sweep``.  A task is a small picklable
+value (an instance file path and the solve settings, or one sweep run's settings) and
+``fn(task)`` turns it into a result on a worker; ``Executor.run`` calls ``on_result`` in
+this process as results come back, so rows stream to the output file as they complete.
+
+- ``SerialExecutor``: one task after the other, here (the reference: every other executor
+  gives the same results, since seeds never depend on placement).
+- ``PoolExecutor``: ``workers`` local processes (``concurrent.futures``), no extra package.
+- ``DaskExecutor``: a Dask ``distributed`` cluster, ``local:N`` (a ``LocalCluster`` of N
+  single-threaded worker processes) or a scheduler address ``tcp://HOST:PORT``; needs the
+  ``dask`` extra (``pip install "hpcopt[dask]"``).
+
+Tasks travel in chunks of ``chunk`` (default: about 8 chunks per worker, at most 200 tasks
+per chunk), so a Dask task (~5 ms of overhead) carries hundreds of small solves.  A chunk
+that fails as a whole (a worker process that died: segfault, out of memory, ``os._exit``)
+is retried task by task; a task that fails alone is reported to ``on_result`` as an error,
+so a crash becomes error rows, never a lost batch.
+
+Stop signals (``hpcopt.batch.StopSignals``): pending chunks are dropped (serial, pool) or
+skip their tasks (Dask, through a ``distributed.Event``), running tasks finish or are
+interrupted (the pool's workers get the signal), and their results are still reported; a
+second signal stops waiting.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from .errors import HpcoptError, one_line
+
+MAX_CHUNK = 200
+CHUNKS_PER_WORKER = 8
+DASK_MISSING = ('--dask needs the Dask "distributed" package, which is not installed: '
+                'pip install "hpcopt[dask]"')
+
+# on_result(index, result, error): error is None, or one line saying why the task failed
+OnResult = Callable[[int, Any, "str | None"], None]
+
+
+class NotStarted:
+    """The result of a task a stop signal kept from starting (nothing to report)."""
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return "NotStarted"
+
+
+NOT_STARTED = NotStarted()
+
+
+def default_chunk(n_tasks: int, workers: int) -> int:
+    """Tasks per chunk: about ``CHUNKS_PER_WORKER`` chunks per worker, at most
+    ``MAX_CHUNK`` tasks each (results stream back a chunk at a time)."""
+    return max(1, min(MAX_CHUNK, math.ceil(n_tasks / (max(1, workers) * CHUNKS_PER_WORKER))))
+
+
+def chunks(n_tasks: int, size: int) -> list[list[int]]:
+    return [list(range(i, min(i + size, n_tasks))) for i in range(0, n_tasks, size)]
+
+
+def _stop_requested() -> bool:
+    from . import batch
+
+    stop = batch._WORKER_STOP
+    return stop is not None and stop.signum is not None
+
+
+def run_chunk(fn, tasks: Sequence, stop_event: str | None = None) -> list[tuple]:
+    """Worker side: ``[(result, error), ...]`` for ``tasks`` in order; a task a stop kept
+    from starting gives ``(NOT_STARTED, None)``.  ``stop_event`` names a Dask ``Event``
+    looked at before the first task and then every half second."""
+    event, checked, stopped = None, 0.0, False
+    if stop_event is not None:
+        from distributed import Event
+
+        event = Event(stop_event)
+    out = []
+    for task in tasks:
+        if not stopped and event is not None and time.monotonic() - checked > 0.5:
+            stopped = event.is_set()
+            checked = time.monotonic()
+        if stopped or _stop_requested():
+            stopped = True
+            out.append((NOT_STARTED, None))
+            continue
+        try:
+            out.append((fn(task), None))
+        except Exception as exc:  # noqa: BLE001 - one task's failure is that task's row
+            out.append((None, f"{type(exc).__name__}: {one_line(exc)}"))
+    return out
+
+
+class Executor:
+    """Runs ``fn`` over tasks and reports each result with ``on_result`` as it arrives."""
+
+    name = "serial"
+    workers = 1
+    remote = False  # workers may not share this process's working folder
+
+    def run(self, fn, tasks: Sequence, on_result: OnResult, stop=None,
+            chunk: int | None = None, serial_fn=None) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return self.name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SerialExecutor(Executor):
+    """Every task here, in order.  ``serial_fn(task, stop)`` (default ``fn(task)``) lets a
+    task be interrupted by the batch's own signal handlers."""
+
+    def run(self, fn, tasks, on_result, stop=None, chunk=None, serial_fn=None) -> None:
+        for i, task in enumerate(tasks):
+            if stop is not None and stop.signum is not None:
+                break
+            try:
+                result = serial_fn(task, stop) if serial_fn is not None else fn(task)
+            except Exception as exc:  # noqa: BLE001 - as on a worker
+                on_result(i, None, f"{type(exc).__name__}: {one_line(exc)}")
+                continue
+            on_result(i, result, None)
+
+
+class _ChunkLoop:
+    """The loop shared by the pool and Dask: submit chunks, report results as chunks
+    finish, retry a failed chunk task by task, and stop on a signal."""
+
+    def __init__(self, fn, tasks, on_result, stop, size: int):
+        self.fn, self.tasks, self.on_result, self.stop = fn, tasks, on_result, stop
+        self.size = size
+
+    def report(self, idx: list[int], results: list[tuple]) -> None:
+        for i, (result, error) in zip(idx, results):
+            if isinstance(result, NotStarted):  # (a copy, after pickling)
+                continue
+            self.on_result(i, result, error)
+
+    def failed(self, idx: list[int], error: str, resubmit) -> None:
+        """A chunk whose worker died: its tasks again, one per chunk; alone, an error."""
+        if self.stop is not None and self.stop.signum is not None:
+            return  # stopping: the lost tasks are not reported (--resume solves them)
+        if len(idx) > 1:
+            for i in idx:
+                resubmit([i])
+        else:
+            self.on_result(idx[0], None, f"worker lost: {error}")
+
+
+class PoolExecutor(Executor):
+    """``workers`` local processes; a worker that dies breaks the pool, which is made
+    again for the tasks that were not finished."""
+
+    name = "pool"
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def describe(self) -> str:
+        return f"{self.workers} local processes"
+
+    def run(self, fn, tasks, on_result, stop=None, chunk=None, serial_fn=None) -> None:
+        from .batch import _worker_init
+
+        if not tasks:
+            return
+        size = chunk or default_chunk(len(tasks), self.workers)
+        loop = _ChunkLoop(fn, tasks, on_result, stop, size)
+        pool = None
+        futures: dict = {}
+
+        def new_pool():
+            nonlocal pool
+            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
+                                       initializer=_worker_init)
+            if stop is not None:
+                stop.forward = lambda: list(getattr(pool, "_processes", None) or ())
+
+        def submit(idx: list[int]) -> None:
+            fut = pool.submit(run_chunk, fn, [tasks[i] for i in idx])
+            futures[fut] = idx
+
+        new_pool()
+        for idx in chunks(len(tasks), size):
+            submit(idx)
+        pending = set(futures)
+        count_at_stop = None
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                broken = []
+                for fut in finished:
+                    idx = futures.pop(fut)
+                    if fut.cancelled():
+                        continue
+                    try:
+                        results = fut.result()
+                    except BrokenProcessPool as exc:
+                        broken.append((idx, one_line(exc) or "a worker process died"))
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - e.g. a result that won't pickle
+                        results = [(None, f"{type(exc).__name__}: {one_line(exc)}")] * len(idx)
+                    loop.report(idx, results)
+                if broken:
+                    # every unfinished chunk of a broken pool fails: run them on a new pool
+                    lost = broken + [(futures.pop(f), "a worker process died")
+                                     for f in list(pending)]
+                    pending = set()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    if stop is None or stop.signum is None:
+                        new_pool()
+                        for idx, error in lost:
+                            loop.failed(idx, error, submit)
+                        pending = set(futures)
+                if stop is not None and stop.signum is not None:
+                    if count_at_stop is None:
+                        count_at_stop = stop.count
+                        for fut in pending:
+                            fut.cancel()
+                    elif stop.count > count_at_stop:
+                        break  # asked twice: do not wait for the running chunks
+        finally:
+            if stop is not None:
+                stop.forward = lambda: ()
+            if pending:
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
+            pool.shutdown(wait=not pending, cancel_futures=True)
+
+
+def parse_dask(spec: str) -> tuple[str, Any]:
+    """``local:N`` -> ("local", N); ``tcp://HOST:PORT`` (or any scheduler address, or a
+    scheduler file ``*.json``) -> ("address", spec)."""
+    text = spec.strip()
+    if text.startswith("local"):
+        _, sep, n = text.partition(":")
+        try:
+            count = int(n) if sep else 0
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise HpcoptError(f"--dask {spec!r}: expected local:N (N worker processes, N >= 1)"
+                              " or a scheduler address like tcp://HOST:8786")
+        return "local", count
+    if "://" in text or text.endswith(".json"):
+        return "address", text
+    raise HpcoptError(f"--dask {spec!r}: expected local:N or a scheduler address like "
+                      "tcp://HOST:8786 (or a scheduler file .json)")
+
+
+def dask_client(spec: str, *, allowed_failures: int | None = None):
+    """A ``distributed.Client`` (and the ``LocalCluster`` it owns, or None) for ``spec``."""
+    kind, value = parse_dask(spec)
+    try:
+        import distributed
+    except ImportError:
+        raise HpcoptError(DASK_MISSING) from None
+    if kind == "local":
+        import dask
+
+        config = {"distributed.worker.daemon": False}
+        if allowed_failures is not None:
+            config["distributed.scheduler.allowed-failures"] = allowed_failures
+        with dask.config.set(config):
+            cluster = distributed.LocalCluster(
+                n_workers=value, threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=40,
+                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                     "MKL_NUM_THREADS": "1"})
+        return distributed.Client(cluster), cluster
+    try:
+        if value.endswith(".json"):
+            return distributed.Client(scheduler_file=value, timeout="30s"), None
+        return distributed.Client(value, timeout="30s"), None
+    except (OSError, TimeoutError) as exc:
+        raise HpcoptError(f"--dask {spec}: cannot reach the scheduler ({one_line(exc)})") \
+            from None
+
+
+class DaskExecutor(Executor):
+    """Chunks of tasks as Dask tasks on ``client`` (workers should run one thread each:
+    ``dask worker ADDR --nthreads 1``).  ``spec`` (``local:N`` or an address) makes and
+    owns the client; ``client=`` uses one the caller owns (tests share a LocalCluster)."""
+
+    name = "dask"
+    remote = True
+
+    def __init__(self, spec: str | None = None, *, client=None):
+        if client is None and spec is None:
+            raise ValueError("DaskExecutor needs a spec or a client")
+        self._own = client is None
+        self.cluster = None
+        if client is None:
+            client, self.cluster = dask_client(spec)
+        self.client = client
+        self.spec = spec or getattr(client.scheduler, "address", "a Dask client")
+
+    @property
+    def workers(self) -> int:
+        try:
+            info = self.client.scheduler_info()
+            return max(1, sum(w.get("nthreads", 1) for w in info["workers"].values()))
+        except Exception:  # noqa: BLE001
+            return 1
+
+    def describe(self) -> str:
+        return f"Dask {self.spec} ({self.workers} worker threads)"
+
+    def close(self) -> None:
+        if self._own:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+            self._own = False
+
+    def run(self, fn, tasks, on_result, stop=None, chunk=None, serial_fn=None) -> None:
+        from distributed import Event, as_completed
+
+        if not tasks:
+            return
+        size = chunk or default_chunk(len(tasks), self.workers)
+        loop = _ChunkLoop(fn, tasks, on_result, stop, size)
+        event_name = f"hpcopt-stop-{uuid.uuid4().hex}"
+        event = Event(event_name, client=self.client)
+        futures: dict = {}
+        done = as_completed()
+
+        def submit(idx: list[int]) -> None:
+            fut = self.client.submit(run_chunk, fn, [tasks[i] for i in idx], event_name,
+                                     pure=False, key=f"hpcopt-chunk-{uuid.uuid4().hex}")
+            futures[fut] = idx
+            done.add(fut)
+
+        for idx in chunks(len(tasks), size):
+            submit(idx)
+        count_at_stop = None
+        try:
+            while futures:
+                batch = done.next_batch(block=False) if done.has_ready() else []
+                if not batch:
+                    time.sleep(0.02)
+                for fut in batch:
+                    idx = futures.pop(fut)
+                    try:
+                        results = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - KilledWorker, lost data ...
+                        loop.failed(idx, f"{type(exc).__name__}: {one_line(exc)}", submit)
+                        continue
+                    finally:
+                        fut.release()
+                    loop.report(idx, results)
+                if stop is not None and stop.signum is not None:
+                    if count_at_stop is None:
+                        count_at_stop = stop.count
+                        event.set()  # chunks skip the tasks they have not started
+                    elif stop.count > count_at_stop:
+                        break
+        finally:
+            if futures:
+                self.client.cancel(list(futures))
+            try:
+                event.clear()
+            except Exception:  # noqa: BLE001 - the cluster may be gone
+                pass
+
+
+def make_executor(workers: int = 1, dask: str | None = None, client=None) -> Executor:
+    """The executor for ``--workers N`` / ``--dask SPEC`` (or an existing Dask client)."""
+    if client is not None or dask:
+        return DaskExecutor(dask, client=client)
+    if workers > 1:
+        return PoolExecutor(workers)
+    return SerialExecutor()

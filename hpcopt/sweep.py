@@ -1,0 +1,243 @@
+"""Parameter sweeps: the Cartesian product of ``simulate`` settings x seeds, one summary row
+per run, on the same executors as ``hpcopt solve`` (serial, local pool, Dask).
+
+A sweep file (``SWEEP.json``) is one JSON object; every key is a setting, a list is an axis
+of the product and anything else a single value::
+
+    {
+      "trace":  ["instances/traces/demo.swf"],     # required; relative to the sweep file
+      "policy": ["fcfs", "knapsack"],
+      "backend": ["dp", "cpsat"],                  # a policy option, like "value", "time_limit"
+      "window": [10, 20],
+      "seed":   [0, 1, 2],                         # default [0]
+      "jobs":   500,                               # first N jobs of each trace
+      "options": {"value": ["nodes", "node_hours"]}   # policy options may also go here
+    }
+
+Settings: ``trace``, ``nodes``, ``jobs``, ``cores_per_node``, ``policy``, ``order``,
+``backfill``, ``window``, ``seed``, ``starvation_bound``, ``period``, ``warmup``,
+``cooldown`` (the arguments of ``hpcopt.simulate``) and the options of any registered policy
+(``hpcopt policies``), at the top level or under ``"options"``.  A policy option goes only to
+the policies that take it (``backend`` does not multiply the ``fcfs`` runs); runs that end
+up with the same settings are run once.  An option whose value is itself a list (``weights``)
+is written as a list of lists (``[[0.5, 0.5]]``: one value).
+
+Each row: ``run`` (a stable id of the settings: the ``--resume`` key), the run's settings,
+``status`` (OK, ERROR or INTERRUPTED), every ``summary`` metric, ``wall_time_s`` and
+``error``.  A run that fails (a bad policy name, a missing trace, a window of 0) is an error
+row and the sweep goes on; ``--resume`` skips the runs already finished in ``--out``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import HpcoptError, closest, one_line
+
+SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
+            "window", "seed", "starvation_bound", "period", "warmup", "cooldown"]
+METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
+           "avg_bounded_slowdown", "utilization", "makespan", "node_seconds", "first_submit",
+           "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",
+           "wasted_ssd", "avg_comm_cost"]
+TAIL = ["wall_time_s", "termination", "error"]
+DEFAULT_SEEDS = [0]
+
+
+def run_key(row: dict) -> str | None:
+    """A sweep row's resume key: its ``run`` id."""
+    return row.get("run") or None
+
+
+def run_id(settings: dict) -> str:
+    """A stable id of a run's settings (SHA-256 of their canonical JSON, 16 hex digits)."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Sweep:
+    """The runs of a sweep file: ``runs`` (settings dicts, in product order), the folder
+    relative trace paths are read from, and the CSV columns."""
+
+    runs: list[dict]
+    base: Path
+    keys: list[str]
+
+    @property
+    def columns(self) -> list[str]:
+        return ["run", *self.keys, "status", *METRICS, *TAIL]
+
+
+def _policy_option_names() -> set[str]:
+    from .policies import policy_names
+    from .policies.base import policy_options
+
+    return set().union(*(policy_options(p) for p in policy_names())) - set(SIM_KEYS)
+
+
+def _accepts(policy: Any, option: str) -> bool:
+    from .policies.base import policy_options
+
+    try:
+        return option in policy_options(policy)
+    except Exception:  # noqa: BLE001 - an unknown policy: its run is an error row
+        return True
+
+
+def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep:
+    """The runs of a sweep (a file name or the parsed object); a malformed sweep file (not a
+    JSON object, an unknown or missing key, an empty axis) is an ``HpcoptError``."""
+    label = "sweep"
+    if not isinstance(spec, dict):
+        label = str(spec)
+        path = Path(spec)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise HpcoptError(f"{label}: cannot read ({getattr(err, 'strerror', None) or err})"
+                              ) from None
+        try:
+            spec = json.loads(text)
+        except ValueError as err:
+            raise HpcoptError(f"{label}: not JSON ({err})") from None
+        base = path.resolve().parent if base is None else base
+    if not isinstance(spec, dict):
+        raise HpcoptError(f"{label}: expected a JSON object of settings, e.g. "
+                          '{"trace": "t.swf", "policy": ["fcfs", "sjf"], "seed": [0, 1]}')
+    spec = dict(spec)
+    options = spec.pop("options", {})
+    if not isinstance(options, dict):
+        raise HpcoptError(f"{label}: options: expected an object of policy options")
+    known = _policy_option_names()
+    axes: dict[str, list] = {}
+    for name, value in [*spec.items(), *options.items()]:
+        if name in axes:
+            raise HpcoptError(f"{label}: {name} is given twice (top level and options)")
+        if name not in SIM_KEYS and name not in known:
+            raise HpcoptError(f"{label}: unknown setting {name!r}; expected one of "
+                              f"{', '.join(SIM_KEYS)} or a policy option ("
+                              f"{', '.join(sorted(known))})." + closest(name, SIM_KEYS
+                                                                          + sorted(known)))
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise HpcoptError(f"{label}: {name}: an empty list leaves nothing to run")
+        axes[name] = values
+    if "trace" not in axes:
+        raise HpcoptError(f"{label}: 'trace' is required (a trace file or a list of them)")
+    for t in axes["trace"]:
+        if not isinstance(t, str) or not t:
+            raise HpcoptError(f"{label}: trace: expected file names, got {t!r}")
+    axes.setdefault("policy", ["fcfs"])
+    axes.setdefault("seed", DEFAULT_SEEDS)
+    keys = [k for k in SIM_KEYS if k in axes] + [k for k in axes if k not in SIM_KEYS]
+    runs, seen = [], set()
+    for combo in itertools.product(*(axes[k] for k in keys)):
+        settings = dict(zip(keys, combo))
+        settings = {k: v for k, v in settings.items()
+                    if k in SIM_KEYS or _accepts(settings["policy"], k)}
+        ident = run_id(settings)
+        if ident not in seen:
+            seen.add(ident)
+            runs.append(settings)
+    return Sweep(runs, Path(base) if base is not None else Path.cwd(), keys)
+
+
+def _row(settings: dict, **fields) -> dict:
+    """A strict-JSON row: run id, settings, status, metrics, then wall time and error."""
+    from .batch import json_safe
+
+    tail = {k: fields.pop(k, None) for k in TAIL}
+    return json_safe({"run": run_id(settings), **settings, **fields, **tail})
+
+
+def run_one(task: tuple, stop=None) -> dict:
+    """Worker side: the row of one run (``task`` = (settings, trace path to read))."""
+    import signal
+
+    from . import batch
+    from .api import simulate
+
+    settings, path = task
+    stop = stop if stop is not None else batch._WORKER_STOP
+    kwargs = {k: v for k, v in settings.items() if k != "trace"}
+    t0 = time.perf_counter()
+    try:
+        with stop.solving() if stop is not None else nullcontext():
+            res = simulate(path, **kwargs)
+        summary = {k: res.summary[k] for k in METRICS if k in res.summary}
+        summary.update((k, v) for k, v in res.summary.items() if k not in summary)
+        return _row(settings, status="OK", **summary,
+                    wall_time_s=time.perf_counter() - t0, termination="finished", error="")
+    except batch.Interrupted as exc:
+        return _row(settings, status="INTERRUPTED", wall_time_s=time.perf_counter() - t0,
+                    termination="interrupted",
+                    error=f"interrupted by {signal.Signals(exc.signum).name} before it "
+                          "finished")
+    except Exception as exc:  # noqa: BLE001 - a bad setting is an error row
+        return _row(settings, status="ERROR", wall_time_s=time.perf_counter() - t0,
+                    termination="error", error=one_line(exc) or type(exc).__name__)
+    finally:
+        if stop is not None and stop is not batch._WORKER_STOP:
+            stop.reinstall()
+
+
+def _run_here(task, stop):
+    return run_one(task, stop)
+
+
+@dataclass
+class SweepRun:
+    """What ``run_sweep`` did: rows (in sweep order), the stop signal if one came, the
+    number of runs, how many finished, and how many were skipped (already in ``--out``)."""
+
+    rows: list[dict] = field(default_factory=list)
+    signum: int | None = None
+    runs: int = 0
+    finished: int = 0
+    skipped: int = 0
+
+
+def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
+              workers: int = 1, chunk: int | None = None, handle_signals: bool = False,
+              progress: bool = False) -> SweepRun:
+    """Run every setting of ``sweep`` (a ``Sweep``, a sweep file or its object); each row
+    goes to ``writer`` (a ``RowWriter``) as soon as its run ends.  The executor and stop
+    handling are ``hpcopt solve``'s (``hpcopt.batch.run_tasks``)."""
+    from .batch import is_done, run_tasks
+
+    if not isinstance(sweep, Sweep):
+        sweep = load_sweep(sweep)
+    done = writer.done if writer is not None else set()
+    todo = [(i, s) for i, s in enumerate(sweep.runs) if run_id(s) not in done]
+    run = SweepRun(runs=len(sweep.runs), skipped=len(sweep.runs) - len(todo))
+    rows: list[tuple[int, dict]] = []
+
+    def where(trace: str) -> str:
+        path = Path(trace)
+        return str(path if path.is_absolute() else sweep.base / path)
+
+    def on_result(i: int, row, error: str | None, stop) -> None:
+        index, settings = todo[i]
+        if error is not None:  # the worker died
+            row = _row(settings, status="ERROR", termination="error", error=error)
+        if writer is not None:
+            writer.write(row)
+        rows.append((index, row))
+        if is_done(row):
+            run.finished += 1
+
+    tasks = [(s, os.path.abspath(where(s["trace"]))) for _, s in todo]
+    run.signum = run_tasks(tasks, run_one, _run_here, on_result, executor=executor,
+                           workers=workers, chunk=chunk, handle_signals=handle_signals,
+                           progress=progress, desc="sweep", unit="run")
+    run.rows = [row for _, row in sorted(rows, key=lambda p: p[0])]
+    return run
