@@ -229,13 +229,14 @@ class WorkflowRun:
 
     # ------------------------------------------------------------------ the simulation
     def run(self) -> WorkflowResult:
-        saved = self.estimator.to_dict() if self.estimator is not None else None
+        saved = copy.deepcopy(self.estimator)  # restored before a longer-horizon redo
         horizon = self.horizon
+        first = True
         while True:
-            if saved is not None:
-                from hpcopt.learn.asa import ASAEstimator
-
-                self.estimator.__dict__.update(ASAEstimator.from_dict(saved).__dict__)
+            if not first and saved is not None:
+                self.estimator.__dict__.clear()
+                self.estimator.__dict__.update(copy.deepcopy(saved).__dict__)
+            first = False
             cutoff = self.at + (self.runs - 1) * self.interval + horizon
             self._simulate(cutoff)
             latest = max(a.alloc_end if a.cancelled else max(a.alloc_end, a.end)

@@ -1,0 +1,390 @@
+"""Workflows in a simulated queue: WfFormat reader, stage rule, strategies, CLI (issue #14)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from hpcopt.domain import Job, System
+from hpcopt.learn.asa import ASAEstimator
+from hpcopt.workflows import (
+    Stage,
+    WorkflowError,
+    WorkflowRun,
+    load_wfformat,
+    lpt_makespan,
+    run_workflow,
+    stages_of,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+WFI = DATA / "workflows" / "wfinstances"
+KTH = DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"
+needs_data = pytest.mark.skipif(not WFI.is_dir(), reason="../shared/data not available")
+
+# one instance per bundled family (the reader test reads every one)
+FAMILIES = {
+    "1000genome": "1000genome-chameleon-10ch-100k-001",
+    "blast": "blast-chameleon-large-001",
+    "bwa": "bwa-chameleon-large-001",
+    "cycles": "cycles-chameleon-1l-1c-9p-001",
+    "montage": "montage-chameleon-2mass-005d-001",
+    "seismology": "seismology-chameleon-100p-001",
+    "soykb": "soykb-chameleon-10fastq-10ch-001",
+    "srasearch": "srasearch-chameleon-10a-001",
+}
+
+
+def _independent_levels(path):
+    """Level sizes and runtime sums by a recursive longest-path count on the raw JSON."""
+    doc = json.loads(gzip.decompress(Path(path).read_bytes()))
+    spec = doc["workflow"]["specification"]["tasks"]
+    runtime = {t["id"]: t["runtimeInSeconds"] for t in doc["workflow"]["execution"]["tasks"]}
+    parents = {t["id"]: t["parents"] for t in spec}
+    memo = {}
+
+    def depth(tid):
+        if tid not in memo:
+            memo[tid] = 0 if not parents[tid] else 1 + max(depth(p) for p in parents[tid])
+        return memo[tid]
+
+    sizes, work = {}, {}
+    for tid in parents:
+        d = depth(tid)
+        sizes[d] = sizes.get(d, 0) + 1
+        work[d] = work.get(d, 0.0) + runtime[tid]
+    return [sizes[k] for k in sorted(sizes)], [work[k] for k in sorted(work)], len(spec)
+
+
+@needs_data
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_reader_matches_an_independent_level_count(family):
+    path = WFI / family / f"{FAMILIES[family]}.json.gz"
+    wf = load_wfformat(path)
+    sizes, work, n = _independent_levels(path)
+    assert len(wf.tasks) == n
+    levels = wf.levels()
+    assert [len(lv) for lv in levels] == sizes
+    assert [sum(t.runtime for t in lv) for lv in levels] == pytest.approx(work)
+    # every parent is in a lower level
+    level_of = {t.id: i for i, lv in enumerate(levels) for t in lv}
+    assert all(level_of[p] < level_of[t.id] for t in wf.tasks for p in t.parents)
+    st = stages_of(wf, cap=4)
+    assert [s.cores for s in st] == [min(k, 4) for k in sizes]
+    assert all(s.runtime >= max(max(t.runtime for t in lv), 1.0) - 1e-9
+               for s, lv in zip(st, levels))
+
+
+def _write(tmp_path, doc, name="wf.json", gz=False):
+    p = tmp_path / (name + (".gz" if gz else ""))
+    raw = json.dumps(doc).encode()
+    p.write_bytes(gzip.compress(raw) if gz else raw)
+    return p
+
+
+def _doc15(tasks):
+    """tasks: [(id, runtime, parents)] -> a WfFormat 1.5 document."""
+    return {"name": "t", "schemaVersion": "1.5", "workflow": {
+        "specification": {"tasks": [{"id": i, "name": i, "parents": list(p), "children": []}
+                                    for i, _, p in tasks], "files": []},
+        "execution": {"makespanInSeconds": 1, "tasks": [{"id": i, "runtimeInSeconds": r}
+                                                        for i, r, _ in tasks]}}}
+
+
+def test_reader_old_schema_and_gzip(tmp_path):
+    old = {"name": "old", "schemaVersion": "1.3", "workflow": {"jobs": [
+        {"name": "a", "runtime": 5, "parents": []},
+        {"name": "b", "runtime": 7, "parents": [{"name": "a"}], "cores": 2},
+        {"name": "c", "runtime": 1, "parents": ["a", "b"]}]}}
+    wf = load_wfformat(_write(tmp_path, old, gz=True))
+    assert [[t.id for t in lv] for lv in wf.levels()] == [["a"], ["b"], ["c"]]
+    assert wf.tasks[1].cores == 2
+    new = _doc15([("x", 3.0, ()), ("y", 4.0, ("x",)), ("z", 2.0, ("x",))])
+    wf = load_wfformat(_write(tmp_path, new))
+    assert [len(lv) for lv in wf.levels()] == [1, 2]
+    assert [(s.cores, s.runtime) for s in stages_of(wf, cap=1)] == [(1, 3.0), (1, 6.0)]
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d["workflow"]["execution"]["tasks"][1].update(runtimeInSeconds="x"),
+     "workflow.execution.tasks[1].runtimeInSeconds"),
+    (lambda d: d["workflow"]["execution"]["tasks"][1].pop("runtimeInSeconds"),
+     "workflow.execution.tasks[1].runtimeInSeconds"),
+    (lambda d: d["workflow"]["specification"]["tasks"][1].update(parents=["nope"]),
+     "parents"),
+    (lambda d: d["workflow"]["specification"]["tasks"][0].update(parents=["b"]), "cycle"),
+    (lambda d: d["workflow"]["execution"]["tasks"].pop(), "workflow.specification.tasks[1]"),
+    (lambda d: d["workflow"].pop("execution"), "workflow.execution"),
+])
+def test_reader_errors_name_file_and_field(tmp_path, mutate, field):
+    doc = _doc15([("a", 1.0, ()), ("b", 2.0, ("a",))])
+    mutate(doc)
+    p = _write(tmp_path, doc)
+    with pytest.raises(WorkflowError) as err:
+        load_wfformat(p)
+    msg = str(err.value)
+    assert "\n" not in msg and str(p) in msg and field in msg
+
+
+def test_reader_bad_json(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{not json")
+    with pytest.raises(WorkflowError, match="bad.json: invalid JSON at line 1"):
+        load_wfformat(p)
+
+
+def _opt_makespan(runtimes, m):
+    best = math.inf
+    for assign in itertools.product(range(m), repeat=len(runtimes)):
+        loads = [0.0] * m
+        for r, k in zip(runtimes, assign):
+            loads[k] += r
+        best = min(best, max(loads))
+    return best
+
+
+def test_lpt_against_brute_force():
+    rng = random.Random(3)
+    for _ in range(150):
+        n, m = rng.randint(1, 7), rng.randint(1, 3)
+        rts = [rng.choice([rng.randint(1, 20), rng.random() * 10]) for _ in range(n)]
+        lpt, opt = lpt_makespan(rts, m), _opt_makespan(rts, m)
+        assert opt - 1e-9 <= lpt <= (4 / 3 - 1 / (3 * m)) * opt + 1e-9
+        # LPT as a list schedule, independently: longest first onto the least-loaded core
+        loads = [0.0] * m
+        for r in sorted(rts, reverse=True):
+            loads[loads.index(min(loads))] += r
+        assert lpt == pytest.approx(max(loads))
+    # Graham's tight example: 2m+1 jobs on m cores
+    assert lpt_makespan([5, 5, 4, 4, 3, 3, 3], 3) == 11 and _opt_makespan(
+        [5, 5, 4, 4, 3, 3, 3], 3) == 9
+    assert lpt_makespan([], 2) == 0.0
+    with pytest.raises(WorkflowError):
+        lpt_makespan([1.0], 0)
+
+
+# ---------------------------------------------------------------- simulations
+def _background(seed=0, n=300, nodes=16, span=40 * 3600):
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(n):
+        rt = rng.choice([600, 1800, 3600, 7200, 14400])
+        jobs.append(Job(id=i, submit=round(rng.random() * span), runtime=rt * rng.random(),
+                        walltime=rt, nodes=rng.choice([1, 2, 4, 8, 12])))
+    return jobs, System(nodes)
+
+
+STAGES = [Stage(0, 8, 4, 3000.0, 9000.0), Stage(1, 2, 2, 500.0, 900.0),
+          Stage(2, 16, 8, 4000.0, 20000.0), Stage(3, 1, 1, 800.0, 800.0)]
+
+
+def _run(strategy, **kw):
+    jobs, system = _background(kw.pop("bg_seed", 0))
+    kw.setdefault("at", 6 * 3600.0)
+    kw.setdefault("warmup", 6 * 3600.0)
+    return run_workflow(STAGES, (jobs, system), strategy, **kw)
+
+
+def _check_schedule(res, mode="dependency"):
+    """Stage order, submit <= start, dependency, core-hours from the schedule."""
+    sim = res.simulator
+    by_run = {}
+    for row in res.rows:
+        assert row["alloc_start"] >= row["submit"] - 1e-9
+        rec = sim.records[row["job_id"]]
+        assert rec.start == row["alloc_start"] and rec.end == row["alloc_end"]
+        if not row["cancelled"]:
+            by_run.setdefault(row["run"], []).append(row)
+    for r, rows in by_run.items():
+        rows.sort(key=lambda x: x["stage"])
+        assert [x["stage"] for x in rows] == list(range(len(STAGES)))
+        for prev, cur in zip(rows, rows[1:]):
+            assert cur["start"] >= prev["end"] - 1e-9  # useful work after the predecessor
+        ch = sum(rec.job.nodes * (rec.end - rec.start)
+                 for rec in (sim.records[x["job_id"]]
+                             for x in res.rows if x["run"] == r)) / 3600
+        if res.settings["strategy"] == "bigjob":
+            ch = len({x["job_id"] for x in res.rows if x["run"] == r}) and ch / len(STAGES)
+        assert res.runs[r]["core_hours"] == pytest.approx(ch)
+
+
+@pytest.mark.parametrize("strategy", ["bigjob", "perstage", "asa", "asa-naive", "oracle"])
+def test_strategies_respect_stage_order_and_charge_the_schedule(strategy):
+    res = _run(strategy, runs=3, interval=1800)
+    _check_schedule(res)
+    for p in res.runs:
+        assert p["makespan"] >= sum(s.runtime for s in STAGES) - 1e-6
+        proactive = p["hits"] + p["misses"]
+        if strategy in ("asa", "oracle"):
+            assert proactive == len(STAGES) - 1
+        elif strategy == "asa-naive":
+            assert proactive == len(STAGES) - 1 and p["misses"] == p["resubmissions"]
+        else:
+            assert proactive == 0
+    if strategy == "perstage":
+        assert all(x["submit"] == pytest.approx(x["start"] - x["perceived_wait"])
+                   for x in res.rows)
+    if strategy == "bigjob":
+        assert len({x["job_id"] for x in res.rows}) == 3
+        for p in res.runs:
+            assert p["core_hours"] == pytest.approx(8 * sum(s.runtime for s in STAGES) / 3600)
+
+
+class _Fixed:
+    """An estimator stub that always answers ``wait`` (no learning)."""
+
+    prior = 0.0
+
+    def __init__(self, wait):
+        self.wait = wait
+        self.observed = []
+
+    def sample(self, key, estimate_s=None):
+        return 0, self.wait
+
+    def observe(self, key, index, true_wait, estimate_s=None):
+        self.observed.append((key, true_wait))
+        return 0
+
+    def to_dict(self):
+        return {}
+
+    def config(self):
+        return {"policy": "fixed"}
+
+
+def test_dependency_mode_holds_early_allocations_as_overhead():
+    # an over-estimate on an empty machine: every stage's allocation arrives early
+    res = run_workflow(STAGES, ([], System(16)), "asa", estimator=_Fixed(50000.0), at=0.0)
+    _check_schedule(res)
+    rows = sorted(res.rows, key=lambda x: x["stage"])
+    assert [x["outcome"] for x in rows[1:]] == ["miss"] * 3
+    expect_oh = 0.0
+    for prev, cur in zip(rows, rows[1:]):
+        assert cur["alloc_start"] < prev["end"]  # allocated early ...
+        assert cur["start"] == pytest.approx(prev["end"])  # ... useful work waits
+        hold = prev["end"] - cur["alloc_start"]
+        assert cur["alloc_end"] - cur["alloc_start"] == pytest.approx(
+            hold + STAGES[cur["stage"]].runtime)
+        expect_oh += cur["alloc_cores"] * hold / 3600
+    p = res.runs[0]
+    assert p["overhead_core_hours"] == pytest.approx(expect_oh)
+    assert p["perceived_wait"] == pytest.approx(0.0)
+    assert p["makespan"] == pytest.approx(sum(s.runtime for s in STAGES))
+    assert p["core_hours"] == pytest.approx(
+        sum(s.cores * s.runtime for s in STAGES) / 3600 + expect_oh)
+
+
+def test_naive_mode_cancels_and_resubmits():
+    res = run_workflow(STAGES, ([], System(16)), "asa-naive", estimator=_Fixed(50000.0),
+                       at=0.0, cancel_delay=30.0)
+    _check_schedule(res, "naive")
+    p = res.runs[0]
+    assert p["resubmissions"] == 3 and p["misses"] == 3
+    cancelled = [x for x in res.rows if x["cancelled"]]
+    assert all(x["alloc_end"] - x["alloc_start"] == pytest.approx(30.0) for x in cancelled)
+    assert p["overhead_core_hours"] == pytest.approx(
+        sum(x["alloc_cores"] * 30.0 for x in cancelled) / 3600)
+    done = {x["stage"]: x for x in res.rows if not x["cancelled"]}
+    for y in range(1, len(STAGES)):  # resubmitted when the predecessor ends, not earlier
+        assert done[y]["submit"] == pytest.approx(done[y - 1]["end"])
+        assert done[y]["attempt"] == 1
+
+
+def test_exact_estimate_has_no_perceived_wait():
+    # empty machine: the true wait is 0, so an estimate of 0 is exact
+    res = run_workflow(STAGES, ([], System(16)), "asa", estimator=_Fixed(0.0), at=0.0)
+    assert res.runs[0]["perceived_wait"] == 0 and res.runs[0]["overhead_core_hours"] == 0
+    assert res.runs[0]["hits"] == 3
+
+
+LONG = [Stage(0, 8, 4, 20000.0, 0.0), Stage(1, 2, 2, 15000.0, 0.0),
+        Stage(2, 16, 8, 20000.0, 0.0), Stage(3, 1, 1, 5000.0, 0.0)]
+
+
+@needs_data
+@pytest.mark.parametrize("day", [20, 30])
+def test_oracle_meets_every_stage_it_can(day):
+    from hpcopt.traces import load_trace
+
+    tr = load_trace(KTH)
+    kw = dict(at=tr.jobs[0].submit + day * 86400, warmup=86400)
+    res = run_workflow(LONG, tr, "oracle", **kw)
+    per = run_workflow(LONG, tr, "perstage", **kw)
+    rows = sorted(res.rows, key=lambda x: x["stage"])
+    met = 0
+    for prev, cur in zip(rows, rows[1:]):
+        if cur["submit"] > prev["alloc_start"]:  # not forced to submit at once
+            assert cur["perceived_wait"] == pytest.approx(0.0)
+            met += 1
+    assert met >= 1
+    assert sum(x["perceived_wait"] for x in rows[1:]) <= \
+        sum(x["perceived_wait"] for x in per.rows[1:]) + 60.0
+    assert res.runs[0]["makespan"] <= per.runs[0]["makespan"] + 60.0
+
+
+def test_asa_learns_from_observed_waits_and_is_deterministic():
+    est = ASAEstimator(seed=5)
+    a = _run("asa", runs=4, interval=3600, estimator=est)
+    assert sum(est.state(k)["observations"] for k in est.keys()) == 4 * 3
+    assert sorted(est.keys()) == sorted({s.cores for s in STAGES[1:]})
+    b = _run("asa", runs=4, interval=3600, estimator=ASAEstimator(seed=5))
+    assert a.rows == b.rows and a.summary == b.summary
+    c = _run("asa", runs=4, interval=3600, estimator=ASAEstimator(seed=6))
+    assert [x["estimate"] for x in c.rows] != [x["estimate"] for x in a.rows]
+
+
+def test_prior_uses_the_drivers_start_estimate():
+    est = ASAEstimator(seed=1, prior=0.5)
+    res = _run("asa", runs=2, estimator=est)
+    shadows = [x["start_estimate"] for x in res.rows if x["stage"] > 0]
+    assert all(s is not None and s >= 0 for s in shadows)
+    _check_schedule(res)
+
+
+def test_settings_errors():
+    jobs, system = _background()
+    with pytest.raises(WorkflowError, match="strategy"):
+        WorkflowRun(STAGES, jobs, system, "asap")
+    with pytest.raises(WorkflowError, match="cap: a stage of 8 cores needs 8 nodes"):
+        WorkflowRun(STAGES, jobs, System(4), "perstage")
+
+
+@needs_data
+def test_cli_end_to_end_with_state(tmp_path):
+    from hpcopt.cli import main
+
+    wf = WFI / "blast" / "blast-chameleon-medium-001.json.gz"
+    state = tmp_path / "asa.json"
+    args = ["workflow", str(wf), "--trace", str(KTH), "--strategy", "asa", "--cap", "4",
+            "--runs", "2", "--interval", "1800", "--at", str(20 * 86400), "--warmup",
+            "86400", "--state", str(state), "--no-progress"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    for key in ("makespan", "total_wait", "perceived_wait", "core_hours",
+                "overhead_core_hours", "hits", "misses"):
+        assert key in summary and len(summary["runs"]) == 2 and key in summary["runs"][0]
+    assert summary["makespan"] == pytest.approx(
+        sum(r["makespan"] for r in summary["runs"]) / 2)
+    lines = (tmp_path / "a" / "stages.csv").read_text().splitlines()
+    assert lines[0].startswith("run,stage,attempt,job_id,cores")
+    assert len(lines) == 1 + 2 * 3
+    first = ASAEstimator.load(state)
+    obs = sum(first.state(k)["observations"] for k in first.keys())
+    assert obs == 2 * 2
+    assert main(args + ["--out", str(tmp_path / "b")]) == 0  # reloads and continues
+    second = ASAEstimator.load(state)
+    assert sum(second.state(k)["observations"] for k in second.keys()) == 2 * obs
+    assert main(args + ["--out", str(tmp_path / "c"), "--estimator-policy", "tuned"]) == 2
+    for strategy in ("bigjob", "perstage"):
+        out = tmp_path / strategy
+        assert main(["workflow", str(wf), "--trace", str(KTH), "--strategy", strategy,
+                     "--cap", "4", "--at", str(20 * 86400), "--warmup", "86400",
+                     "--no-progress", "--out", str(out)]) == 0
+        assert json.loads((out / "summary.json").read_text())["hits"] == 0
