@@ -15,6 +15,15 @@ Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a f
   ``start`` (ids to start now), ``reserve`` (``{"id", "time"}`` or null), ``backfill``
   (ids), ``status`` (``"decided"``), ``wall_time_s``: exactly the pass the driver would run
   in that state (``hpcopt.sim.driver.Simulator.at``).
+- ``{"id": 4, "op": "asa_sample", "key": 56[, "estimate_s": E]}`` -> ``index``, ``wait_s``:
+  the ASA queue-wait estimate for a proactive submission of that job geometry
+  (``hpcopt.learn.asa.ASAEstimator.sample``); ``{"id": 5, "op": "asa_observe", "key": 56,
+  "index": I, "wait_s": W[, "estimate_s": E]}`` -> ``loss``, ``rounds``, ``observations``
+  once the job started after waiting W.  Both take ``"estimator": NAME`` (default
+  ``"default"``; one estimator per name, kept for the life of the process), ``"config"``
+  (``ASAEstimator`` arguments: they make NAME when it is first seen, later they must match
+  it) and ``"path"`` (load from that
+  file when NAME is first seen and it exists; ``asa_observe`` saves there).
 
 ``WINDOW`` is ``{"time": T, "system": {"nodes": N[, "bb": GB, "ssd_classes": {"128": n}]},
 "free": {"nodes": F}, "queue": [{"id", "submit", "walltime", "nodes"[, "bb", "ssd",
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from typing import Any
@@ -148,7 +158,72 @@ def op_decide(request: dict) -> dict:
     return {**answer, "status": "decided", "wall_time_s": time.perf_counter() - t0}
 
 
-OPS = {"hello": op_hello, "solve": op_solve, "decide": op_decide}
+# ASA estimators of this process, by name: their state lives as long as the service
+_ESTIMATORS: dict = {}
+
+
+def _estimator(request: dict):
+    """The named estimator (``"estimator"``, default ``"default"``): made on first use from
+    ``config`` (``ASAEstimator`` arguments), or loaded from ``path`` when that file exists."""
+    from .learn.asa import ASAEstimator
+
+    name = _field(request, "estimator", str, "default")
+    path = _field(request, "path", str, None)
+    est = _ESTIMATORS.get(name)
+    config = _field(request, "config", dict, {})
+    if est is not None:
+        have = est.config()
+        for k, v in config.items():
+            if k not in have:
+                raise RequestError(f"config: unknown ASAEstimator argument {k!r}")
+            if have[k] != v and not (isinstance(v, list) and list(have[k]) == v):
+                raise RequestError(f"config: estimator {name!r} exists with {k}="
+                                   f"{json.dumps(have[k])[:40]}, got {json.dumps(v)[:40]}")
+    else:
+        if path is not None and os.path.exists(path):
+            est = ASAEstimator.load(path)
+        else:
+            try:
+                est = ASAEstimator(**config)
+            except TypeError as exc:
+                raise RequestError(f"config: {exc}") from None
+        _ESTIMATORS[name] = est
+    return est, path
+
+
+def _asa_key(request: dict):
+    key = request.get("key", _MISSING)
+    if key is _MISSING:
+        raise RequestError("request.key: missing (expected a job geometry: an integer, a "
+                           "string or an array of those)")
+    if isinstance(key, list):
+        key = tuple(key)
+    if isinstance(key, (dict, bool)) or key is None:
+        _fail("request.key", "an integer, a string or an array of those", key)
+    return key
+
+
+def op_asa_sample(request: dict) -> dict:
+    est, _ = _estimator(request)
+    index, wait = est.sample(_asa_key(request),
+                             estimate_s=_number(request, "estimate_s", None, minimum=0))
+    return {"index": index, "wait_s": wait}
+
+
+def op_asa_observe(request: dict) -> dict:
+    est, path = _estimator(request)
+    key = _asa_key(request)
+    loss = est.observe(key, _field(request, "index", int),
+                       _number(request, "wait_s", minimum=0),
+                       estimate_s=_number(request, "estimate_s", None, minimum=0))
+    if path is not None:
+        est.save(path)
+    st = est.state(key)
+    return {"loss": loss, "rounds": st["rounds"], "observations": st["observations"]}
+
+
+OPS = {"hello": op_hello, "solve": op_solve, "decide": op_decide,
+       "asa_sample": op_asa_sample, "asa_observe": op_asa_observe}
 
 
 # ---------------------------------------------------------------------------- decide
