@@ -44,6 +44,11 @@ whenever a one-pick policy must choose and takes the chosen job through ``send``
 answers with ``policy.pick``, a gymnasium environment answers with an agent's action
 (``hpcopt.sim.env.PickEnv``).  For a policy that answers one ``Decision`` per pass the
 generator never yields.
+
+Speed: ``run()`` of a plain head-first policy (``fcfs``, ``sjf``, ``baseline``) in a static
+order on interchangeable nodes, with no starvation bound, period or subscriber, takes a
+node-count fast path (``_run_node_head_first``) with exactly these events and passes; tests
+hold it to the general pass and to an independent plain loop (``benchmarks/reference_easy.py``).
 """
 
 from __future__ import annotations
