@@ -20,7 +20,9 @@ Strategies (stage i: n_i cores for t_i seconds; run r submitted at a_r)
   gives the job's planned start.
 * ``asa-naive``: ``asa`` in the naive mode below.
 * ``oracle``: ``asa`` with the true wait instead of an estimate: the latest submit time
-  ``s`` in [now, T] whose allocation starts no later than T.  It is computed by what-if
+  ``s`` in [now, T] whose allocation starts no later than T (when none does: now or T,
+  whichever starts first -- an early submission asks for a longer walltime, which can
+  backfill worse).  It is computed by what-if
   *forks* of the running simulation (``copy.deepcopy`` of the simulator at the end of the
   pass, the same driver stepped with ``advance``/``schedule`` until the probe job starts):
   first ``s = T`` and ``s = now``, then bisection (at most ``oracle_steps`` forks, 60 s
@@ -417,14 +419,17 @@ class WorkflowRun:
         return rec.start
 
     def _oracle_submit(self, nodes: int, runtime: float, ready: float) -> float:
-        """The latest submit time in [now, ready] whose allocation starts by ``ready``."""
+        """The latest submit time in [now, ready] whose allocation starts by ``ready``; when
+        none does, whichever of now and ``ready`` starts first (ties: ``ready``)."""
         now = self.sim.now
         if ready <= now:
             return now
-        if self._fork_start(ready, nodes, runtime, ready) <= ready:
+        at_ready = self._fork_start(ready, nodes, runtime, ready)
+        if at_ready <= ready:
             return ready
-        if self._fork_start(now, nodes, runtime, ready) > ready:
-            return now
+        at_once = self._fork_start(now, nodes, runtime, ready)
+        if at_once > ready:
+            return now if at_once < at_ready else ready
         lo, hi = now, ready
         for _ in range(max(0, self.oracle_steps - 2)):
             if hi - lo <= 60.0:
