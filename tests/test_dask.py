@@ -13,7 +13,14 @@ import pytest
 
 from hpcopt.batch import RowWriter, instance_seed, run_batch
 from hpcopt.cli import main
-from hpcopt.executors import DaskExecutor, PoolExecutor, SerialExecutor, default_chunk, parse_dask
+from hpcopt.executors import (
+    DaskExecutor,
+    PoolExecutor,
+    SerialExecutor,
+    dask_client,
+    default_chunk,
+    parse_dask,
+)
 from hpcopt.sweep import run_sweep
 
 from .conftest import INSTANCES
@@ -28,13 +35,10 @@ BACKENDS = ["dp", "greedy"]
 
 @pytest.fixture(scope="module")
 def client():
-    import dask
-
-    # a task that kills its worker is not retried on the other one (the default is 3)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
-    with distributed.Client(cluster) as c:
+    # what --dask local:2 makes; a task that kills its worker is not retried on the other
+    # one (Dask's default is 3 times)
+    c, cluster = dask_client("local:2", allowed_failures=0)
+    with c:
         yield c
     cluster.close()
 
@@ -175,3 +179,35 @@ def test_missing_dask_is_a_clear_message(monkeypatch, capsys):
     # without Dask, --workers keeps the local pool
     assert main(["solve", str(KNAPSACK / "ks1_tiny_5.json"), "--workers", "2",
                  "--no-progress"]) == 0
+
+
+def test_ctrl_c_to_the_whole_process_group_keeps_the_rows_of_a_local_cluster(tmp_path):
+    """Ctrl-C in a terminal reaches the LocalCluster's workers too: they ignore it, the
+    batch stops after their current task, every row received stays, exit 130."""
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    for i in range(30):
+        shutil.copy(KNAPSACK / "ks2_random_60.json", tmp_path / f"f{i:02d}.json")
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "hpcopt.cli", "solve", "f*.json",
+                             "--backend", "dp", "--dask", "local:2", "--chunk", "2",
+                             "--out", str(out), "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    t0 = time.time()
+    while not (out.exists() and out.read_text().count("\n") >= 2):
+        assert proc.poll() is None and time.time() - t0 < 120, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 130, err
+    assert err.strip().startswith("hpcopt: interrupted by SIGINT") and "Traceback" not in err
+    rows = read(out)
+    assert 2 <= len(rows) < 30 and all(r["status"] == "OPTIMAL" for r in rows)
