@@ -17,7 +17,9 @@ begins at or after T can only be dropped).  Capacity counts only slots ``< T``: 
 past the horizon unpenalised (``past_horizon="free"``, the default, and it still earns its
 whole revenue ``c_i d_i``) or, with ``past_horizon="forbid"``, must end by T (``s + d_i <=
 T``).  ``v_t`` has no upper bound (the optimum sets it to ``max(0, load_t - C_t)``).  Defaults
-``w1 = 2``, ``w2 = 10`` (the paper's Table 3).
+``w1 = 2``, ``w2 = 10`` (the paper's Table 3).  Capacities are integers >= 0: a rolling-horizon
+caller whose running jobs already exceed ``C_t`` passes ``max(0, C_t - running_t)``, which
+changes the violation penalty by a constant only (the marginal cost of a new core is the same).
 
 A decision holds one entry per job: its start slot, or ``-1`` when it is dropped.
 ``evaluate`` returns an ``OSDECEvaluation``: the objective and its three terms (revenue,
