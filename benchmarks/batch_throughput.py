@@ -12,8 +12,10 @@ into a temporary folder that is deleted afterwards, then solves all of them with
                     is reported apart)
 ``dask-local-N-chunk1``  the same with ``--chunk 1``: one Dask task per instance
 
-Every mode's rows are checked identical to the serial rows (wall times aside).  Writes
-``OUT/batch_throughput.csv`` and prints a Markdown table.
+Every mode's rows are checked identical to the serial rows (wall times aside).  Best wall
+time of ``--repeat`` interleaved rounds, and the CPU seconds that round used (this process,
+the pool's workers, the Dask workers).  Writes ``OUT/batch_throughput.csv`` and prints a
+Markdown table.
 
     python benchmarks/batch_throughput.py [--n 2000] [--workers 2] [--backend dp]
                                           [--repeat 2] [--out benchmarks/results]
@@ -25,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -69,14 +72,36 @@ def warm_up() -> None:
     solve(_Model([1, 2], [1, 1], 1), "dp")
 
 
-def timed(files, backend, out: Path, **kw) -> tuple[float, list[dict]]:
+def worker_cpu() -> float:
+    """CPU seconds of the calling (Dask worker) process."""
+    import psutil
+
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
+def cpu_seconds(client=None) -> float:
+    """CPU seconds of this process, its finished children (pool workers) and, with a Dask
+    client, its workers."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        use = resource.getrusage(who)
+        total += use.ru_utime + use.ru_stime
+    if client is not None:
+        total += sum(client.run(worker_cpu).values())
+    return total
+
+
+def timed(files, backend, out: Path, client=None, **kw) -> tuple[float, float, list[dict]]:
     writer = RowWriter(out)
+    cpu0 = cpu_seconds(client)
     t0 = time.perf_counter()
     try:
         run = run_batch(files, [backend], writer=writer, **kw)
     finally:
         writer.close()
-    return time.perf_counter() - t0, run.rows
+    wall = time.perf_counter() - t0
+    return wall, cpu_seconds(client) - cpu0, run.rows
 
 
 def strip(rows):
@@ -119,17 +144,20 @@ def main() -> None:
                       (f"dask-local-{args.workers}-chunk1", {"executor": ex, "chunk": 1})]
         reference = None
         best: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         for rep in range(args.repeat):
             for name, kw in modes:
-                wall, rows = timed(files, args.backend, tmp / f"{name}.jsonl", **kw)
+                wall, used, rows = timed(files, args.backend, tmp / f"{name}.jsonl",
+                                         client if "executor" in kw else None, **kw)
                 assert len(rows) == args.n and all(r["status"] == "OPTIMAL" for r in rows), \
                     [r for r in rows if r["status"] != "OPTIMAL"][:1]
                 if reference is None:
                     reference = strip(rows)
                 assert strip(rows) == reference, f"{name}: rows differ from serial"
-                best[name] = min(best.get(name, wall), wall)
-                print(f"  run {rep + 1}: {name:24s} {wall:7.2f} s  {args.n / wall:8.0f} inst/s",
-                      flush=True)
+                if wall < best.get(name, float("inf")):
+                    best[name], cpu[name] = wall, used
+                print(f"  run {rep + 1}: {name:24s} {wall:7.2f} s  {args.n / wall:8.0f} inst/s"
+                      f"  cpu {used:6.1f} s  load {os.getloadavg()[0]:.1f}", flush=True)
         if client is not None:
             client.close()
             cluster.close()
@@ -138,11 +166,12 @@ def main() -> None:
             results.append({"mode": name, "instances": args.n, "backend": args.backend,
                             "wall_s": round(best[name], 3),
                             "instances_per_s": round(args.n / best[name], 1),
-                            "speedup_vs_serial": round(serial / best[name], 2)})
+                            "speedup_vs_serial": round(serial / best[name], 2),
+                            "cpu_s": round(cpu[name], 1)})
         if not args.no_dask:
             results.append({"mode": "dask-cluster-startup", "instances": 0,
                             "backend": "", "wall_s": round(startup, 3),
-                            "instances_per_s": "", "speedup_vs_serial": ""})
+                            "instances_per_s": "", "speedup_vs_serial": "", "cpu_s": ""})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -155,10 +184,10 @@ def main() -> None:
         w.writerows(results)
     print(f"\nwrote {path} (cores: {os.cpu_count()}, load average "
           f"{os.getloadavg()[0]:.1f})\n")
-    print("| mode | wall (s) | instances/s | vs serial |\n|---|---:|---:|---:|")
+    print("| mode | wall (s) | instances/s | vs serial | CPU (s) |\n|---|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['mode']} | {r['wall_s']} | {r['instances_per_s']} | "
-              f"{r['speedup_vs_serial']} |")
+              f"{r['speedup_vs_serial']} | {r['cpu_s']} |")
 
 
 if __name__ == "__main__":

@@ -288,12 +288,9 @@ def dask_client(spec: str, *, allowed_failures: int | None = None):
     if kind == "local":
         import dask
 
-        # glibc's own malloc tuning: with Dask's MALLOC_TRIM_THRESHOLD_=65536 the numpy
-        # tables of a DP solve were 2-4x slower in a worker than in this process
-        environ = {k: v for k, v in
-                   dask.config.get("distributed.nanny.pre-spawn-environ", {}).items()
-                   if k != "MALLOC_TRIM_THRESHOLD_"}
-        config = {"distributed.nanny.pre-spawn-environ": environ}
+        # glibc's own malloc tuning (None unsets it): with Dask's MALLOC_TRIM_THRESHOLD_=65536
+        # the numpy tables of a DP solve were 2-4x slower in a worker than in this process
+        config = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
         if allowed_failures is not None:
             config["distributed.scheduler.allowed-failures"] = allowed_failures
         with dask.config.set(config), _sigint_ignored():
