@@ -15,8 +15,7 @@ import hpcopt
 from hpcopt.domain import Job, System
 from hpcopt.policies import make_policy
 from hpcopt.sim.driver import Simulator
-from hpcopt.sim.metrics import (format_summary, job_columns, job_table, summarize,
-                                write_job_csv)
+from hpcopt.sim.metrics import format_summary, job_columns, job_table, summarize, write_job_csv
 
 from .conftest import shared_file
 
