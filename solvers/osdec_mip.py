@@ -57,7 +57,7 @@ def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
     budget = None
     if deadline is not None:
         budget = time.perf_counter() + GREEDY_SHARE * (deadline - time.perf_counter())
-    x, _ = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
+    x, _, _ = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
     return options, x
 
 
@@ -125,7 +125,8 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
     if scip.getNSols() > 0:
         sol = scip.getBestSol()
         decision = ti.decision([scip.getSolVal(sol, var) > 0.5 for var in x])
-        bound = float(scip.getDualbound())
+        dual = scip.getDualbound()
+        bound = None if scip.isInfinity(abs(dual)) else float(dual)  # none proven yet
     if status != Status.OPTIMAL:
         decision = _better(model, decision, start)
         if decision is not None and status == Status.NO_SOLUTION:
@@ -202,7 +203,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
         limit = Limit.TIME
     decision = bound = None
     if status.has_solution:
-        decision = ti.decision([cps.boolean_value(var) for var in x])
+        decision = ti.decision(np.asarray(list(cps.response_proto.solution))[:len(x)] > 0)  # x first
         bound = cps.best_objective_bound / scale
     if status != Status.OPTIMAL:
         decision = _better(model, decision, start)

@@ -199,21 +199,38 @@ def test_a_model_without_jobs_or_admissible_starts():
 
 
 # ------------------------------------------------------------------------ heuristic
+@pytest.mark.parametrize("lp", [True, False])
 @pytest.mark.parametrize("k", range(len(TINY)))
-def test_the_heuristic_is_certified_and_never_claims_optimal(k):
+def test_the_heuristic_is_certified_and_never_claims_optimal(k, lp):
     data, (best, _) = TINY[k], BRUTE[k]
-    r = hpcopt.solve(OSDECModel.from_dict(data), "osdec-greedy")
+    r = hpcopt.solve(OSDECModel.from_dict(data), "osdec-greedy", solver_options={"lp": lp})
     assert r.status == Status.FEASIBLE and r.termination == Termination.FINISHED
-    assert r.certified and math.isinf(r.bound)
+    assert r.certified and r.extra["lp"] == (lp and any(
+        j["earliest"] < data["slots"] for j in data["jobs"]))
     ok, *_, total = oracle(data, r.decision)
     assert ok and total == r.objective <= best + 1e-9
+    if r.extra["lp"]:  # the LP relaxation's optimum: a valid bound
+        assert r.bound >= best - 1e-9
+    else:
+        assert math.isinf(r.bound)
 
 
-def test_the_heuristic_is_good_on_the_tiny_set():
+@pytest.mark.parametrize("lp", [True, False])
+def test_the_heuristic_is_good_on_the_tiny_set(lp):
     """Not a guarantee, a regression guard: it finds most tiny optima."""
-    hits = sum(hpcopt.solve(OSDECModel.from_dict(d), "osdec-greedy").objective >= b - 1e-9
+    hits = sum(hpcopt.solve(OSDECModel.from_dict(d), "osdec-greedy",
+                            solver_options={"lp": lp}).objective >= b - 1e-9
                for d, (b, _) in zip(TINY, BRUTE))
     assert hits >= 0.75 * len(TINY)
+
+
+def test_lp_rounding_beats_the_plain_greedy_on_a_day_like_window():
+    m = day_like(144, 600, 11)
+    lp = hpcopt.solve(m, "osdec-greedy")
+    plain = hpcopt.solve(m, "osdec-greedy", solver_options={"lp": False})
+    assert lp.extra["lp"] and lp.objective > plain.objective and lp.bound >= lp.objective
+    with pytest.raises(SolverOptionError, match="lp must be"):
+        hpcopt.solve(m, "osdec-greedy", solver_options={"lp": 1})
 
 
 # ------------------------------------------------------------------------ limits
@@ -243,9 +260,17 @@ def test_a_time_limit_gives_a_certified_incumbent_and_a_bound(backend):
 
 def test_the_heuristic_honours_a_time_limit():
     m = day_like(288, 3000, 3)
-    r = hpcopt.solve(m, "osdec-greedy", time_limit=0.05)
-    assert r.wall_time < 1.0 and r.certified
-    assert r.termination == Termination.TIME_LIMIT and r.status == Status.FEASIBLE
+    for lp in (True, False):
+        r = hpcopt.solve(m, "osdec-greedy", time_limit=0.05, solver_options={"lp": lp})
+        assert r.wall_time < 1.0 and r.certified
+        assert r.termination == Termination.TIME_LIMIT and r.status == Status.FEASIBLE
+
+
+def test_no_proven_bound_yet_is_an_infinite_bound():
+    """SCIP reports 1e20 before it has a dual bound: that is no bound, not a number."""
+    m = day_like(288, 3000, 3)
+    r = hpcopt.solve(m, "scip", time_limit=1.0)
+    assert r.certified and (math.isinf(r.bound) or r.bound < 1e15)
 
 
 # ------------------------------------------------------------------------ validation
