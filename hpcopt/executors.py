@@ -31,6 +31,7 @@ import signal
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -141,12 +142,34 @@ class SerialExecutor(Executor):
 
 
 class _ChunkLoop:
-    """The loop shared by the pool and Dask: submit chunks, report results as chunks
-    finish, retry a failed chunk task by task, and stop on a signal."""
+    """What the pool and Dask share: the chunks still to submit, results reported as chunks
+    finish, and the retries after a worker died.
 
-    def __init__(self, fn, tasks, on_result, stop, size: int):
-        self.fn, self.tasks, self.on_result, self.stop = fn, tasks, on_result, stop
-        self.size = size
+    A chunk whose worker died is split: its tasks go back one per chunk.  A task that is
+    lost again (it may only have shared the worker's fate) waits until nothing else runs and
+    is then run alone; lost alone, it is reported as an error (``worker lost: ...``)."""
+
+    def __init__(self, n_tasks: int, on_result, stop, size: int, window: int | None = None):
+        self.on_result, self.stop = on_result, stop
+        self.queue: deque[list[int]] = deque(chunks(n_tasks, size))
+        self.alone: deque[int] = deque()
+        self.lost: dict[int, int] = {}
+        self.window = window  # at most this many chunks in flight (None: all at once)
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.signum is not None
+
+    def next_chunks(self, in_flight: int) -> list[list[int]]:
+        """The chunks to submit now, given how many are in flight."""
+        if self.stopping:
+            return []
+        out = []
+        while self.queue and (self.window is None or in_flight + len(out) < self.window):
+            out.append(self.queue.popleft())
+        if not out and not in_flight and not self.queue and self.alone:
+            out.append([self.alone.popleft()])
+        return out
 
     def report(self, idx: list[int], results: list[tuple]) -> None:
         for i, (result, error) in zip(idx, results):
@@ -154,20 +177,24 @@ class _ChunkLoop:
                 continue
             self.on_result(i, result, error)
 
-    def failed(self, idx: list[int], error: str, resubmit) -> None:
-        """A chunk whose worker died: its tasks again, one per chunk; alone, an error."""
-        if self.stop is not None and self.stop.signum is not None:
+    def failed(self, idx: list[int], error: str) -> None:
+        """A chunk whose worker died (or a pool that broke under it)."""
+        if self.stopping:
             return  # stopping: the lost tasks are not reported (--resume solves them)
         if len(idx) > 1:
-            for i in idx:
-                resubmit([i])
+            self.queue.extendleft([i] for i in reversed(idx))
+            return
+        i = idx[0]
+        self.lost[i] = self.lost.get(i, 0) + 1
+        if self.lost[i] == 1:
+            self.alone.append(i)
         else:
-            self.on_result(idx[0], None, f"worker lost: {error}")
+            self.on_result(i, None, f"worker lost: {error}")
 
 
 class PoolExecutor(Executor):
-    """``workers`` local processes; a worker that dies breaks the pool, which is made
-    again for the tasks that were not finished."""
+    """``workers`` local processes, at most two chunks per worker in flight; a worker that
+    dies breaks the pool, which is made again for the chunks that were in flight."""
 
     name = "pool"
 
@@ -183,29 +210,31 @@ class PoolExecutor(Executor):
         if not tasks:
             return
         size = chunk or default_chunk(len(tasks), self.workers)
-        loop = _ChunkLoop(fn, tasks, on_result, stop, size)
+        workers = min(self.workers, len(tasks))
+        loop = _ChunkLoop(len(tasks), on_result, stop, size, window=2 * workers)
         pool = None
         futures: dict = {}
+        pending: set = set()
 
         def new_pool():
             nonlocal pool
-            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                       initializer=_worker_init)
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
             if stop is not None:
                 stop.forward = lambda: list(getattr(pool, "_processes", None) or ())
 
-        def submit(idx: list[int]) -> None:
-            fut = pool.submit(run_chunk, fn, [tasks[i] for i in idx])
-            futures[fut] = idx
+        def fill() -> None:
+            for idx in loop.next_chunks(len(pending)):
+                fut = pool.submit(run_chunk, fn, [tasks[i] for i in idx])
+                futures[fut] = idx
+                pending.add(fut)
 
         new_pool()
-        for idx in chunks(len(tasks), size):
-            submit(idx)
-        pending = set(futures)
+        fill()
         count_at_stop = None
         try:
             while pending:
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                finished, still = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                pending.intersection_update(still)
                 broken = []
                 for fut in finished:
                     idx = futures.pop(fut)
@@ -220,17 +249,17 @@ class PoolExecutor(Executor):
                         results = [(None, f"{type(exc).__name__}: {one_line(exc)}")] * len(idx)
                     loop.report(idx, results)
                 if broken:
-                    # every unfinished chunk of a broken pool fails: run them on a new pool
+                    # every chunk in flight in a broken pool fails: a new pool retries them
                     lost = broken + [(futures.pop(f), "a worker process died")
                                      for f in list(pending)]
-                    pending = set()
+                    pending.clear()
                     pool.shutdown(wait=False, cancel_futures=True)
-                    if stop is None or stop.signum is None:
+                    for idx, error in lost:
+                        loop.failed(idx, error)
+                    if not loop.stopping:
                         new_pool()
-                        for idx, error in lost:
-                            loop.failed(idx, error, submit)
-                        pending = set(futures)
-                if stop is not None and stop.signum is not None:
+                fill()
+                if loop.stopping:
                     if count_at_stop is None:
                         count_at_stop = stop.count
                         for fut in pending:
@@ -351,20 +380,20 @@ class DaskExecutor(Executor):
         if not tasks:
             return
         size = chunk or default_chunk(len(tasks), self.workers)
-        loop = _ChunkLoop(fn, tasks, on_result, stop, size)
+        loop = _ChunkLoop(len(tasks), on_result, stop, size)
         event_name = f"hpcopt-stop-{uuid.uuid4().hex}"
         event = Event(event_name, client=self.client)
         futures: dict = {}
         done = as_completed()
 
-        def submit(idx: list[int]) -> None:
-            fut = self.client.submit(run_chunk, fn, [tasks[i] for i in idx], event_name,
-                                     pure=False, key=f"hpcopt-chunk-{uuid.uuid4().hex}")
-            futures[fut] = idx
-            done.add(fut)
+        def fill() -> None:
+            for idx in loop.next_chunks(len(futures)):
+                fut = self.client.submit(run_chunk, fn, [tasks[i] for i in idx], event_name,
+                                         pure=False, key=f"hpcopt-chunk-{uuid.uuid4().hex}")
+                futures[fut] = idx
+                done.add(fut)
 
-        for idx in chunks(len(tasks), size):
-            submit(idx)
+        fill()
         count_at_stop, checked = None, 0.0
         try:
             while futures:
@@ -376,11 +405,12 @@ class DaskExecutor(Executor):
                     try:
                         results = fut.result()
                     except Exception as exc:  # noqa: BLE001 - KilledWorker, lost data ...
-                        loop.failed(idx, f"{type(exc).__name__}: {one_line(exc)}", submit)
+                        loop.failed(idx, f"{type(exc).__name__}: {one_line(exc)}")
                         continue
                     finally:
                         fut.release()
                     loop.report(idx, results)
+                fill()
                 if stop is not None and stop.signum is not None:
                     if count_at_stop is None:
                         count_at_stop = stop.count
