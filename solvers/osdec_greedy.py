@@ -168,7 +168,7 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
                 prof.add(i, s)
     elif relaxed is not None:
         x_lp, value = relaxed
-        bound = value + 1e-7 * max(1.0, abs(value))  # LP tolerances
+        bound = value + 1e-6 * max(1.0, abs(value))  # slack for the LP tolerances
         x = lp_rounding(model, ti, x_lp, prof)
     else:
         order = sorted(range(n), key=lambda i: (-int(model.revenue[i]), int(model.earliest[i]), i))

@@ -19,7 +19,9 @@ and 150 jobs are proved in seconds.
 
 ``solver_options`` both take: ``greedy_start`` (default True): the ``osdec-greedy`` schedule
 (at most a fifth of the time limit) is handed to the solver as a first incumbent (SCIP) or a
-hint (CP-SAT), and the answer is never worse than it; a ``warm_start`` decision replaces it.
+hint (CP-SAT), and the answer is never worse than it; its LP bound (``osdec-greedy``) is
+reported when it is tighter than the solver's own (CP-SAT's is often weaker than the LP's);
+a ``warm_start`` decision replaces it.
 Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
 build and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
 ``CpSat.STATUS_MAP``); stopped by the limit with an incumbent -> FEASIBLE + TIME with the
@@ -42,7 +44,7 @@ GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy st
 
 
 def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
-    """(options without ours, the starting decision or None)."""
+    """(options without ours, the starting decision or None, the greedy's LP bound or None)."""
     options = dict(opts.solver_options)
     use = options.pop("greedy_start", True)
     if not isinstance(use, bool):
@@ -51,14 +53,21 @@ def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
     if opts.warm_start is not None:
         if not model.evaluate(opts.warm_start).feasible:
             raise SolverOptionError(f"backend {backend!r}: warm_start is not a feasible decision")
-        return options, [int(s) for s in opts.warm_start]
+        return options, [int(s) for s in opts.warm_start], None
     if not use or model.n_jobs == 0:
-        return options, None
+        return options, None, None
     budget = None
     if deadline is not None:
         budget = time.perf_counter() + GREEDY_SHARE * (deadline - time.perf_counter())
-    x, _, _ = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
-    return options, x
+    x, _, bound = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
+    return options, x, bound
+
+
+def _tighter(bound, lp_bound):
+    """The smaller of two upper bounds (either may be None)."""
+    if bound is None:
+        return lp_bound
+    return bound if lp_bound is None else min(bound, lp_bound)
 
 
 def _better(model, decision, incumbent):
@@ -77,7 +86,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
     import pyscipopt
 
     deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-    options, start = _start(model, opts, deadline, solver.full_name)
+    options, start, lp_bound = _start(model, opts, deadline, solver.full_name)
     ti = model.time_indexed()
     if ti.n_columns == 0:
         return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
@@ -116,7 +125,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         left = deadline - time.perf_counter()
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
-                           limit=Limit.TIME)
+                           bound=lp_bound, limit=Limit.TIME)
         scip.setParam("limits/time", left)
     scip.optimize()
     native = scip.getStatus()
@@ -131,7 +140,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         decision = _better(model, decision, start)
         if decision is not None and status == Status.NO_SOLUTION:
             status = Status.FEASIBLE
-    return Outcome(status, decision, bound=bound, limit=limit,
+    return Outcome(status, decision, bound=_tighter(bound, lp_bound), limit=limit,
                    extra={"native_status": native, "nodes": scip.getNNodes(),
                           "columns": ti.n_columns, "rows": len(ti.cols),
                           "nonzeros": ti.n_nonzeros})
@@ -144,7 +153,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
     from hpcopt.models.knapsack import integer_scale
 
     deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-    options, start = _start(model, opts, deadline, solver.full_name)
+    options, start, lp_bound = _start(model, opts, deadline, solver.full_name)
     ti = model.time_indexed()
     if ti.n_columns == 0:
         return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
@@ -189,7 +198,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
         left = deadline - time.perf_counter()
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
-                           limit=Limit.TIME)
+                           bound=lp_bound, limit=Limit.TIME)
         params.max_time_in_seconds = left
     from .ortools_backends import _solve_stoppable
 
@@ -209,6 +218,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
         decision = _better(model, decision, start)
         if decision is not None and status == Status.NO_SOLUTION:
             status = Status.FEASIBLE
-    return Outcome(status, decision, bound=bound, limit=limit, log=cps.response_stats(),
+    return Outcome(status, decision, bound=_tighter(bound, lp_bound), limit=limit,
+                   log=cps.response_stats(),
                    extra={"native_status": name, "columns": ti.n_columns, "rows": len(ti.cols),
                           "nonzeros": ti.n_nonzeros})
