@@ -212,7 +212,8 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
         limit = Limit.TIME
     decision = bound = None
     if status.has_solution:
-        decision = ti.decision(np.asarray(list(cps.response_proto.solution))[:len(x)] > 0)  # x first
+        values = np.asarray(list(cps.response_proto.solution))  # x are the first variables
+        decision = ti.decision(values[:len(x)] > 0)
         bound = cps.best_objective_bound / scale
     if status != Status.OPTIMAL:
         decision = _better(model, decision, start)
