@@ -14,9 +14,10 @@ this process as results come back, so rows stream to the output file as they com
 
 Tasks travel in chunks of ``chunk`` (default: about 8 chunks per worker, at most 200 tasks
 per chunk), so a Dask task (~5 ms of overhead) carries hundreds of small solves.  A chunk
-that fails as a whole (a worker process that died: segfault, out of memory, ``os._exit``)
-is retried task by task; a task that fails alone is reported to ``on_result`` as an error,
-so a crash becomes error rows, never a lost batch.
+lost with its worker (a process that died: segfault, out of memory, ``os._exit``) is
+retried one task per chunk; a task lost again is run alone after everything else, and only
+one that is lost alone is reported to ``on_result`` as an error (``worker lost: ...``), so
+a crash becomes one error row, never a lost batch.
 
 Stop signals (``hpcopt.batch.StopSignals``): pending chunks are dropped (serial, pool) or
 skip their tasks (Dask, through a ``distributed.Event``), running tasks finish or are
