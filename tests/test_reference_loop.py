@@ -83,11 +83,12 @@ def _records(sim):
 @pytest.mark.parametrize("policy, kw", [
     ("fcfs", {}), ("sjf", {}), ("baseline", {}), ("fcfs", {"backfill": "none"}),
     ("fcfs", {"window": 3}), ("sjf", {"backfill": "none", "window": 2}),
+    ("fcfs", {"period": 15}),
 ])
 @pytest.mark.parametrize("seed", range(3))
-def test_node_fast_path_equals_general_path(policy, kw, seed):
-    """run() takes a node-count fast path for head-first policies; subscribing to an event
-    forces the general pass (window, decision, pool copies): same records either way."""
+def test_quiet_passes_equal_full_passes(policy, kw, seed):
+    """Passes where only new jobs joined the tail skip re-deciding (waits_for_head): the
+    same records, passes and events as deciding every pass."""
     from hpcopt.domain import System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Event, Simulator
@@ -99,12 +100,22 @@ def test_node_fast_path_equals_general_path(policy, kw, seed):
         run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
         jobs.append(Job(id=i, submit=float(rng.randrange(0, 2000, 10)), runtime=run,
                         walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16])))
-    fast = Simulator(jobs, System(16), make_policy(policy), **kw)
-    assert fast._node_head_first()
-    fast.run()
-    slow = Simulator(jobs, System(16), make_policy(policy), **kw)
-    slow.subscribe(Event.PASS, lambda *a: None)
-    assert not slow._node_head_first()
-    slow.run()
-    assert _records(fast) == _records(slow)
-    assert (fast.passes, fast.now, fast.pool.free) == (slow.passes, slow.now, slow.pool.free)
+    runs = []
+    for quiet in (True, False):
+        sim = Simulator(jobs, System(16), make_policy(policy), **kw)
+        assert sim._quiet_ok == (kw.get("backfill") != "none")
+        sim._quiet_ok = sim._quiet_ok and quiet
+        events: list = []
+
+        def log(s, e, p, events=events):
+            what = (p[0].id, p[1]) if e == Event.RESERVE else getattr(getattr(p, "job", None),
+                                                                       "id", None)
+            events.append((e, s.now, what))
+
+        for ev in (Event.START, Event.RESERVE, Event.PASS):
+            sim.subscribe(ev, log)
+        sim.run()
+        runs.append((_records(sim), sim.passes, sim.now, sim.pool.free, events))
+        if quiet and sim._quiet_ok:
+            assert sim._quiet is not None or not sim.queue
+    assert runs[0] == runs[1]

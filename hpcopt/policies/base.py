@@ -46,6 +46,9 @@ class Policy:
     doc: ClassVar[str] = ""
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
     one_pick: ClassVar[bool] = False
+    # True when the policy starts nothing while the first queued job does not fit: the driver
+    # may then skip re-deciding passes where only new jobs joined (hpcopt.sim.driver, "Speed")
+    waits_for_head: ClassVar[bool] = False
     order: str | None = None
     window: int | None = None
     options: dict = {}

@@ -33,6 +33,8 @@ class HeadFirst(Policy):
     in queue order until some resource runs out), in the base order the driver is given.
     """
 
+    waits_for_head = True  # nothing starts while the head does not fit (driver: quiet passes)
+
     def __init__(self, order: str | None = "fcfs", window: int | None = None) -> None:
         self.order = order
         self.window = window

@@ -45,17 +45,20 @@ answers with ``policy.pick``, a gymnasium environment answers with an agent's ac
 (``hpcopt.sim.env.PickEnv``).  For a policy that answers one ``Decision`` per pass the
 generator never yields.
 
-Speed: ``run()`` of a plain head-first policy (``fcfs``, ``sjf``, ``baseline``) in a static
-order on interchangeable nodes, with no starvation bound, period or subscriber, takes a
-node-count fast path (``_run_node_head_first``) with exactly these events and passes; tests
-hold it to the general pass and to an independent plain loop (``benchmarks/reference_easy.py``).
+Speed: a policy with ``waits_for_head`` (it starts nothing while the first queued job does
+not fit: ``fcfs``, ``sjf``, ``baseline``) lets the driver skip re-deciding a pass in which
+nothing was freed or started and new jobs only joined the tail of a static order on
+interchangeable nodes: the decision (none), the reservation (the head, same shadow time and
+extra nodes) and every earlier backfill rejection stand, so only the new jobs go through the
+same backfill test (``backfill_candidates``).  Tests hold this to an independent plain loop
+(``benchmarks/reference_easy.py``) and to passes without the skip.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -65,7 +68,7 @@ from operator import attrgetter
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
-from .orders import fcfs_key, get_order
+from .orders import get_order
 from .resources import NodePool, make_pool
 
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
@@ -227,6 +230,11 @@ class Simulator:
         self.passes = 0  # scheduling passes run so far
         self._due = False  # a pass is due at the current time (set by advance)
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
+        self._quiet_ok = (bool(getattr(policy, "waits_for_head", False)) and self._static
+                          and self.backfilling and starvation_bound is None
+                          and type(self.pool) is NodePool and not self._one_pick)
+        self._quiet = None  # (reserved, shadow, extra, queue length) after the last pass
+        self._dirty = True  # freed, started or reordered since the last pass
 
         trace = sorted(jobs, key=_by_submit_id)
         records = self.records = {job.id: JobRecord(job) for job in trace}
@@ -289,9 +297,6 @@ class Simulator:
 
     def run(self) -> Simulator:
         """Run to completion: every job submitted, started and finished."""
-        if self._node_head_first():
-            self._run_node_head_first()
-            return self
         steps = self.steps()
         try:
             request = next(steps)
@@ -392,10 +397,14 @@ class Simulator:
                 return
         if not self.queue:
             return
+        if self._quiet is not None and not self._dirty:
+            self._quiet_pass()
+            return
         self.passes += 1
         ordered = self.ordered_queue()
         started: set[int] = set()
         reserve: Job | None = None
+        shadow = extra = None
         rest = ordered
         if self.starvation_bound is not None:
             reserve, rest = self._serve_starved(ordered, started)
@@ -410,6 +419,31 @@ class Simulator:
             self.backfill(ordered, reserve, shadow, extra, started)
         if started:
             self._drop_started(ordered, started)
+        if self._quiet_ok:
+            queue = self.queue
+            self._quiet = (reserve, shadow, extra, len(queue)) \
+                if reserve is not None and queue and queue[0] is reserve else None
+            self._dirty = False
+        if self._subscribers.get(Event.PASS):
+            self._emit(Event.PASS, self.now)
+
+    def _quiet_pass(self) -> None:
+        """A pass in which nothing was freed or started since the last one and new jobs only
+        joined the tail (module docstring, "Speed"): only they are tested for backfilling."""
+        self.passes += 1
+        reserved, shadow, extra, seen = self._quiet
+        if self._subscribers.get(Event.RESERVE):
+            self._emit(Event.RESERVE, (reserved, shadow))
+        queue = self.queue
+        if len(queue) > seen:
+            started: set[int] = set()
+            self.backfill(queue[seen:], reserved, shadow, extra, started)
+            if started:
+                keep = [i for i in range(seen, len(queue)) if queue[i].id not in started]
+                self._queue_keys[seen:] = [self._queue_keys[i] for i in keep]
+                queue[seen:] = [queue[i] for i in keep]
+        self._quiet = (reserved, shadow, extra, len(queue))
+        self._dirty = False
         if self._subscribers.get(Event.PASS):
             self._emit(Event.PASS, self.now)
 
@@ -467,6 +501,7 @@ class Simulator:
         rec.start = self.now
         rec.end = self.now + job.runtime
         rec.mode = RESERVED if (mode == READY and rec.reserved_at is not None) else mode
+        self._dirty = True
         if job is self._held:
             self._held = None
         est_end = self.now + job.walltime
@@ -547,173 +582,6 @@ class Simulator:
                 alloc = pool.plan(job)
                 if extra.fits(job, alloc):
                     yield job, alloc
-
-    # ------------------------------------------------------------------ node-count fast path
-    def _node_head_first(self) -> bool:
-        """Whether ``run()`` may take the fast path: the plain head-first policy (FCFS, SJF,
-        ``baseline``) in a static order on interchangeable nodes, no starvation bound, no
-        period, nobody subscribed, nothing run or injected yet."""
-        if (self._one_pick or self.period is not None or self.starvation_bound is not None
-                or not self._static or type(self.pool) is not NodePool or self._events
-                or self.queue or self._next_trace or self.now != -math.inf
-                or any(self._subscribers.values())):
-            return False
-        from hpcopt.policies.classic import HeadFirst
-
-        return type(self.policy) is HeadFirst
-
-    def _run_node_head_first(self) -> None:
-        """``run()`` for ``_node_head_first`` cases: the same events and passes as ``steps()``
-        with ``schedule()``, on node counts, in one function (no window, decision or pool
-        copy per pass).  The policy's rule is inlined: start from the head of the queue (at
-        most W jobs) while the head fits.  Then the EASY reservation and scan exactly as in
-        ``reserve()`` and ``backfill()``.
-
-        In FCFS order without a window, a pass at a time with submissions but no completion
-        since the previous pass only tests the new arrivals: nothing was freed, the head is the
-        same and still does not fit, the shadow time and the extra nodes are those the previous
-        scan ended with, and every job it rejected is still rejected (``now`` only grew).
-        ``tests/test_reference_loop.py`` checks start times against an independent plain loop;
-        ``tests/test_driver.py`` checks this path against the general one."""
-        trace, n_trace = self._trace, len(self._trace)
-        records, pool = self.records, self.pool
-        free = pool.free
-        w = self.window_size
-        backfilling = self.backfilling
-        key_of = self._key
-        append_only = key_of is fcfs_key  # the trace arrives in FCFS order
-        incremental = append_only and w is None
-        queue: list[Job] = []
-        qkeys: list = []
-        running: list[tuple] = []  # (estimated end, seq, nodes), sorted
-        ends: list[tuple] = []  # heap of (end, seq, running key)
-        seq, passes, n_done, nxt = self._seq, self.passes, self._n_done, 0
-        scanned = -1  # queue jobs the last pass tested; -1: a new pass must test them all
-        shadow = extra = 0.0
-        bar, last = None, 0
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(records), unit="job", desc="simulate", mininterval=0.5)
-        inf = math.inf
-        heappush, heappop = heapq.heappush, heapq.heappop
-        while True:
-            now = trace[nxt].submit if nxt < n_trace else inf
-            if ends and ends[0][0] <= now:
-                now = ends[0][0]
-                while ends and ends[0][0] == now:
-                    rkey = heappop(ends)[2]
-                    del running[bisect_left(running, rkey)]
-                    free += rkey[2]
-                    n_done += 1
-                scanned = -1
-                if bar is not None and n_done - last >= 500:
-                    bar.update(n_done - last)
-                    last = n_done
-            elif now == inf:
-                break
-            self.now = now
-            while nxt < n_trace and trace[nxt].submit == now:
-                job = trace[nxt]
-                if append_only:
-                    queue.append(job)
-                else:
-                    k = key_of(job, now)
-                    pos = bisect_left(qkeys, k)
-                    qkeys.insert(pos, k)
-                    queue.insert(pos, job)
-                nxt += 1
-            if not queue:
-                continue
-            passes += 1
-            if scanned < 0:
-                # the policy: head first, at most W jobs
-                lim = len(queue) if w is None or w > len(queue) else w
-                k = 0
-                while k < lim:
-                    job = queue[k]
-                    nodes = job.nodes
-                    if nodes > free:
-                        break
-                    free -= nodes
-                    rec = records[job.id]
-                    rec.allocation = nodes
-                    rec.start = now
-                    rec.end = end = now + job.runtime
-                    rec.mode = READY if rec.reserved_at is None else RESERVED
-                    seq += 1
-                    rkey = (now + job.walltime, seq, nodes)
-                    insort(running, rkey)
-                    seq += 1
-                    heappush(ends, (end, seq, rkey))
-                    k += 1
-                if k:
-                    del queue[:k]
-                    if not append_only:
-                        del qkeys[:k]
-                if not queue or not backfilling:
-                    scanned = len(queue) if incremental and queue else -1
-                    continue
-                # EASY reservation for the head
-                head = queue[0]
-                need, avail, shadow, i = head.nodes, free, now, 0
-                while avail < need:
-                    shadow = running[i][0]
-                    while i < len(running) and running[i][0] == shadow:
-                        avail += running[i][2]
-                        i += 1
-                extra = avail - need
-                rec = records[head.id]
-                if rec.reserved_at is None:
-                    rec.reserved_at = shadow
-                first = 1
-            elif not backfilling:
-                continue
-            else:
-                first = scanned
-            # EASY scan of the rest of the queue
-            hit = None
-            for pos in range(first, len(queue)):
-                if free == 0:
-                    break
-                job = queue[pos]
-                nodes = job.nodes
-                if nodes > free:
-                    continue
-                wall = job.walltime
-                if now + wall > shadow:
-                    if nodes > extra:
-                        continue
-                    extra -= nodes
-                free -= nodes
-                rec = records[job.id]
-                rec.allocation = nodes
-                rec.start = now
-                rec.end = end = now + job.runtime
-                rec.mode = BACKFILLED
-                seq += 1
-                rkey = (now + wall, seq, nodes)
-                insort(running, rkey)
-                seq += 1
-                heappush(ends, (end, seq, rkey))
-                if hit is None:
-                    hit = [pos]
-                else:
-                    hit.append(pos)
-            if hit is not None:
-                for pos in reversed(hit):
-                    del queue[pos]
-                    if not append_only:
-                        del qkeys[pos]
-            scanned = len(queue) if incremental else -1
-        if bar is not None:
-            bar.update(n_done - last)
-            bar.close()
-        pool.free = free
-        if running or queue:  # pragma: no cover - every job fits the empty machine
-            raise SimulationError("fast path ended with jobs left")
-        self._seq, self.passes, self._n_done, self._next_trace = seq, passes, n_done, nxt
-        self.queue, self._queue_keys = queue, qkeys
 
     # ------------------------------------------------------------------ one-pick passes
     def _pick_pass(self) -> Iterator[PickRequest]:
@@ -841,6 +709,8 @@ class Simulator:
         if self._static:
             key = self._key(job, self.now)
             pos = bisect_left(self._queue_keys, key)
+            if pos < len(self.queue):
+                self._dirty = True  # not at the tail: the head may have changed
             self._queue_keys.insert(pos, key)
             self.queue.insert(pos, job)
         else:
@@ -854,6 +724,7 @@ class Simulator:
         del self._run_keys[pos]
         run = self._run_vals.pop(pos)
         self.pool.give(job, run.allocation)
+        self._dirty = True
         self._n_done += 1
         if self._subscribers.get(Event.COMPLETE):
             self._emit(Event.COMPLETE, self.records[job.id])
