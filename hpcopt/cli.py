@@ -20,13 +20,14 @@ TABLE_COLUMNS = ["instance", "backend", "status", "objective", "bound", "wall_ti
 
 
 def instances_dir() -> Path:
-    """The project's bundled ``instances/`` folder (next to the package in a checkout)."""
-    here = Path(__file__).resolve().parents[1] / "instances"
-    if not here.is_dir():
-        raise HpcoptError(
-            f"bundled instances not found at {here}; install hpcopt from a checkout with "
-            "'pip install -e .'"
-        )
+    """The bundled instance files the demo reads: package data in an installed wheel, the
+    checkout's ``instances/`` folder in an editable install (``hpcopt.instances.bundled_path``).
+    """
+    from .instances import bundled_path
+
+    here = bundled_path()
+    if not (here / "traces" / "demo.swf").is_file():
+        raise HpcoptError(f"bundled instances not found at {here}; reinstall hpcopt")
     return here
 
 
@@ -595,7 +596,7 @@ def cmd_demo(args) -> int:
     runs = {"fcfs+easy": simulate(trace, policy="fcfs"),
             "knapsack+easy": simulate(trace, policy="knapsack", backend="dp")}
     _print_summary({name: r.summary for name, r in runs.items()})
-    print(f"\n== batch solve: {base.name}/knapsack/*.json with dp and cpsat ==")
+    print("\n== batch solve: the bundled knapsack/*.json with dp and cpsat ==")
     rows = solve_batch([str(base / "knapsack" / "*.json")], ["dp", "cpsat"])
     _print_rows(rows)
     if args.out:
@@ -708,6 +709,9 @@ def _add_workload_parser(sub) -> None:
                    help="share of VMs that are deferrable (seeded Bernoulli; default 0.05)")
     d.add_argument("--split-by", choices=["vm", "batch"], default="vm",
                    help="draw deferrable per VM (default) or per tenant batch")
+    d.add_argument("--on-demand-share", type=_unit_float, default=1.0, metavar="R",
+                   help="share of the on-demand VMs that run on this machine (seeded; "
+                        "default 1: all of them)")
     d.add_argument("--max-defer", type=_nonneg_int, default=6, metavar="A",
                    help="earliest = submit + U{0..A} (default 6)")
     d.add_argument("--window", type=_nonneg_int, default=12, metavar="W",
@@ -747,7 +751,8 @@ def cmd_workload(args) -> int:
         args.azure_file, slots=args.slots, seed=args.seed,
         deferrable_share=args.deferrable_share, max_defer=args.max_defer, window=args.window,
         start=args.start, real_time=args.real_time, synthetic=args.synthetic,
-        split_by=args.split_by, machine_size=args.machine_size,
+        split_by=args.split_by, on_demand_share=args.on_demand_share,
+        machine_size=args.machine_size,
         machine_quantile=args.machine_quantile, max_duration=args.max_duration,
         lifetimes=args.lifetimes, maps=args.maps, w1=args.w1, w2=args.w2, name=args.name,
         progress=not args.no_progress and sys.stderr.isatty())

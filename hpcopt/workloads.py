@@ -40,6 +40,65 @@ The job files of ``../shared/data/topology_alloc`` are read by
 ``hpcopt.traces.tjap.load_tjap_jobs``; the allocation windows that the window-period driver
 meets on such a workload (the instances of the paper's Tables III and IV) come from
 ``hpcopt.policies.topology.generate_windows``.
+
+Deferrable cloud jobs (OSDEC, seed paper 004; spec osdec.md, "Data")
+--------------------------------------------------------------------
+
+``deferrable_workload(azure_file, slots=288, seed=...)`` returns a ``"model": "osdec"``
+instance dict (``deferrable_model`` the ``OSDECModel``, ``save_workload`` writes the file;
+CLI ``hpcopt workload deferrable``).  The paper's processed Azure data was never released; the
+recipe is ours, on the Azure v1 derived files of ``../shared/data/cloud/
+azure_v1_vmtable_derived`` (Azure Public Dataset V1 ``vmtable``, CC-BY-4.0, binned by
+huaweicloud/trace_generation_rnn):
+
+1. *Read.*  A split is a flavor file (``v1.train.txt.gz``, ``v1.dev.txt.gz``) and, for dev, a
+   lifetime file (``v1.dev.c2100000.txt.gz``) of the same shape: one line per 300 s bin,
+   ``<t_seconds> <tokens>``, tokens comma-separated, each tenant batch closed by ``|``.  A
+   flavor token is a letter a..p -> (vCPUs, GB) by ``maps/flav_map.txt`` (cores 1, 2, 4, 8,
+   16); a lifetime token is ``U<bin>`` (uncensored) or ``C<bin>`` (censored at the split's
+   end, 2.1e6 s) with bins by ``maps/v1.interval_map.txt``.  The two files pair token by
+   token (same bins, same batch sizes: checked).  Either file may be given; the other is found
+   beside it by name.  Only the lines up to the window's last bin are read.  A malformed line
+   is a one-line ``TraceError`` naming file, line and field.
+2. *Lifetimes.*  A VM's lifetime is drawn uniformly among the 300 s steps its bin holds
+   (bins 0..12 hold one step, 0..3600 s; wider bins 12, 288 or 2,880 steps); its slots are
+   ``d = max(1, ceil(lifetime / 300))``.  A censored bin is used as it is (a lower bound; the
+   VM is alive until the split's end anyway).  The train split has no lifetime file (absent
+   from the snapshot, PROVENANCE.md): its VMs draw (bin, censored) from the empirical
+   distribution of the dev pairs *of the same flavor* (``meta.lifetimes_used = "empirical"``).
+3. *Streams.*  Each VM is deferrable with probability q (``deferrable_share``, default 0.05,
+   seeded Bernoulli; ``split_by="batch"``: one draw per tenant batch), else on-demand.  An
+   on-demand VM runs on this machine with probability r (``on_demand_share``, default 1: the
+   whole region is one machine, as the spec reads); r < 1 makes the machine a seeded slice of
+   the region, so that the on-demand swings are on the scale of the deferrable demand.
+   Every random draw is a per-purpose stream whose k-th value belongs to the k-th VM of the
+   file, so a VM's fate does not depend on the window or horizon chosen.
+4. *Window.*  Slot = one 300 s bin; the window is bins ``start .. start + T - 1`` counted
+   from the file's first line (``start`` a bin index or days, ``"1d"`` = 288 bins, the
+   default: one day of warm-up).
+5. *Capacity.*  ``L_t`` = cores of the on-demand VMs alive at slot t: a VM arriving at
+   slot a (warm-up VMs too, a < 0) occupies ``a .. a + d - 1``.  ``D_t`` = cores of the
+   window's deferrable jobs if each ran from its earliest slot.  The machine size is
+   ``M = max(max_t L_t, ceil(quantile_p(L_t + D_t)))`` (p = ``machine_quantile``, default 0.9;
+   or ``machine_size`` given, refused below the on-demand peak) and ``C_t = M - L_t >= 0``:
+   every on-demand VM is served, and the deferrable jobs get what is left.  VMs running
+   before the file's first line are not in the file, so ``L_t`` keeps growing over the first
+   days (long-lived VMs accumulate); on these files the on-demand peak, late in the window,
+   usually sets M.
+6. *Jobs* (the deferrable VMs arriving in the window): id ``"<t_seconds>:<index in line>"``,
+   ``cores`` from the flavor, ``duration = min(d, max_duration)`` (default cap: T),
+   ``submit = g`` (arrival slot), ``earliest = min(g + U{0..A}, T - 1)``, ``latest =
+   min(earliest + U{0..W}, T - 1)`` (A = ``max_defer`` default 6, W = ``window`` default
+   12); ``real_time=True``: ``earliest = latest = submit`` (the paper's Table 2 variant).
+   ``w1 = 2``, ``w2 = 10`` (Table 3).
+7. *Synthetic sensitivity cases* (Table 4): ``synthetic="core:K"`` draws every job's cores
+   over {1, 2, 4, 8} with [0.51, 0.37, 0.08, 0.04], uniform, [0.4, 0.3, 0.2, 0.1] (K = 1, 2,
+   3); ``"duration:K"`` its duration over 1..6 slots with uniform, [0.4, 0.25, 0.15, 0.1,
+   0.05, 0.05], [0.6, 0.25, 0.1, 0.05, 0, 0].  Arrivals, windows and the on-demand capacity
+   stay those of the trace; M is computed after the draw.
+
+``meta`` records every setting, the machine size and its rule, the on-demand peak, the VM and
+job counts and the capacity's mean and minimum.
 """
 
 from __future__ import annotations
@@ -201,7 +260,8 @@ SYNTHETIC_DURATIONS = (1, 2, 3, 4, 5, 6)  # slots (spec osdec.md: "ours: 1..6 sl
 SPLIT_BY = ("vm", "batch")
 # one independent uniform stream per purpose; value k of a stream belongs to the k-th VM of
 # the file (counted from its first line), so a VM's draws never depend on the window chosen
-_STREAMS = {"split": 1, "lifetime": 2, "defer": 3, "window": 4, "synthetic": 5, "empirical": 6}
+_STREAMS = {"split": 1, "lifetime": 2, "defer": 3, "window": 4, "synthetic": 5, "empirical": 6,
+            "machine": 7}
 
 
 @dataclass(frozen=True)
@@ -544,7 +604,8 @@ def _empirical_lifetimes(flavors: np.ndarray, u: np.ndarray, source: Path, maps)
 def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
                         deferrable_share: float = 0.05, max_defer: int = 6, window: int = 12,
                         start=SLOTS_PER_DAY, real_time: bool = False, synthetic=None,
-                        split_by: str = "vm", machine_size: int | None = None,
+                        split_by: str = "vm", on_demand_share: float = 1.0,
+                        machine_size: int | None = None,
                         machine_quantile: float = 0.9, max_duration: int | None = None,
                         lifetimes=None, maps=None, w1: float = 2, w2: float = 10,
                         name: str | None = None, progress: bool = False) -> dict:
@@ -563,6 +624,7 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     _check_number("max_defer", max_defer, 0, integer=True)
     _check_number("window", window, 0, integer=True)
     _check_number("machine_quantile", machine_quantile, 0, 1)
+    _check_number("on_demand_share", on_demand_share, 0, 1)
     if machine_size is not None:
         _check_number("machine_size", machine_size, 1, integer=True)
     if max_duration is not None:
@@ -605,10 +667,12 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
         firsts = np.r_[0, np.flatnonzero(np.diff(vms.batch)) + 1]
         draw = draw[firsts][np.searchsorted(firsts, np.arange(vms.n), side="right") - 1]
     deferrable = draw < deferrable_share
+    # the on-demand VMs this machine hosts: each with probability r (a slice of the region)
+    here = deferrable | (u["machine"] < on_demand_share)
     slot = vms.bin - first_bin - first  # slot of the window (negative: warm-up)
     # on-demand load L_t: cores of on-demand VMs alive at slot t (arrived in or before t)
     load = np.zeros(slots + 1, dtype=np.int64)
-    od = ~deferrable
+    od = ~deferrable & here
     s0 = np.clip(slot[od], 0, slots)
     s1 = np.clip(slot[od] + life_slots[od], 0, slots)
     alive = s1 > s0
@@ -663,13 +727,17 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
             for n in range(idx.size)]
     window_t0 = (first_bin + first) * BIN_SECONDS
     tag = f"{_split_prefix(flav_path)}-t{window_t0}-{slots}slots-q{deferrable_share:g}-s{seed}" \
+        + (f"-r{on_demand_share:g}" if on_demand_share != 1 else "") \
+        + (f"-M{machine_size}" if size_rule == "given" else
+           f"-p{machine_quantile:g}" if machine_quantile != 0.9 else "") \
         + (f"-{syn[0]}{syn[1]}" if syn else "") + ("-realtime" if real_time else "")
     meta = {
         "generator": "hpcopt.workloads.deferrable_workload",
         "source": flav_path.name, "lifetimes": Path(life_src).name, "lifetimes_used": how,
         "start_bin": first, "window_start_t": window_t0, "slot_seconds": BIN_SECONDS,
         "slots": slots, "seed": seed, "deferrable_share": float(deferrable_share),
-        "split_by": split_by, "max_defer": max_defer, "window": window,
+        "split_by": split_by, "on_demand_share": float(on_demand_share),
+        "max_defer": max_defer, "window": window,
         "max_duration": max_duration, "real_time": bool(real_time),
         "synthetic": None if syn is None else f"{syn[0]}:{syn[1]}",
         "machine_size": machine_size, "machine_size_rule": size_rule,
