@@ -20,7 +20,9 @@ A pass:
    the very resources it takes now (nodes of each SSD class, burst buffer) are among the
    extra ones, which then shrink by them.
 
-A job that held a reservation and later starts has mode ``reserved``.
+A job that held a reservation and later starts has mode ``reserved``.  A job with
+dependencies (``Job.deps``) joins the queue only when all of them have finished (Slurm's
+``afterok``; its wait still counts from its submission).
 
 **One-pick policies** (``policy.one_pick`` true: DRAS, Decima, later OSDEC) do not answer a
 ``Decision``; the same pass asks them for one job at a time (``policy.pick(request)``), with
@@ -247,6 +249,13 @@ class Simulator:
                 self._register(job)
         self._trace = trace
         self._next_trace = 0
+        # dependencies (Job.deps): a submitted job joins the queue once they have all finished
+        self._finished: set | None = None  # ids of finished jobs, kept once deps appear
+        self._blocked: dict = {}  # job id -> (job, ids of deps still running or waiting)
+        self._dependents: dict = defaultdict(list)  # dep id -> ids of blocked jobs
+        for job in trace:
+            if job.deps:
+                self._check_deps(job)
 
     @classmethod
     def at(cls, time: float, system: System, policy, queue: Sequence[Job],
@@ -288,6 +297,8 @@ class Simulator:
                 f"job {job.id} injected with submit time {job.submit} before now ({self.now})"
             )
         self._register(job)
+        if job.deps:
+            self._check_deps(job)
         self._push(job.submit, _SUBMIT, job)
 
     @property
@@ -342,6 +353,10 @@ class Simulator:
                 f"policy {getattr(self.policy, 'name', self.policy)!r} left {len(self.queue)} "
                 f"job(s) queued on a machine with nothing running (first: job {self.queue[0].id})"
             )
+        if self._blocked:
+            jid, (job, waiting) = next(iter(self._blocked.items()))
+            raise SimulationError(f"{len(self._blocked)} job(s) wait on dependencies that never "
+                                  f"finish (first: job {jid} waits on {sorted(map(str, waiting))})")
         if self._subscribers.get(Event.END):
             self._emit(Event.END, None)
 
@@ -693,6 +708,17 @@ class Simulator:
             self._emit(Event.PICK, Pick(job, mode, waiting, longest))
 
     # ------------------------------------------------------------------ internals
+    def _check_deps(self, job: Job) -> None:
+        if self._finished is None:  # from now on completions are remembered
+            self._finished = {jid for jid, r in self.records.items()
+                              if r.end <= self.now and r.start == r.start}
+        for dep in job.deps:
+            if dep not in self.records:
+                raise SimulationError(f"job {job.id} depends on job {dep!r}, which is not in "
+                                      "the simulation")
+            if dep == job.id:
+                raise SimulationError(f"job {job.id} depends on itself")
+
     def _register(self, job: Job) -> None:
         if job.id in self.records:
             raise SimulationError(f"duplicate job id {job.id!r}")
@@ -706,6 +732,20 @@ class Simulator:
         heapq.heappush(self._events, (time, kind, self._seq, payload))
 
     def _enqueue(self, job: Job) -> None:
+        if job.deps and job.id not in self._blocked:
+            waiting = {d for d in job.deps if d not in self._finished}
+            if waiting:  # it waits out of the queue (Slurm's "Dependency" reason)
+                self._blocked[job.id] = (job, waiting)
+                for dep in waiting:
+                    self._dependents[dep].append(job.id)
+                if self._subscribers.get(Event.SUBMIT):
+                    self._emit(Event.SUBMIT, job)
+                return
+        self._queue(job)
+        if self._subscribers.get(Event.SUBMIT):
+            self._emit(Event.SUBMIT, job)
+
+    def _queue(self, job: Job) -> None:
         if self._static:
             key = self._key(job, self.now)
             pos = bisect_left(self._queue_keys, key)
@@ -715,8 +755,6 @@ class Simulator:
             self.queue.insert(pos, job)
         else:
             self.queue.append(job)
-        if self._subscribers.get(Event.SUBMIT):
-            self._emit(Event.SUBMIT, job)
 
     def _complete(self, payload) -> None:
         job, key = payload
@@ -725,9 +763,21 @@ class Simulator:
         run = self._run_vals.pop(pos)
         self.pool.give(job, run.allocation)
         self._dirty = True
+        if self._finished is not None:
+            self._release(job.id)
         self._n_done += 1
         if self._subscribers.get(Event.COMPLETE):
             self._emit(Event.COMPLETE, self.records[job.id])
+
+    def _release(self, job_id) -> None:
+        """``job_id`` finished: queue the blocked jobs it was the last dependency of."""
+        self._finished.add(job_id)
+        for jid in self._dependents.pop(job_id, ()):
+            job, waiting = self._blocked[jid]
+            waiting.discard(job_id)
+            if not waiting:
+                del self._blocked[jid]
+                self._queue(job)
 
     def _pending(self) -> bool:
         return bool(self.queue or self._run_vals or self._next_trace < len(self._trace)
