@@ -48,12 +48,13 @@ answers with ``policy.pick``, a gymnasium environment answers with an agent's ac
 generator never yields.
 
 Speed: a policy with ``waits_for_head`` (it starts nothing while the first queued job does
-not fit: ``fcfs``, ``sjf``, ``baseline``) lets the driver skip re-deciding a pass in which
-nothing was freed or started and new jobs only joined the tail of a static order on
-interchangeable nodes: the decision (none), the reservation (the head, same shadow time and
-extra nodes) and every earlier backfill rejection stand, so only the new jobs go through the
-same backfill test (``backfill_candidates``).  Tests hold this to an independent plain loop
-(``benchmarks/reference_easy.py``) and to passes without the skip.
+not fit: ``fcfs``, ``sjf``, ``baseline``) is not asked while the head does not fit (its
+decision is empty and the head gets the reservation).  The driver also skips re-deciding a
+pass in which nothing was freed or started and new jobs only joined the tail of a static
+order on interchangeable nodes: the decision (none), the reservation (the head, same shadow
+time and extra nodes) and every earlier backfill rejection stand, so only the new jobs go
+through the same backfill test (``backfill_candidates``).  Tests hold this to an
+independent plain loop (``benchmarks/reference_easy.py``) and to passes without the skips.
 """
 
 from __future__ import annotations
@@ -232,7 +233,8 @@ class Simulator:
         self.passes = 0  # scheduling passes run so far
         self._due = False  # a pass is due at the current time (set by advance)
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
-        self._quiet_ok = (bool(getattr(policy, "waits_for_head", False)) and self._static
+        self._waits_for_head = bool(getattr(policy, "waits_for_head", False))
+        self._quiet_ok = (self._waits_for_head and self._static
                           and self.backfilling and starvation_bound is None
                           and type(self.pool) is NodePool and not self._one_pick)
         self._quiet = None  # (reserved, shadow, extra, queue length) after the last pass
@@ -424,11 +426,14 @@ class Simulator:
         if self.starvation_bound is not None:
             reserve, rest = self._serve_starved(ordered, started)
         if reserve is None and rest:
-            window = self.window(rest)
-            decision = self.policy.decide(window)
-            self.apply(decision, window.jobs, started)
-            if self.backfilling and len(started) < len(ordered):
-                reserve = self._reserve_candidate(decision, window.jobs, rest, started)
+            if self._waits_for_head and not self.pool.fits(rest[0]):
+                reserve = rest[0]  # the policy starts nothing: its reservation is the head
+            else:
+                window = self.window(rest)
+                decision = self.policy.decide(window)
+                self.apply(decision, window.jobs, started)
+                if self.backfilling and len(started) < len(ordered):
+                    reserve = self._reserve_candidate(decision, window.jobs, rest, started)
         if self.backfilling and reserve is not None:
             shadow, extra = self.reserve(reserve)
             self.backfill(ordered, reserve, shadow, extra, started)
