@@ -20,13 +20,14 @@ TABLE_COLUMNS = ["instance", "backend", "status", "objective", "bound", "wall_ti
 
 
 def instances_dir() -> Path:
-    """The project's bundled ``instances/`` folder (next to the package in a checkout)."""
-    here = Path(__file__).resolve().parents[1] / "instances"
-    if not here.is_dir():
-        raise HpcoptError(
-            f"bundled instances not found at {here}; install hpcopt from a checkout with "
-            "'pip install -e .'"
-        )
+    """The bundled instance files the demo reads: package data in an installed wheel, the
+    checkout's ``instances/`` folder in an editable install (``hpcopt.instances.bundled_path``).
+    """
+    from .instances import bundled_path
+
+    here = bundled_path()
+    if not (here / "traces" / "demo.swf").is_file():
+        raise HpcoptError(f"bundled instances not found at {here}; reinstall hpcopt")
     return here
 
 
@@ -595,7 +596,7 @@ def cmd_demo(args) -> int:
     runs = {"fcfs+easy": simulate(trace, policy="fcfs"),
             "knapsack+easy": simulate(trace, policy="knapsack", backend="dp")}
     _print_summary({name: r.summary for name, r in runs.items()})
-    print(f"\n== batch solve: {base.name}/knapsack/*.json with dp and cpsat ==")
+    print("\n== batch solve: the bundled knapsack/*.json with dp and cpsat ==")
     rows = solve_batch([str(base / "knapsack" / "*.json")], ["dp", "cpsat"])
     _print_rows(rows)
     if args.out:

@@ -5,7 +5,8 @@ An instance file looks like::
     {"format": "hpcopt-instance", "version": 1, "name": "bb_table1", "model": "knapsack",
      "description": "...", "meta": {...}, "data": {...}}
 
-The schema is ``instances/schema/hpcopt-instance.schema.json``.  Every problem with a file is
+The schema is ``instances/schema/hpcopt-instance.schema.json`` in a checkout; a wheel ships it
+(with the demo's inputs) as package data, see ``bundled_path``.  Every problem with a file is
 an ``InstanceError`` with one line naming the file, the JSON path of the field (e.g.
 ``data.weights[1]``) and what was expected.
 """
@@ -23,8 +24,27 @@ from .errors import InstanceError, ModelError
 
 FORMAT = "hpcopt-instance"
 VERSION = 1
-SCHEMA_PATH = (Path(__file__).resolve().parent.parent / "instances" / "schema"
-               / "hpcopt-instance.schema.json")
+BUNDLED_PACKAGE_DIR = "_bundled"  # pyproject maps it onto the checkout's instances/ folder
+
+
+def bundled_path(*parts: str) -> Path:
+    """A file (or folder) of the project's ``instances/`` folder that hpcopt needs at run time:
+    the instance schema, the demo trace and the demo's knapsack instances.
+
+    An installed wheel has them as package data under ``hpcopt/_bundled/`` (pyproject's
+    ``package-dir`` maps ``hpcopt._bundled`` onto ``instances/``, only what the library
+    reads); an editable install or a source tree reads the checkout's ``instances/``.
+    """
+    import importlib.resources
+
+    packaged = importlib.resources.files("hpcopt").joinpath(BUNDLED_PACKAGE_DIR, *parts)
+    if isinstance(packaged, Path) and packaged.exists():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent / "instances"
+    return checkout.joinpath(*parts)
+
+
+SCHEMA_PATH = bundled_path("schema", "hpcopt-instance.schema.json")
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
                float: "number", type(None): "null"}
 
@@ -209,7 +229,7 @@ def load_instance(path: str | Path) -> Instance:
 
     Examples
     --------
-    >>> inst = load_instance(SCHEMA_PATH.parent.parent / "knapsack" / "bb_table1.json")
+    >>> inst = load_instance(bundled_path("knapsack", "bb_table1.json"))
     >>> inst.name, inst.model_kind, inst.model.n_items
     ('bb_table1', 'knapsack', 5)
     """
@@ -272,6 +292,6 @@ def expand_paths(patterns) -> list[Path]:
 
 
 __all__ = [
-    "Instance", "decode_instance_bytes", "expand_paths", "instance_from_dict", "load_instance",
-    "parse_instance_text", "save_instance", "schema", "validate_instance",
+    "Instance", "bundled_path", "decode_instance_bytes", "expand_paths", "instance_from_dict",
+    "load_instance", "parse_instance_text", "save_instance", "schema", "validate_instance",
 ]
