@@ -128,10 +128,21 @@ def simulate(
     the processors of an SWF file to nodes (default: from its header ``MaxProcs / MaxNodes``,
     else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
     default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
+
+    An ``osdec`` instance (file, ``Instance`` or model) runs online slot by slot
+    (``hpcopt.cloud.simulate_osdec``; options ``offline_bound=``, ``offline_backend=``,
+    ``offline_time_limit=`` give the gap to the offline optimum).
     """
     from .sim.driver import Simulator
     from .sim.metrics import job_columns, summarize
 
+    from .cloud import is_osdec_file, simulate_osdec
+
+    if getattr(trace, "kind", None) == "osdec" or getattr(getattr(trace, "model", None),
+                                                          "kind", None) == "osdec" \
+            or (isinstance(trace, (str, Path)) and is_osdec_file(trace)):
+        # a deferrable-job instance: the cloud-slot run (hpcopt.cloud), driver settings fixed
+        return simulate_osdec(trace, policy, seed=seed, progress=progress, **policy_options)
     cleaning = None
     if isinstance(trace, (str, Path)):
         trace = load_trace(trace, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs)

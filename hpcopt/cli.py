@@ -174,6 +174,14 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
                         "a topology job file (id arrival runtime nodes)")
+    m.add_argument("--offline-bound", type=float, default=None, metavar="F",
+                   help="osdec instance: the offline optimum (or bound) of the same file, for "
+                        "gap_to_offline")
+    m.add_argument("--offline-backend", default=None, metavar="B",
+                   help="osdec instance: solve the offline model with B for gap_to_offline")
+    m.add_argument("--offline-time-limit", type=float, default=None, metavar="S",
+                   help="seconds for --offline-backend (its bound is the reference when it "
+                        "stops at the limit)")
     _add_policy_flags(m)
 
     t = sub.add_parser("train", help="train a learned scheduling agent")
@@ -471,6 +479,10 @@ def cmd_simulate(args) -> int:
                if k.startswith(POLICY_FLAG)}
     trace = args.trace
     system = None
+    from .cloud import is_osdec_file
+
+    if is_osdec_file(args.trace):
+        return _simulate_osdec(args, options)
     if args.topology and args.workload:
         raise HpcoptError("--workload generates burst-buffer/SSD workloads; it does not apply "
                           "with --topology")
@@ -508,6 +520,28 @@ def cmd_simulate(args) -> int:
     if opts:
         print(f"policy {args.policy}: " + ", ".join(f"{k}={v!r}" for k, v in opts.items()
                                                      if k != "seed"))
+    if args.out:
+        jobs_csv, summary_json = res.write(args.out)
+        print(f"wrote {jobs_csv} and {summary_json}")
+    return 0
+
+
+def _simulate_osdec(args, options: dict) -> int:
+    """``hpcopt simulate`` of an osdec instance file: online, slot by slot (hpcopt.cloud)."""
+    from .cloud import simulate_osdec
+
+    res = simulate_osdec(args.trace, args.policy, seed=args.seed,
+                         offline_bound=args.offline_bound,
+                         offline_backend=args.offline_backend,
+                         offline_time_limit=args.offline_time_limit,
+                         progress=not args.no_progress, **options)
+    s = res.summary
+    print(f"{Path(args.trace).name}: {s['jobs']} deferrable jobs on {s['slots']} slots, "
+          f"policy {args.policy}")
+    keys = ["total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
+            "dropped", "utilization"] + (["gap_to_offline"] if "gap_to_offline" in s else [])
+    print("  " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float) else f"{k}={s[k]}"
+                           for k in keys))
     if args.out:
         jobs_csv, summary_json = res.write(args.out)
         print(f"wrote {jobs_csv} and {summary_json}")

@@ -22,6 +22,20 @@ def greedy_fill(window: Window, jobs) -> tuple[int, ...]:
     return tuple(chosen)
 
 
+def prefix_fill(window: Window, jobs) -> tuple[int, ...]:
+    """Start ``jobs`` in the given order up to the first that does not fit (the longest
+    prefix that fits the free resources): the head-first rule, and the way every cloud-slot
+    policy maps its scores to starts (``hpcopt.policies.cloud.start_by_scores``)."""
+    pool = window.resources
+    chosen = []
+    for job in jobs:
+        if not pool.fits(job):
+            break
+        pool.take(job)
+        chosen.append(job.id)
+    return tuple(chosen)
+
+
 @register_policy("fcfs", order="fcfs")
 @register_policy("sjf", order="sjf")
 @register_policy("wfp", order="wfp")
@@ -40,14 +54,7 @@ class HeadFirst(Policy):
         self.window = window
 
     def decide(self, window: Window) -> Decision:
-        pool = window.resources
-        chosen = []
-        for job in window.jobs:
-            if not pool.fits(job):
-                break
-            pool.take(job)
-            chosen.append(job.id)
-        return Decision(tuple(chosen))
+        return Decision(prefix_fill(window, window.jobs))
 
 
 @register_policy("binpacking")

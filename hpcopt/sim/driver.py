@@ -47,6 +47,17 @@ answers with ``policy.pick``, a gymnasium environment answers with an agent's ac
 (``hpcopt.sim.env.PickEnv``).  For a policy that answers one ``Decision`` per pass the
 generator never yields.
 
+**Cloud slots** (OSDEC, spec osdec.md): a system with a capacity profile
+(``System.capacity``) gets a ``CapacityPool``: at every event time the usable capacity moves to
+the profile's value, a job starts only within the free capacity ``max(0, capacity - used)``,
+and running jobs are never stopped when the capacity shrinks below what they hold (that
+overload is the model's violation, priced afterwards).  A job with ``earliest`` after its
+submission is visible from its submission (``upcoming``, the future set) but joins the queue
+only at ``earliest``; a queued job whose ``latest`` has passed (``latest < now``) is dropped:
+removed from the queue, never started, its mode ``dropped`` (event ``drop``).  With a period
+of one slot this is the online MDP of the cloud model (``hpcopt.cloud``); nothing else about
+the loop changes.
+
 Speed: a policy with ``waits_for_head`` (it starts nothing while the first queued job does
 not fit: ``fcfs``, ``sjf``, ``baseline``) is not asked while the head does not fit (its
 decision is empty and the head gets the reservation).  The driver also skips re-deciding a
@@ -75,11 +86,12 @@ from .orders import get_order
 from .resources import NodePool, make_pool
 
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
+DROPPED = "dropped"  # the mode of a job whose latest start passed before it started
 SELECT, BACKFILL = "select", "backfill"  # the two stages of a one-pick pass
 RESERVE_RULES = ("picked", "oldest")
 
 # processing order of events that share a time stamp
-_COMPLETE, _SUBMIT, _TICK = 0, 1, 2
+_COMPLETE, _SUBMIT, _TICK, _RELEASE = 0, 1, 2, 3  # release: a job's earliest start
 
 
 class Event(str, Enum):
@@ -91,6 +103,7 @@ class Event(str, Enum):
     RESERVE = "reserve"  # payload: (Job, shadow time)
     PASS = "pass"  # payload: time of the pass
     PICK = "pick"  # payload: Pick (after a one-pick policy's choice was carried out)
+    DROP = "drop"  # payload: JobRecord (a job whose latest start passed, never started)
     END = "end"  # payload: None (every job has finished)
 
 
@@ -220,6 +233,10 @@ class Simulator:
         self.progress = progress
 
         self.pool = make_pool(system)
+        self._capacity = hasattr(self.pool, "set_time")  # a time-varying capacity
+        self.upcoming: dict = {}  # id -> submitted job waiting for its earliest start
+        self.dropped: list[Job] = []  # jobs whose latest start passed (in drop order)
+        self._deadlines = False  # some job has a latest start: drops are checked
         self._empty = make_pool(system)  # never touched: "can this job ever run here?"
         self.now = -math.inf
         self.records: dict[int, JobRecord] = {}
@@ -375,6 +392,8 @@ class Simulator:
         if now == math.inf:
             return False
         self.now = now
+        if self._capacity:
+            self.pool.set_time(now)
         events = self._events
         tick = False
         while events and events[0][0] == now and events[0][1] == _COMPLETE:
@@ -390,8 +409,13 @@ class Simulator:
                 self._enqueue(payload)
             elif kind == _TICK:
                 tick = True
+            elif kind == _RELEASE:
+                del self.upcoming[payload.id]
+                self._admit(payload)
             else:  # a completion at this time added by a callback
                 self._complete(payload)
+        if self._deadlines:
+            self._drop_late()
         self._due = tick or self.period is None
         return True
 
@@ -737,18 +761,49 @@ class Simulator:
         heapq.heappush(self._events, (time, kind, self._seq, payload))
 
     def _enqueue(self, job: Job) -> None:
+        if job.latest is not None:
+            self._deadlines = True
+        if job.earliest is not None and job.earliest > self.now:
+            self.upcoming[job.id] = job  # visible now, startable from its earliest start
+            self._push(job.earliest, _RELEASE, job)
+        else:
+            self._admit(job)
+        if self._subscribers.get(Event.SUBMIT):
+            self._emit(Event.SUBMIT, job)
+
+    def _admit(self, job: Job) -> None:
+        """A submitted job may start from now on: it joins the queue, or waits for its
+        dependencies out of it."""
         if job.deps and job.id not in self._blocked:
             waiting = {d for d in job.deps if d not in self._finished}
             if waiting:  # it waits out of the queue (Slurm's "Dependency" reason)
                 self._blocked[job.id] = (job, waiting)
                 for dep in waiting:
                     self._dependents[dep].append(job.id)
-                if self._subscribers.get(Event.SUBMIT):
-                    self._emit(Event.SUBMIT, job)
                 return
         self._queue(job)
-        if self._subscribers.get(Event.SUBMIT):
-            self._emit(Event.SUBMIT, job)
+
+    def _drop_late(self) -> None:
+        """Drop the queued jobs whose latest start has passed (module docstring)."""
+        now = self.now
+        late = {j.id for j in self.queue if j.latest is not None and j.latest < now}
+        if not late:
+            return
+        keep = [i for i, j in enumerate(self.queue) if j.id not in late]
+        if self._static:
+            self._queue_keys = [self._queue_keys[i] for i in keep]
+        gone = [j for j in self.queue if j.id in late]
+        self.queue = [self.queue[i] for i in keep]
+        self._dirty = True
+        for job in gone:
+            rec = self.records[job.id]
+            rec.mode = DROPPED
+            if job is self._held:
+                self._held = None
+            self.dropped.append(job)
+            self._n_done += 1
+            if self._subscribers.get(Event.DROP):
+                self._emit(Event.DROP, rec)
 
     def _queue(self, job: Job) -> None:
         if self._static:

@@ -225,9 +225,91 @@ class TopologyPool:
         return f"TopologyPool(free={self.free_nodes}/{self.total})"
 
 
+class CapacityProfile:
+    """A step function of time: ``values[k]`` holds on ``[start + k*period, start +
+    (k+1)*period)``; before ``start`` the first value, after the last step the last value.
+    The capacity profile of a cloud system (``System.capacity``): what on-demand load leaves.
+    """
+
+    __slots__ = ("values", "period", "start")
+
+    def __init__(self, values, period: float = 1.0, start: float = 0.0) -> None:
+        self.values = tuple(int(v) for v in values)
+        if not self.values or min(self.values) < 0:
+            raise SimulationError("a capacity profile needs at least one value, all >= 0")
+        if not period > 0:
+            raise SimulationError(f"capacity profile period must be > 0, got {period}")
+        self.period = float(period)
+        self.start = float(start)
+
+    def at(self, time: float) -> int:
+        k = int((time - self.start) // self.period) if time > self.start else 0
+        return self.values[min(k, len(self.values) - 1)]
+
+    def __repr__(self) -> str:
+        return f"CapacityProfile({len(self.values)} steps of {self.period:g})"
+
+
+class CapacityPool(NodePool):
+    """Interchangeable nodes (or cores) under a time-varying capacity (cloud slots, OSDEC).
+
+    ``total`` is the machine (no job is larger), ``capacity`` the part usable at the current
+    time (the driver calls ``set_time`` at every event time), ``used`` what running jobs hold.
+    A job fits when it fits the free capacity ``max(0, capacity - used)``; running jobs are
+    never stopped, so when the capacity shrinks below ``used`` the excess is an overload (a
+    violation the model prices), not an error.
+    """
+
+    __slots__ = ("profile", "capacity", "used")
+
+    def __init__(self, total: int, profile, capacity: int | None = None,
+                 used: int = 0) -> None:
+        self.total = int(total)
+        self.profile = profile
+        self.capacity = self.total if capacity is None else int(capacity)
+        self.used = int(used)
+
+    @property
+    def free(self) -> int:  # NodePool's counting rules read self.free
+        return max(0, self.capacity - self.used)
+
+    def take(self, job: Job, allocation=None):
+        if not self.fits(job):
+            raise InvalidDecisionError(f"job {job.id} {self.why_not(job)}")
+        self.used += job.nodes
+        return job.nodes
+
+    def give(self, job: Job, allocation) -> None:
+        self.used -= job.nodes
+
+    def set_time(self, time: float) -> None:
+        """Move the capacity to the profile's value at ``time``."""
+        prof = self.profile
+        self.capacity = int(prof.at(time) if hasattr(prof, "at") else prof(time))
+
+    @property
+    def overload(self) -> int:
+        """Cores in use above the current capacity (the violation v_t now)."""
+        return max(0, self.used - self.capacity)
+
+    def copy(self) -> CapacityPool:
+        return CapacityPool(self.total, self.profile, self.capacity, self.used)
+
+    def free_dict(self) -> dict[str, float]:
+        return {"nodes": self.free, "capacity": self.capacity}
+
+    def __repr__(self) -> str:
+        return f"CapacityPool(used={self.used}, capacity={self.capacity}/{self.total})"
+
+
 def make_pool(system: System):
     """The resource state that fits ``system``: node sets on a topology, several resources,
-    or plain node counting."""
+    a time-varying capacity (``System.capacity``: a ``CapacityProfile`` or any callable
+    time -> capacity), or plain node counting."""
+    if system.capacity is not None:
+        if system.topology is not None or system.bb > 0 or system.ssd_classes:
+            raise SimulationError("a system with a capacity profile counts nodes (cores) only")
+        return CapacityPool(system.nodes, system.capacity)
     if system.topology is not None:
         if system.bb > 0 or system.ssd_classes:
             raise SimulationError(

@@ -1,0 +1,169 @@
+"""Online OSDEC: an ``osdec`` instance file run slot by slot through the one driver loop.
+
+The same file is the offline model (``hpcopt solve W.json``) and the online workload
+(``hpcopt simulate W.json --policy NAME``).  ``osdec_workload`` turns the model into driver
+inputs: one ``Job`` per deferrable job (time unit: one slot; ``nodes = cores = c_i``,
+``runtime = walltime = d_i``, ``submit = g_i``, ``earliest = e_i``, ``latest = min(l_i, T-1)``:
+the model starts jobs only in slots < T) and a ``System`` whose capacity profile is ``C_t``.
+``simulate_osdec`` runs the driver with a period of one slot and no backfilling: at each slot
+the capacity moves to ``C_t``, jobs whose ``earliest`` came join the queue (before that the
+policy sees them only as the future set, ``Simulator.upcoming``), jobs past ``latest`` are
+dropped, and the policy's starts must fit ``max(0, C_t - running cores)``.
+
+The score is the model's own: the online schedule becomes an offline decision (start slot per
+job, ``-1`` when dropped) and ``OSDECModel.evaluate`` gives ``total_reward`` (its objective),
+``revenue``, ``delay_penalty`` and ``violation_penalty`` -- the same function that certifies
+the offline solvers, so online and offline numbers compare exactly.  ``utilization`` is the
+share of the capacity used, ``sum_t min(load_t, C_t) / sum_t C_t`` over t < T.  With an
+offline reference (an optimum, or a dual bound when the solver stopped at a limit),
+``gap_to_offline = (reference - total_reward) / |reference|``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .domain import Job, System
+from .errors import SimulationError
+
+SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
+                "dropped", "utilization")
+
+
+def load_osdec(source):
+    """An ``OSDECModel`` from a model, an ``Instance`` or an instance file path."""
+    from .models.osdec import OSDECModel
+
+    if isinstance(source, OSDECModel):
+        return source
+    if isinstance(source, (str, Path)):
+        from .instances import load_instance
+
+        source = load_instance(source)
+    model = getattr(source, "model", None)
+    if not isinstance(model, OSDECModel):
+        raise SimulationError(f"not an osdec instance: {source!r}")
+    return model
+
+
+def is_osdec_file(path) -> bool:
+    """Whether ``path`` is an instance file of the osdec model (cheap: reads the header)."""
+    p = Path(path)
+    if p.suffix != ".json" or not p.is_file():
+        return False
+    import json
+
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("model") == "osdec"
+
+
+def osdec_workload(model) -> tuple[list[Job], System]:
+    """Driver jobs and system of an OSDEC model (module docstring)."""
+    from .sim.resources import CapacityProfile
+
+    T = int(model.slots)
+    jobs = []
+    for i in range(model.n_jobs):
+        c, d = int(model.cores[i]), int(model.duration[i])
+        jobs.append(Job(id=model.ids[i], submit=float(model.submit[i]), runtime=float(d),
+                        walltime=float(d), nodes=c, cores=c,
+                        earliest=float(model.earliest[i]),
+                        latest=float(min(int(model.latest[i]), T - 1))))
+    cap = [int(v) for v in model.capacity]
+    size = max([1, *cap, *(int(c) for c in model.cores)])
+    return jobs, System(size, capacity=CapacityProfile(cap, period=1.0), name="osdec")
+
+
+def online_decision(model, records) -> list[int]:
+    """The model decision of a finished simulation: each job's start slot, -1 if dropped."""
+    out = []
+    for jid in model.ids:
+        start = records[jid].start
+        out.append(-1 if start != start else int(start))
+    return out
+
+
+def online_summary(model, decision, reference: float | None = None) -> dict:
+    """``SUMMARY_KEYS`` (and ``gap_to_offline`` given a reference) by ``model.evaluate``."""
+    ev = model.evaluate(decision)
+    cap = [int(c) for c in model.capacity]
+    used = sum(min(load, c) for load, c in zip(ev.load, cap))
+    out = {**ev.terms, "started": int(ev.started), "dropped": int(ev.dropped),
+           "utilization": used / sum(cap) if sum(cap) else 0.0,
+           "overload_core_slots": int(sum(ev.overload)), "feasible": bool(ev.feasible),
+           "slots": int(model.slots), "jobs": int(model.n_jobs)}
+    if reference is not None:
+        out["offline_reference"] = float(reference)
+        out["gap_to_offline"] = gap(reference, out["total_reward"])
+    return out
+
+
+def gap(reference: float, value: float) -> float:
+    """Relative gap of ``value`` below ``reference``."""
+    return (reference - value) / abs(reference) if reference else float(reference != value)
+
+
+def offline_reference(model, backend: str = "scip", time_limit: float | None = None,
+                      seed: int = 0) -> dict:
+    """Solve the offline model: ``{reference, objective, bound, status, backend}``; the
+    reference is the optimum when proven, else the dual bound (an upper bound on any
+    schedule), else the incumbent."""
+    from .solvers import solve
+
+    res = solve(model, backend, time_limit=time_limit, seed=seed)
+    status = getattr(res.status, "name", str(res.status))
+    ref = res.objective if status == "OPTIMAL" or res.bound is None else res.bound
+    if ref is None:
+        raise SimulationError(f"offline {backend} found no solution of the osdec model "
+                              f"({status}); give --offline-bound instead")
+    return {"reference": float(ref), "objective": res.objective, "bound": res.bound,
+            "status": status, "backend": backend, "wall_time": res.wall_time}
+
+
+def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
+                   offline_bound: float | None = None, offline_backend: str | None = None,
+                   offline_time_limit: float | None = None, progress: bool = False,
+                   **policy_options):
+    """Run an OSDEC instance online under ``policy`` (module docstring); returns a
+    ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``)."""
+    from .api import SimulationResult, _jsonable, build_policy
+    from .sim.driver import Simulator
+    from .sim.metrics import job_columns
+
+    model = load_osdec(source)
+    jobs, system = osdec_workload(model)
+    pol = build_policy(policy, **policy_options)
+    if hasattr(pol, "set_weights"):
+        pol.set_weights(model.w1, model.w2)
+    pol.reset(seed)
+    sim = Simulator(jobs, system, pol, backfill="none", period=1.0, progress=progress).run()
+    decision = online_decision(model, sim.records)
+    offline = None
+    if offline_bound is not None:
+        offline = {"reference": float(offline_bound), "status": "given"}
+    elif offline_backend:
+        offline = offline_reference(model, offline_backend, offline_time_limit)
+    summary = online_summary(model, decision, None if offline is None else offline["reference"])
+    summary["driver_dropped"] = len(sim.dropped)
+    if offline is not None:
+        summary["offline"] = offline
+    extra = {"cores": lambda r: r.job.cores, "earliest": lambda r: r.job.earliest,
+             "latest": lambda r: r.job.latest}
+    table = job_columns(sim.records.values(), extra)
+    settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
+                    backfill="none", period=1.0, seed=seed, model="osdec",
+                    w1=model.w1, w2=model.w2,
+                    policy_options=_jsonable({**getattr(pol, "options", {}),
+                                              **policy_options}))
+    res = SimulationResult(table, summary, settings)
+    res.decision = decision
+    res.simulator = sim
+    return res
+
+
+__all__ = ["SUMMARY_KEYS", "gap", "is_osdec_file", "load_osdec", "offline_reference",
+           "online_decision", "online_summary", "osdec_workload", "simulate_osdec"]
+
