@@ -246,7 +246,7 @@ def test_policy_options_declared():
     from hpcopt.policies.base import declared_options
 
     assert {o.name for o, _ in declared_options("rolling-mip")} == {"horizon", "backend",
-                                                                   "time_limit"}
+                                                                   "time_limit", "forecast"}
 
 
 def test_knob_zero_is_sjf_scores():

@@ -16,6 +16,7 @@ import math
 from typing import ClassVar
 
 from hpcopt.domain import Decision, Window
+from hpcopt.errors import SimulationError
 
 from .base import Option, Policy, register_policy
 from .classic import prefix_fill
@@ -71,8 +72,6 @@ class Tetris(ScorePolicy):
 
     def __init__(self, knob: float = 1.0, window: int | None = None) -> None:
         if not 0.0 <= knob <= 1.0:
-            from hpcopt.errors import SimulationError
-
             raise SimulationError(f"tetris knob must be in [0, 1], got {knob}")
         self.knob = float(knob)
         self.window = window
@@ -103,17 +102,23 @@ class RollingMIP(ScorePolicy):
         Option("backend", str, "OSDEC backend for each slot's MIP (scip, cpsat, highs via "
                                "pyomo:appsi_highs, osdec-greedy)"),
         Option("time_limit", float, "seconds per slot's solve"),
+        Option("forecast", str, "capacity forecast over the horizon: hold (the current "
+                                "capacity, held constant) or oracle (the true future profile: "
+                                "a clairvoyant ablation, not an online policy)",
+               choices=("hold", "oracle")),
     )
 
     def __init__(self, horizon: int = 12, backend: str = "scip", time_limit: float = 2.0,
-                 window: int | None = None) -> None:
-        from hpcopt.errors import SimulationError
-
+                 forecast: str = "hold", window: int | None = None) -> None:
         if horizon < 1:
             raise SimulationError(f"rolling-mip horizon must be >= 1, got {horizon}")
         self.horizon = int(horizon)
         self.backend = backend
         self.time_limit = float(time_limit)
+        if forecast not in ("hold", "oracle"):
+            raise SimulationError(f"rolling-mip forecast must be hold or oracle, got "
+                                  f"{forecast!r}")
+        self.forecast = forecast
         self.window = window
         self.w1, self.w2 = 2.0, 10.0
         self._sim = None
@@ -134,10 +139,15 @@ class RollingMIP(ScorePolicy):
         cur = list(window.jobs)
         fut = list(self._sim.upcoming.values()) if self._sim is not None else []
         known = cur + fut
-        cap = capacity_now(window)  # forecast: the current capacity held constant
+        cap = capacity_now(window)
+        if self.forecast == "oracle":  # the true profile (ablation: what forecasting buys)
+            prof = window.system.capacity
+            caps = [int(prof.at(t + h)) for h in range(H)]
+        else:  # the current capacity held constant
+            caps = [cap] * H
         load = [0] * H
         for r in window.running:  # what the history set still holds per slot
-            end = r.start + r.job.runtime
+            end = r.start + r.job.walltime  # planning uses the requested duration
             for h in range(H):
                 if t + h < end:
                     load[h] += r.job.nodes
@@ -146,7 +156,7 @@ class RollingMIP(ScorePolicy):
         latest = [max(e, int((j.latest if j.latest is not None else t + H) - t))
                   for e, j in zip(earliest, known)]
         model = OSDECModel(
-            slots=H, capacity=[max(0, cap - x) for x in load],
+            slots=H, capacity=[max(0, c - x) for c, x in zip(caps, load)],
             cores=[j.nodes for j in known], duration=[max(1, int(j.walltime)) for j in known],
             earliest=earliest, latest=latest, submit=[0] * len(known), w1=self.w1, w2=self.w2)
         res = solve(model, self.backend, time_limit=self.time_limit, seed=0)
