@@ -4,7 +4,7 @@ Construction (default): the LP relaxation of the reduced time-indexed MIP
 (``OSDECModel.time_indexed``) by HiGHS; its columns, largest LP value first, place job i at
 start s when i is unplaced and s still gains on the load built so far.  The LP optimum is
 reported as the bound.  On one synthetic day (288 slots, 3,000 jobs) this gives 58,931 in
-1.1 s against 56,254 for the plain greedy below and 59,159 for SCIP after 300 s (LP bound
+0.6 s against 56,254 for the plain greedy below and 59,147 for SCIP after 300 s (LP bound
 59,321).  Without highspy, with ``lp=False``, or when the LP does not finish in time, the
 plain greedy builds the first schedule.
 

@@ -10,12 +10,15 @@ C_t]`` and the objective is scaled to integers (``w1``/``w2`` with decimals by a
 
 Size and speed (one synthetic day, ``python instances/osdec/make_instances.py --day D.json``:
 288 slots, 3,000 jobs, seed 1): 13,364 binary columns of 20,261 admissible starts, 191 of 288
-capacity rows, 162,385 nonzeros in them.  On a shared 2-core machine, ``hpcopt solve D.json
---backend scip,cpsat --time-limit 60``: scip 59,159 (bound 59,312, gap 0.26%), cpsat 58,589
-(bound 59,649, gap 1.8%); at 300 s scip 59,159 (gap 0.24%), cpsat 59,038 (gap 1.0%);
-``osdec-greedy`` 56,254 in 0.8 s.  The LP bound hardly moves in branch and bound (the root LP
-gives 59,316): days of this size end with a reported gap, not a proof; windows of 72 slots
-and 150 jobs are proved in seconds.
+capacity rows (plus 2,395 one-start rows), 162,385 nonzeros in the capacity rows.  On a
+shared 2-core machine, ``hpcopt solve D.json --backend osdec-greedy,scip,cpsat --time-limit
+60``: osdec-greedy 58,931 in 0.6 s (LP bound 59,321), scip 59,147 (bound 59,315, gap 0.28%),
+cpsat 58,938 (gap 0.65%, the LP bound); at 300 s scip 59,147 (gap 0.26%), cpsat 59,087 (gap
+0.40%).  A 2,000-job day (seed 2), 120 s: scip 37,477 (gap 0.30%), cpsat 37,312 (0.80%).  The
+dual bound hardly moves in branch and bound (root LP 59,316): days of this size end with a
+reported gap, not a proof; 72 slots and 150 jobs are proved in 6-15 s.  The first CP-SAT
+solve of a process also pays the OR-tools import (~0.4 s, more on a loaded machine) before
+the backend starts its clock.
 
 ``solver_options`` both take: ``greedy_start`` (default True): the ``osdec-greedy`` schedule
 (at most a fifth of the time limit) is handed to the solver as a first incumbent (SCIP) or a
