@@ -67,7 +67,8 @@ def synthetic(slots: int, n_jobs: int, seed: int, *, max_defer: int = 6, window:
 
 
 def tiny() -> OSDECModel:
-    """Hand-made: 4 jobs on 6 slots; the optimum (14) delays b and d by a slot and drops c."""
+    """Hand-made: 4 jobs on 6 slots; optimum 14, reached two ways: a@0, b@2, d@4 (b and d a
+    slot late, c dropped) or a@0, c@2, d@4 (b dropped)."""
     return OSDECModel.from_dict({"slots": 6, "capacity": [4, 4, 2, 2, 4, 4], "w1": 2, "w2": 10,
                                  "jobs": [
         {"id": "a", "cores": 4, "duration": 2, "submit": 0, "earliest": 0, "latest": 2},
