@@ -14,6 +14,7 @@ import pytest
 from hpcopt.domain import Job, System
 from hpcopt.learn.asa import ASAEstimator
 from hpcopt.workflows import (
+    MODES,
     Stage,
     WorkflowError,
     WorkflowRun,
@@ -388,3 +389,169 @@ def test_cli_end_to_end_with_state(tmp_path):
                      "--cap", "4", "--at", str(20 * 86400), "--warmup", "86400",
                      "--no-progress", "--out", str(out)]) == 0
         assert json.loads((out / "summary.json").read_text())["hits"] == 0
+
+
+# ---------------------------------------------------------------- afterok mode
+# Slurm's --dependency=afterok: a proactive stage is submitted early with Job.deps on its
+# predecessor, waits out of the queue until that ends, then competes by its early submit
+# time; it holds no cores early.
+
+
+def _check_afterok(res):
+    """No stage starts before its predecessor ends; nothing is held or cancelled."""
+    _check_schedule(res)
+    by_run = {}
+    for row in res.rows:
+        assert not row["cancelled"] and row["overhead_core_hours"] == 0
+        assert row["alloc_start"] == row["start"] and row["alloc_end"] == row["end"]
+        by_run.setdefault(row["run"], {})[row["stage"]] = row
+    for r, rows in by_run.items():
+        for y in range(1, len(rows)):
+            prev, cur = rows[y - 1], rows[y]
+            assert cur["alloc_start"] >= prev["end"]  # the allocation itself waits
+            assert cur["perceived_wait"] == pytest.approx(cur["start"] - prev["end"])
+            if cur["outcome"]:
+                assert cur["outcome"] == ("hit" if cur["start"] == prev["end"] else "miss")
+        p = res.runs[r]
+        assert p["overhead_core_hours"] == 0 and p["resubmissions"] == 0
+        assert p["core_hours"] == pytest.approx(
+            sum(x["alloc_cores"] * (x["end"] - x["start"]) for x in rows.values()) / 3600)
+        assert p["perceived_wait"] == pytest.approx(
+            sum(x["perceived_wait"] for x in rows.values()))
+        assert p["makespan"] == pytest.approx(
+            rows[len(rows) - 1]["end"] - p["submit"])
+
+
+@pytest.mark.parametrize("strategy", ["perstage", "asa", "oracle"])
+def test_afterok_never_starts_early_and_has_no_overhead(strategy):
+    est = ASAEstimator(seed=3) if strategy == "asa" else None
+    res = _run(strategy, runs=3, interval=1800, mode="afterok", estimator=est)
+    assert res.settings["mode"] == "afterok"
+    _check_afterok(res)
+    sim = res.simulator
+    for row in res.rows:  # the driver saw the dependency on the previous stage's job
+        deps = sim.records[row["job_id"]].job.deps
+        if row["stage"] == 0:
+            assert deps == ()
+        else:
+            prev = [x for x in res.rows if x["run"] == row["run"]
+                    and x["stage"] == row["stage"] - 1]
+            assert deps == (prev[0]["job_id"],)
+    n_pro = sum(p["hits"] + p["misses"] for p in res.runs)
+    assert n_pro == (0 if strategy == "perstage" else 3 * (len(STAGES) - 1))
+
+
+def test_afterok_with_a_huge_estimate_holds_nothing():
+    # the over-estimate that costs holds in dependency mode costs nothing here
+    res = run_workflow(STAGES, ([], System(16)), "asa", estimator=_Fixed(50000.0), at=0.0,
+                       mode="afterok")
+    _check_afterok(res)
+    rows = sorted(res.rows, key=lambda x: x["stage"])
+    assert all(x["submit"] == rows[y]["start"] for y, x in enumerate(rows[1:]))  # at once
+    assert [x["outcome"] for x in rows[1:]] == ["hit"] * 3
+    p = res.runs[0]
+    assert p["perceived_wait"] == 0
+    assert p["makespan"] == pytest.approx(sum(s.runtime for s in STAGES))
+    assert p["core_hours"] == pytest.approx(sum(s.cores * s.runtime for s in STAGES) / 3600)
+    dep = run_workflow(STAGES, ([], System(16)), "asa", estimator=_Fixed(50000.0), at=0.0)
+    assert dep.runs[0]["overhead_core_hours"] > 0
+
+
+def test_perstage_afterok_is_perstage():
+    a = _run("perstage", runs=3, interval=1800)
+    b = _run("perstage", runs=3, interval=1800, mode="afterok")
+    assert a.rows == b.rows and a.runs == b.runs
+
+
+TWO = [Stage(0, 4, 4, 1000.0, 4000.0), Stage(1, 4, 4, 100.0, 400.0)]
+
+
+def _two(strategy, bg, nodes, **kw):
+    return run_workflow(TWO, (bg, System(nodes)), strategy, at=0.0, warmup=0.0, **kw)
+
+
+def _stage1(res):
+    return next(x for x in res.rows if x["stage"] == 1)
+
+
+def test_early_submission_overtakes_a_later_background_job_at_release():
+    # stage 0 fills the 4 nodes on [0, 1000); background job 0 (4 nodes) arrives at 500.
+    bg = [Job(id=0, submit=500.0, runtime=1000.0, walltime=1000.0, nodes=4)]
+    early = _two("asa", bg, 4, estimator=_Fixed(900.0), mode="afterok")  # submit at 100
+    s1 = _stage1(early)
+    assert s1["submit"] == 100 and s1["start"] == 1000 and s1["outcome"] == "hit"
+    assert s1["perceived_wait"] == 0 and s1["wait"] == 900
+    assert early.simulator.records[0].start == 1100  # overtaken: queued behind stage 1
+    oracle = _two("oracle", bg, 4, mode="afterok")  # the whole chain at a_r = 0
+    s1 = _stage1(oracle)
+    assert (s1["submit"], s1["start"], s1["outcome"], s1["estimate"]) == (0, 1000, "hit", 1000)
+    for late in (_two("asa", bg, 4, estimator=_Fixed(0.0), mode="afterok"),  # submit at T
+                 _two("perstage", bg, 4, mode="afterok"), _two("perstage", bg, 4)):
+        s1 = _stage1(late)
+        assert s1["submit"] == 1000 and s1["start"] == 2000  # behind job 0
+        assert s1["perceived_wait"] == 1000
+        assert late.simulator.records[0].start == 1000
+    assert _stage1(_two("asa", bg, 4, estimator=_Fixed(0.0), mode="afterok"))["outcome"] \
+        == "miss"
+
+
+def test_an_early_submission_holds_no_cores_while_blocked():
+    # 8 nodes: stage 0 takes 4; background job 0 (4 nodes, 300 s) arrives at 200
+    bg = [Job(id=0, submit=200.0, runtime=300.0, walltime=300.0, nodes=4)]
+    aft = _two("asa", bg, 8, estimator=_Fixed(900.0), mode="afterok")
+    assert aft.simulator.records[0].start == 200  # the free nodes were free
+    assert _stage1(aft)["start"] == 1000 and aft.runs[0]["overhead_core_hours"] == 0
+    assert aft.runs[0]["core_hours"] == pytest.approx((4 * 1000 + 4 * 100) / 3600)
+    dep = _two("asa", bg, 8, estimator=_Fixed(900.0))  # dependency mode: held from 100
+    assert _stage1(dep)["alloc_start"] == 100 and dep.simulator.records[0].start == 1000
+    assert dep.runs[0]["overhead_core_hours"] == pytest.approx(4 * 900 / 3600)
+
+
+def test_afterok_asa_observes_start_minus_submit_and_is_deterministic():
+    stub = _Fixed(600.0)
+    res = _run("asa", runs=2, interval=3600, mode="afterok", estimator=stub)
+    waits = sorted(x["wait"] for x in res.rows if x["stage"] > 0)  # observed when started
+    assert sorted(w for _, w in stub.observed) == pytest.approx(waits)
+    a = _run("asa", runs=4, interval=3600, mode="afterok", estimator=ASAEstimator(seed=5))
+    b = _run("asa", runs=4, interval=3600, mode="afterok", estimator=ASAEstimator(seed=5))
+    assert a.rows == b.rows and a.summary == b.summary
+    c = _run("oracle", runs=3, interval=1800, mode="afterok")
+    d = _run("oracle", runs=3, interval=1800, mode="afterok")
+    assert c.rows == d.rows and c.summary == d.summary
+    prior = _run("asa", runs=2, mode="afterok", estimator=ASAEstimator(seed=1, prior=0.5))
+    _check_afterok(prior)
+
+
+def test_afterok_mode_errors():
+    assert "afterok" in MODES
+    for strategy in ("bigjob", "asa-naive"):
+        with pytest.raises(WorkflowError, match="afterok is for perstage, asa, oracle"):
+            WorkflowRun(STAGES, [], System(16), strategy, mode="afterok")
+
+
+@needs_data
+def test_cli_afterok_end_to_end(tmp_path):
+    from hpcopt.cli import main
+
+    wf = WFI / "blast" / "blast-chameleon-medium-001.json.gz"
+    base = ["workflow", str(wf), "--trace", str(KTH), "--cap", "4", "--runs", "2",
+            "--interval", "1800", "--at", str(20 * 86400), "--warmup", "86400",
+            "--no-progress"]
+    out = {}
+    for strategy in ("asa", "oracle", "perstage"):
+        d = tmp_path / strategy
+        assert main(base + ["--strategy", strategy, "--mode", "afterok", "--out", str(d),
+                            "--state", str(tmp_path / "asa.json")]) == 0
+        out[strategy] = s = json.loads((d / "summary.json").read_text())
+        assert s["settings"]["mode"] == "afterok" and s["overhead_core_hours"] == 0
+        lines = (d / "stages.csv").read_text().splitlines()
+        assert len(lines) == 1 + 2 * 3
+    assert out["asa"]["hits"] + out["asa"]["misses"] == 2
+    assert out["oracle"]["hits"] + out["oracle"]["misses"] == 2
+    assert (tmp_path / "asa.json").exists()
+    d = tmp_path / "plain"
+    assert main(base + ["--strategy", "perstage", "--out", str(d)]) == 0
+    plain = json.loads((d / "summary.json").read_text())
+    assert plain["runs"] == out["perstage"]["runs"]
+    assert main(base + ["--strategy", "bigjob", "--mode", "afterok",
+                        "--out", str(tmp_path / "x")]) == 2

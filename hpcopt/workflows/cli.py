@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from .reader import WorkflowError
-from .runner import STRATEGIES
+from .runner import MODES, STRATEGIES
 
 STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_cores",
                  "submit", "alloc_start", "start", "end", "alloc_end", "wait",
@@ -81,9 +81,12 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                    help="background replayed from this many seconds before the first "
                         "workflow (default 2 days)")
     w.add_argument("--policy", default="fcfs", help="scheduling policy (default fcfs + EASY)")
-    w.add_argument("--mode", choices=["dependency", "naive"], default=None,
+    w.add_argument("--mode", choices=list(MODES), default=None,
                    help="what an early allocation does (default: naive for asa-naive, else "
-                        "dependency)")
+                        "dependency); afterok (asa, oracle, perstage): the stage is "
+                        "submitted with a Slurm afterok dependency on the previous one, so "
+                        "it queues by its early submit time once that ends and holds "
+                        "nothing before")
     w.add_argument("--cancel-delay", type=_seconds, default=0.0,
                    help="naive mode: seconds a cancelled early allocation holds its cores")
     w.add_argument("--seed", type=int, default=0)
@@ -153,7 +156,8 @@ def cmd_workflow(args) -> int:
     if estimator is not None and args.state:
         estimator.save(args.state)
     s = result.summary
-    print(f"{wf.name}: {args.strategy}, {args.runs} run(s): makespan {s['makespan']:.0f} s, "
+    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}), {args.runs} run(s): "
+          f"makespan {s['makespan']:.0f} s, "
           f"perceived wait {s['perceived_wait']:.0f} s, {s['core_hours']:.2f} core-hours "
           f"(overhead {s['overhead_core_hours']:.2f}), hits {s['hits']:.2f} misses "
           f"{s['misses']:.2f} per run -> {stages}, {summary}")

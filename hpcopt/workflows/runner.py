@@ -43,6 +43,32 @@ Dependency modes (what happens when an allocation starts before its predecessor 
   predecessor ends is cancelled (it holds its cores for ``cancel_delay`` seconds, default
   0, counted as overhead) and the stage is resubmitted when the predecessor ends (``max(T,
   cancel time)``, a plain submission: no second early allocation, no loop).
+* ``afterok`` (Slurm's ``--dependency=afterok:<id>``; ``asa``, ``oracle``, ``perstage``):
+  the stage job is submitted at the strategy's time with ``Job.deps = (id of the previous
+  stage's job,)``.  The driver keeps it out of the queue until the predecessor has finished
+  and then queues it by its own (early) submit time, so under FCFS it has aged in the queue
+  and may overtake jobs submitted after it.  It never starts before its predecessor ends,
+  holds no cores early (no overhead: ``overhead_core_hours`` is 0, ``core_hours`` is the
+  useful work) and is never cancelled; it asks for ``t_y`` of walltime.  Per strategy:
+
+  - ``asa``: submitted at ``max(now, T - a)`` as above (decided when stage y-1 starts).  The
+    estimator observes ``start - submit`` as always (what ``sacct`` reports: in this mode it
+    includes the time blocked on the dependency).  An early submission costs nothing here,
+    so a hit teaches ``a`` again and a miss ``a`` + the extra wait: the estimates only grow,
+    towards submitting at the predecessor's start.
+  - ``oracle``: the earliest submission, with no estimate: every stage of run r is
+    submitted at ``a_r`` as one afterok chain (stage y depends on stage y-1), as a Slurm
+    user who submits the whole workflow at once.  With no cost for early submission and the
+    FCFS key being the submit time, earlier never hurts the stage's queue position; it is
+    not a proven optimum under EASY (backfilling is not monotone in priority).
+  - ``perstage``: stage y submitted at the predecessor's end with the dependency (already
+    met): the same schedule as ``perstage`` in the other modes (tested).
+
+  ``ready`` (T) is the predecessor's end; ``perceived_wait`` = start - T (the time the stage
+  waited once it could run); a proactive submission is a ``hit`` when the stage started at
+  its release (start = T) and a ``miss`` when it started later (an under-estimate: it was
+  not submitted early enough to reach the head of the queue by T, or the machine was
+  full).  ``total_wait`` / ``wait`` stay start - submit (including the blocked time).
 
 Machine and geometry
 --------------------
@@ -85,7 +111,8 @@ from .reader import Workflow, WorkflowError
 from .stages import Stage, stages_of
 
 STRATEGIES = ("bigjob", "perstage", "asa", "asa-naive", "oracle")
-MODES = ("dependency", "naive")
+MODES = ("dependency", "naive", "afterok")
+_AFTEROK = ("perstage", "asa", "oracle")  # the strategies with an afterok mode
 _PROACTIVE = ("asa", "asa-naive", "oracle")
 
 
@@ -172,6 +199,8 @@ class WorkflowRun:
             mode = "naive" if strategy == "asa-naive" else "dependency"
         if mode not in MODES:
             raise WorkflowError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+        if mode == "afterok" and strategy not in _AFTEROK:
+            raise WorkflowError(f"mode: afterok is for {', '.join(_AFTEROK)}, not {strategy}")
         self.stages: list[Stage] = list(stages)
         if not self.stages:
             raise WorkflowError("stages: the workflow has no stage")
@@ -273,7 +302,12 @@ class WorkflowRun:
                 self._submit(r, -1, a_r, n, total, ready=a_r)
             else:
                 s0 = self.stages[0]
-                self._submit(r, 0, a_r, s0.cores, s0.runtime, ready=a_r)
+                prev = self._submit(r, 0, a_r, s0.cores, s0.runtime, ready=a_r)
+                if self.strategy == "oracle" and self.mode == "afterok":
+                    for st in self.stages[1:]:  # the whole chain at a_r (module docstring)
+                        prev = self._submit(r, st.index, a_r, st.cores, st.runtime,
+                                            ready=math.nan, proactive=True,
+                                            deps=(prev.job_id,))
         sim.run()
         unfinished = [a for a in self.attempts if math.isnan(a.end) and not a.cancelled]
         if unfinished:  # pragma: no cover - every job finishes in run()
@@ -281,7 +315,7 @@ class WorkflowRun:
                                 "not finish")
 
     def _submit(self, r, y, at, cores, walltime, *, ready, proactive=False, estimate=None,
-                index=None, start_estimate=None) -> Attempt:
+                index=None, start_estimate=None, deps=()) -> Attempt:
         k = sum(1 for a in self.attempts if a.run == r and a.stage == y)
         nodes = self._nodes(cores)
         att = Attempt(r, y, k, self._new_id(), cores, nodes, nodes * self.cpn, float(at),
@@ -291,7 +325,7 @@ class WorkflowRun:
         self.attempts.append(att)
         self._by_id[att.job_id] = att
         self.sim.submit(Job(id=att.job_id, submit=att.submit, runtime=runtime,
-                            walltime=att.walltime, nodes=nodes))
+                            walltime=att.walltime, nodes=nodes, deps=tuple(deps)))
         return att
 
     # ------------------------------------------------------------------ driver callbacks
@@ -299,7 +333,7 @@ class WorkflowRun:
         """The runtime of a workflow allocation, decided when it starts (pure: forks call it
         too)."""
         att = self._by_id.get(job.id)
-        if att is None or att.stage <= 0 or not att.proactive:
+        if att is None or att.stage <= 0 or not att.proactive or self.mode == "afterok":
             return None
         ready = self._ready.get((att.run, att.stage))
         if ready is None or sim.now >= ready:
@@ -325,8 +359,18 @@ class WorkflowRun:
         y, r = att.stage, att.run
         ready = self._ready[(r, y)]
         t_y = self.stages[y].runtime
+        if self.mode == "afterok":
+            att.ready = ready  # the oracle's chain is submitted before T is known
+            if att.proactive and att.estimate is None:
+                att.estimate = ready - att.submit  # the lead it had (oracle chain)
+            if now < ready:  # pragma: no cover - the driver's afterok guarantees it
+                raise WorkflowError(f"run {r} stage {y} started at {now} before its "
+                                    f"predecessor ended ({ready})")
         if att.proactive:
-            att.outcome = "miss" if now < ready else "hit"
+            if self.mode == "afterok":
+                att.outcome = "hit" if now <= ready + 1e-6 else "miss"
+            else:
+                att.outcome = "miss" if now < ready else "hit"
             if self.estimator is not None:
                 self.estimator.observe(att.cores, att.index, now - att.submit,
                                        estimate_s=att.start_estimate)
@@ -340,7 +384,8 @@ class WorkflowRun:
         att.end = att.useful_start + t_y
         if y + 1 < len(self.stages):
             self._ready[(r, y + 1)] = att.end
-            if self.strategy in _PROACTIVE:
+            if self.strategy in _PROACTIVE and not (
+                    self.strategy == "oracle" and self.mode == "afterok"):
                 self._pending.append((r, y + 1))
 
     def _on_complete(self, sim, event, rec) -> None:
@@ -349,8 +394,9 @@ class WorkflowRun:
         att = self._by_id.get(rec.job.id)
         if att is not None and att.stage + 1 < len(self.stages):
             nxt = self.stages[att.stage + 1]
+            deps = (att.job_id,) if self.mode == "afterok" else ()
             self._submit(att.run, att.stage + 1, sim.now, nxt.cores, nxt.runtime,
-                         ready=sim.now)
+                         ready=sim.now, deps=deps)
 
     def _on_pass(self, sim, event, time) -> None:
         if sim is not self.sim or not self._pending:
@@ -375,8 +421,13 @@ class WorkflowRun:
             idx, est = self.estimator.sample(st.cores, estimate_s=shadow)
             at = max(now, ready - est)
         wall = st.runtime + (max(0.0, ready - at) if self.mode == "dependency" else 0.0)
+        deps = ()
+        if self.mode == "afterok":
+            prev = [a for a in self.attempts if a.run == r and a.stage == y - 1
+                    and not a.cancelled]
+            deps = (prev[-1].job_id,)
         self._submit(r, y, at, st.cores, wall, ready=ready, proactive=True, estimate=est,
-                     index=idx, start_estimate=shadow)
+                     index=idx, start_estimate=shadow, deps=deps)
 
     def start_estimate(self, nodes: int, walltime: float) -> float:
         """The driver's own start-time estimate for a job submitted now (``squeue --start``):
@@ -385,8 +436,10 @@ class WorkflowRun:
         start minus now."""
         sim = self.sim
         now = sim.now
-        running = [(rj.job, rj.est_end) for rj in sim.running]
-        queue = [replace(j, runtime=j.walltime) for j in sim.queue]
+        # deps of queued and running jobs are met (afterok stages are queued once released;
+        # the ones still blocked are not planned, as squeue --start does not plan them)
+        running = [(replace(rj.job, deps=()), rj.est_end) for rj in sim.running]
+        queue = [replace(j, runtime=j.walltime, deps=()) for j in sim.queue]
         pid = self._new_probe_id()
         queue.append(Job(id=pid, submit=now, runtime=walltime, walltime=walltime, nodes=nodes))
         what = Simulator.at(now, self.system, self._policy(), queue, running,
