@@ -211,7 +211,7 @@ class OSDECGreedy(Solver):
     returned), else it finished.  The bound is the LP optimum when the LP was solved.
     """
 
-    doc = "OSDEC heuristic: violation-aware greedy (largest c*d first) + re-insertion search"
+    doc = "OSDEC heuristic: LP rounding (or violation-aware greedy) + re-insertion search"
     SUPPORTED_MODELS = ("osdec",)
     OPTIONS = ("passes", "lp")
 
