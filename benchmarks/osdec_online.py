@@ -8,7 +8,8 @@ its three terms, started/dropped, utilization, gap to the offline reference and 
 
     python benchmarks/osdec_online.py --seeds 1 2 3 --out benchmarks/results/osdec_online
 
-Writes ``rows.csv`` and ``table.md`` under ``--out``.
+Writes ``rows_<r>_<p>.csv`` and ``table_<r>_<p>.md`` under ``--out``; ``--on-demand-share 1
+--machine-quantile 0.9`` gives the generator's default (looser) instances.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--azure", default=str(AZURE))
+    ap.add_argument("--on-demand-share", type=float, default=0.05)
+    ap.add_argument("--machine-quantile", type=float, default=0.5)
     ap.add_argument("--offline-backend", default="scip")
     ap.add_argument("--offline-time-limit", type=float, default=60.0)
     ap.add_argument("--out", default=str(HERE / "results" / "osdec_online"))
@@ -54,10 +57,11 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for seed in args.seeds:
-        path = out / f"day_s{seed}.json"
+        path = out / f"day_s{seed}_r{args.on_demand_share:g}_p{args.machine_quantile:g}.json"
         if not path.exists():
-            save_workload(deferrable_workload(args.azure, seed=seed, on_demand_share=0.05,
-                                              machine_quantile=0.5), path)
+            save_workload(deferrable_workload(args.azure, seed=seed,
+                                              on_demand_share=args.on_demand_share,
+                                              machine_quantile=args.machine_quantile), path)
         model = load_osdec(path)
         off = offline_reference(model, args.offline_backend, args.offline_time_limit)
         ref = off["reference"]
@@ -80,7 +84,8 @@ def main(argv=None) -> int:
                              gap_to_offline=s["gap_to_offline"],
                              wall_s=round(time.perf_counter() - t0, 1), note=""))
             print(rows[-1], flush=True)
-    with open(out / "rows.csv", "w", newline="") as fh:
+    tag = f"r{args.on_demand_share:g}_p{args.machine_quantile:g}"
+    with open(out / f"rows_{tag}.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -95,7 +100,7 @@ def main(argv=None) -> int:
                      f"{f(r['violation_penalty'])} | {r['started']} | {r['dropped']} | "
                      f"{f(r['utilization'], '{:.3f}')} | "
                      f"{f(r['gap_to_offline'], '{:.1%}')} | {r['wall_s']} |")
-    (out / "table.md").write_text("\n".join(lines) + "\n")
+    (out / f"table_{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
