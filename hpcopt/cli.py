@@ -138,7 +138,8 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
     m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
-                                 "JSON")
+                                 "JSON; or an osdec instance file, run online slot by slot "
+                                 "(fifo, sjf, tetris, rolling-mip)")
     m.add_argument("--format", choices=["swf", "csv", "json", "batsim"], default=None,
                    help="trace format (default: from the suffix; a .json with nb_res, jobs and "
                         "profiles is Batsim)")

@@ -212,6 +212,14 @@ def test_capacity_profile_on_a_plain_system():
     assert isinstance(sim.pool, CapacityPool)
 
 
+def test_capacity_profile_refuses_easy_backfilling():
+    from hpcopt.errors import SimulationError
+
+    system = System(4, capacity=CapacityProfile([1, 4], period=10.0))
+    with pytest.raises(SimulationError, match="backfill='none'"):
+        Simulator([Job(1, 0, 5, 5, 2)], system, make_policy("fcfs"), backfill="easy")
+
+
 def test_earliest_and_latest_on_any_job():
     jobs = [Job(1, 0, 3, 3, 2, earliest=2.0), Job(2, 0, 3, 3, 2, latest=1.0),
             Job(3, 1, 1, 1, 1, latest=5.0)]

@@ -234,6 +234,9 @@ class Simulator:
 
         self.pool = make_pool(system)
         self._capacity = hasattr(self.pool, "set_time")  # a time-varying capacity
+        if self._capacity and self.backfilling:
+            raise SimulationError("EASY backfilling plans on a fixed machine; a system with a "
+                                  "capacity profile runs with backfill='none'")
         self.upcoming: dict = {}  # id -> submitted job waiting for its earliest start
         self.dropped: list[Job] = []  # jobs whose latest start passed (in drop order)
         self._deadlines = False  # some job has a latest start: drops are checked
