@@ -24,7 +24,15 @@ task count (BLAST's 100 searches: 64/100/100 on Theta).
 Strategies: ``bigjob``, ``perstage``, ``asa`` (estimator policy ``tuned``, R = 50, as the
 paper's section 4.4 onward), ``asa+prior`` (the same with the driver's own start-time
 estimate as one more action, prior 0.5), ``asa-naive`` (no dependency: early allocations
-cancelled and resubmitted) and ``oracle`` (true waits by what-if forks).  Each ASA variant
+cancelled and resubmitted) and ``oracle`` (true waits by what-if forks), all in the
+runner's ``dependency`` mode (an early allocation holds its cores), plus ``asa/afterok``,
+``asa+prior/afterok`` and ``oracle/afterok`` in its ``afterok`` mode (Slurm's
+``--dependency=afterok``: the stage is submitted early with a dependency on its
+predecessor, queued by its early submit time once that ends, nothing held; the oracle
+submits the whole chain at the workflow's start) and ``eager/afterok`` (ASA's decision rule
+with an infinite estimate: each stage submitted when its predecessor starts, the earliest
+ASA can submit; it separates what learning can gain from what the decision point allows).
+Each ASA variant
 keeps one estimator per trace across all workflows, scales and runs (the paper keeps its
 state across its 54 runs).  Each (trace, workflow, scale, strategy) is ``--runs`` workflow
 runs ``--interval`` s apart at each of the ``--starts`` start days (one simulation per
@@ -33,7 +41,8 @@ start day).
 Outputs in ``benchmarks/results/``: ``asa_workflows_runs.csv`` (every run),
 ``asa_workflows_table1.csv`` (means per row), ``asa_workflows_table2.csv`` (per trace and
 geometry: real wait, ASA estimate, perceived wait, hit/miss, overhead) and
-``asa_workflows.md`` (both tables as markdown, Table 1 normalised to the best per row) and
+``asa_workflows.md`` (both tables as markdown, Table 1 normalised to the best per row, the
+afterok table and the issue's targets per trace and family) and
 ``asa_workflows.png`` (makespan and core-hours of each strategy relative to Per-Stage).
 
     python benchmarks/asa_workflows.py [--runs 6] [--interval 3600] [--starts 40,120,200]
@@ -66,14 +75,35 @@ WORKFLOWS = {
     "1000Genome": "1000genome/1000genome-chameleon-10ch-250k-001",
 }
 CAPS = {"KTH-SP2": (8, 16, 32), "Theta": (64, 128, 256)}  # see the docstring
-VARIANTS = {  # name: (strategy, estimator prior or None)
-    "bigjob": ("bigjob", None),
-    "perstage": ("perstage", None),
-    "asa": ("asa", 0.0),
-    "asa+prior": ("asa", 0.5),
-    "asa-naive": ("asa-naive", 0.0),
-    "oracle": ("oracle", None),
+VARIANTS = {  # name: (strategy, estimator prior or None, runner mode or None: default)
+    "bigjob": ("bigjob", None, None),
+    "perstage": ("perstage", None, None),
+    "asa": ("asa", 0.0, None),
+    "asa+prior": ("asa", 0.5, None),
+    "asa-naive": ("asa-naive", 0.0, None),
+    "oracle": ("oracle", None, None),
+    "asa/afterok": ("asa", 0.0, "afterok"),
+    "asa+prior/afterok": ("asa", 0.5, "afterok"),
+    "oracle/afterok": ("oracle", None, "afterok"),
+    "eager/afterok": ("asa", "eager", "afterok"),
 }
+AFTEROK = ("asa/afterok", "asa+prior/afterok", "eager/afterok", "oracle/afterok")
+
+
+class Eager:
+    """An estimator that always answers an infinite wait: ASA's rule then submits stage y at
+    ``max(now, T - inf) = now``, when stage y-1 starts (no learning)."""
+
+    prior = 0.0
+
+    def sample(self, key, estimate_s=None):
+        return None, float("inf")
+
+    def observe(self, key, index, true_wait, estimate_s=None):
+        return 0.0
+
+    def config(self):
+        return {"policy": "eager"}
 METRICS = ("perceived_wait", "total_wait", "makespan", "core_hours", "overhead_core_hours",
            "hits", "misses", "resubmissions")
 
@@ -103,21 +133,22 @@ def main() -> None:
         tr = load_trace(TRACES[tname])
         caps = CAPS[tname]
         first = tr.jobs[0].submit
-        estimators = {v: ASAEstimator(policy="tuned", prior=prior, seed=args.seed)
-                      for v, (_, prior) in VARIANTS.items() if prior is not None}
+        estimators = {v: Eager() if prior == "eager" else
+                      ASAEstimator(policy="tuned", prior=prior, seed=args.seed)
+                      for v, (_, prior, _) in VARIANTS.items() if prior is not None}
         for wname, wf in wfs.items():
             for cap in caps:
                 stages = [replace(s, runtime=s.runtime * args.runtime_scale,
                                   work=s.work * args.runtime_scale)
                           for s in stages_of(wf, cap)]
-                for variant, (strategy, _) in VARIANTS.items():
+                for variant, (strategy, _, mode) in VARIANTS.items():
                     t0 = time.time()
                     for day in starts:
                         res = run_workflow(stages, tr, strategy, name=wname,
                                            runs=args.runs, interval=args.interval,
                                            at=first + day * 86400, warmup=args.warmup,
                                            estimator=estimators.get(variant),
-                                           seed=args.seed)
+                                           mode=mode, seed=args.seed)
                         ests = {}
                         for x in res.rows:
                             if x["estimate"] is not None and x["stage"] > 0:
@@ -133,7 +164,7 @@ def main() -> None:
                                          "max_cores": max(s.cores for s in stages),
                                          "runtime": p["runtime"],
                                          "estimates": ests.get(p["run"], [])})
-                    print(f"{tname:8s} {wname:10s} cap {cap:4d} {variant:10s} "
+                    print(f"{tname:8s} {wname:10s} cap {cap:4d} {variant:17s} "
                           f"{time.time() - t0:6.1f}s", flush=True)
     elapsed = time.time() - t_all
     write(rows, args, starts, elapsed)
@@ -166,7 +197,8 @@ def write(rows, args, starts, elapsed) -> None:
         w.writerows(t1)
     # Table 2: per trace and geometry (stage cores), over every proactive submission
     t2 = []
-    for var in ("asa", "asa+prior", "asa-naive", "oracle"):
+    for var in ("asa", "asa+prior", "asa-naive", "oracle",
+                *(v for v in AFTEROK if v != "eager/afterok")):  # eager: estimate inf
         per: dict = {}
         for r in rows:
             if r["variant"] == var:
@@ -189,12 +221,13 @@ def write(rows, args, starts, elapsed) -> None:
           f"({', '.join(f'{d:g}' for d in starts)}), interval {args.interval:.0f} s; wall "
           f"time {elapsed / 60:.1f} min.", ""]
     md += table1_md(t1) + [""] + summary_md(t1) + [""] + table2_md(t1, t2)
+    md += [""] + afterok_md(t1) + [""] + targets_md(t1)
     (OUT / f"asa_workflows{sfx}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     plot(t1, OUT / f"asa_workflows{sfx}.png", args.runtime_scale)
 
 
-PLOTTED = ("bigjob", "perstage", "asa", "oracle")
+PLOTTED = ("bigjob", "perstage", "asa", "oracle", "asa/afterok", "oracle/afterok")
 
 
 def plot(t1, path: Path, scale: float) -> None:
@@ -224,7 +257,7 @@ def plot(t1, path: Path, scale: float) -> None:
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_ylabel(f"{metric.replace('_', '-')} / Per-Stage")
         ax.set_yscale("log")
-    axes[0].legend(ncol=len(PLOTTED), fontsize=8)
+    axes[0].legend(ncol=(len(PLOTTED) + 1) // 2, fontsize=8)
     axes[1].set_xticks(range(len(cells)), [f"{tr}\n{wf}" for tr, wf in cells], fontsize=8)
     fig.suptitle(f"ASA on workflows in a simulated queue (stage runtimes x {scale:g}); "
                  "mean over scales and runs")
@@ -275,7 +308,7 @@ def summary_md(t1) -> list[str]:
     fams = sorted({k[:2] for k in by})
     for tr, wf in fams:
         caps = sorted({k[2] for k in by if k[:2] == (tr, wf)})
-        for v in ("bigjob", "perstage", "asa", "asa+prior", "asa-naive", "oracle"):
+        for v in ("bigjob", "perstage", "asa", "asa+prior", "asa-naive", "oracle", *AFTEROK):
             acc = {"perceived_wait": [], "makespan": [], "core_hours": []}
             oh, hits, n = [], 0.0, 0.0
             for cap in caps:
@@ -295,10 +328,68 @@ def summary_md(t1) -> list[str]:
     return out
 
 
+def afterok_md(t1) -> list[str]:
+    """Table 1 for the afterok variants, next to Per-Stage's makespan and Big Job's CH."""
+    by = {(r["trace"], r["workflow"], r["cap"], r["variant"]): r for r in t1}
+    out = ["Afterok mode (means over runs): TWT (s), makespan (s), CH; in parentheses the "
+           "makespan relative to Per-Stage's and the CH relative to Big Job's.", "",
+           "| trace | workflow | cap | Big Job makespan | Per-Stage makespan | Big Job CH | "
+           + " | ".join(f"{v} TWT | makespan | CH" for v in AFTEROK) + " |",
+           "|---|---|---:|" + "---:|" * (3 + 3 * len(AFTEROK))]
+    for tr, wf, cap in sorted({k[:3] for k in by}):
+        ps, bj = by.get((tr, wf, cap, "perstage")), by.get((tr, wf, cap, "bigjob"))
+        rs = [by.get((tr, wf, cap, v)) for v in AFTEROK]
+        if ps is None or bj is None or any(r is None for r in rs):
+            continue
+        cells = [f"{bj['makespan']:.0f}", f"{ps['makespan']:.0f}", f"{bj['core_hours']:.1f}"]
+        for r in rs:
+            cells += [f"{r['perceived_wait']:.0f}",
+                      f"{r['makespan']:.0f} ({_pct(r['makespan'], ps['makespan'])})",
+                      f"{r['core_hours']:.1f} ({_pct(r['core_hours'], bj['core_hours'])})"]
+        out.append(f"| {tr} | {wf} | {cap} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _pct(v, ref):
+    return f"{100 * (v / ref - 1):+.1f}%" if ref > 0 else "-"
+
+
+def targets_md(t1) -> list[str]:
+    """The issue's targets per trace and family: makespan below Per-Stage's, core-hours
+    below Big Job's (means over the scales, and how many of the scales meet each)."""
+    by = {(r["trace"], r["workflow"], r["cap"], r["variant"]): r for r in t1}
+    out = ["Targets (issue #14) per trace and workflow family: mean over the scales of "
+           "makespan / Per-Stage's - 1 and CH / Big Job's - 1; 'k/n' = scales strictly "
+           "below.", "",
+           "| trace | workflow | variant | makespan vs Per-Stage | below | CH vs Big Job | "
+           "below | both targets |",
+           "|---|---|---|---:|---:|---:|---:|---|"]
+    for tr, wf in sorted({k[:2] for k in by}):
+        caps = sorted({k[2] for k in by if k[:2] == (tr, wf)})
+        for v in ("asa", "asa+prior", "oracle", *AFTEROK):
+            ms, ch, mk, ck, n = [], [], 0, 0, 0
+            for cap in caps:
+                r, ps, bj = (by.get((tr, wf, cap, x)) for x in (v, "perstage", "bigjob"))
+                if r is None or ps is None or bj is None:
+                    continue
+                n += 1
+                ms.append(r["makespan"] / ps["makespan"] - 1)
+                ch.append(r["core_hours"] / bj["core_hours"] - 1)
+                mk += r["makespan"] < ps["makespan"]
+                ck += r["core_hours"] < bj["core_hours"]
+            if not n:
+                continue
+            both = "yes" if _mean(ms) < 0 and _mean(ch) < 0 else "no"
+            out.append(f"| {tr} | {wf} | {v} | {100 * _mean(ms):+.1f}% | {mk}/{n} | "
+                       f"{100 * _mean(ch):+.1f}% | {ck}/{n} | {both} |")
+    return out
+
+
 def table2_md(t1, t2) -> list[str]:
     out = ["Table 2 (per trace and stage geometry, over every proactive submission, stage "
            ">= 2): mean real queue wait, estimate used and perceived wait (h), hit / miss "
-           "ratios (miss: the allocation started before the predecessor ended) and the mean "
+           "ratios (miss: the allocation started before the predecessor ended; in afterok: the "
+           "stage started after its release) and the mean "
            "overhead per submission (core-hours).", "",
            "| trace | variant | cores | submissions | real WT (h) | estimate (h) | PWT (h) | "
            "hit | miss | OH (CH) |",

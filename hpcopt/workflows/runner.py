@@ -51,16 +51,20 @@ Dependency modes (what happens when an allocation starts before its predecessor 
   holds no cores early (no overhead: ``overhead_core_hours`` is 0, ``core_hours`` is the
   useful work) and is never cancelled; it asks for ``t_y`` of walltime.  Per strategy:
 
-  - ``asa``: submitted at ``max(now, T - a)`` as above (decided when stage y-1 starts).  The
-    estimator observes ``start - submit`` as always (what ``sacct`` reports: in this mode it
-    includes the time blocked on the dependency).  An early submission costs nothing here,
-    so a hit teaches ``a`` again and a miss ``a`` + the extra wait: the estimates only grow,
-    towards submitting at the predecessor's start.
+  - ``asa``: submitted at ``max(now, T - a)`` as above (decided when stage y-1 starts, so
+    at most ``t_{y-1}`` early).  The estimator observes ``start - submit`` as always (what
+    ``sacct`` reports: in this mode it includes the time blocked on the dependency): a hit
+    teaches the lead the stage had, a miss that lead plus the wait after release.  An early
+    submission costs nothing here, so nothing teaches it to submit later than it did, and
+    a stage whose waits were 0 keeps being submitted at T (Per-Stage's schedule).
   - ``oracle``: the earliest submission, with no estimate: every stage of run r is
     submitted at ``a_r`` as one afterok chain (stage y depends on stage y-1), as a Slurm
     user who submits the whole workflow at once.  With no cost for early submission and the
-    FCFS key being the submit time, earlier never hurts the stage's queue position; it is
-    not a proven optimum under EASY (backfilling is not monotone in priority).
+    FCFS key being the submit time, this is the best queue position a stage can have.  It
+    is not ASA with perfect knowledge (its stages also age during stage 1's own wait, which
+    ASA, deciding at stage y-1's start, cannot use), and not an optimum: the aged stages
+    change the order among runs and the background, and EASY is not monotone in priority
+    (``benchmarks/README.md``: one row where it is 12% worse than Per-Stage).
   - ``perstage``: stage y submitted at the predecessor's end with the dependency (already
     met): the same schedule as ``perstage`` in the other modes (tested).
 
@@ -90,7 +94,8 @@ wait of Big Job, the sum of waits of Per-Stage, the sum of PWT of ASA).  ``core_
 sum of allocated cores x held time.  ``overhead_core_hours`` = holds and cancelled
 allocations.  ``hits``/``misses``: proactive submissions (ASA-sampled or oracle) whose
 allocation started at or after its predecessor's end / before it (a miss is an
-over-estimate: an overhead in ``dependency``, a resubmission in ``naive``).
+over-estimate: an overhead in ``dependency``, a resubmission in ``naive``; ``afterok``
+defines them differently, above).
 
 The background trace is replayed from ``warmup`` seconds before the first workflow submit
 to ``horizon`` seconds after the last; if a workflow event falls after the last replayed
