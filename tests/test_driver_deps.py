@@ -70,3 +70,13 @@ def test_injected_jobs_may_depend_on_finished_or_running_jobs():
 def test_bad_dependencies(jobs, needle):
     with pytest.raises(SimulationError, match=needle):
         run(jobs)
+
+
+def test_simulator_at_takes_queued_jobs_with_dependencies():
+    """A state's queued and running jobs have met their dependencies (regression: at() with
+    a queued job carrying deps raised TypeError)."""
+    queue = [Job("s2", 0, 50, 50, 2, deps=("s1",)), Job("b", 1, 10, 10, 4)]
+    running = [(Job("r", 0, 100, 100, 2, deps=("x",)), 100.0)]
+    sim = Simulator.at(10, System(4), make_policy("fcfs"), queue, running)
+    sim.schedule()
+    assert sim.records["s2"].start == 10 and sim.records["b"].reserved_at == 100

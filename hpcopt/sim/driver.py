@@ -290,17 +290,20 @@ class Simulator:
         ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
         ids to the times they were passed over (for a starvation bound).  ``options`` are
         the constructor's.  Then ``schedule()`` is the pass the driver would run at ``time``.
+        The given jobs' dependencies count as met: they are queued or running already.
         """
         sim = cls((), system, policy, **options)
         sim.now = float(time)
         for job, est_end in running:
-            sim._register(job)
             remaining = max(0.0, float(est_end) - sim.now)
-            sim.start(replace(job, runtime=remaining, walltime=remaining), READY)
+            job = replace(job, runtime=remaining, walltime=remaining, deps=())
+            sim._register(job)
+            sim.start(job, READY)
         for job in queue:
             if job.submit > sim.now:
                 raise SimulationError(f"queued job {job.id} submitted at {job.submit}, after "
                                       f"the decision time {sim.now}")
+            job = replace(job, deps=()) if job.deps else job
             sim._register(job)
             sim._enqueue(job)
             if passed:
