@@ -11,6 +11,16 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 INSTANCES = REPO / "instances"
 
 
+def default_signals() -> None:
+    """``preexec_fn`` for subprocesses that a test signals: SIGINT and SIGTERM at their
+    defaults, whatever the test runner inherited (a CI started in the background has SIGINT
+    ignored, and hpcopt rightly keeps an ignored SIGINT ignored)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def shared_file(relpath: str) -> Path:
     """A file under ../shared/data, or skip the test when it is not there."""
     path = SHARED_DATA / relpath

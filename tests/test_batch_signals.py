@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from .conftest import INSTANCES
+from .conftest import INSTANCES, default_signals
 
 SLOW = INSTANCES / "knapsack" / "ks2_random_60.json"  # dp: ~0.5 s per solve
 EASY = INSTANCES / "knapsack" / "ks1_tiny_5.json"
@@ -44,7 +44,7 @@ def start(args, cwd) -> subprocess.Popen:
     # a fresh session: the test's own process group never sees the signal
     return subprocess.Popen([sys.executable, "-m", "hpcopt.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
 
 
 def wait_for_rows(proc, out, n: int, timeout: float = 120) -> None:
@@ -123,13 +123,21 @@ def test_ctrl_c_during_cpsat_is_recorded_as_interrupted(tmp_path):
 def test_cpsat_api_turns_keyboard_interrupt_into_an_interrupt_limit(tmp_path):
     """The Python API: Ctrl-C stops CP-SAT like a limit, and Ctrl-C works afterwards (CP-SAT's
     own handler used to leave SIGINT at SIG_DFL)."""
-    import hpcopt
-    from hpcopt.result import Limit, Termination
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals need the main thread")
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("the test runner handles SIGINT itself")
+    # Python's own Ctrl-C handler, even when the runner inherited SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_a_cpsat_solve(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_a_cpsat_solve(tmp_path):
+    import hpcopt
+    from hpcopt.result import Limit, Termination
+
     hard_knapsack(tmp_path / "hard.json")
     model = hpcopt.load_instance(tmp_path / "hard.json").model
     hpcopt.solve(hpcopt.load_instance(EASY).model, "cpsat")  # imports done before the signal

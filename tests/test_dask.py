@@ -23,7 +23,7 @@ from hpcopt.executors import (
 )
 from hpcopt.sweep import run_sweep
 
-from .conftest import INSTANCES
+from .conftest import INSTANCES, default_signals
 
 distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402  (comes with distributed)
@@ -198,7 +198,7 @@ def test_ctrl_c_to_the_whole_process_group_keeps_the_rows_of_a_local_cluster(tmp
                              "--backend", "dp", "--dask", "local:2", "--chunk", "2",
                              "--out", str(out), "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
     t0 = time.time()
     while not (out.exists() and out.read_text().count("\n") >= 2):
         assert proc.poll() is None and time.time() - t0 < 120, proc.communicate()

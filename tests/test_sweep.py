@@ -17,7 +17,7 @@ import pytest
 from hpcopt.cli import main
 from hpcopt.sweep import load_sweep, run_id, run_sweep
 
-from .conftest import INSTANCES
+from .conftest import INSTANCES, default_signals
 
 DEMO = INSTANCES / "traces" / "demo.swf"
 
@@ -143,7 +143,7 @@ def test_sigterm_keeps_every_row_written(tmp_path):
                              str(out), "--no-progress"], cwd=tmp_path,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
     t0 = time.time()
     while not (out.exists() and out.read_text().count("\n") >= 2):
         assert proc.poll() is None and time.time() - t0 < 60, proc.communicate()
