@@ -133,10 +133,9 @@ def simulate(
     (``hpcopt.cloud.simulate_osdec``; options ``offline_bound=``, ``offline_backend=``,
     ``offline_time_limit=`` give the gap to the offline optimum).
     """
+    from .cloud import is_osdec_file, simulate_osdec
     from .sim.driver import Simulator
     from .sim.metrics import job_columns, summarize
-
-    from .cloud import is_osdec_file, simulate_osdec
 
     if getattr(trace, "kind", None) == "osdec" or getattr(getattr(trace, "model", None),
                                                           "kind", None) == "osdec" \
