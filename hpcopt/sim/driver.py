@@ -271,6 +271,7 @@ class Simulator:
                 self._register(job)
         self._trace = trace
         self._next_trace = 0
+        self._passed_view = _PassedView(self.records)
         # dependencies (Job.deps): a submitted job joins the queue once they have all finished
         self._finished: set | None = None  # ids of finished jobs, kept once deps appear
         self._blocked: dict = {}  # job id -> (job, ids of deps still running or waiting)
@@ -514,7 +515,7 @@ class Simulator:
             running=self._run_vals,
             system=self.system,
             queue_length=len(self.queue),
-            passed=_PassedView(self.records),
+            passed=self._passed_view,
         )
 
     def apply(self, decision: Decision, window_jobs: Sequence[Job], started: set[int]) -> None:
@@ -619,6 +620,24 @@ class Simulator:
         against the state at the moment it is reached, so a caller that starts a candidate
         before asking for the next gets the EASY scan."""
         pool, now = self.pool, self.now
+        if type(pool) is NodePool and type(extra) is NodePool:
+            # the same test on node counts (a NodePool job asks for nodes only; its plan is
+            # its node count): no method call per queued job
+            free = pool.free
+            for job in jobs:
+                if free == 0:
+                    return
+                nodes = job.nodes
+                if nodes > free or job is reserved or job.id in skip:
+                    continue
+                if now + job.walltime <= shadow:
+                    yield job, None
+                elif nodes <= extra.free:
+                    yield job, nodes
+                else:
+                    continue
+                free = pool.free  # the caller may have started it
+            return
         for job in jobs:
             if pool.free_nodes == 0:
                 return
@@ -888,12 +907,17 @@ class Simulator:
             for job in ordered[:last]:
                 if job.id not in started:
                     self.records[job.id].passed += 1
-        if self._static:
-            keep = [i for i, j in enumerate(self.queue) if j.id not in started]
+        queue, k = self.queue, len(started)
+        if k <= len(queue) and all(queue[i].id in started for i in range(k)):
+            self.queue = queue[k:]  # a prefix started (head first): new lists, C speed
+            if self._static:
+                self._queue_keys = self._queue_keys[k:]
+        elif self._static:
+            keep = [i for i, j in enumerate(queue) if j.id not in started]
             self._queue_keys = [self._queue_keys[i] for i in keep]
-            self.queue = [self.queue[i] for i in keep]
+            self.queue = [queue[i] for i in keep]
         else:
-            self.queue = [j for j in self.queue if j.id not in started]
+            self.queue = [j for j in queue if j.id not in started]
 
     def _emit(self, event: Event, payload) -> None:
         for cb in list(self._subscribers[event]):
