@@ -1,4 +1,7 @@
-"""The ``hpcopt`` command line: solve, simulate, sweep, backends, policies, demo.
+"""The ``hpcopt`` command line: batch solving, simulation, sweeps, training and a service.
+
+Subcommands: solve, sweep, simulate, train, serve, decide, workflow, workload, backends,
+policies, demo.
 
 Every error is one line on stderr with a non-zero exit code; ``--debug`` shows tracebacks.
 """
