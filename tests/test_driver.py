@@ -224,3 +224,22 @@ def test_same_seed_same_schedule(raw, seed):
         return starts(sim.run())
 
     assert once() == once()
+
+
+def test_on_start_hook_sets_a_runtime_known_only_at_start():
+    from dataclasses import replace
+
+    from hpcopt.errors import SimulationError
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.driver import Simulator
+
+    jobs = [Job(1, 0, 10, 100, 2), Job(2, 5, 10, 10, 4)]
+    sim = Simulator(jobs, System(4), make_policy("fcfs"))
+    sim.on_start(lambda s, job: replace(job, runtime=50) if job.id == 1 else None)
+    sim.run()
+    assert (sim.records[1].end, sim.records[2].start) == (50, 50)
+    assert sim.records[1].job.runtime == 50
+    bad = Simulator(jobs, System(4), make_policy("fcfs"))
+    bad.on_start(lambda s, job: replace(job, nodes=1))
+    with pytest.raises(SimulationError, match="changed job 1's id or size"):
+        bad.run()

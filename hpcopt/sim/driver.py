@@ -253,6 +253,7 @@ class Simulator:
         self.passes = 0  # scheduling passes run so far
         self._due = False  # a pass is due at the current time (set by advance)
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
+        self._start_hook: Callable | None = None  # see on_start
         self._waits_for_head = bool(getattr(policy, "waits_for_head", False))
         self._quiet_ok = (self._waits_for_head and self._static
                           and self.backfilling and starvation_bound is None
@@ -545,8 +546,24 @@ class Simulator:
         for job in chosen:
             self.start(job, READY, decision.allocations.get(job.id))
 
+    def on_start(self, hook: Callable | None) -> None:
+        """``hook(sim, job)`` runs as each job starts and may return the job to start instead:
+        the same id and size with a runtime known only then (a workflow stage that holds its
+        allocation until its predecessor ends).  ``None`` removes the hook."""
+        self._start_hook = hook
+
     def start(self, job: Job, mode: str, allocation=None) -> None:
         """Start a queued job now (the caller has checked that it fits)."""
+        hook = self._start_hook
+        if hook is not None:
+            new = hook(self, job)
+            if new is not None and new is not job:
+                if (new.id, new.nodes, new.bb, new.ssd) != (job.id, job.nodes, job.bb, job.ssd):
+                    raise SimulationError(f"start hook changed job {job.id}'s id or size")
+                self.records[job.id].job = new
+                if job is self._held:
+                    self._held = new
+                job = new
         rec = self.records[job.id]
         rec.allocation = self.pool.take(job, allocation)
         rec.start = self.now

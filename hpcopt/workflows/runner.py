@@ -121,25 +121,6 @@ _AFTEROK = ("perstage", "asa", "oracle")  # the strategies with an afterok mode
 _PROACTIVE = ("asa", "asa-naive", "oracle")
 
 
-class _HookedSimulator(Simulator):
-    """The driver with one hook: ``start_hook(sim, job)`` may return the job to start instead
-    (the same id and size with its runtime set at start: the hold of a dependency-mode
-    allocation, or a cancelled naive allocation).  Everything else is ``Simulator``'s."""
-
-    start_hook = None
-
-    def start(self, job: Job, mode: str, allocation=None) -> None:
-        hook = self.start_hook
-        if hook is not None:
-            new = hook(self, job)
-            if new is not None and new is not job:
-                self.records[job.id].job = new
-                if getattr(self, "_held", None) is job:  # a one-pick policy's reservation
-                    self._held = new
-                job = new
-        super().start(job, mode, allocation)
-
-
 @dataclass
 class Attempt:
     """One allocation request of a workflow run (a stage job, or the Big Job)."""
@@ -286,9 +267,9 @@ class WorkflowRun:
     def _simulate(self, cutoff: float) -> None:
         lo = self.at - self.warmup
         self._bg = [j for j in self.jobs if lo <= j.submit <= cutoff]
-        sim = _HookedSimulator(self._bg, self.system, self._policy(), progress=self.progress)
+        sim = Simulator(self._bg, self.system, self._policy(), progress=self.progress)
         self.sim = sim
-        sim.start_hook = self._hook
+        sim.on_start(self._hook)
         self._counter = 0
         self.attempts: list[Attempt] = []
         self._by_id: dict = {}
