@@ -14,6 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
+from .cliargs import nonneg_int, positive_int, unit_float
 from .errors import HpcoptError, one_line
 
 SUMMARY_KEYS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
@@ -32,16 +33,6 @@ def instances_dir() -> Path:
     if not (here / "traces" / "demo.swf").is_file():
         raise HpcoptError(f"bundled instances not found at {here}; reinstall hpcopt")
     return here
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 POLICY_FLAG = "policy_opt_"  # argparse dest prefix of the flags made from policy options
@@ -146,9 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--format", choices=["swf", "csv", "json", "batsim"], default=None,
                    help="trace format (default: from the suffix; a .json with nb_res, jobs and "
                         "profiles is Batsim)")
-    m.add_argument("--nodes", type=_positive_int, default=None, help="system size in nodes")
-    m.add_argument("--jobs", type=_positive_int, default=None, help="first N jobs of the trace")
-    m.add_argument("--cores-per-node", type=_positive_int, default=None,
+    m.add_argument("--nodes", type=positive_int, default=None, help="system size in nodes")
+    m.add_argument("--jobs", type=positive_int, default=None, help="first N jobs of the trace")
+    m.add_argument("--cores-per-node", type=positive_int, default=None,
                    help="processors per node: converts SWF processors to nodes (default: the "
                         "SWF header's MaxProcs/MaxNodes when a whole number, else 1)")
     m.add_argument("--extra-fields", choices=["error", "ignore"], default="error",
@@ -162,13 +153,13 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling on or off (default: the policy's, easy for most)")
-    m.add_argument("--window", type=_positive_int, default=None, help="window size W")
+    m.add_argument("--window", type=positive_int, default=None, help="window size W")
     m.add_argument("--bb", type=float, default=None, metavar="GB",
                    help="shared burst-buffer capacity of the system")
     m.add_argument("--ssd-classes", default=None, metavar="GB:N,...",
                    help="nodes per local-SSD class, e.g. 128:50,256:50 (default with a "
                         "generated S5-S7 workload: half 128 GB, half 256 GB)")
-    m.add_argument("--starvation", type=_positive_int, default=None, metavar="K",
+    m.add_argument("--starvation", type=positive_int, default=None, metavar="K",
                    help="serve a job first once it was passed over K times")
     m.add_argument("--warmup", type=float, default=0, help="jobs (or fraction) to trim at start")
     m.add_argument("--cooldown", type=float, default=0, help="jobs (or fraction) to trim at end")
@@ -198,17 +189,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="dras (two levels) or decima (the Decima-PG baseline)")
     td.add_argument("--reward", default=None, help="capability (Eq. 1, default) or capacity "
                                                    "(Eq. 2)")
-    td.add_argument("--nodes", type=_positive_int, default=None, help="system size in nodes")
+    td.add_argument("--nodes", type=positive_int, default=None, help="system size in nodes")
     td.add_argument("--sampled", type=int, default=9, help="sampled jobsets (phase 1)")
     td.add_argument("--real", type=int, default=None,
                     help="real one-week jobsets (phase 2; default all training weeks)")
     td.add_argument("--synthetic", type=int, default=82, help="synthetic jobsets (phase 3)")
     td.add_argument("--phases", default="sampled,real,synthetic",
                     help="curriculum order (the paper's Figure 4 compares orders)")
-    td.add_argument("--jobs-per-set", type=_positive_int, default=2000,
+    td.add_argument("--jobs-per-set", type=positive_int, default=2000,
                     help="jobs per sampled jobset")
-    td.add_argument("--train-months", type=_positive_int, default=2)
-    td.add_argument("--validate-months", type=_positive_int, default=1)
+    td.add_argument("--train-months", type=positive_int, default=2)
+    td.add_argument("--validate-months", type=positive_int, default=1)
     td.add_argument("--select", choices=["reward", "avg_wait"], default="reward",
                     help="best checkpoint by validation reward (paper) or by average wait "
                          "with max wait within 2x FCFS+EASY")
@@ -218,17 +209,17 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     tn = tsub.add_parser("nsa", help="NSA repair operator (PPO on generated DCAS windows)")
     tn.add_argument("--arch", default="cnn3", help="fcn1..fcn3 or cnn1..cnn3 (Table II)")
-    tn.add_argument("--episodes", type=_positive_int, default=20000, help="repair episodes")
+    tn.add_argument("--episodes", type=positive_int, default=20000, help="repair episodes")
     tn.add_argument("--topology", default="paper-1000", help="topology preset")
-    tn.add_argument("--q", type=_positive_int, default=100, help="state rows (first Q entries)")
-    tn.add_argument("--n-remove", type=_positive_int, default=2, help="n_D: jobs destroyed")
-    tn.add_argument("--windows", type=_positive_int, default=500, help="windows per pool")
-    tn.add_argument("--batch", type=_positive_int, default=128, help="episodes per PPO update")
+    tn.add_argument("--q", type=positive_int, default=100, help="state rows (first Q entries)")
+    tn.add_argument("--n-remove", type=positive_int, default=2, help="n_D: jobs destroyed")
+    tn.add_argument("--windows", type=positive_int, default=500, help="windows per pool")
+    tn.add_argument("--batch", type=positive_int, default=128, help="episodes per PPO update")
     tn.add_argument("--lr", type=float, default=3e-4)
     tn.add_argument("--baseline", choices=["critic", "group"], default="critic",
                     help="advantage baseline: the critic (paper) or the mean of --group "
                          "repairs of the same destroyed solution")
-    tn.add_argument("--group", type=_positive_int, default=1, help="repairs per destroyed "
+    tn.add_argument("--group", type=positive_int, default=1, help="repairs per destroyed "
                                                                    "solution (--baseline group)")
     tn.add_argument("--val-episodes", type=int, default=512,
                     help="fixed validation episodes (greedy policy, every 50 updates)")
@@ -265,13 +256,13 @@ def _parser() -> argparse.ArgumentParser:
 def _add_executor_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where to run (default: this process)")
     ex = group.add_mutually_exclusive_group()
-    ex.add_argument("--workers", type=_positive_int, default=1, metavar="N",
+    ex.add_argument("--workers", type=positive_int, default=1, metavar="N",
                     help="N local processes (no extra package)")
     ex.add_argument("--dask", default=None, metavar="local:N|ADDRESS",
                     help="a Dask cluster: local:N (a LocalCluster of N single-threaded "
                          "processes) or a scheduler address tcp://HOST:8786 (or a scheduler "
                          'file .json); needs pip install "hpcopt[dask]"')
-    group.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
+    group.add_argument("--chunk", type=positive_int, default=None, metavar="K",
                        help="tasks shipped to a worker at a time (default: about 8 chunks per "
                             "worker, at most 200 tasks each)")
 
@@ -710,26 +701,6 @@ def _cmd_workflow(args) -> int:
     return cmd_workflow(args)
 
 
-def _unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
-    return value
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
 def _add_workload_parser(sub) -> None:
     """``hpcopt workload deferrable``: an OSDEC instance file from the Azure v1 derived files
     (the recipe: ``hpcopt.workloads``, section "Deferrable cloud jobs")."""
@@ -740,19 +711,19 @@ def _add_workload_parser(sub) -> None:
     d.add_argument("azure_file", nargs="?", default=None, metavar="AZURE_FILE",
                    help="v1.train.txt.gz, v1.dev.txt.gz or v1.dev.c2100000.txt.gz (default: "
                         "v1.dev.txt.gz in ../shared/data/cloud/azure_v1_vmtable_derived)")
-    d.add_argument("--slots", type=_positive_int, default=288, help="horizon T in 300 s slots "
+    d.add_argument("--slots", type=positive_int, default=288, help="horizon T in 300 s slots "
                    "(default 288: one day)")
-    d.add_argument("--seed", type=_nonneg_int, default=0)
-    d.add_argument("--deferrable-share", type=_unit_float, default=0.05, metavar="Q",
+    d.add_argument("--seed", type=nonneg_int, default=0)
+    d.add_argument("--deferrable-share", type=unit_float, default=0.05, metavar="Q",
                    help="share of VMs that are deferrable (seeded Bernoulli; default 0.05)")
     d.add_argument("--split-by", choices=["vm", "batch"], default="vm",
                    help="draw deferrable per VM (default) or per tenant batch")
-    d.add_argument("--on-demand-share", type=_unit_float, default=1.0, metavar="R",
+    d.add_argument("--on-demand-share", type=unit_float, default=1.0, metavar="R",
                    help="share of the on-demand VMs that run on this machine (seeded; "
                         "default 1: all of them)")
-    d.add_argument("--max-defer", type=_nonneg_int, default=6, metavar="A",
+    d.add_argument("--max-defer", type=nonneg_int, default=6, metavar="A",
                    help="earliest = submit + U{0..A} (default 6)")
-    d.add_argument("--window", type=_nonneg_int, default=12, metavar="W",
+    d.add_argument("--window", type=nonneg_int, default=12, metavar="W",
                    help="latest = earliest + U{0..W} (default 12)")
     d.add_argument("--start", default="1d", metavar="DAY_OR_BIN",
                    help="first bin of the window: a bin index from the file's first line "
@@ -762,12 +733,12 @@ def _add_workload_parser(sub) -> None:
     d.add_argument("--synthetic", default=None, metavar="core:K|duration:K",
                    help="the paper's Table 4 sensitivity cases (K = 1, 2, 3): cores over "
                         "{1,2,4,8} or durations over 1..6 slots drawn from the case's mix")
-    d.add_argument("--machine-size", type=_positive_int, default=None, metavar="CORES",
+    d.add_argument("--machine-size", type=positive_int, default=None, metavar="CORES",
                    help="machine size M (default: max(on-demand peak, quantile of the total "
                         "demand))")
-    d.add_argument("--machine-quantile", type=_unit_float, default=0.9, metavar="P",
+    d.add_argument("--machine-quantile", type=unit_float, default=0.9, metavar="P",
                    help="quantile of on-demand + deferrable demand for M (default 0.9)")
-    d.add_argument("--max-duration", type=_positive_int, default=None, metavar="SLOTS",
+    d.add_argument("--max-duration", type=positive_int, default=None, metavar="SLOTS",
                    help="cap on job durations (default: the horizon)")
     d.add_argument("--lifetimes", default=None, metavar="FILE",
                    help="lifetime file (default: the split's own beside AZURE_FILE; a flavor "

@@ -357,23 +357,27 @@ def _split_prefix(path: Path) -> str:
     return re.sub(r"\.c\d+$", "", name)
 
 
+def _map_lines(path: Path):
+    """(line number, line) of the non-blank lines of an Azure map file."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise TraceError(f"{path}: cannot read file ({err.strerror})") from None
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
 def flavor_cores(path) -> dict:
     """``maps/flav_map.txt``: flavor letter -> vCPU count (lines ``<vcpus>,<memory GB>
     <letter>``)."""
     path = Path(path)
     out = {}
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read file ({err.strerror})") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in _map_lines(path):
         fields = line.split()
         try:
             cores = int(fields[0].split(",")[0])
-            assert len(fields) == 2 and cores >= 1
-        except (ValueError, AssertionError, IndexError):
+            if len(fields) != 2 or cores < 1:
+                raise ValueError
+        except (ValueError, IndexError):
             raise TraceError(f"{path.name}:{lineno}: expected '<vcpus>,<memory GB> <flavor>', "
                              f"got {line[:40]!r}") from None
         out[fields[1]] = cores
@@ -385,17 +389,12 @@ def lifetime_bins(path) -> dict:
     ``<seconds> <bin>``; bins 0..12 hold one 300 s step each, wider bins 12, 288 and 2,880)."""
     path = Path(path)
     bins: dict = {}
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read file ({err.strerror})") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in _map_lines(path):
         try:
             seconds, b = (int(x) for x in line.split())
-            assert seconds >= 0 and b >= 0
-        except (ValueError, AssertionError):
+            if seconds < 0 or b < 0:
+                raise ValueError
+        except ValueError:
             raise TraceError(f"{path.name}:{lineno}: expected '<seconds> <bin>', "
                              f"got {line[:40]!r}") from None
         bins.setdefault(b, []).append(seconds)

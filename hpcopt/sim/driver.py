@@ -335,15 +335,18 @@ class Simulator:
 
     def run(self) -> Simulator:
         """Run to completion: every job submitted, started and finished."""
-        steps = self.steps()
+        self._answer(self.steps())
+        return self
+
+    def _answer(self, requests: Iterator[PickRequest]) -> None:
+        """Run ``requests`` (``steps()`` or one pass) to its end, answering each request with
+        ``policy.pick``; a ``Decision`` policy's generator yields nothing."""
         try:
-            request = next(steps)
-            pick = self.policy.pick
+            request = next(requests)
             while True:
-                request = steps.send(pick(request))
+                request = requests.send(self.policy.pick(request))
         except StopIteration:
             pass
-        return self
 
     def steps(self) -> Iterator[PickRequest]:
         """The simulation loop (see the module docstring): yields a ``PickRequest`` whenever
@@ -437,13 +440,8 @@ class Simulator:
 
         For a one-pick policy the pass asks ``policy.pick`` for its choices."""
         if self._one_pick:
-            gen = self._pick_pass()
-            try:
-                request = next(gen)
-                while True:
-                    request = gen.send(self.policy.pick(request))
-            except StopIteration:
-                return
+            self._answer(self._pick_pass())
+            return
         if not self.queue:
             return
         if self._quiet is not None and not self._dirty:

@@ -15,17 +15,25 @@ from ..errors import TraceError
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def read_text(p: Path, src: str) -> str:
-    """The file's text: gunzipped when it starts with the gzip magic bytes, UTF-8 else latin-1."""
+def read_bytes(p: Path, src: str, error: type[Exception] = TraceError,
+               what: str = "trace") -> bytes:
+    """The file's bytes, gunzipped when they start with the gzip magic bytes; ``error``
+    (one line naming ``src``) when it cannot be read or the gzip data is corrupt."""
     try:
         raw = p.read_bytes()
     except OSError as exc:
-        raise TraceError(f"{src}: cannot read trace: {exc.strerror or exc}") from exc
+        raise error(f"{src}: cannot read {what}: {exc.strerror or exc}") from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(f"{src}: corrupt gzip data: {exc}") from exc
+            raise error(f"{src}: corrupt gzip data: {exc}") from None
+    return raw
+
+
+def read_text(p: Path, src: str) -> str:
+    """The file's text: gunzipped when it starts with the gzip magic bytes, UTF-8 else latin-1."""
+    raw = read_bytes(p, src)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

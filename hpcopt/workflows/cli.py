@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 from pathlib import Path
 
+from ..cliargs import positive_int, probability, seconds
 from .reader import WorkflowError
 from .runner import MODES, STRATEGIES
 
@@ -22,62 +22,32 @@ STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_c
                  "outcome", "cancelled"]
 
 
-def _pos_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return v
-
-
-def _probability(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got {text!r}")
-    return v
-
-
 def add_workflow_parser(sub) -> argparse.ArgumentParser:
     """The ``workflow`` subcommand (called by ``hpcopt.cli``)."""
     w = sub.add_parser("workflow", help="a WfFormat workflow's stages in a real trace: Big "
                                         "Job, Per-Stage, ASA (paper 002)")
     w.add_argument("workflow", metavar="WF.json[.gz]", help="WfFormat instance (WfCommons)")
     w.add_argument("--trace", required=True, help="background trace (SWF, CSV/JSON table)")
-    w.add_argument("--nodes", type=_pos_int, default=None, help="machine size in nodes")
-    w.add_argument("--cores-per-node", type=_pos_int, default=None,
+    w.add_argument("--nodes", type=positive_int, default=None, help="machine size in nodes")
+    w.add_argument("--cores-per-node", type=positive_int, default=None,
                    help="cores per node: SWF processors -> nodes, and a stage of n cores asks "
                         "ceil(n / C) nodes (default: the SWF header's, else 1)")
     w.add_argument("--strategy", required=True, choices=STRATEGIES)
     w.add_argument("--estimator-policy", choices=["default", "greedy", "tuned"],
                    default=None, help="ASA sampling policy (default: default, or the one in "
                                       "--state)")
-    w.add_argument("--prior", type=_probability, default=None,
+    w.add_argument("--prior", type=probability, default=None,
                    help="initial weight of the driver's own start-time estimate (EASY shadow "
                         "time, like squeue --start) as one more ASA action (default 0: none)")
-    w.add_argument("--runs", type=_pos_int, default=1, help="workflow runs (one simulation)")
-    w.add_argument("--interval", type=_seconds, default=3600.0,
+    w.add_argument("--runs", type=positive_int, default=1, help="workflow runs (one simulation)")
+    w.add_argument("--interval", type=seconds, default=3600.0,
                    help="seconds between the runs' submissions (default 3600)")
-    w.add_argument("--cap", type=_pos_int, default=None,
+    w.add_argument("--cap", type=positive_int, default=None,
                    help="at most C cores per stage (default: the widest level)")
-    w.add_argument("--at", type=_seconds, default=None, metavar="S",
+    w.add_argument("--at", type=seconds, default=None, metavar="S",
                    help="first workflow submission, seconds after the trace's first job "
                         "(default: --warmup)")
-    w.add_argument("--warmup", type=_seconds, default=2 * 86400.0,
+    w.add_argument("--warmup", type=seconds, default=2 * 86400.0,
                    help="background replayed from this many seconds before the first "
                         "workflow (default 2 days)")
     w.add_argument("--policy", default="fcfs", help="scheduling policy (default fcfs + EASY)")
@@ -87,7 +57,7 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                         "submitted with a Slurm afterok dependency on the previous one, so "
                         "it queues by its early submit time once that ends and holds "
                         "nothing before")
-    w.add_argument("--cancel-delay", type=_seconds, default=0.0,
+    w.add_argument("--cancel-delay", type=seconds, default=0.0,
                    help="naive mode: seconds a cancelled early allocation holds its cores")
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--state", default=None, metavar="F",

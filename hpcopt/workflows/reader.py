@@ -25,7 +25,6 @@ task ids, runtimes finite and >= 0, every parent a known task, no cycle.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import numbers
@@ -75,15 +74,9 @@ def _fail(src: str, field: str, msg: str):
 
 
 def _read_doc(path: Path, src: str):
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise WorkflowError(f"{src}: cannot read: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise WorkflowError(f"{src}: not a valid gzip file: {exc}") from None
+    from hpcopt.traces._text import read_bytes
+
+    raw = read_bytes(path, src, WorkflowError, "workflow")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
