@@ -758,6 +758,45 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
                      "jobs": jobs}}
 
 
+# The trajectory family of the learned OSDEC agent and of benchmarks/osdec.py: a machine that
+# is a 2% slice of the region (r = 0.02), sized at the 0.8 quantile of the demand, jobs of at
+# most 24 slots (2 h).  On it the capacity binds and the heuristics land within a few percent
+# of the offline optimum, the regime of the paper's Table 1 (on the generator's defaults the
+# capacity hardly binds; with whole-day jobs the violation penalty swamps every online policy).
+DEFERRABLE_FAMILY = {"slots": SLOTS_PER_DAY, "on_demand_share": 0.02, "machine_quantile": 0.8,
+                     "max_duration": 24}
+SUITE_SPLITS = {"train": "v1.train.txt.gz", "test": "v1.dev.txt.gz"}
+
+
+def deferrable_suite(split: str = "test", n: int = 20, *, seed: int = 0, azure_dir=None,
+                     **overrides) -> list[dict]:
+    """``n`` one-day OSDEC trajectories of ``DEFERRABLE_FAMILY`` (instance dicts).
+
+    ``split`` ``"train"`` draws from ``v1.train.txt.gz`` (what ``hpcopt train osdec`` learns
+    on), ``"test"`` from ``v1.dev.txt.gz`` (never seen in training).  Trajectory k starts at a
+    bin drawn from ``seed`` (after one day of warm-up, ending inside the file) and uses
+    generator seed ``seed * 1000 + k``, so the deferrable/on-demand split and the lifetimes
+    differ between trajectories.  ``overrides`` go to ``deferrable_workload``
+    (``real_time=True``, ``synthetic="core:2"``, ...).  Deterministic given the arguments.
+    """
+    if split not in SUITE_SPLITS:
+        raise TraceError(f"split: expected one of {list(SUITE_SPLITS)}, got {split!r}")
+    _check_number("n", n, 1, integer=True)
+    _check_number("seed", seed, 0, integer=True)
+    path = Path(azure_dir if azure_dir is not None else SHARED_DATA / AZURE) / SUITE_SPLITS[split]
+    kw = {**DEFERRABLE_FAMILY, **overrides}
+    slots = int(kw["slots"])
+    bins = {"train": 5999, "test": 1000}[split]  # lines of the shipped split files
+    last = bins - slots
+    if last < SLOTS_PER_DAY:
+        raise TraceError(f"{path.name}: {bins} bins leave no {slots}-slot window after a day "
+                         f"of warm-up")
+    rng = np.random.default_rng([int(seed), 0x05DEC])
+    starts = rng.integers(SLOTS_PER_DAY, last + 1, size=int(n))
+    return [deferrable_workload(path, seed=int(seed) * 1000 + k, start=int(b), **kw)
+            for k, b in enumerate(starts)]
+
+
 def deferrable_model(azure_file=None, **kwargs):
     """``deferrable_workload(...)`` as an ``OSDECModel``."""
     from .instances import instance_from_dict

@@ -289,3 +289,17 @@ def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
     assert 0.4 < half["meta"]["on_demand_peak"] / full["meta"]["on_demand_peak"] < 0.6
     with pytest.raises(TraceError, match="on_demand_share: expected a number in"):
         deferrable_workload(dev, on_demand_share=-0.1, **kw)
+
+
+def test_deferrable_suite_is_seeded_split_and_family():
+    from hpcopt.workloads import DEFERRABLE_FAMILY, deferrable_suite
+
+    a = deferrable_suite("test", 2, seed=3)
+    assert [x["data"] for x in a] == [x["data"] for x in deferrable_suite("test", 2, seed=3)]
+    assert a[0]["data"] != a[1]["data"]
+    assert all(x["meta"]["source"] == "v1.dev.txt.gz" for x in a)
+    assert all(x["meta"]["max_duration"] == DEFERRABLE_FAMILY["max_duration"] for x in a)
+    rt = deferrable_suite("test", 1, seed=3, real_time=True)[0]["data"]["jobs"]
+    assert all(j["earliest"] == j["latest"] == j["submit"] for j in rt)
+    with pytest.raises(TraceError, match="split"):
+        deferrable_suite("validation", 1)
