@@ -70,13 +70,13 @@ independent plain loop (``benchmarks/reference_easy.py``) and to passes without 
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from heapq import heappop, heappush
 from operator import attrgetter
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
@@ -271,6 +271,7 @@ class Simulator:
             for job in trace:  # raises on the first duplicate id or job too large
                 self._register(job)
         self._trace = trace
+        self._n_trace = len(trace)
         self._next_trace = 0
         self._passed_view = _PassedView(self.records)
         # dependencies (Job.deps): a submitted job joins the queue once they have all finished
@@ -364,12 +365,13 @@ class Simulator:
             self._push(min(starts), _TICK, None)
         last = 0
         one_pick = self._one_pick
-        while self.advance():
+        advance, schedule = self.advance, self.schedule
+        while advance():
             if self._due:
                 if one_pick:
                     yield from self._pick_pass()
                 else:
-                    self.schedule()
+                    schedule()
                 if self.period is not None and self._pending():
                     self._push(self.now + self.period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
@@ -396,26 +398,33 @@ class Simulator:
         Returns False when there is nothing left to happen.  Afterwards ``pass_due`` says
         whether a scheduling pass is due now (always, unless passes are periodic).
         """
-        t_trace = self._trace[self._next_trace].submit if self._next_trace < len(self._trace) \
-            else math.inf
-        t_event = self._events[0][0] if self._events else math.inf
-        now = min(t_trace, t_event)
-        if now == math.inf:
+        events = self._events
+        trace, i = self._trace, self._next_trace
+        if i < self._n_trace:
+            now = trace[i].submit
+            if events and events[0][0] < now:
+                now = events[0][0]
+        elif events:
+            now = events[0][0]
+        else:
             return False
         self.now = now
         if self._capacity:
             self.pool.set_time(now)
-        events = self._events
         tick = False
-        while events and events[0][0] == now and events[0][1] == _COMPLETE:
-            self._complete(heapq.heappop(events)[3])
-        trace, i = self._trace, self._next_trace
-        while i < len(trace) and trace[i].submit == now:
-            self._enqueue(trace[i])
-            i += 1
-        self._next_trace = i
+        if events and events[0][0] == now:
+            complete = self._complete
+            while events and events[0][0] == now and events[0][1] == _COMPLETE:
+                complete(heappop(events)[3])
+        if i < self._n_trace and trace[i].submit == now:
+            enqueue = self._enqueue
+            n = self._n_trace
+            while i < n and trace[i].submit == now:
+                enqueue(trace[i])
+                i += 1
+            self._next_trace = i
         while events and events[0][0] == now:
-            _, kind, _, payload = heapq.heappop(events)
+            _, kind, _, payload = heappop(events)
             if kind == _SUBMIT:
                 self._enqueue(payload)
             elif kind == _TICK:
@@ -519,9 +528,29 @@ class Simulator:
 
     def apply(self, decision: Decision, window_jobs: Sequence[Job], started: set[int]) -> None:
         """Validate a decision against the window and the free resources, then start it."""
-        if not decision.start:
+        ids = decision.start
+        if not ids:
             return
-        by_id = _lookup(decision.start, window_jobs)
+        pool, n = self.pool, len(ids)
+        if type(pool) is NodePool and not started and not decision.allocations \
+                and n <= len(window_jobs):
+            # the same checks on node counts when the decision is a prefix of the window
+            # (head first; window jobs have distinct ids, so no job starts twice)
+            need, k = 0, 0
+            for k in range(n):
+                job = window_jobs[k]
+                if job.id != ids[k] or job.bb or job.ssd:
+                    break
+                need += job.nodes
+            else:
+                if need <= pool.free:
+                    start = self.start
+                    for k in range(n):
+                        job = window_jobs[k]
+                        started.add(job.id)
+                        start(job, READY)
+                    return
+        by_id = _lookup(ids, window_jobs)
         trial = self.pool.copy()
         chosen = []
         for jid in decision.start:
@@ -563,21 +592,32 @@ class Simulator:
                     self._held = new
                 job = new
         rec = self.records[job.id]
-        rec.allocation = self.pool.take(job, allocation)
-        rec.start = self.now
-        rec.end = self.now + job.runtime
+        pool, now = self.pool, self.now
+        if type(pool) is NodePool and job.nodes <= pool.free and not (job.bb or job.ssd):
+            pool.free -= job.nodes  # NodePool.take, without the method calls
+            rec.allocation = alloc = job.nodes
+        else:
+            rec.allocation = alloc = pool.take(job, allocation)
+        rec.start = now
+        rec.end = end = now + job.runtime
         rec.mode = RESERVED if (mode == READY and rec.reserved_at is not None) else mode
         self._dirty = True
         if job is self._held:
             self._held = None
-        est_end = self.now + job.walltime
-        self._seq += 1
-        key = (est_end, self._seq)
-        pos = bisect_left(self._run_keys, key)
-        self._run_keys.insert(pos, key)
-        self._run_vals.insert(pos, RunningJob(job, self.now, est_end, rec.allocation))
-        self._push(rec.end, _COMPLETE, (job, key))
-        if self._subscribers.get(Event.START):
+        est_end = now + job.walltime
+        # one sequence number orders both the running list and the event heap (creation order)
+        self._seq = seq = self._seq + 1
+        key = (est_end, seq)
+        keys = self._run_keys
+        if not keys or keys[-1] < key:
+            keys.append(key)
+            self._run_vals.append(RunningJob(job, now, est_end, alloc))
+        else:
+            pos = bisect_left(keys, key)
+            keys.insert(pos, key)
+            self._run_vals.insert(pos, RunningJob(job, now, est_end, alloc))
+        heappush(self._events, (end, _COMPLETE, seq, (job, key)))
+        if self._subscribers and self._subscribers.get(Event.START):
             self._emit(Event.START, rec)
 
     def reserve(self, job: Job):
@@ -798,17 +838,20 @@ class Simulator:
 
     def _push(self, time: float, kind: int, payload) -> None:
         self._seq += 1
-        heapq.heappush(self._events, (time, kind, self._seq, payload))
+        heappush(self._events, (time, kind, self._seq, payload))
 
     def _enqueue(self, job: Job) -> None:
-        if job.latest is not None:
-            self._deadlines = True
-        if job.earliest is not None and job.earliest > self.now:
-            self.upcoming[job.id] = job  # visible now, startable from its earliest start
-            self._push(job.earliest, _RELEASE, job)
+        if job.latest is None and job.earliest is None and not job.deps:
+            self._queue(job)  # the common case: straight into the queue
         else:
-            self._admit(job)
-        if self._subscribers.get(Event.SUBMIT):
+            if job.latest is not None:
+                self._deadlines = True
+            if job.earliest is not None and job.earliest > self.now:
+                self.upcoming[job.id] = job  # visible now, startable from its earliest start
+                self._push(job.earliest, _RELEASE, job)
+            else:
+                self._admit(job)
+        if self._subscribers and self._subscribers.get(Event.SUBMIT):
             self._emit(Event.SUBMIT, job)
 
     def _admit(self, job: Job) -> None:
@@ -848,25 +891,35 @@ class Simulator:
     def _queue(self, job: Job) -> None:
         if self._static:
             key = self._key(job, self.now)
-            pos = bisect_left(self._queue_keys, key)
+            keys = self._queue_keys
+            if not keys or keys[-1] < key:  # the common case: it joins the tail
+                keys.append(key)
+                self.queue.append(job)
+                return
+            pos = bisect_left(keys, key)
             if pos < len(self.queue):
                 self._dirty = True  # not at the tail: the head may have changed
-            self._queue_keys.insert(pos, key)
+            keys.insert(pos, key)
             self.queue.insert(pos, job)
         else:
             self.queue.append(job)
 
     def _complete(self, payload) -> None:
         job, key = payload
-        pos = bisect_left(self._run_keys, key)
-        del self._run_keys[pos]
+        keys = self._run_keys
+        pos = bisect_left(keys, key)
+        del keys[pos]
         run = self._run_vals.pop(pos)
-        self.pool.give(job, run.allocation)
+        pool = self.pool
+        if type(pool) is NodePool:
+            pool.free += job.nodes  # NodePool.give
+        else:
+            pool.give(job, run.allocation)
         self._dirty = True
         if self._finished is not None:
             self._release(job.id)
         self._n_done += 1
-        if self._subscribers.get(Event.COMPLETE):
+        if self._subscribers and self._subscribers.get(Event.COMPLETE):
             self._emit(Event.COMPLETE, self.records[job.id])
 
     def _release(self, job_id) -> None:
@@ -880,7 +933,7 @@ class Simulator:
                 self._queue(job)
 
     def _pending(self) -> bool:
-        return bool(self.queue or self._run_vals or self._next_trace < len(self._trace)
+        return bool(self.queue or self._run_vals or self._next_trace < self._n_trace
                     or any(e[1] != _TICK for e in self._events))
 
     def _serve_starved(self, ordered: list[Job], started: set[int]):
@@ -923,7 +976,13 @@ class Simulator:
                 if job.id not in started:
                     self.records[job.id].passed += 1
         queue, k = self.queue, len(started)
-        if k <= len(queue) and all(queue[i].id in started for i in range(k)):
+        prefix = k <= len(queue)
+        if prefix:
+            for i in range(k):
+                if queue[i].id not in started:
+                    prefix = False
+                    break
+        if prefix:
             self.queue = queue[k:]  # a prefix started (head first): new lists, C speed
             if self._static:
                 self._queue_keys = self._queue_keys[k:]

@@ -39,10 +39,11 @@ class NodePool:
 
     def take(self, job: Job, allocation=None):
         """Allocate the job's resources; returns the allocation (here: the node count)."""
-        if not self.fits(job):
+        nodes = job.nodes
+        if nodes > self.free or job.bb or job.ssd:
             raise InvalidDecisionError(f"job {job.id} {self.why_not(job)}")
-        self.free -= job.nodes
-        return job.nodes
+        self.free -= nodes
+        return nodes
 
     def give(self, job: Job, allocation) -> None:
         self.free += job.nodes
