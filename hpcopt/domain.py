@@ -87,7 +87,15 @@ class System:
             )
 
 
-@dataclass(frozen=True, slots=True)
+_MISSING = object()  # "argument not given" for the hand-written dataclass constructors below
+
+# The driver builds a RunningJob per start and a Window and a Decision per pass: their
+# constructors write the instance dict directly (frozen dataclasses otherwise set each field
+# through object.__setattr__, about twice the cost); fields, defaults, eq, repr, hash,
+# dataclasses.replace and immutability are the dataclass's own.
+
+
+@dataclass(frozen=True)
 class RunningJob:
     """A job on the machine: when it started, when it is planned to end, what it holds."""
 
@@ -95,6 +103,13 @@ class RunningJob:
     start: float
     est_end: float
     allocation: Any = None
+
+    def __init__(self, job: Job, start: float, est_end: float, allocation: Any = None) -> None:
+        d = self.__dict__
+        d["job"] = job
+        d["start"] = start
+        d["est_end"] = est_end
+        d["allocation"] = allocation
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,18 @@ class Window:
     system: System
     queue_length: int
     passed: Mapping[int, int] = field(default_factory=dict)
+
+    def __init__(self, time: float, jobs: Sequence[Job], resources: Any,
+                 running: Sequence[RunningJob], system: System, queue_length: int,
+                 passed: Mapping[int, int] = _MISSING) -> None:
+        d = self.__dict__
+        d["time"] = time
+        d["jobs"] = jobs
+        d["resources"] = resources
+        d["running"] = running
+        d["system"] = system
+        d["queue_length"] = queue_length
+        d["passed"] = {} if passed is _MISSING else passed
 
     @property
     def free_nodes(self) -> int:
@@ -137,3 +164,10 @@ class Decision:
     start: tuple[int, ...] = ()
     reserve: int | None = None
     allocations: Mapping[int, Sequence[int]] = field(default_factory=dict)
+
+    def __init__(self, start: tuple[int, ...] = (), reserve: int | None = None,
+                 allocations: Mapping[int, Sequence[int]] = _MISSING) -> None:
+        d = self.__dict__
+        d["start"] = start
+        d["reserve"] = reserve
+        d["allocations"] = {} if allocations is _MISSING else allocations

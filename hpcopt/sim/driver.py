@@ -244,8 +244,9 @@ class Simulator:
         self.now = -math.inf
         self.records: dict[int, JobRecord] = {}
         self.queue: list[Job] = []  # waiting jobs (kept in order when the order is static)
-        self._queue_keys: list = []  # sort keys of self.queue for static orders
-        self._run_keys: list[tuple[float, int]] = []  # (estimated end, seq), sorted
+        # (estimated end, seq, nodes) of the running jobs, sorted; seq is unique, so the nodes
+        # never decide the order: they are there for the reservation walk on a NodePool
+        self._run_keys: list[tuple[float, int, int]] = []
         self._run_vals: list[RunningJob] = []  # running jobs in the same order
         self._events: list = []  # heap of (time, kind, seq, payload)
         self._seq = 0
@@ -451,13 +452,14 @@ class Simulator:
         if self._one_pick:
             self._answer(self._pick_pass())
             return
-        if not self.queue:
+        queue = self.queue
+        if not queue:
             return
         if self._quiet is not None and not self._dirty:
             self._quiet_pass()
             return
         self.passes += 1
-        ordered = self.ordered_queue()
+        ordered = queue if self._static else self.ordered_queue()
         started: set[int] = set()
         reserve: Job | None = None
         shadow = extra = None
@@ -465,15 +467,19 @@ class Simulator:
         if self.starvation_bound is not None:
             reserve, rest = self._serve_starved(ordered, started)
         if reserve is None and rest:
-            if self._waits_for_head and not self.pool.fits(rest[0]):
-                reserve = rest[0]  # the policy starts nothing: its reservation is the head
+            head = rest[0]
+            pool = self.pool
+            if self._waits_for_head and not (
+                    head.nodes <= pool.free and not (head.bb or head.ssd)
+                    if type(pool) is NodePool else pool.fits(head)):
+                reserve = head  # the policy starts nothing: its reservation is the head
             else:
                 window = self.window(rest)
                 decision = self.policy.decide(window)
                 self.apply(decision, window.jobs, started)
                 if self.backfilling and len(started) < len(ordered):
                     reserve = self._reserve_candidate(decision, window.jobs, rest, started)
-        if self.backfilling and reserve is not None:
+        if reserve is not None and self.backfilling:
             shadow, extra = self.reserve(reserve)
             self.backfill(ordered, reserve, shadow, extra, started)
         if started:
@@ -483,7 +489,7 @@ class Simulator:
             self._quiet = (reserve, shadow, extra, len(queue)) \
                 if reserve is not None and queue and queue[0] is reserve else None
             self._dirty = False
-        if self._subscribers.get(Event.PASS):
+        if self._subscribers and self._subscribers.get(Event.PASS):
             self._emit(Event.PASS, self.now)
 
     def _quiet_pass(self) -> None:
@@ -498,9 +504,7 @@ class Simulator:
             started: set[int] = set()
             self.backfill(queue[seen:], reserved, shadow, extra, started)
             if started:
-                keep = [i for i in range(seen, len(queue)) if queue[i].id not in started]
-                self._queue_keys[seen:] = [self._queue_keys[i] for i in keep]
-                queue[seen:] = [queue[i] for i in keep]
+                queue[seen:] = [j for j in queue[seen:] if j.id not in started]
         self._quiet = (reserved, shadow, extra, len(queue))
         self._dirty = False
         if self._subscribers.get(Event.PASS):
@@ -607,7 +611,7 @@ class Simulator:
         est_end = now + job.walltime
         # one sequence number orders both the running list and the event heap (creation order)
         self._seq = seq = self._seq + 1
-        key = (est_end, seq)
+        key = (est_end, seq, job.nodes)
         keys = self._run_keys
         if not keys or keys[-1] < key:
             keys.append(key)
@@ -637,7 +641,7 @@ class Simulator:
                     raise SimulationError(f"job {job.id} can never fit the system")
                 shadow = keys[i][0]
                 while i < n and keys[i][0] == shadow:
-                    avail += vals[i].job.nodes
+                    avail += keys[i][2]
                     i += 1
             tmp = NodePool(pool.total, avail - need)
         else:
@@ -872,11 +876,8 @@ class Simulator:
         late = {j.id for j in self.queue if j.latest is not None and j.latest < now}
         if not late:
             return
-        keep = [i for i, j in enumerate(self.queue) if j.id not in late]
-        if self._static:
-            self._queue_keys = [self._queue_keys[i] for i in keep]
         gone = [j for j in self.queue if j.id in late]
-        self.queue = [self.queue[i] for i in keep]
+        self.queue = [j for j in self.queue if j.id not in late]
         self._dirty = True
         for job in gone:
             rec = self.records[job.id]
@@ -889,20 +890,15 @@ class Simulator:
                 self._emit(Event.DROP, rec)
 
     def _queue(self, job: Job) -> None:
-        if self._static:
-            key = self._key(job, self.now)
-            keys = self._queue_keys
-            if not keys or keys[-1] < key:  # the common case: it joins the tail
-                keys.append(key)
-                self.queue.append(job)
+        queue = self.queue
+        if self._static and queue:
+            key_of, now = self._key, self.now
+            key = key_of(job, now)
+            if not key_of(queue[-1], now) < key:  # not at the tail (keys are unique: ids)
+                queue.insert(bisect_left(queue, key, key=lambda j: key_of(j, now)), job)
+                self._dirty = True  # the head may have changed
                 return
-            pos = bisect_left(keys, key)
-            if pos < len(self.queue):
-                self._dirty = True  # not at the tail: the head may have changed
-            keys.insert(pos, key)
-            self.queue.insert(pos, job)
-        else:
-            self.queue.append(job)
+        queue.append(job)  # the common case: it joins the tail
 
     def _complete(self, payload) -> None:
         job, key = payload
@@ -983,13 +979,7 @@ class Simulator:
                     prefix = False
                     break
         if prefix:
-            self.queue = queue[k:]  # a prefix started (head first): new lists, C speed
-            if self._static:
-                self._queue_keys = self._queue_keys[k:]
-        elif self._static:
-            keep = [i for i, j in enumerate(queue) if j.id not in started]
-            self._queue_keys = [self._queue_keys[i] for i in keep]
-            self.queue = [queue[i] for i in keep]
+            self.queue = queue[k:]  # a prefix started (head first): a new list, C speed
         else:
             self.queue = [j for j in queue if j.id not in started]
 

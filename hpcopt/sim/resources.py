@@ -13,6 +13,8 @@ import numpy as np
 from hpcopt.domain import Job, System
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
+_new_pool = object.__new__
+
 
 class NodePool:
     """Interchangeable nodes: the state is the number of free nodes.
@@ -49,7 +51,10 @@ class NodePool:
         self.free += job.nodes
 
     def copy(self) -> NodePool:
-        return NodePool(self.total, self.free)
+        new = _new_pool(NodePool)  # no int() conversions: the values are ints already
+        new.total = self.total
+        new.free = self.free
+        return new
 
     def why_not(self, job: Job) -> str:
         if job.bb or job.ssd:
