@@ -21,6 +21,7 @@ offline reference (an optimum, or a dual bound when the solver stopped at a limi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .domain import Job, System
@@ -115,7 +116,10 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
 
     res = solve(model, backend, time_limit=time_limit, seed=seed)
     status = getattr(res.status, "name", str(res.status))
-    ref = res.objective if status == "OPTIMAL" or res.bound is None else res.bound
+    bound = res.bound
+    if bound is not None and not math.isfinite(bound):
+        bound = None  # no proven bound yet (stopped before the root LP): not a reference
+    ref = res.objective if status == "OPTIMAL" or bound is None else bound
     if ref is None:
         raise SimulationError(f"offline {backend} found no solution of the osdec model "
                               f"({status}); give --offline-bound instead")
