@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +193,9 @@ def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
     system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
     system with a topology, the communication-hop cost of each job's nodes (``comm_cost``)."""
     cols = {}
-    if system.bb > 0 or any(j.bb for j in jobs):
+    if system.bb > 0 or any(map(attrgetter("bb"), jobs)):
         cols["bb"] = lambda r: r.job.bb
-    if system.ssd_classes or any(j.ssd for j in jobs):
+    if system.ssd_classes or any(map(attrgetter("ssd"), jobs)):
         cols["ssd"] = lambda r: r.job.ssd
     if system.ssd_classes:
         sizes = sorted(float(s) for s in system.ssd_classes)

@@ -263,11 +263,12 @@ class Simulator:
         self._dirty = True  # freed, started or reordered since the last pass
 
         trace = sorted(jobs, key=_by_submit_id)
-        records = self.records = {job.id: JobRecord(job) for job in trace}
+        records = self.records = dict(zip(map(_job_id, trace), map(JobRecord, trace)))
         empty = self._empty
         if len(records) != len(trace) or (
                 not all(map(empty.fits, trace)) if type(empty) is not NodePool
-                else any(job.nodes > empty.total or job.bb or job.ssd for job in trace)):
+                else trace and (max(map(_job_nodes, trace)) > empty.total
+                                or any(map(_job_bb, trace)) or any(map(_job_ssd, trace)))):
             self.records = {}
             for job in trace:  # raises on the first duplicate id or job too large
                 self._register(job)
@@ -417,12 +418,24 @@ class Simulator:
             complete = self._complete
             while events and events[0][0] == now and events[0][1] == _COMPLETE:
                 complete(heappop(events)[3])
-        if i < self._n_trace and trace[i].submit == now:
-            enqueue = self._enqueue
-            n = self._n_trace
-            while i < n and trace[i].submit == now:
-                enqueue(trace[i])
+        n = self._n_trace
+        if i < n and trace[i].submit == now:
+            # a plain job (no deadline, earliest start or dependencies) that sorts after the
+            # tail joins it here; anything else goes through _enqueue (the same rules)
+            queue, key_of = self.queue, self._key
+            plain = self._static and not (self._subscribers
+                                          and self._subscribers.get(Event.SUBMIT))
+            while i < n:
+                job = trace[i]
+                if job.submit != now:
+                    break
                 i += 1
+                if plain and job.latest is None and job.earliest is None and not job.deps \
+                        and (not queue or key_of(queue[-1], now) < key_of(job, now)):
+                    queue.append(job)
+                else:
+                    self._enqueue(job)
+                    queue = self.queue
             self._next_trace = i
         while events and events[0][0] == now:
             _, kind, _, payload = heappop(events)
@@ -643,7 +656,8 @@ class Simulator:
                 while i < n and keys[i][0] == shadow:
                     avail += keys[i][2]
                     i += 1
-            tmp = NodePool(pool.total, avail - need)
+            tmp = pool.copy()
+            tmp.free = avail - need
         else:
             tmp = pool.copy()
             while not tmp.fits(job):
@@ -664,11 +678,15 @@ class Simulator:
     def backfill(self, ordered: Sequence[Job], reserved: Job, shadow: float, extra,
                  started: set[int]) -> None:
         """EASY scan of ``ordered`` around the reservation of ``reserved``."""
+        start, counts = self.start, type(extra) is NodePool
         for job, alloc in self.backfill_candidates(ordered, reserved, shadow, extra, started):
             if alloc is not None:
-                extra.take(job, alloc)
+                if counts:
+                    extra.free -= alloc  # NodePool.take: the candidate test checked the fit
+                else:
+                    extra.take(job, alloc)
             started.add(job.id)
-            self.start(job, BACKFILLED, alloc)
+            start(job, BACKFILLED, alloc)
 
     def backfill_candidates(self, jobs: Iterable[Job], reserved: Job, shadow: float, extra,
                             skip: set | frozenset = frozenset()) -> Iterator[tuple]:
@@ -989,6 +1007,8 @@ class Simulator:
 
 
 _by_submit_id = attrgetter("submit", "id")
+_job_id, _job_nodes = attrgetter("id"), attrgetter("nodes")
+_job_bb, _job_ssd = attrgetter("bb"), attrgetter("ssd")
 
 
 def _lookup(ids: Sequence[int], jobs: Sequence[Job]) -> dict[int, Job]:
