@@ -510,17 +510,18 @@ class Simulator:
         joined the tail (module docstring, "Speed"): only they are tested for backfilling."""
         self.passes += 1
         reserved, shadow, extra, seen = self._quiet
-        if self._subscribers.get(Event.RESERVE):
+        subs = self._subscribers
+        if subs and subs.get(Event.RESERVE):
             self._emit(Event.RESERVE, (reserved, shadow))
         queue = self.queue
-        if len(queue) > seen:
+        if len(queue) > seen and self.pool.free:  # (a NodePool here: see _quiet_ok)
             started: set[int] = set()
             self.backfill(queue[seen:], reserved, shadow, extra, started)
             if started:
                 queue[seen:] = [j for j in queue[seen:] if j.id not in started]
         self._quiet = (reserved, shadow, extra, len(queue))
         self._dirty = False
-        if self._subscribers.get(Event.PASS):
+        if subs and subs.get(Event.PASS):
             self._emit(Event.PASS, self.now)
 
     def ordered_queue(self) -> list[Job]:
@@ -671,13 +672,15 @@ class Simulator:
         rec = self.records[job.id]
         if rec.reserved_at is None:
             rec.reserved_at = shadow
-        if self._subscribers.get(Event.RESERVE):
+        if self._subscribers and self._subscribers.get(Event.RESERVE):
             self._emit(Event.RESERVE, (job, shadow))
         return shadow, tmp
 
     def backfill(self, ordered: Sequence[Job], reserved: Job, shadow: float, extra,
                  started: set[int]) -> None:
         """EASY scan of ``ordered`` around the reservation of ``reserved``."""
+        if type(self.pool) is NodePool and self.pool.free == 0:
+            return  # nothing fits now (the candidate scan would stop at once)
         start, counts = self.start, type(extra) is NodePool
         for job, alloc in self.backfill_candidates(ordered, reserved, shadow, extra, started):
             if alloc is not None:
