@@ -372,7 +372,7 @@ class Simulator:
             if self._due:
                 if one_pick:
                     yield from self._pick_pass()
-                else:
+                elif self.queue:  # (a pass over an empty queue does nothing)
                     schedule()
                 if self.period is not None and self._pending():
                     self._push(self.now + self.period, _TICK, None)
