@@ -135,7 +135,7 @@ def simulate(
     ``offline_time_limit=`` give the gap to the offline optimum).
     """
     from .cloud import is_osdec_file, simulate_osdec
-    from .sim.driver import Simulator
+    from .sim.driver import Simulator, fewer_collections
     from .sim.metrics import job_columns, summarize
 
     if getattr(trace, "kind", None) == "osdec" or getattr(getattr(trace, "model", None),
@@ -162,9 +162,11 @@ def simulate(
             system = System(nodes)
     pol = build_policy(policy, **policy_options)
     pol.reset(seed)
-    sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
-                    starvation_bound=starvation_bound, period=period, progress=progress).run()
-    table = job_columns(sim.records.values(), _extra_columns(job_list, system))
+    with fewer_collections():  # records, running jobs, events and the table: no cycles
+        sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
+                        starvation_bound=starvation_bound, period=period,
+                        progress=progress).run()
+        table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)

@@ -41,6 +41,7 @@ shifts the first kept submit to 0 (the offset is reported).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -191,21 +192,29 @@ def clean(
         np.int64
     )
     kept_ids = ids[order]
-    jobs = tuple(
-        map(
-            Job,
-            (kept_ids.astype(np.int64) if kept_ids.dtype.kind == "f" else kept_ids).tolist(),
-            (submit[order] - offset).tolist(),
-            run_k.tolist(),
-            walltime[order].tolist(),
-            size[order].astype(np.int64).tolist(),
-            bb.tolist(),
-            ssd.tolist(),
-            prio.tolist(),
-            cols["user"][order].astype(np.int64).tolist(),
-            cols["queue"][order].astype(np.int64).tolist(),
+    # one Job per kept record: no reference cycles among them, so the cyclic collector is
+    # paused while they are made (its passes over the growing tuple cost ~15% of the loading)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        jobs = tuple(
+            map(
+                Job,
+                (kept_ids.astype(np.int64) if kept_ids.dtype.kind == "f" else kept_ids).tolist(),
+                (submit[order] - offset).tolist(),
+                run_k.tolist(),
+                walltime[order].tolist(),
+                size[order].astype(np.int64).tolist(),
+                bb.tolist(),
+                ssd.tolist(),
+                prio.tolist(),
+                cols["user"][order].astype(np.int64).tolist(),
+                cols["queue"][order].astype(np.int64).tolist(),
+            )
         )
-    )
+    finally:
+        if enabled:
+            gc.enable()
     report = CleaningReport(
         source=src,
         fmt=fmt,
@@ -236,3 +245,4 @@ def clean(
         report=report,
         path=path,
     )
+
