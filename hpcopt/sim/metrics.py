@@ -73,9 +73,14 @@ def job_columns(records, extra_columns: dict | None = None) -> dict:
     return cols
 
 
+def _all_of_type(values, kind: type) -> bool:
+    """Whether every value is exactly of type ``kind`` (one C-level pass)."""
+    return set(map(type, values)) <= {kind}
+
+
 def _ascending(submit: np.ndarray, ids: list) -> bool:
     """Whether (submit, id) strictly increases along the rows (integer ids only)."""
-    if not all(type(i) is int for i in ids):
+    if not _all_of_type(ids, int):
         return False
     try:
         key = np.array(ids, dtype=np.int64)
@@ -101,7 +106,7 @@ def write_job_csv(columns: dict, path) -> bool:
     if tuple(columns) != CORE_COLUMNS:
         return False
     ids, modes = columns["job_id"], columns["mode"]
-    if not all(type(i) is int for i in ids) or not all(type(m) is str for m in modes):
+    if not _all_of_type(ids, int) or not _all_of_type(modes, str):
         return False
     out = [list(map(str, ids))]
     for name in CORE_COLUMNS[1:-1]:
