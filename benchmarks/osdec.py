@@ -88,6 +88,22 @@ def probe(name: str, opts: dict) -> str | None:
     return None
 
 
+def checkpoint_note(name: str, opts: dict) -> str:
+    """Which checkpoint a learned policy loaded (path, mtime, sha256 prefix), for provenance."""
+    try:
+        if opts.get("checkpoint"):
+            path = Path(opts["checkpoint"])
+        else:
+            from hpcopt.policies.osdec import shipped_osdec_checkpoint
+
+            path = Path(shipped_osdec_checkpoint(name))
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(path.stat().st_mtime))
+        return f"checkpoint {path.name} ({stamp}, sha256 {digest})"
+    except Exception as exc:  # noqa: BLE001 - provenance only
+        return f"checkpoint unknown ({type(exc).__name__})"
+
+
 def timed_policy(name: str, opts: dict):
     """The built policy with its ``decide`` wrapped to record per-call seconds."""
     from hpcopt.api import build_policy
@@ -398,6 +414,8 @@ def plot(rows: list[dict], labels: list[str], path: Path) -> None:
         ax.set_ylabel("gap to offline (%)")
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("OSDEC: mean gap to the offline reference per method (error bars: std over "
+                 "trajectories)", fontsize=10)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
@@ -409,7 +427,8 @@ def write(rows, labels, args, notes, out: Path) -> str:
     with open(out / "runs.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
-        w.writerows(rows)
+        for r in rows:  # six decimals keep the CSV small (the tables use fewer)
+            w.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})
     md, verdicts = tables_md(rows, labels, args, notes)
     head = [f"Command: `python benchmarks/osdec.py {' '.join(args.argv)}`".rstrip(), ""]
     head += [f"- {n}" for n in notes] + ([""] if notes else [])
@@ -469,6 +488,8 @@ def main(argv=None) -> int:
         why = probe(name, opts)
         if why is None:
             live.append((name, opts, label))
+            if name in LEARNED:
+                notes.append(f"{label}: {checkpoint_note(name, opts)}")
         else:
             notes.append(f"{label}: not available ({why})")
             print(notes[-1], flush=True)
@@ -481,6 +502,7 @@ def main(argv=None) -> int:
     bar = tqdm(total=len(cases) * n * (len(specs) + 1), desc="osdec runs", unit="run",
                file=sys.stderr)
     rows: list[dict] = []
+    reused = 0
     t_start = time.perf_counter()
     try:
         for case in cases:
@@ -526,6 +548,7 @@ def main(argv=None) -> int:
                         pass  # not run in these tables: status "not run" below
                     elif (case, name, label) in old and pname not in LEARNED:
                         prev = old[(case, name, label)]
+                        reused += 1
                         row.update({f: prev.get(f, "") for f in FIELDS if f not in row})
                         row["status"] = "ok"
                         if ref is not None and num(row["total_reward"]) is not None:
@@ -547,7 +570,8 @@ def main(argv=None) -> int:
         print("interrupted: writing what is done", flush=True)
         notes.append("interrupted (Ctrl-C): partial results")
     bar.close()
-    notes.append(f"wall time {time.perf_counter() - t_start:.0f} s")
+    notes.append(f"wall time of this invocation {time.perf_counter() - t_start:.0f} s"
+                 + (f" ({reused} runs reused from an earlier runs.csv)" if reused else ""))
     rows.sort(key=lambda r: (r["table"], r["case"], r["trajectory"]))
     text = write(rows, labels, args, notes, out)
     print(text)
