@@ -236,6 +236,21 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--out", default="nsa-run", help="directory for checkpoints and curve")
     tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
     tn.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    to = tsub.add_parser("osdec", help="OSDEC agent (PPO, attention encoder, auxiliary "
+                                       "tasks) on deferrable cloud trajectories")
+    to.add_argument("--variant", default="osdec", choices=["osdec", "ppo-att", "ppo-att-auxh",
+                                                           "ppo-att-auxl", "ppo-mlp"])
+    to.add_argument("--config", default="small", choices=["paper", "small"],
+                    help="paper (Table 3) or small (a 2-core CPU in about 30 minutes)")
+    to.add_argument("--workload", nargs="+", default=None, metavar="FILE",
+                    help="osdec instance files (default: deferrable_suite train split)")
+    to.add_argument("--iterations", type=positive_int, default=None,
+                    help="PPO iterations (default: the config's)")
+    to.add_argument("--minutes", type=float, default=None, help="stop after M minutes")
+    to.add_argument("--seed", type=int, default=0)
+    to.add_argument("--out", default="osdec-run", help="directory for checkpoints and curve")
+    to.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    to.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     v = sub.add_parser("serve", help="serve the hpcopt/1 protocol (decide one window, solve "
                                      "an instance) over line-delimited JSON")
@@ -643,6 +658,8 @@ def cmd_train(args) -> int:
         raise HpcoptError("training needs torch: pip install 'hpcopt[ml]'") from None
     if args.learner == "nsa":
         return _train_nsa(args, torch)
+    if args.learner == "osdec":
+        return _train_osdec(args, torch)
     from .learn.dras_train import train_dras
 
     # the small network gains nothing from threads (they only contend on a shared machine)
@@ -684,6 +701,23 @@ def _train_nsa(args, torch) -> int:
           f"{doc['first_mean_reward']:.4f} (first 20 updates) -> {doc['final_mean_reward']:.4f}"
           f" (last 20); best validation reward {doc['best_val_reward']}")
     print(f"wrote {doc['checkpoint']}, best.pt, curve.csv, train.json"
+          + ("" if args.no_plot else ", curve.png"))
+    return 0
+
+
+def _train_osdec(args, torch) -> int:
+    from .learn.osdec_train import train
+
+    torch.set_num_threads(1 if args.config == "small" else max(1, min(torch.get_num_threads(),
+                                                                      2)))
+    doc = train(variant=args.variant, config=args.config, workloads=args.workload,
+                iterations=args.iterations, minutes=args.minutes, seed=args.seed,
+                out=args.out, progress=not args.no_progress, plot=not args.no_plot)
+    print(f"trained {doc['variant']} {doc['iterations']} iterations ({doc['steps']:,} steps, "
+          f"{doc['episodes']} episodes) in {doc['train_seconds']:.0f} s; best validation "
+          f"total reward {doc['best_val_reward']} (iteration {doc['best_iteration']})"
+          + (" [interrupted]" if doc["interrupted"] else ""))
+    print(f"wrote {Path(args.out) / 'best.pt'}, last.pt, curve.csv, train.json"
           + ("" if args.no_plot else ", curve.png"))
     return 0
 
