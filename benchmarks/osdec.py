@@ -17,11 +17,18 @@ summary (``OSDECModel.evaluate``).  Decision latency is measured by wrapping the
 Ctrl-C writes what is done.
 
     python benchmarks/osdec.py                      # Tables 1, 2, 4; 20 trajectories each
+    python benchmarks/osdec.py --reuse-runs         # keep non-learned rows, rerun learned ones
+    python benchmarks/osdec.py --report-only        # tables and PNG from runs.csv
     python benchmarks/osdec.py --tables 1 --trajectories 5 --skip-slow
 
+Defaults sized for <= 45 min on a loaded 2-core machine (measured: 27 min without learned
+rows): SCIP 5 s per offline solve (retried at 2x/4x when its bound is missing or > 1% above
+its incumbent), rolling-mip with H = 6 and 1 s per slot in Tables 1-2 only
+(``--slow-tables 1,2,4`` adds ~25 min), learned ablations in Table 1 only.
+
 Writes under ``--out``: ``runs.csv`` (one row per table/case/trajectory/policy),
-``tables.md``, ``gap_to_offline.png``, the cached instances (``instances/``) and
-``offline_cache.json``.
+``tables.md``, ``gap_to_offline.png``, ``run_notes.json``, the cached instances
+(``instances/``) and ``offline_cache.json``.
 """
 
 from __future__ import annotations
