@@ -389,22 +389,31 @@ def _write_curve(curve: list[dict], path: Path) -> None:
 
 
 def plot_curve(curve: list[dict], path, title: str = "") -> Path:
-    """Figure 4: mean training-episode total reward and validation reward per iteration."""
+    """Figure 4: the training episodes' total reward (sampled; its moving average) and the
+    validation reward (mu, no noise) per environment step, in two panels (the training
+    trajectories differ in scale, which would flatten the validation curve)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = [r["steps"] for r in curve]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(x, [r["mean_reward"] for r in curve], alpha=0.5, label="training (sampled)")
+    x = np.array([r["steps"] for r in curve])
+    y = np.array([r["mean_reward"] for r in curve])
+    k = max(1, min(10, len(y) // 5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+    left.plot(x, y, alpha=0.3, label="per iteration")
+    left.plot(x[k - 1:], np.convolve(y, np.ones(k) / k, mode="valid"),
+              label=f"moving average ({k})")
+    left.set_title("training (sampled scores)")
     val = [(r["steps"], r["val_reward"]) for r in curve if r["val_reward"] != ""]
     if val:
-        ax.plot(*zip(*val), "o-", ms=3, label="validation (mu, no noise)")
-    ax.set_xlabel("environment steps (slots)")
-    ax.set_ylabel("total reward per trajectory")
-    ax.set_title(title)
-    ax.legend()
+        right.plot(*zip(*val), "o-", ms=3, color="C1")
+    right.set_title("validation (mu, no noise)")
+    for ax in (left, right):
+        ax.set_xlabel("environment steps (slots)")
+        ax.set_ylabel("total reward per trajectory")
+    left.legend()
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
