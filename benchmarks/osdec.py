@@ -54,7 +54,8 @@ TABLE_CASES = {"1": ["deferrable"], "2": ["deferrable", "real-time"],
                "4": ["core:1", "core:2", "core:3", "duration:1", "duration:2", "duration:3"]}
 TERMS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started", "dropped",
          "utilization")
-FIELDS = ["table", "case", "trajectory", "instance", "jobs", "policy", "status", *TERMS,
+FIELDS = ["table", "case", "trajectory", "instance", "data_hash", "jobs", "policy", "status",
+          *TERMS,
           "offline_reference", "offline_status", "offline_kind", "gap_to_offline", "wall_s",
           "decide_calls", "latency_mean_ms", "latency_p95_ms"]
 
@@ -235,7 +236,8 @@ def run_one(path: Path, model, name: str, opts: dict, seed: int, ref: float | No
 
 
 def reused_rows(path: Path) -> dict:
-    """Rows of an earlier ``runs.csv`` (``--reuse-runs``), keyed by case/instance/policy."""
+    """Rows of an earlier ``runs.csv`` (``--reuse-runs``), keyed by case/instance/policy (a row
+    whose ``data_hash`` differs from the instance's now is not reused)."""
     if not path.exists():
         return {}
     with open(path, newline="") as fh:
@@ -557,7 +559,8 @@ def main(argv=None) -> int:
             for k, path in enumerate(paths):
                 name, key = data_key(path)
                 model = load_osdec(path)
-                base = dict(case=case, trajectory=k, instance=name, jobs=model.n_jobs)
+                base = dict(case=case, trajectory=k, instance=name, jobs=model.n_jobs,
+                            data_hash=key.split("#")[1])
                 bar.set_postfix_str(f"{case} #{k}: offline")
                 try:
                     o = cache.get(key, model, args.offline_backend, args.offline_time_limit,
@@ -585,7 +588,8 @@ def main(argv=None) -> int:
                         row["status"] = "missing: not available"
                     elif not allowed:
                         pass  # not run in these tables: status "not run" below
-                    elif (case, name, label) in old and pname not in LEARNED:
+                    elif (case, name, label) in old and pname not in LEARNED and old[
+                            (case, name, label)].get("data_hash") in (None, "", base["data_hash"]):
                         prev = old[(case, name, label)]
                         reused += 1
                         row.update({f: prev.get(f, "") for f in FIELDS if f not in row})
