@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcopt.domain import Decision, Window
+from hpcopt.sim.resources import NodePool
 
 from .base import Policy, register_policy
 
@@ -28,6 +29,16 @@ def prefix_fill(window: Window, jobs) -> tuple[int, ...]:
     policy maps its scores to starts (``hpcopt.policies.cloud.start_by_scores``)."""
     pool = window.resources
     chosen = []
+    if type(pool) is NodePool:  # the same rule on the node count (NodePool.fits/take)
+        free = pool.free
+        for job in jobs:
+            nodes = job.nodes
+            if nodes > free or job.bb or job.ssd:
+                break
+            free -= nodes
+            chosen.append(job.id)
+        pool.free = free
+        return tuple(chosen)
     for job in jobs:
         if not pool.fits(job):
             break

@@ -549,15 +549,10 @@ class Simulator:
     def window(self, ordered: Sequence[Job]) -> Window:
         """The snapshot a policy sees: the first W of ``ordered``."""
         w = self.window_size
-        return Window(
-            time=self.now,
-            jobs=ordered if w is None or w >= len(ordered) else ordered[:w],
-            resources=self.pool.copy(),
-            running=self._run_vals,
-            system=self.system,
-            queue_length=len(self.queue),
-            passed=self._passed_view,
-        )
+        # time, jobs, resources, running, system, queue_length, passed (positional: cheaper)
+        return Window(self.now, ordered if w is None or w >= len(ordered) else ordered[:w],
+                      self.pool.copy(), self._run_vals, self.system, len(self.queue),
+                      self._passed_view)
 
     def apply(self, decision: Decision, window_jobs: Sequence[Job], started: set[int]) -> None:
         """Validate a decision against the window and the free resources, then start it."""
@@ -569,17 +564,15 @@ class Simulator:
                 and n <= len(window_jobs):
             # the same checks on node counts when the decision is a prefix of the window
             # (head first; window jobs have distinct ids, so no job starts twice)
-            need, k = 0, 0
-            for k in range(n):
-                job = window_jobs[k]
-                if job.id != ids[k] or job.bb or job.ssd:
+            chosen, need = window_jobs[:n], 0
+            for job, jid in zip(chosen, ids):
+                if job.id != jid or job.bb or job.ssd:
                     break
                 need += job.nodes
             else:
                 if need <= pool.free:
                     start = self.start
-                    for k in range(n):
-                        job = window_jobs[k]
+                    for job in chosen:
                         started.add(job.id)
                         start(job, READY)
                     return
