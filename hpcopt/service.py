@@ -29,6 +29,12 @@ Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a f
 "free": {"nodes": F}, "queue": [{"id", "submit", "walltime", "nodes"[, "bb", "ssd",
 "priority", "passed"]}, ...], "running": [{"id", "nodes", "expected_end"[, "bb", "ssd"]},
 ...]}``; ``free`` is optional and, when given, must equal what the running jobs leave.
+A cloud-slot state (OSDEC deferrable jobs, ``hpcopt.cloud``) adds ``"capacity": [C_T,
+C_T+1, ...]`` to ``system`` (the usable capacity now, then a forecast per slot of
+``"slot"`` time units, default 1; the last value holds after), ``"earliest"``/``"latest"`` to
+the queued jobs, ``"upcoming"``: the submitted jobs whose earliest start has not come (the
+future set, same fields), and ``"weights": {"w1", "w2"}`` for the policies that price delay
+and violation (``rolling-mip``); it runs with no backfilling, as ``hpcopt simulate`` does.
 Learned policies keep state between passes (a held reservation, online learning), which one
 window does not carry: decide answers for them as for a first pass.
 """
@@ -239,7 +245,8 @@ def decide(state: dict, policy, **options) -> dict:
 
     window = state
     now = _number(window, "time", where="window")
-    system = _system(_field(window, "system", dict, where="window"))
+    system = _system(_field(window, "system", dict, where="window"), now,
+                     _number(window, "slot", 1.0, where="window", minimum=0))
     running = [(_job(r, f"window.running[{i}]", now, running=True),
                 _number(r, "expected_end", where=f"window.running[{i}]"))
                for i, r in enumerate(_field(window, "running", list, [], where="window"))]
@@ -247,7 +254,15 @@ def decide(state: dict, policy, **options) -> dict:
     queue = [_job(q, f"window.queue[{i}]", now) for i, q in enumerate(queue_rows)]
     passed = {job.id: _field(q, "passed", int, 0, where=f"window.queue[{i}]")
               for i, (job, q) in enumerate(zip(queue, queue_rows))}
-    sim = Simulator.at(now, system, policy, queue, running, passed=passed,
+    upcoming = [_job(u, f"window.upcoming[{i}]", now)
+                for i, u in enumerate(_field(window, "upcoming", list, [], where="window"))]
+    weights = _field(window, "weights", dict, None, where="window")
+    if weights is not None and hasattr(policy, "set_weights"):
+        policy.set_weights(_number(weights, "w1", where="window.weights"),
+                           _number(weights, "w2", where="window.weights"))
+    if system.capacity is not None:  # cloud slots: no backfilling, one pass per slot
+        options = {**options, "backfill": "none"}
+    sim = Simulator.at(now, system, policy, queue, running, passed=passed, upcoming=upcoming,
                        **{k: v for k, v in options.items() if v is not None})
     free = window.get("free")
     if free is not None:
@@ -271,10 +286,21 @@ def decide(state: dict, policy, **options) -> dict:
     return {"start": start, "reserve": reserve, "backfill": backfill}
 
 
-def _system(obj: dict):
+def _system(obj: dict, now: float = 0.0, slot: float = 1.0):
     from .domain import System
 
     nodes = _field(obj, "nodes", int, where="window.system")
+    capacity = _field(obj, "capacity", list, None, where="window.system")
+    if capacity is not None:
+        from .sim.resources import CapacityProfile
+
+        if not slot > 0:
+            _fail("window.slot", "a number > 0", slot)
+        if not capacity or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                   for c in capacity):
+            _fail("window.system.capacity", "a non-empty list of integers >= 0 (the usable "
+                  "capacity now, then per slot)", capacity)
+        return System(nodes, capacity=CapacityProfile(capacity, period=slot, start=now))
     bb = _number(obj, "bb", 0.0, where="window.system", minimum=0)
     classes = _field(obj, "ssd_classes", dict, {}, where="window.system")
     try:
@@ -299,10 +325,15 @@ def _job(obj: Any, where: str, now: float, running: bool = False):
     else:
         submit = _number(obj, "submit", where=where)
         walltime = _number(obj, "walltime", where=where, minimum=0)
+    earliest = _number(obj, "earliest", None, where=where)
+    latest = _number(obj, "latest", None, where=where)
+    if earliest is not None and latest is not None and latest < earliest:
+        _fail(f"{where}.latest", f"a number >= earliest ({earliest:g})", latest)
     return Job(id=jid, submit=submit, runtime=walltime, walltime=walltime, nodes=nodes,
                bb=_number(obj, "bb", 0.0, where=where, minimum=0),
                ssd=_number(obj, "ssd", 0.0, where=where, minimum=0),
-               priority=_field(obj, "priority", int, 0, where=where))
+               priority=_field(obj, "priority", int, 0, where=where),
+               earliest=earliest, latest=latest)
 
 
 _MISSING = object()

@@ -296,23 +296,35 @@ class Simulator:
     @classmethod
     def at(cls, time: float, system: System, policy, queue: Sequence[Job],
            running: Sequence[tuple[Job, float]] = (), *, passed: dict | None = None,
-           **options) -> Simulator:
+           upcoming: Sequence[Job] = (), **options) -> Simulator:
         """A simulator in a given state, to decide one window (embedding, ``hpcopt decide``).
 
         ``queue`` are the waiting jobs (the base order sorts them); ``running`` pairs a job
         with its estimated end (start + requested walltime; the allocation is the one
         ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
-        ids to the times they were passed over (for a starvation bound).  ``options`` are
-        the constructor's.  Then ``schedule()`` is the pass the driver would run at ``time``.
-        The given jobs' dependencies count as met: they are queued or running already.
+        ids to the times they were passed over (for a starvation bound); ``upcoming`` are
+        submitted jobs whose ``earliest`` start is still to come (the future set of cloud
+        slots).  ``options`` are the constructor's.  Then ``schedule()`` is the pass the
+        driver would run at ``time``.  The given jobs' dependencies count as met: they are
+        queued or running already.
         """
         sim = cls((), system, policy, **options)
         sim.now = float(time)
+        if sim._capacity:  # running jobs are never stopped: they may exceed the capacity now
+            sim.pool.capacity = sim.pool.total
+        for job in upcoming:
+            if job.submit > sim.now or job.earliest is None or job.earliest <= sim.now:
+                raise SimulationError(f"upcoming job {job.id}: expected submit <= {sim.now:g} "
+                                      f"< earliest, got submit {job.submit:g}, earliest "
+                                      f"{job.earliest}")
+            sim.upcoming[job.id] = job
         for job, est_end in running:
             remaining = max(0.0, float(est_end) - sim.now)
             job = replace(job, runtime=remaining, walltime=remaining, deps=())
             sim._register(job)
             sim.start(job, READY)
+        if sim._capacity:
+            sim.pool.set_time(sim.now)
         for job in queue:
             if job.submit > sim.now:
                 raise SimulationError(f"queued job {job.id} submitted at {job.submit}, after "
