@@ -243,3 +243,25 @@ def test_on_start_hook_sets_a_runtime_known_only_at_start():
     bad.on_start(lambda s, job: replace(job, nodes=1))
     with pytest.raises(SimulationError, match="changed job 1's id or size"):
         bad.run()
+
+
+def test_fewer_collections_restores_thresholds_across_threads():
+    """Overlapping blocks in several threads leave the collector as they found it."""
+    import gc
+    import threading
+
+    from hpcopt.sim.driver import fewer_collections
+
+    before = gc.get_threshold()
+
+    def work():
+        for _ in range(500):
+            with fewer_collections(), fewer_collections():
+                assert gc.get_threshold()[0] >= 100_000
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert gc.get_threshold() == before

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import gc
 import math
+import threading
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -1032,17 +1033,30 @@ class Simulator:
 _by_submit_id = attrgetter("submit", "id")
 
 
+_GC_LOCK = threading.Lock()
+_GC_SAVED: list = []  # [thresholds before the outermost block, blocks open]
+
+
 @contextmanager
 def fewer_collections():
     """The cyclic garbage collector waits for ``_GC_YOUNG`` new objects between young
     collections instead of (by default) 700 inside the block; the thresholds are restored
-    after it (``Simulator.run``, ``hpcopt.simulate``)."""
-    threshold = gc.get_threshold()
-    gc.set_threshold(max(threshold[0], _GC_YOUNG), *threshold[1:])
+    when the last open block exits (``Simulator.run``, ``hpcopt.simulate``; blocks may nest
+    and overlap across threads)."""
+    with _GC_LOCK:
+        if not _GC_SAVED:
+            threshold = gc.get_threshold()
+            _GC_SAVED[:] = [threshold, 0]
+            gc.set_threshold(max(threshold[0], _GC_YOUNG), *threshold[1:])
+        _GC_SAVED[1] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*threshold)
+        with _GC_LOCK:
+            _GC_SAVED[1] -= 1
+            if not _GC_SAVED[1]:
+                gc.set_threshold(*_GC_SAVED[0])
+                _GC_SAVED.clear()
 
 _job_id, _job_nodes = attrgetter("id"), attrgetter("nodes")
 _job_bb, _job_ssd = attrgetter("bb"), attrgetter("ssd")
