@@ -36,6 +36,8 @@ def shipped_osdec_checkpoint(variant: str) -> Path:
 
 @register_policy("osdec", variant="osdec")
 @register_policy("ppo-att", variant="ppo-att")
+@register_policy("ppo-att-auxh", variant="ppo-att-auxh")
+@register_policy("ppo-att-auxl", variant="ppo-att-auxl")
 @register_policy("ppo-mlp", variant="ppo-mlp")
 class OSDECPolicy(ScorePolicy):
     """PPO agent scoring the current jobs (transformer encoder, auxiliary GRU tasks)."""
