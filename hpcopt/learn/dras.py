@@ -309,15 +309,9 @@ class DrasAgent:
     @classmethod
     def load(cls, path: str | Path) -> DrasAgent:
         """Read an agent written by ``save``; one-line errors for missing or foreign files."""
-        path = Path(path)
-        if not path.is_file():
-            raise HpcoptError(f"DRAS checkpoint {str(path)!r} not found")
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
-            raise HpcoptError(f"{path}: not a DRAS checkpoint ({type(exc).__name__})") from None
-        if not isinstance(state, dict) or state.get("format") != FORMAT:
-            raise HpcoptError(f"{path}: not a DRAS checkpoint (expected format {FORMAT})")
+        from .checkpoint import read_checkpoint
+
+        state = read_checkpoint(path, "DRAS", FORMAT)
         agent = cls(state["kind"], state["nodes"], DrasConfig.from_dict(state["config"]),
                     levels=state["levels"], seed=state["seed"])
         agent.net.load_state_dict(state["net"])

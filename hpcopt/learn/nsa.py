@@ -259,17 +259,11 @@ class LearnedRepair:
     @classmethod
     def load(cls, path: str | Path, *, mode: str = "sample") -> LearnedRepair:
         """Read a checkpoint written by ``save``; one-line ``NSAError`` when it cannot."""
-        path = Path(path)
-        if not path.is_file():
-            raise NSAError(f"nsa checkpoint {path} not found; train one with 'hpcopt train "
-                           f"nsa --out DIR' and pass solver_options={{'checkpoint': PATH}}")
-        try:
-            doc = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear error
-            raise NSAError(f"nsa checkpoint {path} cannot be read ({type(exc).__name__}: "
-                           f"{exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise NSAError(f"{path} is not an NSA checkpoint (expected format {FORMAT!r})")
+        from .checkpoint import read_checkpoint
+
+        doc = read_checkpoint(path, "NSA", FORMAT, error=NSAError,
+                              hint="; train one with 'hpcopt train nsa --out DIR' and pass "
+                                   "solver_options={'checkpoint': PATH}")
         topology = FatTree.from_dict(doc["topology"])
         if _signature(topology) != list(doc["signature"]):
             raise NSAError(f"nsa checkpoint {path}: its topology {doc['topology']} no longer "

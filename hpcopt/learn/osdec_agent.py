@@ -286,16 +286,9 @@ class OSDECAgent:
     @classmethod
     def load(cls, path) -> OSDECAgent:
         """Read an agent written by ``save``; one-line errors for missing or foreign files."""
-        path = Path(path)
-        if not path.is_file():
-            raise HpcoptError(f"OSDEC checkpoint {str(path)!r} not found")
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
-            raise HpcoptError(f"{path}: not an OSDEC checkpoint ({type(exc).__name__})") \
-                from None
-        if not isinstance(state, dict) or state.get("format") != FORMAT:
-            raise HpcoptError(f"{path}: not an OSDEC checkpoint (expected format {FORMAT})")
+        from .checkpoint import read_checkpoint
+
+        state = read_checkpoint(path, "OSDEC", FORMAT)
         agent = cls(state["variant"], AgentConfig.from_dict(state["config"]), state["seed"])
         agent.net.load_state_dict(state["net"])
         if agent.aux is not None:
