@@ -139,19 +139,7 @@ class CpSat(Solver):
         if model.kind == "scas":
             decode, to_objective, bound_of, exact = _scas(cp, model, opts.warm_start)
         solver = cp_model.CpSolver()
-        params = solver.parameters
-        params.num_workers = 1
-        params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
-        if opts.time_limit is not None:
-            params.max_time_in_seconds = opts.time_limit
-        if opts.seed is not None:
-            params.random_seed = opts.seed
-        for key, val in opts.solver_options.items():
-            try:
-                setattr(params, key, val)
-            except (AttributeError, TypeError, ValueError) as err:
-                raise SolverOptionError(
-                    f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+        _parameters(solver, opts, opts.time_limit, opts.solver_options)
         code, stopped = _solve_stoppable(solver, cp)
         status = self.STATUS_MAP.get(solver.status_name(code), Status.ERROR)
         if model.kind == "scas" and not exact and status == Status.OPTIMAL:
@@ -239,8 +227,11 @@ class CpSat(Solver):
                        extra={} if tie_break is None else {"tie_break": tie_break})
 
 
-def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
-    """CP-SAT parameters: one worker (deterministic), the time limit, seed, user options."""
+def _parameters(solver, opts: SolveOptions, time_limit: float | None,
+                options=None) -> None:
+    """CP-SAT parameters: one worker (deterministic), the time limit, seed, and the user's
+    CP-SAT parameters (``options``, default ``opts.solver_options`` without our own
+    ``tie_break``); one CP-SAT setup for the knapsack, SCAS and OSDEC models."""
     params = solver.parameters
     params.num_workers = 1
     params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
@@ -248,9 +239,9 @@ def _parameters(solver, opts: SolveOptions, time_limit: float | None) -> None:
         params.max_time_in_seconds = time_limit
     if opts.seed is not None:
         params.random_seed = opts.seed
-    for key, val in opts.solver_options.items():
-        if key == "tie_break":
-            continue
+    if options is None:
+        options = {k: v for k, v in opts.solver_options.items() if k != "tie_break"}
+    for key, val in options.items():
         try:
             setattr(params, key, val)
         except (AttributeError, TypeError, ValueError) as err:

@@ -186,24 +186,16 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
             cp.add_hint(var, bool(c))
         for var, over in zip(v, ti.overload_of(chosen).tolist()):
             cp.add_hint(var, int(over))
+    from .ortools_backends import _parameters, _solve_stoppable
+
     cps = cp_model.CpSolver()
-    params = cps.parameters
-    params.num_workers = 1
-    params.catch_sigint_signal = False  # _solve_stoppable turns Ctrl-C into a stop
-    if opts.seed is not None:
-        params.random_seed = opts.seed
-    for key, val in options.items():
-        try:
-            setattr(params, key, val)
-        except (AttributeError, TypeError, ValueError) as err:
-            raise SolverOptionError(f"cpsat: bad CP-SAT parameter {key}={val!r} ({err})") from None
+    _parameters(cps, opts, None, options)
     if deadline is not None:
         left = deadline - time.perf_counter()
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
                            bound=lp_bound, limit=Limit.TIME)
-        params.max_time_in_seconds = left
-    from .ortools_backends import _solve_stoppable
+        cps.parameters.max_time_in_seconds = left
 
     code, stopped = _solve_stoppable(cps, cp)
     name = cps.status_name(code)
