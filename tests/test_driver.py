@@ -265,3 +265,21 @@ def test_fewer_collections_restores_thresholds_across_threads():
     for t in threads:
         t.join()
     assert gc.get_threshold() == before
+
+
+def test_hand_written_constructors_match_the_dataclass_fields():
+    """RunningJob, Window and Decision write their instance dict by hand (speed): their
+    constructors must take exactly the dataclass fields, in order, and stay frozen."""
+    import dataclasses
+    import inspect
+
+    from hpcopt.domain import Decision, RunningJob, Window
+
+    for cls in (RunningJob, Window, Decision):
+        params = list(inspect.signature(cls.__init__).parameters)[1:]
+        assert params == [f.name for f in dataclasses.fields(cls)], cls
+    d = Decision()
+    assert d.start == () and d.allocations == {} and d.allocations is not Decision().allocations
+    assert dataclasses.replace(d, reserve=3) == Decision((), 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.reserve = 1
