@@ -489,6 +489,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reuse-runs", action="store_true",
                     help="keep the ok rows of non-learned policies from an earlier runs.csv "
                     "in --out (the learned ones always rerun)")
+    ap.add_argument("--rerun", nargs="+", default=[], metavar="NAME",
+                    help="with --reuse-runs, run these policies again too (e.g. rolling-mip "
+                    "after a change to it)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite tables.md and the PNG from --out/runs.csv, running nothing")
     ap.add_argument("--out", default=str(HERE / "results" / "osdec"))
@@ -535,6 +538,7 @@ def main(argv=None) -> int:
             notes.append(f"{label}: not available ({why})")
             print(notes[-1], flush=True)
     old = reused_rows(out / "runs.csv") if args.reuse_runs else {}
+    rerun = tuple(args.rerun)
     cache = OfflineCache(out / "offline_cache.json")
     # (table, case) pairs; the deferrable runs serve Tables 1 and 2 (run once)
     want = [(t, c) for t in tables for c in TABLE_CASES[t]]
@@ -588,7 +592,7 @@ def main(argv=None) -> int:
                         row["status"] = "missing: not available"
                     elif not allowed:
                         pass  # not run in these tables: status "not run" below
-                    elif (case, name, label) in old and pname not in LEARNED and old[
+                    elif (case, name, label) in old and pname not in LEARNED + rerun and old[
                             (case, name, label)].get("data_hash") in (None, "", base["data_hash"]):
                         prev = old[(case, name, label)]
                         reused += 1

@@ -66,6 +66,11 @@ def osdec_workload(model) -> tuple[list[Job], System]:
     from .sim.resources import CapacityProfile
 
     T = int(model.slots)
+    if model.n_jobs and int(model.submit.min()) < 0:
+        i = int(model.submit.argmin())
+        raise SimulationError(f"osdec jobs[{i}].submit: expected a slot >= 0 for an online run, "
+                              f"got {int(model.submit[i])} (negative slots are for "
+                              f"rolling-horizon sub-models)")
     jobs = []
     for i in range(model.n_jobs):
         c, d = int(model.cores[i]), int(model.duration[i])
@@ -141,7 +146,7 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     jobs, system = osdec_workload(model)
     pol = build_policy(policy, **policy_options)
     if hasattr(pol, "set_weights"):
-        pol.set_weights(model.w1, model.w2)
+        pol.set_weights(model.w1, model.w2, model.slots)
     pol.reset(seed)
     sim = Simulator(jobs, system, pol, backfill="none", period=1.0, progress=progress).run()
     decision = online_decision(model, sim.records)

@@ -33,8 +33,9 @@ A cloud-slot state (OSDEC deferrable jobs, ``hpcopt.cloud``) adds ``"capacity": 
 C_T+1, ...]`` to ``system`` (the usable capacity now, then a forecast per slot of
 ``"slot"`` time units, default 1; the last value holds after), ``"earliest"``/``"latest"`` to
 the queued jobs, ``"upcoming"``: the submitted jobs whose earliest start has not come (the
-future set, same fields), and ``"weights": {"w1", "w2"}`` for the policies that price delay
-and violation (``rolling-mip``); it runs with no backfilling, as ``hpcopt simulate`` does.
+future set, same fields), and ``"weights": {"w1", "w2"[, "end"]}`` for the policies that
+price delay and violation (``rolling-mip``; ``end``: the slot where the objective stops
+pricing overload, the instance's T); it runs with no backfilling, as ``hpcopt simulate`` does.
 Learned policies keep state between passes (a held reservation, online learning), which one
 window does not carry: decide answers for them as for a first pass.
 """
@@ -258,8 +259,9 @@ def decide(state: dict, policy, **options) -> dict:
                 for i, u in enumerate(_field(window, "upcoming", list, [], where="window"))]
     weights = _field(window, "weights", dict, None, where="window")
     if weights is not None and hasattr(policy, "set_weights"):
+        end = _field(weights, "end", int, None, where="window.weights")
         policy.set_weights(_number(weights, "w1", where="window.weights"),
-                           _number(weights, "w2", where="window.weights"))
+                           _number(weights, "w2", where="window.weights"), end)
     if system.capacity is not None:  # cloud slots: no backfilling, one pass per slot
         options = {**options, "backfill": "none"}
     sim = Simulator.at(now, system, policy, queue, running, passed=passed, upcoming=upcoming,

@@ -20,6 +20,10 @@ T``).  ``v_t`` has no upper bound (the optimum sets it to ``max(0, load_t - C_t)
 ``w1 = 2``, ``w2 = 10`` (the paper's Table 3).  Capacities are integers >= 0: a rolling-horizon
 caller whose running jobs already exceed ``C_t`` passes ``max(0, C_t - running_t)``, which
 changes the violation penalty by a constant only (the marginal cost of a new core is the same).
+Such a caller also passes each job's true ``e_i`` relative to its slot 0, negative for a job
+whose window opened before it: starts stay in ``[max(0, e_i), l_i]``, but the delay still
+counts from ``e_i``, so what a job has already waited is paid when it starts (as the online
+objective pays it), and a job that waited longer than its revenue is worth is dropped.
 
 A decision holds one entry per job: its start slot, or ``-1`` when it is dropped.
 ``evaluate`` returns an ``OSDECEvaluation``: the objective and its three terms (revenue,
@@ -50,18 +54,20 @@ def _error(field: str, expected: str, got: Any = None) -> ModelError:
     return field_error("osdec", field, expected, got)
 
 
-def _integer(field: str, value: Any, minimum: int) -> int:
-    """``value`` as an int >= ``minimum`` (integral floats and numpy integers accepted)."""
+def _integer(field: str, value: Any, minimum: int | None) -> int:
+    """``value`` as an int >= ``minimum`` (``None``: any sign; integral floats and numpy
+    integers accepted)."""
+    expected = "an integer" if minimum is None else f"an integer >= {minimum}"
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not (np.isfinite(value) and value.is_integer())):
-        raise _error(field, f"an integer >= {minimum}", repr(value))
+        raise _error(field, expected, repr(value))
     value = int(value)
-    if value < minimum:
-        raise _error(field, f"an integer >= {minimum}", value)
-    if value >= INT_LIMIT:
-        raise _error(field, "an integer below 2^53", value)
+    if minimum is not None and value < minimum:
+        raise _error(field, expected, value)
+    if abs(value) >= INT_LIMIT:
+        raise _error(field, "an integer of magnitude below 2^53", value)
     return value
 
 
@@ -74,7 +80,8 @@ def _weight(field: str, value: Any) -> float:
     return float(value)
 
 
-def _int_vector(field: str, data: Any, item: str, minimum: int, n: int | None = None) -> np.ndarray:
+def _int_vector(field: str, data: Any, item: str, minimum: int | None,
+                n: int | None = None) -> np.ndarray:
     """A list of ints >= ``minimum``; ``item`` names entry i in messages (``{i}``)."""
     if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__"):
         raise _error(field, "a list of integers", repr(data))
@@ -177,8 +184,10 @@ class OSDECModel(Model):
     capacity : T integers >= 0
         ``C_t``, the cores left for deferrable jobs at slot t.
     cores, duration : per-job integers >= 1
-    earliest, latest : per-job integers, ``submit <= earliest <= latest``
-    submit : per-job integers >= 0 (default: ``earliest``)
+    earliest, latest : per-job integers, ``submit <= earliest <= latest``, ``latest >= 0``;
+        ``earliest < 0``: the window opened before slot 0 (a rolling-horizon sub-problem), and
+        the delay of a start still counts from it
+    submit : per-job integers (default: ``earliest``)
     ids : job ids (int or str, unique; default ``0 .. n-1``)
     w1, w2 : delay and violation penalty coefficients (default 2 and 10)
     past_horizon : ``"free"`` (jobs may run past T, unpenalised) or ``"forbid"`` (must end by T)
@@ -216,8 +225,8 @@ class OSDECModel(Model):
         n = cores.size
         duration = _int_vector("jobs", self.duration, "jobs[{i}].duration", 1, n)
         submit = None if self.submit is None else \
-            _int_vector("jobs", self.submit, "jobs[{i}].submit", 0, n)
-        earliest = _int_vector("jobs", self.earliest, "jobs[{i}].earliest", 0, n)
+            _int_vector("jobs", self.submit, "jobs[{i}].submit", None, n)
+        earliest = _int_vector("jobs", self.earliest, "jobs[{i}].earliest", None, n)
         latest = _int_vector("jobs", self.latest, "jobs[{i}].latest", 0, n)
         if submit is None:
             submit = earliest.copy()
@@ -258,7 +267,7 @@ class OSDECModel(Model):
         hi = min(int(self.latest[i]), self.slots - 1)
         if self.past_horizon == "forbid":
             hi = min(hi, self.slots - int(self.duration[i]))
-        return range(int(self.earliest[i]), hi + 1)
+        return range(max(0, int(self.earliest[i])), hi + 1)
 
     # -- semantics ---------------------------------------------------------------------------
     def _decision(self, x) -> np.ndarray:

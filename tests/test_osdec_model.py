@@ -66,7 +66,7 @@ def brute_force(data: dict) -> tuple[float, tuple]:
         hi = min(job["latest"], T - 1)
         if forbid:
             hi = min(hi, T - job["duration"])
-        choices.append([-1] + list(range(job["earliest"], hi + 1)))
+        choices.append([-1] + list(range(max(0, job["earliest"]), hi + 1)))
     best, arg = -math.inf, None
     for starts in itertools.product(*choices):
         ok, *_, total = oracle(data, starts)
@@ -89,7 +89,19 @@ def random_data(rng: random.Random, n_jobs: int, slots: int = 6, **extra) -> dic
     return data
 
 
+def rolling_data(rng: random.Random, n_jobs: int) -> dict:
+    """A rolling-horizon sub-problem: some windows opened before slot 0 (negative earliest),
+    their delay counting from there."""
+    data = random_data(rng, n_jobs, w1=rng.choice([1, 2, 3]))
+    for job in data["jobs"][: n_jobs // 2 + 1]:
+        waited = rng.randint(1, 4)
+        job["earliest"] = job["submit"] = -waited
+        job["latest"] = rng.randint(0, 2)
+    return data
+
+
 TINY = [random_data(random.Random(seed), 3 + seed % 3) for seed in range(24)]
+TINY += [rolling_data(random.Random(300 + s), 4) for s in range(6)]
 TINY += [random_data(random.Random(100 + s), 4, past_horizon="forbid") for s in range(6)]
 TINY += [random_data(random.Random(200 + s), 4, w1=0.5, w2=2.5) for s in range(4)]
 BRUTE = [brute_force(d) for d in TINY]
@@ -104,6 +116,11 @@ def test_the_tiny_set_exercises_every_term():
     assert any(any(s == -1 for s in arg) for _, arg in BRUTE)  # some optimum drops a job
     assert any(j["latest"] >= d["slots"] for d in TINY for j in d["jobs"])
     assert any(j["earliest"] + j["duration"] > d["slots"] for d in TINY for j in d["jobs"])
+    # a job whose window opened before slot 0 is started (its delay counted from its earliest)
+    # and one is dropped because of what it already waited
+    waited = [(j, s) for d, (_, arg) in zip(TINY, BRUTE) for j, s in zip(d["jobs"], arg)
+              if j["earliest"] < 0]
+    assert any(s >= 0 for _, s in waited) and any(s == -1 for _, s in waited)
 
 
 # ------------------------------------------------------------------------ evaluate
@@ -305,7 +322,8 @@ def _bad(path: str, value):
     ("jobs.0.duration", 1.5, "jobs[0].duration"),
     ("jobs.1.earliest", 0, "jobs[1].earliest"),  # before submit 1
     ("jobs.1.latest", 0, "jobs[1].latest"),  # before earliest 1
-    ("jobs.0.submit", -1, "jobs[0].submit"),
+    ("jobs.0.submit", 1.5, "jobs[0].submit"),
+    ("jobs.0.latest", -1, "jobs[0].latest"),
     ("jobs.0.cores", KeyError, "jobs[0].cores"),
     ("jobs.1.id", "a", "jobs"),  # duplicate id
     ("jobs.0.colour", "red", "jobs[0].colour"),

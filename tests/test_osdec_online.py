@@ -15,6 +15,7 @@ import pytest
 
 from hpcopt.cloud import SUMMARY_KEYS, online_decision, osdec_workload, simulate_osdec
 from hpcopt.domain import Job, System
+from hpcopt.errors import SimulationError
 from hpcopt.models.osdec import OSDECModel
 from hpcopt.policies import make_policy
 from hpcopt.policies.cloud import ScorePolicy, start_by_scores
@@ -146,9 +147,9 @@ class _Spy:
     def reset(self, seed=None):
         self.inner.reset(seed)
 
-    def set_weights(self, w1, w2):
+    def set_weights(self, w1, w2, end=None):
         if hasattr(self.inner, "set_weights"):
-            self.inner.set_weights(w1, w2)
+            self.inner.set_weights(w1, w2, end)
 
     def decide(self, window):
         t = window.time
@@ -171,7 +172,7 @@ def test_no_job_seen_early_capacity_respected_drops_after_latest(policy):
     model = OSDECModel.from_dict(json.loads(path.read_text())["data"])
     jobs, system = osdec_workload(model)
     spy = _Spy(make_policy(policy))
-    spy.set_weights(model.w1, model.w2)
+    spy.set_weights(model.w1, model.w2, model.slots)
     sim = Simulator(jobs, system, spy, backfill="none", period=1.0)
     starts, drops = [], []
 
@@ -294,3 +295,40 @@ def test_api_simulate_routes_osdec():
 
     res = hpcopt.simulate(str(OSDEC / "tiny_4jobs.json"), policy="fifo")
     assert res.decision == TINY_EXPECTED["fifo"][0]
+
+
+def _model(capacity, jobs):
+    return OSDECModel(slots=len(capacity), capacity=capacity, cores=[j[0] for j in jobs],
+                      duration=[j[1] for j in jobs], earliest=[j[2] for j in jobs],
+                      latest=[j[3] for j in jobs])
+
+
+def test_rolling_mip_pays_what_a_job_already_waited():
+    """b (1 core x 2 slots, worth 2) can only start at slot 4, after waiting 4 slots: a delay
+    penalty of 8.  FIFO starts it anyway; the rolling MIP counts the delay from b's earliest
+    slot, not from the current slot, and drops it."""
+    model = _model([1] * 8, [(1, 4, 0, 0), (1, 2, 0, 5)])
+    fifo = _run(model, "fifo")
+    assert fifo.decision == [0, 4] and fifo.summary["total_reward"] == 4 + 2 - 8
+    mip = _run(model, "rolling-mip", horizon=3, backend="osdec-greedy")
+    assert mip.decision == [0, -1] and mip.summary["total_reward"] == 4
+
+
+@pytest.mark.parametrize("backend", ["scip", "osdec-greedy"])
+def test_rolling_mip_charges_a_start_past_its_planning_slots(backend):
+    """With H = 1 and the true capacity known, a 4-slot job that fits now but runs into the
+    capacity drop at slot 2 costs 2 x 2 x 10 = 40 > its revenue 8: every slot it occupies is
+    charged, so it is not started.  Past the day's end capacity is free: the same job at the
+    last slot but one is started."""
+    mip = _run(_model([2, 2, 0, 0, 2, 2], [(2, 4, 0, 0)]), "rolling-mip", horizon=1,
+               forecast="oracle", backend=backend)
+    assert mip.decision == [-1] and mip.summary["total_reward"] == 0
+    late = _run(_model([0, 0, 0, 0, 2, 2], [(2, 4, 4, 4)]), "rolling-mip", horizon=1,
+                forecast="oracle", backend=backend)
+    assert late.decision == [4] and late.summary["total_reward"] == 8
+
+
+def test_an_online_run_needs_slots_from_zero():
+    model = _model([2] * 4, [(1, 2, -2, 1), (1, 1, 0, 3)])  # a sub-model, not a workload
+    with pytest.raises(SimulationError, match=r"jobs\[0\]\.submit: expected a slot >= 0"):
+        _run(model, "fifo")

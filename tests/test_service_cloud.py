@@ -23,17 +23,17 @@ def _row(job, **extra) -> dict:
             "earliest": job.earliest, "latest": job.latest, **extra}
 
 
-def _state(sim: Simulator, model, horizon: int) -> dict:
-    """What a cloud scheduler would send at this slot (a forecast of ``horizon`` slots)."""
+def _state(sim: Simulator, model) -> dict:
+    """What a cloud scheduler would send at this slot (the forecast up to the day's end)."""
     prof = sim.system.capacity
     return {"time": sim.now,
             "system": {"nodes": sim.system.nodes,
-                       "capacity": [prof.at(sim.now + h) for h in range(horizon)]},
+                       "capacity": [prof.at(t) for t in range(int(sim.now), model.slots)]},
             "queue": [_row(j) for j in sim.queue],
             "running": [{"id": r.job.id, "nodes": r.job.nodes, "expected_end": r.est_end}
                         for r in sim.running],
             "upcoming": [_row(j) for j in sim.upcoming.values()],
-            "weights": {"w1": model.w1, "w2": model.w2}}
+            "weights": {"w1": model.w1, "w2": model.w2, "end": model.slots}}
 
 
 @pytest.mark.parametrize(("policy", "options"), [
@@ -45,14 +45,14 @@ def test_decide_replays_every_osdec_slot(policy, options):
     jobs, system = osdec_workload(model)
     pol = make_policy(policy, **options)
     if hasattr(pol, "set_weights"):
-        pol.set_weights(model.w1, model.w2)
+        pol.set_weights(model.w1, model.w2, model.slots)
     sim = Simulator(jobs, system, pol, backfill="none", period=1.0)
     inner, passes = pol.decide, []
 
     def decide(window):  # each pass: the same state through the service, then the driver
         request = json.loads(json.dumps({"id": len(passes), "op": "decide", "policy": policy,
                                          "options": options,
-                                         "window": _state(sim, model, 12)}))
+                                         "window": _state(sim, model)}))
         decision = inner(window)
         reply = handle(request)
         assert reply["ok"], reply
