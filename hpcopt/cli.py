@@ -246,7 +246,15 @@ def _parser() -> argparse.ArgumentParser:
                     help="osdec instance files (default: deferrable_suite train split)")
     to.add_argument("--iterations", type=positive_int, default=None,
                     help="PPO iterations (default: the config's)")
-    to.add_argument("--minutes", type=float, default=None, help="stop after M minutes")
+    to.add_argument("--train-trajectories", type=positive_int, default=None, metavar="N",
+                    help="training days from deferrable_suite('train') (default: the config's)")
+    to.add_argument("--val-trajectories", type=positive_int, default=None, metavar="N",
+                    help="held-out validation days after them (default: the config's)")
+    to.add_argument("--eval-every", type=positive_int, default=None, metavar="N",
+                    help="validate every N iterations (default: the config's)")
+    to.add_argument("--minutes", type=float, default=None,
+                    help="stop after M minutes (the learning rates still decay over "
+                    "--iterations, so the run is the same as without a budget, cut short)")
     to.add_argument("--seed", type=int, default=0)
     to.add_argument("--out", default="osdec-run", help="directory for checkpoints and curve")
     to.add_argument("--no-plot", action="store_true", help="skip curve.png")
@@ -711,7 +719,9 @@ def _train_osdec(args, torch) -> int:
     torch.set_num_threads(1 if args.config == "small" else max(1, min(torch.get_num_threads(),
                                                                       2)))
     doc = train(variant=args.variant, config=args.config, workloads=args.workload,
-                iterations=args.iterations, minutes=args.minutes, seed=args.seed,
+                iterations=args.iterations, train_trajectories=args.train_trajectories,
+                val_trajectories=args.val_trajectories, eval_every=args.eval_every,
+                minutes=args.minutes, seed=args.seed,
                 out=args.out, progress=not args.no_progress, plot=not args.no_plot)
     print(f"trained {doc['variant']} {doc['iterations']} iterations ({doc['steps']:,} steps, "
           f"{doc['episodes']} episodes) in {doc['train_seconds']:.0f} s; best validation "

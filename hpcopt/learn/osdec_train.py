@@ -157,7 +157,7 @@ class Trainer:
         self.gen = torch.Generator().manual_seed(int(seed))
 
     def set_progress(self, frac: float) -> None:
-        """Linear learning-rate decay by the share of the budget spent."""
+        """Linear learning-rate decay by the share of the planned iterations done."""
         cfg = self.cfg
         self.opt.param_groups[0]["lr"] = _decay(cfg.lr_policy, frac)
         self.opt.param_groups[1]["lr"] = _decay(cfg.lr_value, frac)
@@ -283,11 +283,15 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
 
 def train(*, variant: str = "osdec", config: str | TrainConfig = "small", workloads=None,
           models=None, val_models=None, iterations: int | None = None,
-          minutes: float | None = None, seed: int = 0, out="osdec-run",
+          train_trajectories: int | None = None, val_trajectories: int | None = None,
+          eval_every: int | None = None, minutes: float | None = None, seed: int = 0,
+          out="osdec-run",
           agent_config: AgentConfig | None = None, progress: bool = True,
           plot: bool = True) -> dict:
     """Train ``variant`` and write ``out`` (module docstring); returns the train.json dict.
-    ``models``/``val_models`` (OSDEC models) replace the workload pool when given."""
+    ``models``/``val_models`` (OSDEC models) replace the workload pool when given;
+    ``iterations``, ``train_trajectories``, ``val_trajectories`` and ``eval_every`` override
+    the config's."""
     check_variant(variant)
     if isinstance(config, str):
         if config not in CONFIGS:
@@ -296,8 +300,9 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
         name, cfg = config, CONFIGS[config]
     else:
         name, cfg = "custom", config
-    if iterations is not None:
-        cfg = replace(cfg, iterations=int(iterations))
+    given = {"iterations": iterations, "train_trajectories": train_trajectories,
+             "val_trajectories": val_trajectories, "eval_every": eval_every}
+    cfg = replace(cfg, **{k: int(v) for k, v in given.items() if v is not None})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -331,10 +336,9 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
             elapsed = time.perf_counter() - t0
             if budget is not None and it > 1 and elapsed > budget:
                 break
-            frac = (it - 1) / cfg.iterations
-            if budget is not None:
-                frac = max(frac, elapsed / budget)
-            trainer.set_progress(frac)
+            # the schedule follows the iteration count only: a time budget just stops the run,
+            # so its iterations are bit-identical to the same run without one
+            trainer.set_progress((it - 1) / cfg.iterations)
             batch, totals, seqs = trainer.rollout(models)
             stats = trainer.update(batch)
             aux_loss = trainer.update_aux(seqs)
