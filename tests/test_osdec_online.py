@@ -325,6 +325,9 @@ def test_rolling_mip_charges_a_start_past_its_planning_slots(backend):
     mip = _run(_model([2, 2, 0, 0, 2, 2], [(2, 4, 0, 0)]), "rolling-mip", horizon=1,
                forecast="oracle", backend=backend)
     assert mip.decision == [-1] and mip.summary["total_reward"] == 0
+    short = _run(_model([2, 2, 0, 0, 2, 2], [(2, 4, 0, 0)]), "rolling-mip", horizon=1,
+                 forecast="oracle", backend=backend, lookahead=0)  # only slot 0 charged
+    assert short.decision == [0] and short.summary["total_reward"] == 8 - 40
     late = _run(_model([0, 0, 0, 0, 2, 2], [(2, 4, 4, 4)]), "rolling-mip", horizon=1,
                 forecast="oracle", backend=backend)
     assert late.decision == [4] and late.summary["total_reward"] == 8
