@@ -171,9 +171,12 @@ class RollingMIP(ScorePolicy):
             lo = int((j.latest if j.latest is not None else t + H - 1) - t)
             if max(e, 0) <= min(lo, H - 1):
                 plan.append((j, e, min(lo, H - 1)))
-        ahead = self.lookahead if self.lookahead is not None or self.end is not None else 24
         longest = max([int(j.walltime) for j, _, _ in plan], default=0)
-        span = H + (longest if ahead is None else min(ahead, longest))
+        if self.lookahead is not None:
+            longest = min(longest, self.lookahead)
+        elif self.end is None:  # a plain trace: no day's end bounds the charge
+            longest = min(longest, 24)
+        span = H + longest
         if self.end is not None:  # past the instance's horizon T capacity is free
             span = max(1, min(span, self.end - t))
         cap = capacity_now(window)
