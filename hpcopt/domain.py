@@ -42,7 +42,7 @@ class Job:
     latest: float | None = None
     deps: tuple[int | str, ...] = ()
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # the checks; __init__ (below) calls it on a failure
         if self.nodes < 1:
             raise ModelError(f"job {self.id}: nodes must be >= 1, got {self.nodes}")
         if self.runtime < 0 or self.walltime < 0:
@@ -57,6 +57,45 @@ class Job:
             )
         if self.bb < 0 or self.ssd < 0:
             raise ModelError(f"job {self.id}: bb and ssd must be >= 0")
+
+
+def _job_init():
+    """``Job.__init__``: each slot set through its own descriptor, the checks of
+    ``__post_init__`` inline (it runs only to raise).  The dataclass's generated constructor
+    calls ``object.__setattr__`` by name for each of the 14 fields; this one builds a job in
+    about 2/3 of the time, which is a third of reading a 100k-job trace.  Same parameters,
+    defaults, checks and immutability (tests/test_driver.py)."""
+    (set_id, set_submit, set_runtime, set_walltime, set_nodes, set_bb, set_ssd, set_priority,
+     set_user, set_queue, set_cores, set_earliest, set_latest, set_deps) = (
+        getattr(Job, f).__set__ for f in Job.__slots__)
+
+    def __init__(self, id: int | str, submit: float, runtime: float, walltime: float,
+                 nodes: int, bb: float = 0.0, ssd: float = 0.0, priority: int = 0,
+                 user: int = -1, queue: int = -1, cores: int = 0,
+                 earliest: float | None = None, latest: float | None = None,
+                 deps: tuple[int | str, ...] = ()) -> None:
+        set_id(self, id)
+        set_submit(self, submit)
+        set_runtime(self, runtime)
+        set_walltime(self, walltime)
+        set_nodes(self, nodes)
+        set_bb(self, bb)
+        set_ssd(self, ssd)
+        set_priority(self, priority)
+        set_user(self, user)
+        set_queue(self, queue)
+        set_cores(self, cores)
+        set_earliest(self, earliest)
+        set_latest(self, latest)
+        set_deps(self, deps)
+        if nodes < 1 or runtime < 0 or walltime < 0 or runtime > walltime or bb < 0 or ssd < 0:
+            self.__post_init__()
+
+    __init__.__qualname__ = "Job.__init__"
+    return __init__
+
+
+Job.__init__ = _job_init()
 
 
 @dataclass(frozen=True)

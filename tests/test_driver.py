@@ -268,16 +268,40 @@ def test_fewer_collections_restores_thresholds_across_threads():
 
 
 def test_hand_written_constructors_match_the_dataclass_fields():
-    """RunningJob, Window and Decision write their instance dict by hand (speed): their
-    constructors must take exactly the dataclass fields, in order, and stay frozen."""
+    """Job, RunningJob, Window and Decision have hand-written constructors (speed): they
+    must take exactly the dataclass fields, in order, with the same defaults, and stay
+    frozen; Job's must check what __post_init__ checks."""
     import dataclasses
     import inspect
 
-    from hpcopt.domain import Decision, RunningJob, Window
+    from hpcopt.domain import Decision, Job, RunningJob, Window
+    from hpcopt.errors import ModelError
 
-    for cls in (RunningJob, Window, Decision):
-        params = list(inspect.signature(cls.__init__).parameters)[1:]
-        assert params == [f.name for f in dataclasses.fields(cls)], cls
+    for cls in (Job, RunningJob, Window, Decision):
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        fields = dataclasses.fields(cls)
+        assert [p.name for p in params] == [f.name for f in fields], cls
+        for p, f in zip(params, fields):
+            default = (f.default if f.default is not dataclasses.MISSING
+                       else f.default_factory() if f.default_factory is not dataclasses.MISSING
+                       else inspect.Parameter.empty)
+            if p.default is not inspect.Parameter.empty and p.default is not default:
+                # Window/Decision take a sentinel for a default_factory field
+                assert callable(f.default_factory), (cls, p.name)
+            else:
+                assert p.default == default, (cls, p.name)
+    assert Job.__slots__ == tuple(f.name for f in dataclasses.fields(Job))
+    job = Job(7, 1.0, 2.0, 3.0, 4, cores=9, deps=(1,))
+    assert [getattr(job, f.name) for f in dataclasses.fields(Job)] == [
+        7, 1.0, 2.0, 3.0, 4, 0.0, 0.0, 0, -1, -1, 9, None, None, (1,)]
+    assert dataclasses.replace(job, nodes=5).nodes == 5 and job == Job(7, 1.0, 2.0, 3.0, 4,
+                                                                      cores=9, deps=(1,))
+    for bad in (dict(nodes=0), dict(runtime=-1.0), dict(walltime=1.0), dict(bb=-1.0),
+                dict(ssd=-1.0)):
+        with pytest.raises(ModelError):
+            dataclasses.replace(job, **bad)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.nodes = 1
     d = Decision()
     assert d.start == () and d.allocations == {} and d.allocations is not Decision().allocations
     assert dataclasses.replace(d, reserve=3) == Decision((), 3)

@@ -119,3 +119,78 @@ def test_quiet_passes_equal_full_passes(policy, kw, seed):
         if quiet and sim._quiet_ok:
             assert sim._quiet is not None or not sim.queue
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("policy, kw, bb", [
+    ("fcfs", {}, False), ("sjf", {"window": 3}, False), ("wfp", {}, False),
+    ("baseline", {}, True), ("fcfs", {"starvation_bound": 2}, False),
+    ("fcfs", {"backfill": "none", "window": 2}, True), ("fcfs", {"period": 15}, True),
+])
+@pytest.mark.parametrize("seed", range(2))
+def test_prefix_rule_applied_by_the_driver_equals_asking_decide(policy, kw, bb, seed,
+                                                                monkeypatch):
+    """A head-first policy declares ``starts_prefix``: the driver applies the rule itself
+    instead of building a Window and calling decide().  Same records, passes and events as
+    asking decide() every pass, on a node-only machine and with a burst buffer."""
+    from hpcopt.domain import Decision, System
+    from hpcopt.policies import make_policy
+    from hpcopt.policies.classic import HeadFirst
+    from hpcopt.sim.driver import Event, Simulator
+
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(300):
+        wall = float(rng.choice([0, 10, 20, 30, 60]))
+        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
+        jobs.append(Job(id=i, submit=float(rng.randrange(0, 1500, 10)), runtime=run,
+                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16]),
+                        bb=float(rng.choice([0, 0, 10, 40])) if bb else 0.0))
+    system = System(16, bb=100.0) if bb else System(16)
+    runs, calls = [], []
+    decide = HeadFirst.decide
+    monkeypatch.setattr(HeadFirst, "decide", lambda self, w: calls.append(w) or decide(self, w))
+    for shortcut in (True, False):
+        calls.clear()
+        sim = Simulator(jobs, system, make_policy(policy), **kw)
+        assert sim._starts_prefix
+        sim._starts_prefix = shortcut
+        events: list = []
+
+        def log(s, e, p, events=events):
+            what = (p[0].id, p[1]) if e == Event.RESERVE else getattr(getattr(p, "job", None),
+                                                                       "id", None)
+            events.append((e, s.now, what))
+
+        for ev in (Event.START, Event.RESERVE, Event.PASS):
+            sim.subscribe(ev, log)
+        sim.run()
+        assert (not calls) if shortcut else calls
+        runs.append((_records(sim), sim.passes, sim.now, events))
+    assert runs[0] == runs[1]
+
+    class Held(HeadFirst):  # overrides decide(): the driver must ask it again
+        def decide(self, window):
+            return Decision(()) if window.queue_length > 1 else super().decide(window)
+
+    assert not Held.starts_prefix and HeadFirst.starts_prefix
+    assert not Simulator(jobs[:5], system, Held())._starts_prefix
+
+    class Wrapper:  # forwards attributes (starts_prefix too) but decides itself
+        def __init__(self, inner):
+            self.inner = inner
+
+        def decide(self, window):
+            return self.inner.decide(window)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    assert Wrapper(make_policy(policy)).starts_prefix
+    assert not Simulator(jobs[:5], system, Wrapper(make_policy(policy)))._starts_prefix
+    pol = make_policy(policy)  # decide() replaced on the instance, after the constructor
+    sim = Simulator(jobs, system, pol)
+    calls.clear()
+    pol.decide = lambda w: calls.append(w) or Decision(())
+    with pytest.raises(Exception, match="left .* queued"):
+        sim.run()
+    assert calls

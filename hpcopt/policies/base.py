@@ -49,9 +49,20 @@ class Policy:
     # True when the policy starts nothing while the first queued job does not fit: the driver
     # may then skip re-deciding passes where only new jobs joined (hpcopt.sim.driver, "Speed")
     waits_for_head: ClassVar[bool] = False
+    # True when decide() is exactly the head-first rule (start the longest prefix of the
+    # window that fits; the driver picks the reservation): the driver then applies that rule
+    # itself (hpcopt.sim.resources.fitting_prefix) without a Window, a Decision or a call.
+    # Read from the class: a subclass that overrides decide() (unless it sets this too), a
+    # wrapper that forwards attributes, or a decide() set on the instance is asked again.
+    starts_prefix: ClassVar[bool] = False
     order: str | None = None
     window: int | None = None
     options: dict = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "decide" in cls.__dict__ and "starts_prefix" not in cls.__dict__:
+            cls.starts_prefix = False
 
     def reset(self, seed: int | None = None) -> None:
         """Prepare for a new simulation (re-seed random state)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from hpcopt.domain import Decision, Window
-from hpcopt.sim.resources import NodePool
+from hpcopt.sim.resources import fitting_prefix
 
 from .base import Policy, register_policy
 
@@ -27,24 +29,8 @@ def prefix_fill(window: Window, jobs) -> tuple[int, ...]:
     """Start ``jobs`` in the given order up to the first that does not fit (the longest
     prefix that fits the free resources): the head-first rule, and the way every cloud-slot
     policy maps its scores to starts (``hpcopt.policies.cloud.start_by_scores``)."""
-    pool = window.resources
-    chosen = []
-    if type(pool) is NodePool:  # the same rule on the node count (NodePool.fits/take)
-        free = pool.free
-        for job in jobs:
-            nodes = job.nodes
-            if nodes > free or job.bb or job.ssd:
-                break
-            free -= nodes
-            chosen.append(job.id)
-        pool.free = free
-        return tuple(chosen)
-    for job in jobs:
-        if not pool.fits(job):
-            break
-        pool.take(job)
-        chosen.append(job.id)
-    return tuple(chosen)
+    jobs = list(jobs) if not isinstance(jobs, Sequence) else jobs
+    return tuple(job.id for job in jobs[:fitting_prefix(jobs, window.resources)])
 
 
 @register_policy("fcfs", order="fcfs")
@@ -59,6 +45,7 @@ class HeadFirst(Policy):
     """
 
     waits_for_head = True  # nothing starts while the head does not fit (driver: quiet passes)
+    starts_prefix = True  # decide() is the head-first rule: the driver applies it directly
 
     def __init__(self, order: str | None = "fcfs", window: int | None = None) -> None:
         self.order = order

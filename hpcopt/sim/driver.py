@@ -60,7 +60,10 @@ the loop changes.
 
 Speed: a policy with ``waits_for_head`` (it starts nothing while the first queued job does
 not fit: ``fcfs``, ``sjf``, ``baseline``) is not asked while the head does not fit (its
-decision is empty and the head gets the reservation).  The driver also skips re-deciding a
+decision is empty and the head gets the reservation).  A policy class with ``starts_prefix``
+(its ``decide`` is the head-first rule itself: the same four) is not asked at all: the pass
+applies that rule (``resources.fitting_prefix``, which its ``decide`` calls too) to the
+window, without building a ``Window`` or a ``Decision``.  The driver also skips re-deciding a
 pass in which nothing was freed or started and new jobs only joined the tail of a static
 order on interchangeable nodes: the decision (none), the reservation (the head, same shadow
 time and extra nodes) and every earlier backfill rejection stand, so only the new jobs go
@@ -86,7 +89,7 @@ from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
 from .orders import get_order
-from .resources import NodePool, make_pool
+from .resources import NodePool, fitting_prefix, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
@@ -260,6 +263,7 @@ class Simulator:
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
         self._start_hook: Callable | None = None  # see on_start
         self._waits_for_head = bool(getattr(policy, "waits_for_head", False))
+        self._starts_prefix = self._prefix_rule()
         self._quiet_ok = (self._waits_for_head and self._static
                           and self.backfilling and starvation_bound is None
                           and type(self.pool) is NodePool and not self._one_pick)
@@ -293,6 +297,14 @@ class Simulator:
         for job in trace:
             if job.deps:
                 self._check_deps(job)
+
+    def _prefix_rule(self) -> bool:
+        """Whether passes apply the head-first rule for the policy (module docstring, "Speed"):
+        declared by the policy's class, whose decide() it describes; not by a wrapper that
+        forwards attributes, nor when decide() was replaced on the instance."""
+        policy = self.policy
+        return bool(getattr(type(policy), "starts_prefix", False)) and not self._one_pick \
+            and "decide" not in getattr(policy, "__dict__", ())
 
     @classmethod
     def at(cls, time: float, system: System, policy, queue: Sequence[Job],
@@ -395,6 +407,7 @@ class Simulator:
             self._push(min(starts), _TICK, None)
         last = 0
         one_pick = self._one_pick
+        self._starts_prefix = self._starts_prefix and self._prefix_rule()  # decide() patched?
         advance, schedule = self.advance, self.schedule
         while advance():
             if self._due:
@@ -514,6 +527,16 @@ class Simulator:
                     head.nodes <= pool.free and not (head.bb or head.ssd)
                     if type(pool) is NodePool else pool.fits(head)):
                 reserve = head  # the policy starts nothing: its reservation is the head
+            elif self._starts_prefix:  # its decision: the window's longest prefix that fits
+                w = self.window_size
+                jobs = rest if w is None or w >= len(rest) else rest[:w]
+                k = fitting_prefix(jobs, pool, take=False)
+                start = self.start
+                for job in jobs[:k]:
+                    started.add(job.id)
+                    start(job, READY)
+                if self.backfilling and k < len(rest):
+                    reserve = rest[k]  # the first window job that did not start
             else:
                 window = self.window(rest)
                 decision = self.policy.decide(window)

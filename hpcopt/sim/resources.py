@@ -16,6 +16,32 @@ from hpcopt.errors import InvalidDecisionError, SimulationError
 _new_pool = object.__new__
 
 
+def fitting_prefix(jobs, pool, take: bool = True) -> int:
+    """How many of ``jobs``, in order, fit the free resources together up to the first that
+    does not (the head-first rule); they are taken from ``pool`` unless ``take`` is false.
+    On a ``NodePool`` the rule of ``fits``/``take`` is applied to the node count."""
+    if type(pool) is NodePool:
+        free, k = pool.free, 0
+        for job in jobs:
+            nodes = job.nodes
+            if nodes > free or job.bb or job.ssd:
+                break
+            free -= nodes
+            k += 1
+        if take:
+            pool.free = free
+        return k
+    if not take:
+        pool = pool.copy()
+    k = 0
+    for job in jobs:
+        if not pool.fits(job):
+            break
+        pool.take(job)
+        k += 1
+    return k
+
+
 class NodePool:
     """Interchangeable nodes: the state is the number of free nodes.
 
