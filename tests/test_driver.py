@@ -141,6 +141,30 @@ def test_periodic_windows_schedule_only_at_ticks():
     assert starts(sim) == {1: (0, "ready"), 2: (60, "ready"), 3: (120, "ready")}
 
 
+class _Never(Policy):
+    def decide(self, window):
+        return Decision(())
+
+
+def test_periodic_passes_end_when_only_time_is_left():
+    """A periodic run whose policy leaves jobs on an idle machine with nothing to come gets
+    the run's error (as an event-driven run does) instead of ticking forever; a job with a
+    latest start keeps the ticks going until it is dropped."""
+    jobs = [J(1, 0, 2, 30), J(2, 10, 2, 30)]
+    with pytest.raises(SimulationError, match=r"left 2 job\(s\) queued"):
+        Simulator(jobs, System(4), _Never(), period=60, backfill="none").run()
+    with pytest.raises(SimulationError, match=r"left 2 job\(s\) queued"):
+        Simulator(jobs, System(4), _Never(), backfill="none").run()
+    with pytest.raises(SimulationError, match=r"left 1 job\(s\) queued"):  # 2 backfills
+        Simulator(jobs, System(4), _Never(), period=60).run()
+    late = Job(3, 0.0, 2.0, 30.0, 1, latest=600.0)
+    sim = Simulator([late], System(4), _Never(), period=60, backfill="none")
+    sim.run()
+    assert sim.records[3].mode == "dropped" and sim.now == 660
+    with pytest.raises(SimulationError, match=r"left 1 job\(s\) queued.*job 1\)"):
+        Simulator([jobs[0], late], System(4), _Never(), period=60, backfill="none").run()
+
+
 class _Greedy(Policy):
     def __init__(self, ids):
         self.ids = ids

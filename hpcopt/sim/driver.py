@@ -994,8 +994,16 @@ class Simulator:
                 self._queue(job)
 
     def _pending(self) -> bool:
-        return bool(self.queue or self._run_vals or self._next_trace < self._n_trace
-                    or any(e[1] != _TICK for e in self._events))
+        """Whether another tick may find something new.  With nothing running and no event
+        to come, waiting jobs change only through time: a capacity profile, or a job's
+        latest start passing (it is dropped).  Otherwise the ticks stop, as passes do when no
+        event is left, and a policy that leaves jobs queued on an idle machine gets the run's
+        error instead of ticking forever."""
+        if self._run_vals or self._next_trace < self._n_trace \
+                or any(e[1] != _TICK for e in self._events):
+            return True
+        return bool(self.queue) and (self._capacity
+                                     or any(j.latest is not None for j in self.queue))
 
     def _serve_starved(self, ordered: list[Job], started: set[int]):
         """Start starved jobs first; the first one that does not fit is returned to reserve."""
