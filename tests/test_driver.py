@@ -163,6 +163,15 @@ def test_periodic_passes_end_when_only_time_is_left():
     assert sim.records[3].mode == "dropped" and sim.now == 660
     with pytest.raises(SimulationError, match=r"left 1 job\(s\) queued.*job 1\)"):
         Simulator([jobs[0], late], System(4), _Never(), period=60, backfill="none").run()
+    # a capacity profile: ticks go on until its last step, then the same error
+    from hpcopt.sim.resources import CapacityProfile
+
+    cloud = System(4, capacity=CapacityProfile([0, 0, 0, 4], period=60))
+    sim = Simulator([jobs[0]], cloud, make_policy("fcfs"), period=60, backfill="none")
+    sim.run()
+    assert sim.records[1].start == 180
+    with pytest.raises(SimulationError, match=r"left 1 job\(s\) queued"):
+        Simulator([jobs[0]], cloud, _Never(), period=60, backfill="none").run()
 
 
 class _Greedy(Policy):

@@ -89,7 +89,7 @@ from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
 from .orders import get_order
-from .resources import NodePool, fitting_prefix, make_pool
+from .resources import CapacityProfile, NodePool, fitting_prefix, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
@@ -1002,8 +1002,14 @@ class Simulator:
         if self._run_vals or self._next_trace < self._n_trace \
                 or any(e[1] != _TICK for e in self._events):
             return True
-        return bool(self.queue) and (self._capacity
-                                     or any(j.latest is not None for j in self.queue))
+        if not self.queue:
+            return False
+        if self._capacity:
+            prof = self.pool.profile  # a step function changes no more after its last step
+            if not isinstance(prof, CapacityProfile) \
+                    or self.now < prof.start + (len(prof.values) - 1) * prof.period:
+                return True
+        return any(j.latest is not None for j in self.queue)
 
     def _serve_starved(self, ordered: list[Job], started: set[int]):
         """Start starved jobs first; the first one that does not fit is returned to reserve."""
