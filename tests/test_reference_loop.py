@@ -80,6 +80,36 @@ def _records(sim):
     return {jid: (r.start, r.end, r.mode, r.reserved_at) for jid, r in sim.records.items()}
 
 
+def _random_jobs(seed: int, n: int, horizon: int, bb: bool = False) -> list[Job]:
+    """Short jobs of 1-16 nodes, many ties and zero runtimes (optionally burst buffer)."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(n):
+        wall = float(rng.choice([0, 10, 20, 30, 60]))
+        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
+        jobs.append(Job(id=i, submit=float(rng.randrange(0, horizon, 10)), runtime=run,
+                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16]),
+                        bb=float(rng.choice([0, 0, 10, 40])) if bb else 0.0))
+    return jobs
+
+
+def _run_logged(sim) -> list:
+    """Run ``sim``; the start, reserve and pass events it emitted, in order."""
+    from hpcopt.sim.driver import Event
+
+    events: list = []
+
+    def log(s, e, p):
+        what = (p[0].id, p[1]) if e == Event.RESERVE else getattr(getattr(p, "job", None),
+                                                                   "id", None)
+        events.append((e, s.now, what))
+
+    for ev in (Event.START, Event.RESERVE, Event.PASS):
+        sim.subscribe(ev, log)
+    sim.run()
+    return events
+
+
 @pytest.mark.parametrize("policy, kw", [
     ("fcfs", {}), ("sjf", {}), ("baseline", {}), ("fcfs", {"backfill": "none"}),
     ("fcfs", {"window": 3}), ("sjf", {"backfill": "none", "window": 2}),
@@ -91,30 +121,15 @@ def test_quiet_passes_equal_full_passes(policy, kw, seed):
     same records, passes and events as deciding every pass."""
     from hpcopt.domain import System
     from hpcopt.policies import make_policy
-    from hpcopt.sim.driver import Event, Simulator
+    from hpcopt.sim.driver import Simulator
 
-    rng = random.Random(seed)
-    jobs = []
-    for i in range(400):
-        wall = float(rng.choice([0, 10, 20, 30, 60]))
-        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
-        jobs.append(Job(id=i, submit=float(rng.randrange(0, 2000, 10)), runtime=run,
-                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16])))
+    jobs = _random_jobs(seed, 400, 2000)
     runs = []
     for quiet in (True, False):
         sim = Simulator(jobs, System(16), make_policy(policy), **kw)
         assert sim._quiet_ok == (kw.get("backfill") != "none")
         sim._quiet_ok = sim._quiet_ok and quiet
-        events: list = []
-
-        def log(s, e, p, events=events):
-            what = (p[0].id, p[1]) if e == Event.RESERVE else getattr(getattr(p, "job", None),
-                                                                       "id", None)
-            events.append((e, s.now, what))
-
-        for ev in (Event.START, Event.RESERVE, Event.PASS):
-            sim.subscribe(ev, log)
-        sim.run()
+        events = _run_logged(sim)
         runs.append((_records(sim), sim.passes, sim.now, sim.pool.free, events))
         if quiet and sim._quiet_ok:
             assert sim._quiet is not None or not sim.queue
@@ -135,16 +150,9 @@ def test_prefix_rule_applied_by_the_driver_equals_asking_decide(policy, kw, bb, 
     from hpcopt.domain import Decision, System
     from hpcopt.policies import make_policy
     from hpcopt.policies.classic import HeadFirst
-    from hpcopt.sim.driver import Event, Simulator
+    from hpcopt.sim.driver import Simulator
 
-    rng = random.Random(seed)
-    jobs = []
-    for i in range(300):
-        wall = float(rng.choice([0, 10, 20, 30, 60]))
-        run = float(rng.choice([0.0, wall / 2, wall])) if wall else 0.0
-        jobs.append(Job(id=i, submit=float(rng.randrange(0, 1500, 10)), runtime=run,
-                        walltime=wall, nodes=rng.choice([1, 1, 2, 4, 8, 16]),
-                        bb=float(rng.choice([0, 0, 10, 40])) if bb else 0.0))
+    jobs = _random_jobs(seed, 300, 1500, bb)
     system = System(16, bb=100.0) if bb else System(16)
     runs, calls = [], []
     decide = HeadFirst.decide
@@ -154,16 +162,7 @@ def test_prefix_rule_applied_by_the_driver_equals_asking_decide(policy, kw, bb, 
         sim = Simulator(jobs, system, make_policy(policy), **kw)
         assert sim._starts_prefix
         sim._starts_prefix = shortcut
-        events: list = []
-
-        def log(s, e, p, events=events):
-            what = (p[0].id, p[1]) if e == Event.RESERVE else getattr(getattr(p, "job", None),
-                                                                       "id", None)
-            events.append((e, s.now, what))
-
-        for ev in (Event.START, Event.RESERVE, Event.PASS):
-            sim.subscribe(ev, log)
-        sim.run()
+        events = _run_logged(sim)
         assert (not calls) if shortcut else calls
         runs.append((_records(sim), sim.passes, sim.now, events))
     assert runs[0] == runs[1]
