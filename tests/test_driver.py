@@ -340,3 +340,17 @@ def test_hand_written_constructors_match_the_dataclass_fields():
     assert dataclasses.replace(d, reserve=3) == Decision((), 3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.reserve = 1
+
+
+def test_static_order_keys_are_their_key_functions():
+    """The driver compares a new job with the queue's tail by ``STATIC_KEYS`` (one C call):
+    the same tuples as the orders' key functions, at any time."""
+    from hpcopt.sim.orders import ORDERS, STATIC_KEYS
+
+    jobs = [J(3, 5.0, 2, 30), J(1, 5.0, 1, 10), Job("a_1", 0.0, 1.0, 7.5, 4)]
+    for name, key in STATIC_KEYS.items():
+        fn, static = ORDERS[name]
+        assert static
+        for job in jobs:
+            assert key(job) == fn(job, 0.0) == fn(job, 1e9)
+    assert {n for n, (_, static) in ORDERS.items() if static} == set(STATIC_KEYS)

@@ -88,7 +88,7 @@ from operator import attrgetter
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
-from .orders import get_order
+from .orders import STATIC_KEYS, get_order
 from .resources import CapacityProfile, NodePool, fitting_prefix, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
@@ -211,6 +211,7 @@ class Simulator:
                                   f"{self.reserve_rule!r}")
         self.order_name = order or getattr(policy, "order", None) or "fcfs"
         self._key, self._static = get_order(self.order_name)
+        self._tail_key = STATIC_KEYS.get(self.order_name)  # None: compare by self._key
         if backfill is None:
             backfill = getattr(policy, "backfill", "easy")
         if backfill in (True, "easy"):
@@ -463,16 +464,16 @@ class Simulator:
         if i < n and trace[i].submit == now:
             # a plain job (no deadline, earliest start or dependencies) that sorts after the
             # tail joins it here; anything else goes through _enqueue (the same rules)
-            queue, key_of = self.queue, self._key
-            plain = self._static and not (self._subscribers
-                                          and self._subscribers.get(Event.SUBMIT))
+            queue, key_of = self.queue, self._tail_key
+            plain = key_of is not None and not (self._subscribers
+                                                and self._subscribers.get(Event.SUBMIT))
             while i < n:
                 job = trace[i]
                 if job.submit != now:
                     break
                 i += 1
                 if plain and job.latest is None and job.earliest is None and not job.deps \
-                        and (not queue or key_of(queue[-1], now) < key_of(job, now)):
+                        and (not queue or key_of(queue[-1]) < key_of(job)):
                     queue.append(job)
                 else:
                     self._enqueue(job)

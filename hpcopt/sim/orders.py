@@ -6,6 +6,8 @@ the driver keeps the queue sorted by insertion; WFP is re-sorted at every pass.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from hpcopt.domain import Job
 from hpcopt.errors import SimulationError, closest
 
@@ -31,6 +33,8 @@ def wfp_key(job: Job, now: float):
 
 
 ORDERS = {"fcfs": (fcfs_key, True), "sjf": (sjf_key, True), "wfp": (wfp_key, False)}
+# a static order's key as one C-level call on the job (the same tuple as its key function)
+STATIC_KEYS = {"fcfs": attrgetter("submit", "id"), "sjf": attrgetter("walltime", "submit", "id")}
 
 
 def get_order(name: str):
