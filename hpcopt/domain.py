@@ -63,8 +63,9 @@ def _job_init():
     """``Job.__init__``: each slot set through its own descriptor, the checks of
     ``__post_init__`` inline (it runs only to raise).  The dataclass's generated constructor
     calls ``object.__setattr__`` by name for each of the 14 fields; this one builds a job in
-    about 2/3 of the time, which is a third of reading a 100k-job trace.  Same parameters,
-    defaults, checks and immutability (tests/test_driver.py)."""
+    about 60% of the time (benchmarks/README.md, "simulator speed"): the jobs are a quarter
+    of reading a 100k-job trace.  Same parameters, defaults, checks and immutability
+    (tests/test_driver.py)."""
     (set_id, set_submit, set_runtime, set_walltime, set_nodes, set_bb, set_ssd, set_priority,
      set_user, set_queue, set_cores, set_earliest, set_latest, set_deps) = (
         getattr(Job, f).__set__ for f in Job.__slots__)
