@@ -159,13 +159,14 @@ def test_prefix_rule_applied_by_the_driver_equals_asking_decide(policy, kw, bb, 
     monkeypatch.setattr(HeadFirst, "decide", lambda self, w: calls.append(w) or decide(self, w))
     for shortcut in (True, False):
         calls.clear()
+        monkeypatch.setattr(HeadFirst, "starts_prefix", shortcut)
         sim = Simulator(jobs, system, make_policy(policy), **kw)
-        assert sim._starts_prefix
-        sim._starts_prefix = shortcut
+        assert sim._starts_prefix == shortcut
         events = _run_logged(sim)
         assert (not calls) if shortcut else calls
         runs.append((_records(sim), sim.passes, sim.now, events))
     assert runs[0] == runs[1]
+    monkeypatch.setattr(HeadFirst, "starts_prefix", True)
 
     class Held(HeadFirst):  # overrides decide(): the driver must ask it again
         def decide(self, window):

@@ -408,7 +408,7 @@ class Simulator:
             self._push(min(starts), _TICK, None)
         last = 0
         one_pick = self._one_pick
-        self._starts_prefix = self._starts_prefix and self._prefix_rule()  # decide() patched?
+        self._starts_prefix = self._prefix_rule()  # again: decide() may have been patched
         advance, schedule = self.advance, self.schedule
         while advance():
             if self._due:
@@ -532,10 +532,7 @@ class Simulator:
                 w = self.window_size
                 jobs = rest if w is None or w >= len(rest) else rest[:w]
                 k = fitting_prefix(jobs, pool, take=False)
-                start = self.start
-                for job in jobs[:k]:
-                    started.add(job.id)
-                    start(job, READY)
+                self._start_ready(jobs[:k], started)
                 if self.backfilling and k < len(rest):
                     reserve = rest[k]  # the first window job that did not start
             else:
@@ -599,20 +596,12 @@ class Simulator:
         pool, n = self.pool, len(ids)
         if type(pool) is NodePool and not started and not decision.allocations \
                 and n <= len(window_jobs):
-            # the same checks on node counts when the decision is a prefix of the window
-            # (head first; window jobs have distinct ids, so no job starts twice)
-            chosen, need = window_jobs[:n], 0
-            for job, jid in zip(chosen, ids):
-                if job.id != jid or job.bb or job.ssd:
-                    break
-                need += job.nodes
-            else:
-                if need <= pool.free:
-                    start = self.start
-                    for job in chosen:
-                        started.add(job.id)
-                        start(job, READY)
-                    return
+            # a prefix of the window that fits together (head first; window jobs have
+            # distinct ids, so no job starts twice): the checks below, on node counts
+            chosen = window_jobs[:n]
+            if all(map(_is_id, chosen, ids)) and fitting_prefix(chosen, pool, take=False) == n:
+                self._start_ready(chosen, started)
+                return
         by_id = _lookup(ids, window_jobs)
         trial = self.pool.copy()
         chosen = []
@@ -635,6 +624,13 @@ class Simulator:
             chosen.append(job)
         for job in chosen:
             self.start(job, READY, decision.allocations.get(job.id))
+
+    def _start_ready(self, jobs: Sequence[Job], started: set[int]) -> None:
+        """Start ``jobs`` (checked to fit together) in mode ``ready``."""
+        start = self.start
+        for job in jobs:
+            started.add(job.id)
+            start(job, READY)
 
     def on_start(self, hook: Callable | None) -> None:
         """``hook(sim, job)`` runs as each job starts and may return the job to start instead:
@@ -1069,6 +1065,10 @@ class Simulator:
 
 
 _by_submit_id = attrgetter("submit", "id")
+
+
+def _is_id(job: Job, jid) -> bool:
+    return job.id == jid
 
 
 _GC_LOCK = threading.Lock()

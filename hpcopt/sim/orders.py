@@ -11,14 +11,19 @@ from operator import attrgetter
 from hpcopt.domain import Job
 from hpcopt.errors import SimulationError, closest
 
+# a static order's key as one C-level call on the job (the driver compares new jobs with the
+# queue's tail by it); the key functions below are these with the (unused) time
+STATIC_KEYS = {"fcfs": attrgetter("submit", "id"), "sjf": attrgetter("walltime", "submit", "id")}
+_FCFS, _SJF = STATIC_KEYS["fcfs"], STATIC_KEYS["sjf"]
+
 
 def fcfs_key(job: Job, now: float):
-    return (job.submit, job.id)
+    return _FCFS(job)
 
 
 def sjf_key(job: Job, now: float):
     """Shortest requested walltime first; ties by arrival."""
-    return (job.walltime, job.submit, job.id)
+    return _SJF(job)
 
 
 def wfp_key(job: Job, now: float):
@@ -33,8 +38,6 @@ def wfp_key(job: Job, now: float):
 
 
 ORDERS = {"fcfs": (fcfs_key, True), "sjf": (sjf_key, True), "wfp": (wfp_key, False)}
-# a static order's key as one C-level call on the job (the same tuple as its key function)
-STATIC_KEYS = {"fcfs": attrgetter("submit", "id"), "sjf": attrgetter("walltime", "submit", "id")}
 
 
 def get_order(name: str):
