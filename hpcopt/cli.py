@@ -271,6 +271,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_workflow_parser(sub)
     _add_workload_parser(sub)
+    from .plots import add_plot_parser
+
+    add_plot_parser(sub)
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
     d.add_argument("--out", default=None, help="directory for the demo's outputs")
     return p
@@ -818,6 +821,15 @@ def cmd_workload(args) -> int:
 
 
 COMMANDS["workload"] = cmd_workload
+
+
+def _cmd_plot(args) -> int:
+    from .plots import cmd_plot
+
+    return cmd_plot(args)
+
+
+COMMANDS["plot"] = _cmd_plot
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,334 @@
+"""Plots of the files hpcopt writes, for what is easier seen than read.
+
+- ``run``: a simulation's wait distribution and its utilization over time, from the
+  ``jobs.csv`` and ``summary.json`` that ``hpcopt simulate --out DIR`` writes (several runs
+  are drawn on the same axes, to compare them);
+- ``pareto``: the Pareto fronts in ``hpcopt solve --out ROWS`` rows of multi-objective
+  (BBSched) instances, with the point the decision rule chose;
+- ``osdec``: an OSDEC day's load against its capacity, from the instance file and the
+  online run's ``jobs.csv``.
+
+``hpcopt plot KIND INPUT... [--out FILE.png]`` writes a PNG, by default next to the first
+input. matplotlib is imported only when a plot is drawn, with the Agg backend (no display).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from .errors import HpcoptError
+
+KINDS = ("run", "pareto", "osdec")
+_DAY = 86400.0
+_HOUR = 3600.0
+
+
+class PlotError(HpcoptError):
+    """An input a plot cannot use (a missing file or column, a row without a front)."""
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# -- reading what the commands wrote -------------------------------------------------------
+
+def _run_files(path) -> tuple[Path, Path]:
+    """``(jobs.csv, summary.json)`` of a run folder, or of the folder of a ``jobs.csv``."""
+    path = Path(path)
+    if not path.exists():
+        raise PlotError(f"{path}: not found (expected a folder written by hpcopt simulate "
+                        f"--out DIR, or its jobs.csv)")
+    folder = path if path.is_dir() else path.parent
+    jobs = path if path.is_file() else folder / "jobs.csv"
+    summary = folder / "summary.json"
+    for f in (jobs, summary):
+        if not f.is_file():
+            raise PlotError(f"{f}: not found (expected the output of hpcopt simulate --out "
+                            f"DIR: DIR/jobs.csv and DIR/summary.json)")
+    return jobs, summary
+
+
+def _read_columns(path: Path, needed: tuple[str, ...]) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in needed if c not in (reader.fieldnames or [])]
+        if missing:
+            raise PlotError(f"{path}: no column {', '.join(missing)} (has "
+                            f"{', '.join(reader.fieldnames or []) or 'none'})")
+        cols: dict[str, list[str]] = {c: [] for c in needed}
+        for row in reader:
+            for c in needed:
+                cols[c].append(row[c])
+    return cols
+
+
+def _floats(path: Path, name: str, values: list[str]):
+    import numpy as np
+
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        if v not in ("", "nan", "None"):
+            try:
+                out[i] = float(v)
+            except ValueError:
+                raise PlotError(f"{path}: line {i + 2}: {name}: expected a number, got "
+                                f"{v!r}") from None
+    return out
+
+
+def read_run(path) -> dict:
+    """A run's label, its machine size (``machine``) and per-job arrays of submit, start,
+    end, nodes and wait (jobs that never started are left out)."""
+    import numpy as np
+
+    jobs_csv, summary_json = _run_files(path)
+    try:
+        summary = json.loads(summary_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PlotError(f"{summary_json}: not readable JSON ({exc})") from None
+    nodes = (summary.get("settings") or {}).get("nodes")
+    cols = _read_columns(jobs_csv, ("submit", "start", "end", "nodes", "wait"))
+    arrays = {c: _floats(jobs_csv, c, v) for c, v in cols.items()}
+    started = ~np.isnan(arrays["start"]) & ~np.isnan(arrays["end"])
+    arrays = {c: a[started] for c, a in arrays.items()}
+    if not nodes:
+        raise PlotError(f"{summary_json}: settings.nodes missing (the machine size the "
+                        f"utilization is measured against)")
+    policy = (summary.get("settings") or {}).get("policy")
+    label = jobs_csv.parent.name or str(policy)
+    return {"label": label, "machine": float(nodes), **arrays}
+
+
+def utilization_series(submit, start, end, nodes, machine: float, bins: int = 200):
+    """Mean utilization per time bin from the jobs' start/end/nodes: the exact integral of
+    the busy nodes over each bin, divided by the machine size and the bin's length.
+    Returns ``(bin centres in seconds, utilization)``."""
+    import numpy as np
+
+    if len(start) == 0:
+        return np.zeros(0), np.zeros(0)
+    t0, t1 = float(min(submit.min(), start.min())), float(end.max())
+    if t1 <= t0:
+        t1 = t0 + 1.0
+    times = np.concatenate([start, end])
+    deltas = np.concatenate([nodes, -nodes])
+    order = np.argsort(times, kind="stable")
+    times, deltas = times[order], deltas[order]
+    busy = np.cumsum(deltas)                        # busy nodes from times[i] on
+    area = np.concatenate([[0.0], np.cumsum(busy[:-1] * np.diff(times))])  # at times[i]
+    edges = np.linspace(t0, t1, bins + 1)
+    # the busy area is piecewise linear in time between events, so interpolation is exact
+    at_edges = np.interp(edges, times, area, left=0.0, right=area[-1])
+    util = np.diff(at_edges) / (np.diff(edges) * machine)
+    return (edges[:-1] + edges[1:]) / 2, util
+
+
+def read_fronts(path) -> list[dict]:
+    """The rows of a ``hpcopt solve`` output (JSON Lines, or CSV with a ``pareto`` column)
+    that carry a Pareto front: instance, backend, rule, front points and the chosen one."""
+    path = Path(path)
+    if not path.is_file():
+        raise PlotError(f"{path}: not found (expected rows written by hpcopt solve --out)")
+    rows = []
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".csv":
+        rows = list(csv.DictReader(text.splitlines()))
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    raise PlotError(f"{path}:{number}: not a JSON row") from None
+    fronts = []
+    for row in rows:
+        pareto, decision = row.get("pareto"), row.get("decision")
+        for name, value in (("pareto", pareto), ("decision", decision)):
+            if isinstance(value, str) and value.startswith("["):
+                value = json.loads(value)
+            if name == "pareto":
+                pareto = value
+            else:
+                decision = value
+        if not pareto:
+            continue
+        points = [tuple(float(x) for x in p["objectives"]) for p in pareto]
+        chosen = next((tuple(float(x) for x in p["objectives"]) for p in pareto
+                       if list(p["jobs"]) == list(decision or [])), None)
+        fronts.append({"instance": row.get("instance", "?"), "backend": row.get("backend", "?"),
+                       "rule": row.get("rule") or "", "points": points, "chosen": chosen})
+    if not fronts:
+        raise PlotError(f"{path}: no row with a Pareto front (solve a multi-objective "
+                        f"instance, e.g. a bbsched one, with --out)")
+    return fronts
+
+
+def osdec_load(model, starts: dict[str, float]):
+    """Cores in use at each slot of an OSDEC day, given each started job's start slot."""
+    import numpy as np
+
+    load = np.zeros(model.slots)
+    ids = model.ids if model.ids is not None else range(len(model.cores))
+    index = {str(jid): i for i, jid in enumerate(ids)}
+    for jid, start in starts.items():
+        i = index.get(str(jid))
+        if i is None:
+            continue
+        s = int(start)
+        load[max(s, 0):min(s + int(model.duration[i]), model.slots)] += int(model.cores[i])
+    return load
+
+
+# -- figures -------------------------------------------------------------------------------
+
+def run_figure(paths):
+    """Wait distribution (empirical CDF, hours) and utilization over time (days) of one or
+    more simulation runs."""
+    import numpy as np
+
+    plt = _pyplot()
+    fig, (ax_wait, ax_util) = plt.subplots(1, 2, figsize=(11, 4))
+    for path in paths:
+        run = read_run(path)
+        waits = np.sort(run["wait"]) / _HOUR
+        frac = np.arange(1, len(waits) + 1) / max(len(waits), 1)
+        ax_wait.step(waits, frac, where="post",
+                     label=f"{run['label']} (mean {waits.mean() if len(waits) else 0:.2f} h)")
+        centres, util = utilization_series(run["submit"], run["start"], run["end"],
+                                           run["nodes"], run["machine"])
+        ax_util.plot(centres / _DAY, util, label=run["label"])
+    ax_wait.set(xlabel="wait (hours)", ylabel="fraction of jobs", title="wait distribution")
+    ax_util.set(xlabel="time (days)", ylabel="utilization", title="utilization over time",
+                ylim=(0, 1.05))
+    for ax in (ax_wait, ax_util):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def pareto_figure(paths):
+    """The Pareto fronts of multi-objective solve rows (first two objectives), one panel
+    per instance, one marker per backend, the rule's chosen point starred."""
+    fronts = [f for path in paths for f in read_fronts(path)]
+    instances = list(dict.fromkeys(f["instance"] for f in fronts))
+    plt = _pyplot()
+    cols = min(len(instances), 3)
+    rows = -(-len(instances) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    markers = "os^Dvx"
+    for ax, name in zip(axes.flat, instances):
+        for k, f in enumerate(x for x in fronts if x["instance"] == name):
+            xs = [p[0] for p in f["points"]]
+            ys = [p[1] for p in f["points"]]
+            order = sorted(range(len(xs)), key=xs.__getitem__)
+            line, = ax.plot([xs[i] for i in order], [ys[i] for i in order],
+                            marker=markers[k % len(markers)], linestyle="--", alpha=0.8,
+                            label=f"{f['backend']} ({len(xs)} points)")
+            if f["chosen"] is not None:
+                ax.plot(*f["chosen"][:2], marker="*", markersize=16, linestyle="none",
+                        color=line.get_color(), markeredgecolor="black",
+                        label=f"chosen by {f['rule'] or 'the rule'} ({f['backend']})")
+        ax.set(xlabel="nodes used (objective 1)", ylabel="burst buffer used (objective 2)",
+               title=f"Pareto front: {name}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in list(axes.flat)[len(instances):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def osdec_figure(instance, runs):
+    """An OSDEC day's capacity per slot against the load of each online run, with the
+    violation (load above capacity) shaded."""
+    import numpy as np
+
+    from .instances import load_instance
+
+    model = load_instance(instance).model
+    if getattr(model, "kind", None) != "osdec":
+        raise PlotError(f"{instance}: expected an osdec instance file, got model "
+                        f"{getattr(model, 'kind', '?')!r}")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4))
+    slots = np.arange(model.slots + 1)
+    capacity = np.asarray(model.capacity, dtype=float)
+    ax.step(slots, np.append(capacity, capacity[-1]), where="post", color="black",
+            linewidth=2, label="capacity C_t")
+    for path in runs:
+        jobs_csv, _ = _run_files(path)
+        cols = _read_columns(jobs_csv, ("job_id", "start"))
+        starts = {jid: float(s) for jid, s in zip(cols["job_id"], cols["start"])
+                  if s not in ("", "nan", "None")}
+        load = osdec_load(model, starts)
+        line, = ax.step(slots, np.append(load, load[-1]), where="post",
+                        label=f"load: {jobs_csv.parent.name}")
+        over = np.append(load > capacity, False)
+        ax.fill_between(slots, np.append(capacity, capacity[-1]), np.append(load, load[-1]),
+                        where=over, step="post", color=line.get_color(), alpha=0.25)
+    ax.set(xlabel="slot", ylabel="cores", title=f"OSDEC day: {Path(instance).stem}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot(kind: str, inputs, out=None) -> Path:
+    """Draw ``kind`` from ``inputs`` and write the PNG to ``out`` (default: next to the
+    first input); returns the path written."""
+    inputs = [Path(p) for p in inputs]
+    if kind not in KINDS:
+        raise PlotError(f"plot kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if not inputs:
+        raise PlotError(f"plot {kind}: no input given")
+    if kind == "run":
+        fig = run_figure(inputs)
+        first = inputs[0] if inputs[0].is_dir() else inputs[0].parent
+        default = first / "run.png"
+    elif kind == "pareto":
+        fig = pareto_figure(inputs)
+        default = inputs[0].with_suffix(".pareto.png")
+    else:
+        if len(inputs) < 2:
+            raise PlotError("plot osdec: expected the instance file, then one or more run "
+                            "folders (hpcopt simulate DAY.json --out DIR)")
+        fig = osdec_figure(inputs[0], inputs[1:])
+        first = inputs[1] if inputs[1].is_dir() else inputs[1].parent
+        default = first / "load.png"
+    path = Path(out) if out else default
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    _pyplot().close(fig)
+    return path
+
+
+# -- the command ---------------------------------------------------------------------------
+
+def add_plot_parser(sub):
+    """The ``plot`` subcommand (called by ``hpcopt.cli``)."""
+    p = sub.add_parser("plot", help="draw a PNG from what simulate or solve wrote: run, "
+                                    "pareto, osdec")
+    p.add_argument("kind", choices=KINDS,
+                   help="run: wait distribution and utilization of simulate --out folders; "
+                        "pareto: the fronts in solve --out rows of multi-objective instances; "
+                        "osdec: an osdec instance file, then run folders (load vs capacity)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("--out", default=None, metavar="FILE.png",
+                   help="where to write the PNG (default: next to the first input: "
+                        "DIR/run.png, ROWS.pareto.png, DIR/load.png)")
+    return p
+
+
+def cmd_plot(args) -> int:
+    path = plot(args.kind, args.inputs, args.out)
+    print(f"wrote {path}")
+    return 0
