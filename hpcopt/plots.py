@@ -314,7 +314,7 @@ def plot(kind: str, inputs, out=None) -> Path:
 # -- the command ---------------------------------------------------------------------------
 
 def add_plot_parser(sub):
-    """The ``plot`` subcommand (called by ``hpcopt.cli``)."""
+    """The ``plot`` subcommand (called by ``hpcopt.cli``); ``run`` is its handler."""
     p = sub.add_parser("plot", help="draw a PNG from what simulate or solve wrote: run, "
                                     "pareto, osdec")
     p.add_argument("kind", choices=KINDS,
@@ -325,6 +325,7 @@ def add_plot_parser(sub):
     p.add_argument("--out", default=None, metavar="FILE.png",
                    help="where to write the PNG (default: next to the first input: "
                         "DIR/run.png, ROWS.pareto.png, DIR/load.png)")
+    p.set_defaults(run=cmd_plot)
     return p
 
 
