@@ -45,7 +45,7 @@ def workload(name):
 
 
 # rolling-mip solves a MIP at every pass: a shorter slice of the same workload keeps it quick
-N_JOBS = {"rolling-mip": 60}
+N_JOBS = {"rolling-mip": 30}
 
 
 @pytest.mark.parametrize("name", policy_names())
