@@ -286,12 +286,15 @@ def test_readme_is_a_front_door():
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(#[^)]*)?\)")
 # pages other parts of the project write; until they land, a link to them is not checked
-OTHERS_PAGES = {"limits.md", "inputs.md", "slurm.md", "workflows.md", "osdec.md"}
+OTHERS_PAGES = {"limits.md", "inputs.md", "slurm.md", "workflows.md", "osdec.md",
+                "install-and-data.md"}
 
 
 @pytest.mark.parametrize("path", [p for p in doc_files() if p.exists()],
                          ids=lambda p: str(p.relative_to(REPO)))
 def test_doc_links_resolve(path: Path):
+    if not (REPO / "pyproject.toml").is_file():
+        pytest.skip("links are checked in a checkout (the pages were copied out alone)")
     missing = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         for m in LINK.finditer(line):
