@@ -99,6 +99,9 @@ def read_run(path) -> dict:
     arrays = {c: _floats(jobs_csv, c, v) for c, v in cols.items()}
     started = ~np.isnan(arrays["start"]) & ~np.isnan(arrays["end"])
     arrays = {c: a[started] for c, a in arrays.items()}
+    if (summary.get("settings") or {}).get("model") == "osdec":
+        raise PlotError(f"{summary_json}: an OSDEC run, whose capacity changes by slot: draw "
+                        f"it with hpcopt plot osdec DAY.json {jobs_csv.parent}")
     if not nodes:
         raise PlotError(f"{summary_json}: settings.nodes missing (the machine size the "
                         f"utilization is measured against)")

@@ -147,6 +147,8 @@ def test_osdec_plot_load_matches_the_run(tmp_path):
     assert labels == ["capacity C_t", "load: fifo"]
     assert main(["plot", "osdec", str(day), str(tmp_path / "fifo")]) == 0
     png_size(tmp_path / "fifo" / "load.png")
+    with pytest.raises(PlotError, match="an OSDEC run.*hpcopt plot osdec"):
+        read_run(tmp_path / "fifo")
 
 
 def test_plot_errors_are_one_line(tmp_path, capsys):
