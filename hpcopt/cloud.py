@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 
 from .domain import Job, System
-from .errors import SimulationError
+from .errors import InstanceError, SimulationError
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
                 "dropped", "utilization")
@@ -48,15 +48,16 @@ def load_osdec(source):
 
 
 def is_osdec_file(path) -> bool:
-    """Whether ``path`` is an instance file of the osdec model (cheap: reads the header)."""
+    """Whether ``path`` is an instance file of the osdec model (``.json`` or gzipped
+    ``.json.gz``); a file that cannot be read as an instance is not one."""
     p = Path(path)
-    if p.suffix != ".json" or not p.is_file():
+    if not p.name.endswith((".json", ".json.gz")) or not p.is_file():
         return False
-    import json
+    from .instances import decode_instance_bytes, parse_instance_text, read_instance_bytes
 
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, ValueError):
+        doc = parse_instance_text(decode_instance_bytes(read_instance_bytes(p), p), p)
+    except InstanceError:
         return False
     return isinstance(doc, dict) and doc.get("model") == "osdec"
 
