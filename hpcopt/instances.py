@@ -308,5 +308,6 @@ def expand_paths(patterns) -> list[Path]:
 
 __all__ = [
     "Instance", "bundled_path", "decode_instance_bytes", "expand_paths", "instance_from_dict",
-    "load_instance", "parse_instance_text", "read_instance_bytes", "save_instance", "schema", "validate_instance",
+    "load_instance", "parse_instance_text", "read_instance_bytes", "save_instance", "schema",
+    "validate_instance",
 ]
