@@ -64,6 +64,7 @@ def is_osdec_file(path) -> bool:
 
 def osdec_workload(model) -> tuple[list[Job], System]:
     """Driver jobs and system of an OSDEC model (module docstring)."""
+    from .sim.orders import total_ids
     from .sim.resources import CapacityProfile
 
     T = int(model.slots)
@@ -81,6 +82,7 @@ def osdec_workload(model) -> tuple[list[Job], System]:
                         latest=float(min(int(model.latest[i]), T - 1))))
     cap = [int(v) for v in model.capacity]
     size = max([1, *cap, *(int(c) for c in model.cores)])
+    jobs = total_ids(jobs)  # ids may mix integers and text (hpcopt.sim.orders.MixedId)
     return jobs, System(size, capacity=CapacityProfile(cap, period=1.0), name="osdec")
 
 
