@@ -212,7 +212,7 @@ def serve_lines(stdin=None, stdout=None) -> int:
                 continue
         if not line.strip(_BLANK):
             continue
-        stdout.write(dumps(handle_line(line)) + "\n")
+        stdout.write(dumps(handle_line(line.rstrip("\r\n"))) + "\n")
         stdout.flush()
     return 0
 
