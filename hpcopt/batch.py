@@ -7,7 +7,9 @@ Nothing a batch has solved is lost:
   a one-line ``error`` naming the file; the batch goes on.
 - ``RowWriter`` appends each row to a ``.jsonl`` or ``.csv`` file (or JSONL on stdout) and
   flushes it as soon as it is solved; the file is checked and its folder created before the
-  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.
+  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.  Rows
+  on standard output (``-``) are the only thing there: what solver libraries print goes to
+  standard error meanwhile (``claim_stdout``).
 - With ``handle_signals``, SIGINT/SIGTERM stop the batch: a solve in progress is interrupted
   and recorded as such (``limit`` INTERRUPT, termination ``interrupted``: NO_SOLUTION, or the
   incumbent for backends that stop cleanly, like CP-SAT), the rest is not started, every row
@@ -504,11 +506,13 @@ class RowWriter:
         self.path: Path | None = None
         self._own = False
         self._resumed = False
+        self._saved_fd = None
         if self.out == STDIN:
             if resume:
                 raise HpcoptError("--resume needs --out FILE (it reads the rows already "
                                   "written there), not -")
-            self.kind, self._fh = "jsonl", stdout if stdout is not None else sys.stdout
+            self.kind = "jsonl"
+            self._fh, self._saved_fd = (stdout, None) if stdout is not None else claim_stdout()
             return
         if not self.out.strip():
             raise HpcoptError(f"--out {self.out!r}: expected a file name ending in .jsonl or "
@@ -597,6 +601,9 @@ class RowWriter:
         self.count += 1
 
     def close(self) -> None:
+        if self._saved_fd is not None:
+            release_stdout(self._fh, self._saved_fd)
+            self._saved_fd = None
         if self._own:
             self._fh.close()
             self._own = False
@@ -644,6 +651,34 @@ class RowWriter:
                 out.writeheader()
                 out.writerows(keep)
         os.replace(tmp, self.path)
+
+
+def claim_stdout(stream=None):
+    """``(text stream, saved fd)``: a stream on the process's standard output for lines a
+    program reads (rows, replies), while file descriptor 1 points at standard error, so what
+    libraries print from C (SCIP's "pressed CTRL-C" banner) goes to stderr, never among the
+    lines; ``release_stdout`` undoes it.  ``(stream, None)`` when ``stream`` (default
+    ``sys.stdout``) is not file descriptor 1, such as a test's capture."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        if stream.fileno() != 1:
+            return stream, None
+    except (AttributeError, OSError, ValueError):
+        return stream, None
+    stream.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(os.dup(saved), "w", encoding="utf-8"), saved
+
+
+def release_stdout(stream, saved: int | None) -> None:
+    """Point file descriptor 1 back at standard output (``claim_stdout``)."""
+    if saved is None:
+        return
+    stream.close()
+    sys.stdout.flush()
+    os.dup2(saved, 1)
+    os.close(saved)
 
 
 def write_rows(rows: list[dict], path: str | Path) -> Path:

@@ -194,8 +194,20 @@ def serve_lines(stdin=None, stdout=None) -> int:
     ``stdin`` yields lines as bytes (default: ``sys.stdin.buffer``) or text.  Every line
     with text besides JSON whitespace gets exactly one reply; a line that is not UTF-8 gets
     an error reply like any other bad line."""
+    from .batch import claim_stdout, release_stdout
+
     stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout
+    saved = None
+    if stdout is None:  # replies only: what solver libraries print goes to stderr
+        stdout, saved = claim_stdout()
+    try:
+        _serve(stdin, stdout)
+    finally:
+        release_stdout(stdout, saved)
+    return 0
+
+
+def _serve(stdin, stdout) -> None:
     for line in stdin:
         if isinstance(line, bytes):
             try:
@@ -214,7 +226,6 @@ def serve_lines(stdin=None, stdout=None) -> int:
             continue
         stdout.write(dumps(handle_line(line.rstrip("\r\n"))) + "\n")
         stdout.flush()
-    return 0
 
 
 # ---------------------------------------------------------------------------- operations
