@@ -40,8 +40,7 @@ def decode_json(text: str, src: str) -> Any:
     except json.JSONDecodeError as exc:
         raise TraceError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
     except RecursionError:
-        raise TraceError(f"{src}: invalid JSON: nested too deeply (expected a job table or "
-                         "a Batsim workload)") from None
+        raise TraceError(f"{src}: invalid JSON: nested too deeply to read") from None
 
 
 def load_batsim(path, *, storage_nodes: int = 12, bb_per_storage_node: float = 40.0,
