@@ -176,8 +176,8 @@ def dumps(reply: dict) -> str:
 
     rid = reply.get("id")
     if isinstance(rid, _Huge):
-        text = dumps({**reply, "id": 0})
-        return '{"id": ' + rid.text + text[len('{"id": 0'):]
+        rest = dumps({k: v for k, v in reply.items() if k != "id"})
+        return '{"id": ' + rid.text + (", " + rest[1:] if rest != "{}" else "}")
     try:
         return json.dumps(reply, allow_nan=False, default=str)
     except ValueError:
@@ -367,10 +367,10 @@ def decide(state: dict, policy, **options) -> dict:
     upcoming = [_job(u, f"window.upcoming[{i}]", now)
                 for i, u in enumerate(_field(window, "upcoming", list, [], where="window"))]
     # ids may mix integers and text: one total order over them (hpcopt.sim.orders.MixedId)
+    n_run, n_queue = len(running), len(queue)
     jobs = total_ids([job for job, _ in running] + queue + upcoming)
-    running = list(zip(jobs, (end for _, end in running)))
-    queue, upcoming = jobs[len(running):len(running) + len(queue)], jobs[len(running)
-                                                                         + len(queue):]
+    running = [(job, end) for job, (_, end) in zip(jobs, running)]
+    queue, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
     weights = _field(window, "weights", dict, None, where="window")
     if weights is not None and hasattr(policy, "set_weights"):
         end = _field(weights, "end", int, None, where="window.weights")
