@@ -612,9 +612,9 @@ class RowWriter:
 
     def _drop_replaced(self) -> None:
         """Rewrite the file without the unfinished rows (interrupted, failed) that a later
-        row replaced: the same key, or for a file that could not be read (no model: its
-        backend is a placeholder) the same file.  Written aside and renamed over the file,
-        so a stop in between loses nothing."""
+        row replaced: the same key, or for a file that could not be read (no model) the same
+        file and backend, or the same file when the backend was a placeholder.  Written
+        aside and renamed over the file, so a stop in between loses nothing."""
         text = self.path.read_text(encoding="utf-8", errors="replace")
         if self.kind == "jsonl":
             lines = [line for line in text.splitlines() if line.strip()]
@@ -630,13 +630,19 @@ class RowWriter:
             reader = csv.DictReader(text.splitlines())
             rows = list(reader)
             lines, header = rows, reader.fieldnames
-        keys, files, keep = set(), set(), []
+        keys, pairs, files, keep = set(), set(), set(), []
         for line, row in zip(reversed(lines), reversed(rows)):
-            key, file = self.key(row), row.get("file")
-            by_file = self.key is row_key and file is not None and not row.get("model")
-            if row and not is_done(row) and (key in keys or (by_file and file in files)):
+            key, file, backend = self.key(row), row.get("file"), row.get("backend")
+            replaced = key in keys
+            if self.key is row_key and file is not None and not row.get("model"):
+                # the file could not be read: its instance name is the file's, and a
+                # backend in parentheses ("(default)") stands for whichever ran later
+                replaced = replaced or (file, backend) in pairs or (
+                    str(backend).startswith("(") and file in files)
+            if row and not is_done(row) and replaced:
                 continue
             keys.add(key)
+            pairs.add((file, backend))
             files.add(file)
             keep.append(line)
         if len(keep) == len(lines):

@@ -207,6 +207,10 @@ def test_resume_replaces_unfinished_rows(tmp_path):
          "termination": "interrupted", "limit": "INTERRUPT", "model": "knapsack"},
         {"file": "b.json", "instance": "b.json", "backend": "(default)", "status": "ERROR",
          "termination": "error", "model": ""},
+        {"file": "c.json", "instance": "c.json", "backend": "dp", "status": "ERROR",
+         "termination": "error", "model": ""},
+        {"file": "c.json", "instance": "c.json", "backend": "greedy", "status": "ERROR",
+         "termination": "error", "model": ""},
     ]) + "\n")
     from hpcopt.batch import run_batch
 
@@ -214,11 +218,13 @@ def test_resume_replaces_unfinished_rows(tmp_path):
     assert writer.done == {("a.json", "a", "dp")}
     try:
         run_batch([tiny], ["dp"], writer=writer)
-        writer.write({"file": "b.json", "instance": "b", "backend": "dp", "status": "OPTIMAL",
-                      "termination": "optimal", "model": "knapsack"})
+        for name in ("b", "c"):  # both fixed; c solved again by dp only
+            writer.write({"file": f"{name}.json", "instance": name, "backend": "dp",
+                          "status": "OPTIMAL", "termination": "optimal", "model": "knapsack"})
     finally:
         writer.close()
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["file"], r["status"]) for r in rows] == [
-        ("a.json", "OPTIMAL"), (tiny, "OPTIMAL"), ("b.json", "OPTIMAL")]
+    assert [(r["file"], r["backend"], r["status"]) for r in rows] == [
+        ("a.json", "dp", "OPTIMAL"), ("c.json", "greedy", "ERROR"), (tiny, "dp", "OPTIMAL"),
+        ("b.json", "dp", "OPTIMAL"), ("c.json", "dp", "OPTIMAL")]
     assert not Path(str(out) + ".tmp").exists()
