@@ -83,13 +83,27 @@ def handle_line(line: str) -> dict:
     request's id whenever the id can be read.  An id past the double range is echoed as it
     came."""
     line = line.removeprefix("\ufeff")
+    odd: list = []  # the numbers that are not finite, as they are read
+
+    def constant(text: str) -> float:
+        odd.append(_NonFinite(text))
+        return odd[-1]
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        odd.append(_Huge(text, value))
+        return odd[-1]
+
     try:
-        request = json.loads(line, parse_constant=_NonFinite, parse_float=_float,
-                             parse_int=_int)
+        request = json.loads(line, parse_constant=constant, parse_float=number)
     except (ValueError, RecursionError) as exc:
         msg = f"{exc.msg} (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
             else str(exc) or "too deep"
         return _error(_leading_id(line), f"not valid JSON: {msg}")
+    if not odd:
+        return handle(request)
     rid = request.get("id") if isinstance(request, dict) else None
     # an id past the double range is still an id: echoed as it came (dumps)
     where = _non_finite({**request, "id": None} if isinstance(rid, _Huge) else request)
@@ -123,18 +137,6 @@ class _NonFinite(float):
 class _Huge(_NonFinite):
     """A JSON number past the double range (``1e400``): valid JSON, so a request's id of
     this kind is echoed as its text."""
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    return value if math.isfinite(value) else _Huge(text, value)
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-        return _Huge(text, -math.inf if text.startswith("-") else math.inf)
 
 
 def _non_finite(value, path: str = "request"):
