@@ -1,8 +1,8 @@
 """The dependency direction of DESIGN.md, checked where it once was a cycle (issue #11):
 ``solvers -> learn.nsa -> tjap -> driver -> solvers``.
 
-The ``nsa`` backend loads only the runtime operator (``hpcopt.learn.nsa``); training
-(``hpcopt.learn.nsa_train``) may use the driver, the policies and the solvers, but nothing on
+The ``nsa`` backend loads only the runtime operator (``hpcopt.agents.nsa``); training
+(``hpcopt.trainers.nsa_train``) may use the driver, the policies and the solvers, but nothing on
 the solving side imports it.  Checked twice: statically (every import statement, including
 the lazy ones inside functions) and in fresh interpreters (``sys.modules``).
 """
@@ -44,7 +44,7 @@ def _imports(path: Path, package: str) -> set[str]:
 def _hits(names: set[str], forbidden) -> list[str]:
     return sorted(n for n in names
                   if any(n == f or n.startswith(f + ".") for f in forbidden)
-                  or (n.startswith("hpcopt.learn.") and n.split(".")[2].endswith("_train")))
+                  or n.startswith("hpcopt.trainers"))
 
 
 def test_no_tjap_module_is_left_behind():
@@ -58,11 +58,11 @@ def test_solvers_never_import_the_driver_policies_or_training(path):
 
 
 def test_the_nsa_runtime_imports_no_solver_driver_or_training():
-    names = _imports(ROOT / "hpcopt" / "learn" / "nsa.py", "hpcopt.learn")
+    names = _imports(ROOT / "hpcopt" / "agents" / "nsa.py", "hpcopt.agents")
     assert _hits(names, UPPER + ("hpcopt.solvers", "hpcopt.models")) == []
     # the training module is the one that uses them
-    train = _imports(ROOT / "hpcopt" / "learn" / "nsa_train.py", "hpcopt.learn")
-    assert {"hpcopt.learn.nsa", "hpcopt.policies.topology"} <= train
+    train = _imports(ROOT / "hpcopt" / "trainers" / "nsa_train.py", "hpcopt.trainers")
+    assert {"hpcopt.agents.nsa", "hpcopt.policies.topology"} <= train
 
 
 def _loaded(code: str) -> set[str]:
@@ -74,14 +74,14 @@ def _loaded(code: str) -> set[str]:
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-FORBIDDEN = ("hpcopt.sim", "hpcopt.sim.driver", "hpcopt.policies", "hpcopt.learn.nsa_train",
+FORBIDDEN = ("hpcopt.sim", "hpcopt.sim.driver", "hpcopt.policies", "hpcopt.trainers.nsa_train",
              "hpcopt.workloads", "hpcopt.api", "matplotlib")
 
 
 def test_importing_the_solvers_loads_neither_driver_nor_learn_nor_torch():
     mods = _loaded("import hpcopt.solvers, hpcopt.solvers.dcas_nsa\n"
                    "hpcopt.solvers.get_solver('nsa')")
-    assert not mods & {*FORBIDDEN, "hpcopt.learn.nsa", "torch"}
+    assert not mods & {*FORBIDDEN, "hpcopt.agents.nsa", "torch"}
 
 
 def test_the_nsa_backend_solves_without_driver_or_training():
@@ -92,11 +92,11 @@ def test_the_nsa_backend_solves_without_driver_or_training():
         "from hpcopt.solvers import solve\n"
         "m = DCASModel('paper-1000', np.r_[0:37, 55:90, 300:333], [30, 12, 7])\n"
         "assert solve(m, 'nsa', seed=0, solver_options={'t_max': 5}).certificate.feasible\n")
-    assert {"hpcopt.learn.nsa", "torch"} <= mods
+    assert {"hpcopt.agents.nsa", "torch"} <= mods
     assert not mods & set(FORBIDDEN)
 
 
 def test_importing_the_nsa_runtime_loads_no_solver_or_driver():
     pytest.importorskip("torch")
-    mods = _loaded("import hpcopt.learn.nsa")
+    mods = _loaded("import hpcopt.agents.nsa")
     assert not mods & {*FORBIDDEN, "hpcopt.solvers"}

@@ -10,7 +10,7 @@ no reservation and no backfilling.  Run it on a system with a topology
 
 ``generate_windows`` runs this policy in the driver on a generated workload and returns the
 allocation windows it solved: the instances of the paper's Tables III and IV (also the
-training windows of the NSA repair operator, ``hpcopt.learn.nsa_train``).
+training windows of the NSA repair operator, ``hpcopt.trainers.nsa_train``).
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ class WorkflowRun:
         self.at = float(first + warmup if at is None else at)
         self.warmup, self.horizon = float(warmup), float(horizon)
         if strategy in ("asa", "asa-naive") and estimator is None:
-            from hpcopt.learn.asa import ASAEstimator
+            from hpcopt.agents.asa import ASAEstimator
 
             estimator = ASAEstimator(seed=seed)
         self.estimator = estimator if strategy in ("asa", "asa-naive") else None

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.agents.dras import KINDS, DrasAgent, get_config
 from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, closest
-from hpcopt.learn.dras_env import DrasEnv
 from hpcopt.sim.metrics import job_table, summarize
 
-from .dras import KINDS, DrasAgent, get_config, run_episode
+from .dras_env import DrasEnv, run_episode
 from .jobsets import PHASES, JobsetGenerator, rebase, split_months
 
 SELECT = ("reward", "avg_wait")
