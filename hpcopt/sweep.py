@@ -163,11 +163,11 @@ def run_one(task: tuple, stop=None) -> dict:
     """Worker side: the row of one run (``task`` = (settings, trace path to read))."""
     import signal
 
-    from . import batch
     from .api import simulate
+    from .executors import Interrupted, worker_stop
 
     settings, path = task
-    stop = stop if stop is not None else batch._WORKER_STOP
+    stop = stop if stop is not None else worker_stop()
     kwargs = {k: v for k, v in settings.items() if k != "trace"}
     t0 = time.perf_counter()
     try:
@@ -177,7 +177,7 @@ def run_one(task: tuple, stop=None) -> dict:
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
         return _row(settings, status="OK", **summary,
                     wall_time_s=time.perf_counter() - t0, termination="finished", error="")
-    except batch.Interrupted as exc:
+    except Interrupted as exc:
         return _row(settings, status="INTERRUPTED", wall_time_s=time.perf_counter() - t0,
                     termination="interrupted",
                     error=f"interrupted by {signal.Signals(exc.signum).name} before it "
@@ -186,7 +186,7 @@ def run_one(task: tuple, stop=None) -> dict:
         return _row(settings, status="ERROR", wall_time_s=time.perf_counter() - t0,
                     termination="error", error=one_line(exc) or type(exc).__name__)
     finally:
-        if stop is not None and stop is not batch._WORKER_STOP:
+        if stop is not None and stop is not worker_stop():
             stop.reinstall()
 
 
@@ -211,8 +211,9 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
               progress: bool = False) -> SweepRun:
     """Run every setting of ``sweep`` (a ``Sweep``, a sweep file or its object); each row
     goes to ``writer`` (a ``RowWriter``) as soon as its run ends.  The executor and stop
-    handling are ``hpcopt solve``'s (``hpcopt.batch.run_tasks``)."""
-    from .batch import is_done, run_tasks
+    handling are ``hpcopt solve``'s (``hpcopt.executors.run_tasks``)."""
+    from .batch import is_done
+    from .executors import run_tasks
 
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
