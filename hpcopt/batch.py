@@ -26,19 +26,18 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
 import signal
 import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, InstanceError, one_line
 from .executors import Interrupted, StopSignals, run_tasks, worker_stop
+from .jsonsafe import json_safe
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
@@ -50,29 +49,6 @@ STDIN = "-"
 
 
 # ---------------------------------------------------------------------------- rows
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` made of JSON types only: non-finite floats -> None, numpy scalars -> Python,
-    tuples -> lists, enums -> their value, anything else unknown -> ``str``."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, Enum):
-        return json_safe(value.value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v) for v in value]
-    item = getattr(value, "item", None)  # numpy scalar
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        return json_safe(item())
-    if hasattr(value, "tolist"):
-        return json_safe(value.tolist())
-    return str(value)
 
 
 def _finish(row: dict) -> dict:

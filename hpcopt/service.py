@@ -87,7 +87,7 @@ def handle_line(line: str) -> dict:
 
 def dumps(reply: dict) -> str:
     """Strict JSON (RFC 8259): non-finite numbers become null."""
-    from .batch import json_safe
+    from .jsonsafe import json_safe
 
     try:
         return json.dumps(reply, allow_nan=False, default=str)

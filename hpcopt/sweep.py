@@ -153,7 +153,7 @@ def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep
 
 def _row(settings: dict, **fields) -> dict:
     """A strict-JSON row: run id, settings, status, metrics, then wall time and error."""
-    from .batch import json_safe
+    from .jsonsafe import json_safe
 
     tail = {k: fields.pop(k, None) for k in TAIL}
     return json_safe({"run": run_id(settings), **settings, **fields, **tail})

@@ -162,6 +162,15 @@ def make_policy(name: str, **options) -> Policy:
     return policy
 
 
+def build_policy(policy, **options):
+    """A policy object from a name plus options, rejecting options it does not take."""
+    if hasattr(policy, "decide"):
+        if options:
+            raise SimulationError(f"options {sorted(options)} given with a policy object")
+        return policy
+    return make_policy(policy, **options)
+
+
 def policy_names() -> list[str]:
     return sorted(_POLICIES)
 

@@ -61,7 +61,7 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     ``trace`` is a path or a ``Trace``; ``phases`` orders the curriculum (Figure 4 compares
     orders).  Returns the ``train.json`` document.
     """
-    from hpcopt.api import load_trace
+    from hpcopt.traces import load_trace
 
     if select not in SELECT:
         raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")

@@ -235,7 +235,7 @@ class WorkflowRun:
         return self._id_base + self._counter if self._int_ids else f"wf-{self._counter}"
 
     def _policy(self):
-        from hpcopt.api import build_policy
+        from hpcopt.policies import build_policy
 
         pol = build_policy(self.policy_name, **self.policy_options)
         pol.reset(self.seed)
