@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError, UnknownPolicyError, closest
+from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
 
@@ -35,28 +36,22 @@ class Option:
     choices: tuple | None = None
 
 
-class Policy:
+class Policy(PolicyHooks):
     """Base class: ``decide(window) -> Decision``; ``reset(seed)`` before each run.
 
-    ``OPTIONS`` declares the options a user may set (besides ``DRIVER_OPTIONS``);
-    ``options`` holds every constructor option in force once built by ``make_policy``.
+    The optional hooks the driver reads (``one_pick``, ``order``, ``window``, ``backfill``,
+    ``period``, ``attach`` ...) and their defaults are ``hpcopt.sim.protocol.PolicyHooks``.
+    ``starts_prefix`` (``decide`` is exactly the head-first rule, start the longest prefix of
+    the window that fits, which the driver then applies itself through
+    ``hpcopt.sim.resources.fitting_prefix``) is reset to False for a subclass that overrides
+    ``decide`` without setting it again.  ``OPTIONS`` declares the options a user may set
+    (besides ``DRIVER_OPTIONS``); ``options`` holds every constructor option in force once
+    built by ``make_policy``.
     """
 
     name: ClassVar[str] = ""
     doc: ClassVar[str] = ""
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
-    one_pick: ClassVar[bool] = False
-    # True when the policy starts nothing while the first queued job does not fit: the driver
-    # may then skip re-deciding passes where only new jobs joined (hpcopt.sim.driver, "Speed")
-    waits_for_head: ClassVar[bool] = False
-    # True when decide() is exactly the head-first rule (start the longest prefix of the
-    # window that fits; the driver picks the reservation): the driver then applies that rule
-    # itself (hpcopt.sim.resources.fitting_prefix) without a Window, a Decision or a call.
-    # Read from the class: a subclass that overrides decide() (unless it sets this too), a
-    # wrapper that forwards attributes, or a decide() set on the instance is asked again.
-    starts_prefix: ClassVar[bool] = False
-    order: str | None = None
-    window: int | None = None
     options: dict = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
