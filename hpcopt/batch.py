@@ -38,6 +38,7 @@ from typing import Any
 from .errors import HpcoptError, InstanceError, one_line
 from .executors import Interrupted, StopSignals, run_tasks, worker_stop
 from .jsonsafe import json_safe
+from .result import Limit, SolutionStatus, Status, Termination
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
@@ -65,23 +66,26 @@ def row_json(row: dict) -> str:
 
 def _error_row(file: str, instance: str, backend: str, message: str, model: str = "") -> dict:
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "ERROR", "termination": "error", "solution": "none",
+            "backend": backend, "status": Status.ERROR.value,
+            "termination": Termination.ERROR.value, "solution": SolutionStatus.NONE.value,
             "certified": False, "error": message}
 
 
 def _interrupted_row(file: str, instance: str, backend: str, model: str, signum: int,
                      wall: float, seed) -> dict:
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "NO_SOLUTION", "termination": "interrupted",
-            "solution": "none", "limit": "INTERRUPT", "wall_time_s": wall, "seed": seed,
+            "backend": backend, "status": Status.NO_SOLUTION.value,
+            "termination": Termination.INTERRUPTED.value, "solution": SolutionStatus.NONE.value,
+            "limit": Limit.INTERRUPT.value, "wall_time_s": wall, "seed": seed,
             "certified": False,
             "error": f"interrupted by {signal.Signals(signum).name} before it finished"}
 
 
 def is_done(row: dict) -> bool:
     """A row that ``--resume`` keeps: solved to the end (not an error, not interrupted)."""
-    return (row.get("status") != "ERROR" and row.get("limit") != "INTERRUPT"
-            and row.get("termination") != "interrupted")
+    return (row.get("status") != Status.ERROR.value
+            and row.get("limit") != Limit.INTERRUPT.value
+            and row.get("termination") != Termination.INTERRUPTED.value)
 
 
 def row_key(row: dict) -> tuple:

@@ -42,7 +42,12 @@ class SolverUnavailableError(HpcoptError, ImportError):
     """A registered backend whose library is not installed."""
 
 
-class SolverOptionError(HpcoptError, ValueError):
+class OptionError(HpcoptError, ValueError):
+    """An option a component does not take, or a value it does not accept (the message names
+    the option, what was given and what is expected)."""
+
+
+class SolverOptionError(OptionError):
     """A solver option (``time_limit``, ``seed``, a ``solver_options`` key or value) that the
     backend does not accept."""
 
@@ -64,7 +69,11 @@ class InvalidDecisionError(HpcoptError, ValueError):
 
 
 class SimulationError(HpcoptError, ValueError):
-    """An invalid simulation request (job larger than the system, bad option)."""
+    """An invalid simulation request (job larger than the system, bad driver setting)."""
+
+
+class PolicyOptionError(OptionError, SimulationError):
+    """A policy option the policy does not take, or a value it does not accept."""
 
 
 def one_line(exc: BaseException) -> str:

@@ -23,7 +23,8 @@ up with the same settings are run once.  An option whose value is itself a list 
 is written as a list of lists (``[[0.5, 0.5]]``: one value).
 
 Each row: ``run`` (a stable id of the settings: the ``--resume`` key), the run's settings,
-``status`` (OK, ERROR or INTERRUPTED), every ``summary`` metric, ``wall_time_s`` and
+``status`` (``hpcopt.result.Status``: FEASIBLE for a finished run, NO_SOLUTION when
+interrupted, ERROR), every ``summary`` metric, ``wall_time_s`` and
 ``error``.  A run that fails (a bad policy name, a missing trace, a window of 0) is an error
 row and the sweep goes on; ``--resume`` skips the runs already finished in ``--out``.
 """
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, closest, one_line
+from .result import Status, Termination
 
 SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
             "window", "seed", "starvation_bound", "period", "warmup", "cooldown"]
@@ -175,16 +177,19 @@ def run_one(task: tuple, stop=None) -> dict:
             res = simulate(path, **kwargs)
         summary = {k: res.summary[k] for k in METRICS if k in res.summary}
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
-        return _row(settings, status="OK", **summary,
-                    wall_time_s=time.perf_counter() - t0, termination="finished", error="")
+        return _row(settings, status=Status.FEASIBLE.value, **summary,
+                    wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.FINISHED.value, error="")
     except Interrupted as exc:
-        return _row(settings, status="INTERRUPTED", wall_time_s=time.perf_counter() - t0,
-                    termination="interrupted",
+        return _row(settings, status=Status.NO_SOLUTION.value,
+                    wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.INTERRUPTED.value,
                     error=f"interrupted by {signal.Signals(exc.signum).name} before it "
                           "finished")
     except Exception as exc:  # noqa: BLE001 - a bad setting is an error row
-        return _row(settings, status="ERROR", wall_time_s=time.perf_counter() - t0,
-                    termination="error", error=one_line(exc) or type(exc).__name__)
+        return _row(settings, status=Status.ERROR.value, wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.ERROR.value,
+                    error=one_line(exc) or type(exc).__name__)
     finally:
         if stop is not None and stop is not worker_stop():
             stop.reinstall()
@@ -229,7 +234,8 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     def on_result(i: int, row, error: str | None, stop) -> None:
         index, settings = todo[i]
         if error is not None:  # the worker died
-            row = _row(settings, status="ERROR", termination="error", error=error)
+            row = _row(settings, status=Status.ERROR.value,
+                       termination=Termination.ERROR.value, error=error)
         if writer is not None:
             writer.write(row)
         rows.append((index, row))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError, UnknownPolicyError, closest
+from hpcopt.errors import PolicyOptionError, SimulationError, UnknownPolicyError, closest
 from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
@@ -147,7 +147,7 @@ def make_policy(name: str, **options) -> Policy:
     accepted = policy_options(name)
     unknown = set(options) - accepted
     if unknown:
-        raise SimulationError(
+        raise PolicyOptionError(
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
             f"it takes {sorted(accepted)}"
         )
@@ -161,7 +161,7 @@ def build_policy(policy, **options):
     """A policy object from a name plus options, rejecting options it does not take."""
     if hasattr(policy, "decide"):
         if options:
-            raise SimulationError(f"options {sorted(options)} given with a policy object")
+            raise PolicyOptionError(f"options {sorted(options)} given with a policy object")
         return policy
     return make_policy(policy, **options)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hpcopt.agents import CHECKPOINTS
 from hpcopt.domain import System
-from hpcopt.errors import HpcoptError, SimulationError
+from hpcopt.errors import HpcoptError, PolicyOptionError
 
 from .base import OnePickPolicy, Option, register_policy
 
@@ -68,7 +68,7 @@ class DrasPolicy(OnePickPolicy):
                  window: int | None = None, order: str | None = None, adapt: bool = False,
                  reserve: str = "oldest", seed: int | None = None) -> None:
         if reserve not in RESERVE:
-            raise SimulationError(f"reserve must be one of {RESERVE}, got {reserve!r}")
+            raise PolicyOptionError(f"reserve must be one of {RESERVE}, got {reserve!r}")
         super().__init__(window=window, order=order, reserve_rule=reserve,
                          fit_only=levels == "decima")
         self.kind = kind
@@ -123,8 +123,8 @@ class DrasPolicy(OnePickPolicy):
                 self.agent.nodes == sim.system.nodes else self.load_agent(sim.system)
             w = agent.config.window
             if self.window is not None and self.window != w:
-                raise SimulationError(f"the checkpoint's network picks among W={w} jobs; "
-                                      f"window {self.window} does not apply")
+                raise PolicyOptionError(f"the checkpoint's network picks among W={w} jobs; "
+                                        f"window {self.window} does not apply")
             self.window = w
             self.window_fixed = True
             from hpcopt.agents.dras_state import StateEncoder, make_reward

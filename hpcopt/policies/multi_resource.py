@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError
 
 from .base import Option, Policy, register_policy
 from .classic import greedy_fill
@@ -151,8 +151,8 @@ class WeightedPolicy(_KnapsackBased):
                  time_limit: float | None = None, weights=None) -> None:
         super().__init__(window, order, starvation_bound, backend, time_limit)
         if weights is not None and (len(weights) not in (2, 4) or min(weights) < 0):
-            raise SimulationError(f"weights: expected 2 or 4 non-negative numbers (nodes, bb"
-                                  f"[, ssd, wasted ssd]), got {weights!r}")
+            raise PolicyOptionError(f"weights: expected 2 or 4 non-negative numbers (nodes, bb"
+                                    f"[, ssd, wasted ssd]), got {weights!r}")
         self.weights = None if weights is None else tuple(float(w) for w in weights)
 
     def values(self, model) -> np.ndarray:
@@ -181,7 +181,7 @@ class ConstrainedPolicy(_KnapsackBased):
                  time_limit: float | None = None, resource: str = "nodes") -> None:
         super().__init__(window, order, starvation_bound, backend, time_limit)
         if resource not in self.RESOURCES:
-            raise SimulationError(f"resource: expected one of {self.RESOURCES}, got {resource!r}")
+            raise PolicyOptionError(f"resource: expected one of {self.RESOURCES}, got {resource!r}")
         self.resource = resource
 
     def values(self, model) -> np.ndarray:
@@ -242,10 +242,10 @@ class BBSchedPolicy(_MultiResource):
         from hpcopt.solvers import get_solver
 
         if isinstance(rule, str) and rule not in RULES:
-            raise SimulationError(f"rule: expected one of {sorted(RULES)} or a callable, "
-                                  f"got {rule!r}")
+            raise PolicyOptionError(f"rule: expected one of {sorted(RULES)} or a callable, "
+                                    f"got {rule!r}")
         if objectives not in ("auto", 2, 4):
-            raise SimulationError(f"objectives: expected 'auto', 2 or 4, got {objectives!r}")
+            raise PolicyOptionError(f"objectives: expected 'auto', 2 or 4, got {objectives!r}")
         self.backend = backend
         self.rule = rule
         self.objectives = objectives
@@ -253,7 +253,7 @@ class BBSchedPolicy(_MultiResource):
         self.solver_options = dict(solver_options or {})
         self._solver = get_solver(backend)
         if "bbsched" not in self._solver.SUPPORTED_MODELS:
-            raise SimulationError(f"backend {backend!r} does not solve bbsched models")
+            raise PolicyOptionError(f"backend {backend!r} does not solve bbsched models")
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
