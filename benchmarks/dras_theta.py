@@ -52,7 +52,7 @@ TRACES = {
 W = 50
 METHODS = {
     "FCFS": dict(policy="fcfs"),
-    "BinPacking": dict(policy="binpacking", window=W, backfill="none"),
+    "BinPacking": dict(policy="largest-first", window=W, backfill="none"),
     "Random": dict(policy="random", window=W, backfill="none", seed=0),
     "Optimization": dict(policy="knapsack", window=W, backfill="none", value="capability",
                          backend="dp"),

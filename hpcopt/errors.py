@@ -38,6 +38,20 @@ class UnknownPolicyError(HpcoptError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RegistryError(HpcoptError, ValueError):
+    """A name registered twice (a policy, a solver backend, a canonical tie-break)."""
+
+
+def refuse_duplicate(what: str, name: str, registry: dict, new) -> None:
+    """Raise ``RegistryError`` when ``name`` already names another object in ``registry``
+    (the same class or function registered again, as on a module reload, is not a duplicate)."""
+    old = registry.get(name)
+    if old is not None and (old.__module__, old.__qualname__) != (new.__module__,
+                                                                     new.__qualname__):
+        raise RegistryError(f"{what} {name!r} is already registered "
+                            f"({old.__module__}.{old.__qualname__})")
+
+
 class SolverUnavailableError(HpcoptError, ImportError):
     """A registered backend whose library is not installed."""
 

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import PolicyOptionError, SimulationError, UnknownPolicyError, closest
+from hpcopt.errors import (
+    PolicyOptionError,
+    RegistryError,
+    SimulationError,
+    UnknownPolicyError,
+    closest,
+    refuse_duplicate,
+)
 from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
@@ -95,13 +102,30 @@ class OnePickPolicy(Policy):
 
 
 def register_policy(name: str, **defaults):
-    """Class decorator: register a policy class under ``name`` with constructor defaults."""
+    """Class decorator: register a policy class under ``name`` with constructor defaults.
+
+    A default that is not a driver setting (``kind="pg"``, ``weights=(0.8, 0.2)``) is what the
+    name means: ``make_policy`` refuses another value for it, so a name runs what it says.
+    A name registered twice by different classes is a ``RegistryError``."""
 
     def deco(cls):
+        refuse_duplicate("policy", name, {k: c for k, (c, _) in _POLICIES.items()}, cls)
+        if name in _POLICIES and _POLICIES[name][1] != defaults:
+            raise RegistryError(f"policy {name!r} is already registered with other defaults")
         _POLICIES[name] = (cls, defaults)
         return cls
 
     return deco
+
+
+def _plain(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def fixed_options(name: str) -> dict:
+    """The options that define policy ``name`` (its registration's, driver settings aside)."""
+    _, defaults = _lookup(name)
+    return {k: v for k, v in defaults.items() if k not in DRIVER_OPTIONS}
 
 
 def _lookup(name: str):
@@ -117,7 +141,7 @@ def _lookup(name: str):
 def policy_options(name: str) -> set[str]:
     """Keyword options the policy ``name`` accepts."""
     cls, _ = _lookup(name)
-    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+    return set(inspect.signature(cls.__init__).parameters) - {"self"} - set(fixed_options(name))
 
 
 def option_defaults(name: str) -> dict:
@@ -144,6 +168,14 @@ def make_policy(name: str, **options) -> Policy:
     ``policy.options`` records every option in force, defaults included.
     """
     cls, defaults = _lookup(name)
+    fixed = fixed_options(name)
+    for key in sorted(set(options) & set(fixed)):
+        if _plain(options[key]) != _plain(fixed[key]):
+            others = sorted(n for n, (c, _) in _POLICIES.items() if c is cls and n != name)
+            raise PolicyOptionError(
+                f"policy {name!r} means {key}={fixed[key]!r}; another {key} is another "
+                f"policy ({', '.join(others) or 'none registered'})")
+    options = {k: v for k, v in options.items() if k not in fixed}
     accepted = policy_options(name)
     unknown = set(options) - accepted
     if unknown:
