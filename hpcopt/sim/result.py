@@ -1,5 +1,6 @@
 """The result of a simulation run: the per-job table, the summary metrics and the settings
-(what ``hpcopt.simulate``, ``hpcopt.cloud.simulate_osdec`` and sweeps return)."""
+(what ``hpcopt.simulate`` and ``hpcopt.cloud.simulate_osdec`` return; a sweep row holds its
+summary)."""
 
 from __future__ import annotations
 
