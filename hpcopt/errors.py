@@ -67,6 +67,10 @@ class SimulationError(HpcoptError, ValueError):
     """An invalid simulation request (job larger than the system, bad option)."""
 
 
+class DataNotFoundError(HpcoptError, FileNotFoundError):
+    """A default input read from the data directory (``hpcopt.datadir``) is not there."""
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of an error's message; non-hpcopt errors keep their type name."""
     lines = str(exc).strip().splitlines()
