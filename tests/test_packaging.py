@@ -23,7 +23,7 @@ try:
 except ImportError:  # Python 3.10: pytest's own dependency
     import tomli as tomllib
 
-from hpcopt.instances import SCHEMA_PATH, bundled_path, load_instance, schema
+from hpcopt.instances import FAMILIES, SCHEMA_PATH, bundled_path, load_instance, schema
 
 from .conftest import REPO
 
@@ -62,15 +62,19 @@ def test_package_data_covers_what_the_library_reads():
     shipped = {Path(f).resolve() for package, patterns in data.items() for pattern in patterns
                for f in glob.glob(str(_package_dir(package) / pattern))}
     needed = [bundled_path(rel) for rel in RUNTIME_FILES]
-    needed += [Path(p) for p in glob.glob(str(bundled_path("knapsack") / "*.json"))]
+    for family in FAMILIES:
+        needed += [Path(p) for p in glob.glob(str(bundled_path(family) / "*.json"))]
     needed += list((REPO / "hpcopt" / "learn" / "checkpoints").iterdir())
     needed += list((REPO / "hpcopt" / "data").iterdir())
     assert len(needed) >= 15
     assert [p for p in needed if p.resolve() not in shipped] == []
-    # and nothing else of instances/: no generators, no other models' instances
+    # every family folder of instances/ is one FAMILIES lists (hpcopt instances), and no
+    # generator script is shipped
     bundled = _package_dir("hpcopt._bundled").resolve()
-    assert {p.relative_to(bundled).parts[0] for p in shipped if bundled in p.parents} == {
-        "schema", "traces", "knapsack"}
+    folders = {p.name for p in bundled.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {"schema", "traces", *FAMILIES}
+    assert {p.relative_to(bundled).parts[0] for p in shipped if bundled in p.parents} == folders
+    assert not [p for p in shipped if p.suffix == ".py"]
 
 
 def test_bundled_files_and_schema_load_here():
