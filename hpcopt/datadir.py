@@ -48,11 +48,10 @@ def data_path(relative: str | Path, needed_by: str) -> Path:
     base = data_dir()
     if base is not None and (base / relative).exists():
         return base / relative
-    where = (f"not in the data directory {base} ({ENV})" if base is not None else
-             "no data directory is set")
-    raise DataNotFoundError(f"{needed_by} reads {relative} from the data directory: {where}; "
-                            f"set {ENV}=DIR (or hpcopt --data-dir DIR) to the folder that "
-                            "holds it, or pass the file explicitly")
+    where = f"not in the data directory {base}" if base is not None else \
+        "no data directory is set"
+    raise DataNotFoundError(f"{relative}: not found ({where}), needed by {needed_by}; set "
+                            f"{ENV}=DIR or pass --data-dir DIR (the folder that holds it)")
 
 
 def use_data_dir(path: str | Path) -> Path:

@@ -130,7 +130,7 @@ def load_batsim(path=None, **kwargs):
     and ``hpcopt simulate FILE.json`` use too."""
     from .traces.batsim import load_batsim as _load
 
-    return _load(data_path(KOPANSKI, "the S1-S4 burst-buffer pool") if path is None else path,
+    return _load(data_path(KOPANSKI, "the burst-buffer pool of S1-S7") if path is None else path,
                  **kwargs)
 
 
@@ -636,8 +636,8 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     max_duration = slots if max_duration is None else int(max_duration)
     syn = _parse_synthetic(synthetic)
     first = _parse_start(start)
-    path = Path(data_path(f"{AZURE}/v1.dev.txt.gz", "a deferrable workload without a file")
-                if azure_file is None else azure_file)
+    path = Path(azure_file) if azure_file is not None else \
+        data_path(f"{AZURE}/v1.dev.txt.gz", "a deferrable workload without an Azure file")
     flav_path, life_path, how = resolve_azure_pair(path, lifetimes)
     n_lines = first + slots  # read up to the window's last bin, nothing after
     vms = read_azure_vms(flav_path, lifetimes=life_path if how == "paired" else None,
@@ -786,7 +786,7 @@ def deferrable_suite(split: str = "test", n: int = 20, *, seed: int = 0, azure_d
     _check_number("n", n, 1, integer=True)
     _check_number("seed", seed, 0, integer=True)
     path = Path(azure_dir) / SUITE_SPLITS[split] if azure_dir is not None else \
-        data_path(f"{AZURE}/{SUITE_SPLITS[split]}", f"the OSDEC {split} trajectories")
+        data_path(f"{AZURE}/{SUITE_SPLITS[split]}", f"the OSDEC {split} pool")
     kw = {**DEFERRABLE_FAMILY, **overrides}
     slots = int(kw["slots"])
     bins = {"train": 5999, "test": 1000}[split]  # lines of the shipped split files
