@@ -39,11 +39,12 @@ def parse_ssd_classes(value) -> dict:
     for part in str(value).split(","):
         size, sep, count = part.partition(":")
         try:
-            out[float(size)] = int(count)
+            gb, nodes = float(size), int(count)
         except ValueError:
             raise SimulationError(f"ssd_classes {value!r}: expected GB:NODES pairs separated "
                                   "by commas, e.g. 128:50,256:50") from None
-        if not sep or out[float(size)] < 0:
+        out[gb] = nodes
+        if not sep or nodes < 0 or not 0 <= gb < float("inf"):
             raise SimulationError(f"ssd_classes {value!r}: expected GB:NODES pairs, "
                                   "e.g. 128:50")
     return out

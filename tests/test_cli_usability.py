@@ -66,6 +66,18 @@ def test_user_error_is_one_line_exit_2():
         proc.stderr.strip()] and "Did you mean 'fcfs'" in proc.stderr
 
 
+@pytest.mark.parametrize("flags, needle", [
+    (["--warmup", "nan"], "warm-up/cool-down must be a number >= 0, got nan"),
+    (["--bb", "nan"], "system burst buffer must be a number >= 0, got nan"),
+    (["--ssd-classes", "nan:64"], "ssd_classes 'nan:64': expected GB:NODES pairs"),
+])
+def test_bad_numbers_are_user_errors(flags, needle, capsys):
+    """Inputs that once reached a bare ValueError/KeyError (now an internal error, exit 3)."""
+    assert main(["simulate", DEMO, "--jobs", "20", "--no-progress", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"hpcopt: error: {needle}" or (needle in err and len(err.splitlines()) == 1)
+
+
 @pytest.mark.parametrize("command, key", [("policies", "policy"), ("backends", "backend")])
 def test_listings_fit_100_columns_and_have_json(command, key):
     text = hpcopt_cli(command)
