@@ -20,7 +20,8 @@ from .errors import SimulationError, closest
 @dataclass(frozen=True)
 class Scenario:
     """The jobs and system of a run; ``report`` is the trace's cleaning report (None for a
-    topology job file) and ``notes`` say, one line each, what was read and generated."""
+    topology job file), ``notes`` say, one line each, what was read and generated, and
+    ``settings`` are what a result records of it (the generated workload and its seed)."""
 
     jobs: tuple[Job, ...]
     system: System
