@@ -418,9 +418,11 @@ class Simulator:
                 if self.period is not None and self._pending():
                     self._push(self.now + self.period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
+                bar.total = len(self.records)  # jobs injected while it runs count too
                 bar.update(self._n_done - last)
                 last = self._n_done
         if bar is not None:
+            bar.total = len(self.records)
             bar.update(self._n_done - last)
             bar.close()
         if self.queue:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 from pathlib import Path
 
 from ..cliargs import positive_int, probability, seconds
@@ -43,7 +44,8 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--interval", type=seconds, default=3600.0,
                    help="seconds between the runs' submissions (default 3600)")
     w.add_argument("--cap", type=positive_int, default=None,
-                   help="at most C cores per stage (default: the widest level)")
+                   help="at most C cores per stage (default: the widest level, at most the "
+                        "machine's cores)")
     w.add_argument("--at", type=seconds, default=None, metavar="S",
                    help="first workflow submission, seconds after the trace's first job "
                         "(default: --warmup)")
@@ -112,16 +114,21 @@ def cmd_workflow(args) -> int:
         else:
             estimator = ASAEstimator(policy=args.estimator_policy or "default",
                                      prior=args.prior or 0.0, seed=args.seed)
+    cap, widest = args.cap, max(len(level) for level in wf.levels())
+    if cap is None and widest > system.nodes * int(cpn):  # default: what the machine holds
+        cap = system.nodes * int(cpn)
+        print(f"--cap {cap}: the widest level has {widest} tasks, more than the machine's "
+              f"{cap} cores (--cap C chooses another bound)", file=sys.stderr)
     first = trace.jobs[0].submit if trace.jobs else 0.0
     at = first + (args.at if args.at is not None else args.warmup)
-    result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=args.cap,
+    result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=cap,
                           cores_per_node=int(cpn), runs=args.runs, interval=args.interval,
                           at=at, warmup=args.warmup, estimator=estimator, mode=args.mode,
                           cancel_delay=args.cancel_delay, policy=args.policy,
                           seed=args.seed, progress=not args.no_progress)
     result.settings["trace"] = str(args.trace)
     result.settings["workflow_file"] = str(args.workflow)
-    result.settings["cap"] = args.cap
+    result.settings["cap"] = cap
     stages, summary = write_results(result, args.out)
     if estimator is not None and args.state:
         estimator.save(args.state)
