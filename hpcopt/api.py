@@ -9,8 +9,8 @@ from pathlib import Path
 from .domain import Job, System
 from .errors import SimulationError
 from .jsonsafe import json_safe
-from .sim.result import SimulationResult
 from .scenario import Scenario, build_scenario
+from .sim.result import SimulationResult
 
 
 def load_trace(path, **kwargs):
