@@ -669,7 +669,7 @@ class WorkflowRun:
 
     def _fork_start(self, submit: float, nodes: int, runtime: float, ready: float) -> float:
         """Start time of a probe job submitted at ``submit`` in a what-if fork of the running
-        simulation (the same driver, stepped until the probe starts)."""
+        simulation (the same driver, ``run_until`` the probe starts)."""
         sim = self.sim
         if sim.period is not None:
             raise WorkflowError("oracle: what-if forks need a policy without periodic passes")
@@ -677,7 +677,7 @@ class WorkflowRun:
         memo[id(self)] = self
         fork = copy.deepcopy(sim, memo)
         pid = self._new_probe_id()
-        wall = runtime + max(0.0, ready - submit)  # the walltime _decide would ask
+        wall = runtime + max(0.0, ready - submit)  # as a dependency-mode submission asks
         fork.submit(Job(id=pid, submit=submit, runtime=wall, walltime=wall, nodes=nodes))
         rec = fork.records[pid]
         fork.run_until(lambda _: not math.isnan(rec.start))
