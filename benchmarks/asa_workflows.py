@@ -206,7 +206,8 @@ def write(rows, periods, learned, args, elapsed) -> None:
           f"min; wall time {elapsed / 60:.1f} min.", ""]
     md += periods_md(periods) + [""] + targets_md(ps) + [""] + means_md(ps, paper=True)
     md += [""] + learned_md(learned) + [""] + per_start_md(ps) + [""]
-    md += means_md(ps, paper=False) + [""] + spread_md(ps)
+    md += targets_md(ps, paper=False) + [""] + means_md(ps, paper=False) + [""]
+    md += spread_md(ps)
     (OUT / f"asa_workflows{sfx}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
@@ -229,23 +230,29 @@ def _fmt(xs, pct=True):
     return f"{m:.0f} ± {h:.0f}" if not math.isnan(h) else f"{m:.0f}"
 
 
-def targets_md(ps) -> list[str]:
-    """The target per trace and paper-shaped workflow (means over scales and starts, paired
-    per start, 95% CI): makespan below Per-Stage's and within 10% of Big Job's, core-hours
-    within 10% of Per-Stage's."""
-    out = ["Target on the paper-shaped workflows (per start: value / reference - 1; mean ± "
-           "95% CI over the starts of the three scales):", "",
+def targets_md(ps, paper: bool = True) -> list[str]:
+    """The target per trace and workflow (means over scales and starts, paired per start,
+    95% CI): makespan below Per-Stage's and within 10% of Big Job's, core-hours within 10%
+    of Per-Stage's."""
+    title = "the paper-shaped workflows" if paper else "the WfCommons workflows (as they come)"
+    out = [f"Target on {title} (per start: value / reference - 1; mean ± 95% CI over the "
+           "starts of the three scales; a makespan within 0.05% of Per-Stage's is a tie, "
+           "not below):", "",
            "| trace | workflow | variant | makespan vs Per-Stage | makespan vs Big Job | "
            "CH vs Per-Stage | target |", "|---|---|---|---:|---:|---:|---|"]
+    flows = PAPER_WORKFLOWS if paper else WFCOMMONS
+    variants = ("perstage", *ASA_VARIANTS) if paper else ("asa", "asa/start", "asa/dep",
+                                                          "eager")
     for tr in TRACES:
-        for wf in PAPER_WORKFLOWS:
-            for v in ("perstage", *ASA_VARIANTS):
+        for wf in flows:
+            for v in variants:
                 vs_ps = _paired(ps, tr, wf, v, "perstage", "makespan")
                 vs_bj = _paired(ps, tr, wf, v, "bigjob", "makespan")
                 ch = _paired(ps, tr, wf, v, "perstage", "core_hours")
                 if not vs_ps:
                     continue
-                ok = _mean(vs_ps) < 0 and _mean(vs_bj) <= 0.10 and _mean(ch) <= 0.10
+                # "below": by more than the 0.05% the table rounds away (else a tie)
+                ok = _mean(vs_ps) < -0.0005 and _mean(vs_bj) <= 0.10 and _mean(ch) <= 0.10
                 out.append(f"| {tr} | {wf} | {v} | {_fmt(vs_ps)} | {_fmt(vs_bj)} | "
                            f"{_fmt(ch)} | {'**yes**' if ok else 'no'} |")
     return out
