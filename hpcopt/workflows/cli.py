@@ -57,7 +57,8 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--policy", default="fcfs", help="scheduling policy (default fcfs + EASY)")
     w.add_argument("--mode", choices=list(MODES), default=None,
                    help="what an allocation that would start before its predecessor ends "
-                        "does: afterok (default; asa-naive: naive): a Slurm afterok "
+                        "does: afterok (default; asa-naive: naive; bigjob has no stage "
+                        "to hold): a Slurm afterok "
                         "dependency, so nothing is held or charged early (the paper's "
                         "accounting); dependency: it is held and the hold charged; naive: "
                         "it is cancelled and the stage resubmitted")
