@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..cliargs import positive_int, probability, seconds
 from .reader import WorkflowError
-from .runner import MODES, STRATEGIES
+from .runner import MODES, PLANS, STRATEGIES
 
 STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_cores",
                  "submit", "alloc_start", "start", "end", "alloc_end", "wait",
@@ -33,7 +33,11 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--cores-per-node", type=positive_int, default=None,
                    help="cores per node: SWF processors -> nodes, and a stage of n cores asks "
                         "ceil(n / C) nodes (default: the SWF header's, else 1)")
-    w.add_argument("--strategy", required=True, choices=STRATEGIES)
+    w.add_argument("--strategy", required=True, choices=list(STRATEGIES))
+    w.add_argument("--plan", choices=list(PLANS), default="submit",
+                   help="when asa/eager plan stage y: submit (default, the paper's): from "
+                        "stage y-1's expected end as soon as it is submitted, so the lead "
+                        "can exceed its runtime; start: when stage y-1 starts")
     w.add_argument("--estimator-policy", choices=["default", "greedy", "tuned"],
                    default=None, help="ASA sampling policy (default: default, or the one in "
                                       "--state)")
@@ -54,11 +58,12 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                         "workflow (default 2 days)")
     w.add_argument("--policy", default="fcfs", help="scheduling policy (default fcfs + EASY)")
     w.add_argument("--mode", choices=list(MODES), default=None,
-                   help="what an early allocation does (default: naive for asa-naive, else "
-                        "dependency); afterok (asa, oracle, perstage): the stage is "
-                        "submitted with a Slurm afterok dependency on the previous one, so "
-                        "it queues by its early submit time once that ends and holds "
-                        "nothing before")
+                   help="what an allocation that would start before its predecessor ends "
+                        "does: afterok (default; asa-naive: naive; bigjob has no stage "
+                        "to hold): a Slurm afterok "
+                        "dependency, so nothing is held or charged early (the paper's "
+                        "accounting); dependency: it is held and the hold charged; naive: "
+                        "it is cancelled and the stage resubmitted")
     w.add_argument("--cancel-delay", type=seconds, default=0.0,
                    help="naive mode: seconds a cancelled early allocation holds its cores")
     w.add_argument("--seed", type=int, default=0)
@@ -101,7 +106,7 @@ def cmd_workflow(args) -> int:
 
         system = System(args.nodes, name=system.name)
     estimator = None
-    if args.strategy in ("asa", "asa-naive"):
+    if STRATEGIES[args.strategy].learns:
         state = Path(args.state) if args.state else None
         if state is not None and state.exists():
             estimator = ASAEstimator.load(state)
@@ -124,7 +129,7 @@ def cmd_workflow(args) -> int:
     result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=cap,
                           cores_per_node=int(cpn), runs=args.runs, interval=args.interval,
                           at=at, warmup=args.warmup, estimator=estimator, mode=args.mode,
-                          cancel_delay=args.cancel_delay, policy=args.policy,
+                          plan=args.plan, cancel_delay=args.cancel_delay, policy=args.policy,
                           seed=args.seed, progress=not args.no_progress)
     result.settings["trace"] = str(args.trace)
     result.settings["workflow_file"] = str(args.workflow)
@@ -133,7 +138,8 @@ def cmd_workflow(args) -> int:
     if estimator is not None and args.state:
         estimator.save(args.state)
     s = result.summary
-    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}), {args.runs} run(s): "
+    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}, plan "
+          f"{result.settings['plan']}), {args.runs} run(s): "
           f"makespan {s['makespan']:.0f} s, "
           f"perceived wait {s['perceived_wait']:.0f} s, {s['core_hours']:.2f} core-hours "
           f"(overhead {s['overhead_core_hours']:.2f}), hits {s['hits']:.2f} misses "
