@@ -266,6 +266,7 @@ class ScasExact(Solver):
 
     doc = "exact SCAS: constrained-shortest-path DP over Q (dominance + bounds), proves optimality"
     SUPPORTED_MODELS = ("scas",)
+    GREEDY_START = True
     EXACT = True
     CANONICAL = True
 
