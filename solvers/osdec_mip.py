@@ -119,8 +119,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
                            limit=Limit.TIME)
-        scip.setParam("limits/time", left)
-    optimize(scip)
+    optimize(scip, left)
     native = scip.getStatus()
     status, limit = solver.STATUS_MAP.get(native, (Status.ERROR, None))
     decision = bound = None

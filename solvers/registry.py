@@ -162,6 +162,11 @@ class Solver:
     ) -> Result:
         """Solve ``model``; hitting a limit is a normal return with status FEASIBLE.
 
+        Limits cover the whole call (docs/limits.md): ``time_limit`` seconds from here,
+        ``solver_options["max_memory_mb"]`` (any backend), and Ctrl-C (a ``KeyboardInterrupt``
+        during the backend is ``Limit.INTERRUPT``, with the greedy decision where the model
+        has one); the answer comes back within ``time_limit + OVERSHOOT_S``.
+
         ``seed`` defaults to ``DEFAULT_SEED``, so a randomized backend gives the same answer
         on every call, and ``Result.seed`` always records the seed used.
 
@@ -205,7 +210,11 @@ class Solver:
         if out is None:
             if opts.deadline is not None:  # backends that time themselves get what is left
                 opts.time_limit = max(opts.left(), 1e-3)
-            out = self._solve(model, opts)
+            try:
+                out = self._solve(model, opts)
+            except KeyboardInterrupt:  # Ctrl-C is a limit, as CP-SAT's and SCIP's own are
+                out = Outcome(Status.NO_SOLUTION, limit=Limit.INTERRUPT,
+                              extra={"interrupted": True})
         if start is not None:
             out = _no_worse_than(model, out, start)
         canonical = _CANONICAL.get(model.kind)
@@ -235,7 +244,7 @@ class Solver:
         if est is None:
             return None
         if opts.max_memory_mb is not None and est.megabytes > opts.max_memory_mb:
-            reason = (f"{est.what} needs about {est.megabytes:.0f} MB, over "
+            reason = (f"{est.what} needs about {est.megabytes:.3g} MB, over "
                       f"max_memory_mb={opts.max_memory_mb:g}")
             return Outcome(Status.NO_SOLUTION, limit=Limit.MEMORY, log=reason,
                            extra={"refused": reason})

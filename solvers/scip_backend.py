@@ -119,8 +119,7 @@ class Scip(Solver):
         if left is not None:
             if left <= 0:  # the build took the time: the greedy stands
                 return Outcome(Status.NO_SOLUTION, limit=Limit.TIME)
-            scip.setParam("limits/time", left)
-        optimize(scip)
+        optimize(scip, left)
         native = scip.getStatus()
         status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
         decision = None
@@ -188,9 +187,8 @@ class Scip(Solver):
         def run():
             """Optimize until the answer passes the exact checks: (status, limit, chosen)."""
             while True:
-                if deadline is not None:
-                    scip.setParam("limits/time", max(deadline - time.perf_counter(), 1e-3))
-                optimize(scip)
+                optimize(scip, None if deadline is None else
+                         max(deadline - time.perf_counter(), 1e-3))
                 native = scip.getStatus()
                 status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
                 if not status.has_solution or scip.getNSols() == 0:
