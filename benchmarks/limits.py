@@ -14,14 +14,14 @@ data directory next to the checkout):
 - ``osdec-day``: ``hpcopt workload deferrable v1.dev.txt.gz --slots 288 --seed 1
   --deferrable-share 0.15`` (11,888 jobs).
 - ``knapsack500``: 500 items, 3 resources, integer data (seed 0).
-- ``bbsched300``: 300 jobs of the recorded Theta queue shape, two objectives, integer burst
-  buffer (seed 0).
+- ``bbsched300``: 300 jobs of Theta-like sizes, two objectives, integer burst buffer (seed
+  0); ``bbsched50x4``: 50 such jobs with SSD requests, four objectives.
 
 Each (instance, backend) runs in a fresh process (``--one``), so the wall time includes the
 first import of the backend's library, as a user's first solve does, and the peak memory is
 that process's maximum resident set.  Prints, per row: limit, wall, peak RSS, status,
 objective, the greedy objective of the same model and the bound; writes
-``benchmarks/results/limits/limits.csv``.
+``benchmarks/results/limits/limits_<limit>s.csv``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ BACKENDS = {
     "osdec-day": ["osdec-greedy", "cpsat", "scip", "pyomo:appsi_highs"],
     "knapsack500": ["greedy", "dp", "ortools", "cpsat", "scip", "pyomo:appsi_highs"],
     "bbsched300": ["pareto-exact", "bbsched-ga", "nsga2"],
+    "bbsched50x4": ["pareto-exact", "bbsched-ga", "nsga2"],
 }
 GREEDY = {"scas": "sequential", "dcas": "sequential", "osdec": "osdec-greedy",
           "knapsack": "greedy"}
@@ -97,18 +98,25 @@ def knapsack(n: int = 500, m: int = 3, seed: int = 0):
     return KnapsackModel(values, weights, weights.sum(axis=1) // 2)
 
 
-def bbsched(n: int = 300, seed: int = 0):
+def bbsched(n: int = 300, seed: int = 0, four: bool = False):
+    """A BBSched window: Theta-like node counts, integer burst buffer on 60% of the jobs;
+    ``four``: SSD requests and half 128 GB / half 256 GB nodes, four objectives."""
     from hpcopt.models.bbsched import BBSchedModel
 
     rng = np.random.default_rng(seed)
     nodes = rng.choice([1, 2, 4, 8, 16, 32, 128, 256], size=n)
     bb = np.where(rng.random(n) < 0.6, np.ceil(rng.uniform(250, 8000, n)), 0.0)
+    if four:
+        ssd = np.where(rng.random(n) < 0.5, rng.integers(0, 129, n), rng.integers(129, 257, n))
+        return BBSchedModel(nodes, bb, ssd, free_bb=20000.0,
+                            ssd_classes={128: 1000, 256: 1000}, objectives=4)
     return BBSchedModel(nodes, bb, free_nodes=2000, free_bb=20000.0)
 
 
 INSTANCES = {"scas700": lambda: allocation_window("scas"),
              "dcas700": lambda: allocation_window("dcas"),
-             "osdec-day": osdec_day, "knapsack500": knapsack, "bbsched300": bbsched}
+             "osdec-day": osdec_day, "knapsack500": knapsack, "bbsched300": bbsched,
+             "bbsched50x4": lambda: bbsched(50, four=True)}
 
 
 def one(name: str, backend: str, limit: float) -> dict:
@@ -162,11 +170,12 @@ def main() -> None:
                 "instance", "backend", "limit_s", "wall_s", "peak_rss_mb", "status", "limit",
                 "objective", "greedy", "bound", "note")), flush=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(OUT / "limits.csv", "w", newline="") as fh:
+    path = OUT / f"limits_{args.time_limit:g}s.csv"
+    with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    print(f"wrote {OUT / 'limits.csv'}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

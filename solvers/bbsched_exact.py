@@ -63,6 +63,8 @@ DEFAULT_MEMORY_MB = 400.0
 # the copies np.unique and the dominance sort make (measured: ~0.5 kB a state, one level)
 STATE_BYTES_PER_COLUMN = 128
 WORD = 64
+CERTIFY_SHARE = 0.3  # of the time left (at most 1 s) kept for the front scan's last chunk and
+# the registry's certification of every front point
 
 
 class _Stop(Exception):
@@ -112,7 +114,7 @@ def _merge_round_off(F: np.ndarray) -> np.ndarray:
 
 
 def _front_rows(F: np.ndarray, budget: _Budget, tie: np.ndarray,
-                chunk: int = 2048) -> tuple[np.ndarray, bool]:
+                chunk: int = 256) -> tuple[np.ndarray, bool]:
     """Indices of the distinct non-dominated rows of ``F`` (all maximized; of equal rows the
     one with the largest ``tie``), and whether the deadline cut the scan (then: the
     non-dominated rows among those scanned).
@@ -480,7 +482,9 @@ class ParetoExact(Solver):
             raise SolverOptionError("pareto-exact: algorithm 'bitset' needs burst-buffer "
                                     f"requests with at most {MAX_DECIMALS} decimals; use "
                                     "'states' (or 'auto')")
-        budget = _Budget(opts.time_limit, float(max_mb))
+        left = opts.left()  # the front's certification comes after: it keeps a reserve
+        budget = _Budget(None if left is None else left - min(CERTIFY_SHARE * left, 1.0),
+                         float(max_mb))
         if algorithm == "bitset":
             try:
                 X, limit, info = bitset_front(model, budget)

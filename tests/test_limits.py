@@ -170,6 +170,15 @@ def test_pareto_exact_takes_a_300_job_two_objective_window():
     assert res.extra["algorithm"] == "bitset"
 
 
+@pytest.mark.parametrize("backend", ["pareto-exact", "nsga2", "bbsched-ga"])
+def test_four_objective_window_within_limit(backend):
+    """The four-objective front scan and the certification of a large front count too."""
+    model = bench.bbsched(50, four=True)
+    res, wall = timed(model, backend)
+    assert wall <= LIMIT + OVERSHOOT_S
+    assert res.status in (Status.OPTIMAL, Status.FEASIBLE) and res.pareto
+
+
 def test_pareto_exact_states_refusal_names_the_true_reason():
     model = bench.bbsched(80)
     with pytest.raises(Exception, match=r"states algorithm \(algorithm 'states' was asked for\)"):
