@@ -7,12 +7,16 @@ Nothing a batch has solved is lost:
   a one-line ``error`` naming the file; the batch goes on.
 - ``RowWriter`` appends each row to a ``.jsonl`` or ``.csv`` file (or JSONL on stdout) and
   flushes it as soon as it is solved; the file is checked and its folder created before the
-  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.
+  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.  Rows
+  on standard output (``-``) are the only thing there: what solver libraries print goes to
+  standard error meanwhile (``claim_stdout``).
 - With ``handle_signals``, SIGINT/SIGTERM stop the batch: a solve in progress is interrupted
   and recorded as such (``limit`` INTERRUPT, termination ``interrupted``: NO_SOLUTION, or the
   incumbent for backends that stop cleanly, like CP-SAT), the rest is not started, every row
   solved so far is kept (``BatchRun.signum`` says which signal; exit code 128 + signum).
-- ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``).
+- ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``); the
+  rows a resumed run solves again (interrupted or failed before) replace the old ones, so a
+  finished batch has one row per (file, instance, backend).
 
 Where the instances are solved is an ``hpcopt.executors.Executor``: here (serial), a local
 process pool (``workers > 1``) or a Dask cluster (``executor=DaskExecutor(...)``); files are
@@ -170,6 +174,10 @@ def row_json(row: dict) -> str:
 
 
 def _error_row(file: str, instance: str, backend: str, message: str, model: str = "") -> dict:
+    """A row for a pair that failed; its message names the file (a backend's own message
+    names only the backend)."""
+    if file not in message:
+        message = f"{file}: {message}"
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
             "backend": backend, "status": "ERROR", "termination": "error", "solution": "none",
             "certified": False, "error": message}
@@ -312,10 +320,7 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
     try:
         inst = item.load()
     except Exception as exc:  # noqa: BLE001 - a batch never dies because of one file
-        msg = one_line(exc)
-        if item.file not in msg:
-            msg = f"{item.file}: {msg}"
-        return [_finish(_error_row(item.file, item.name, b, msg))
+        return [_finish(_error_row(item.file, item.name, b, one_line(exc)))
                 for b in backends or ["(default)"]], 0
     if derive_seed:
         seed = instance_seed(seed, inst.name)
@@ -485,7 +490,7 @@ class RowWriter:
     The name is checked and the folder created when the writer is made (before the first
     solve).  With ``resume`` an existing file is read first: ``done`` holds its finished
     (file, instance, backend) keys, a truncated last line is dropped, and rows are appended
-    (a CSV keeps its header).
+    (a CSV keeps its header); ``close`` then drops the old rows that a new row replaced.
 
     ``columns`` (the CSV header), ``key`` (a row's resume key) and ``command`` default to
     ``hpcopt solve``'s; ``hpcopt sweep`` passes its own."""
@@ -500,12 +505,18 @@ class RowWriter:
         self.unreadable = 0
         self.path: Path | None = None
         self._own = False
+        self._resumed = False
+        self._saved_fd = None
         if self.out == STDIN:
             if resume:
                 raise HpcoptError("--resume needs --out FILE (it reads the rows already "
                                   "written there), not -")
-            self.kind, self._fh = "jsonl", stdout if stdout is not None else sys.stdout
+            self.kind = "jsonl"
+            self._fh, self._saved_fd = (stdout, None) if stdout is not None else claim_stdout()
             return
+        if not self.out.strip():
+            raise HpcoptError(f"--out {self.out!r}: expected a file name ending in .jsonl or "
+                              ".csv, or - for JSONL on standard output")
         path = Path(self.out)
         suffix = path.suffix.lower()
         if path.is_dir():
@@ -524,6 +535,7 @@ class RowWriter:
         header = None
         if resume and path.is_file():
             header = self._read_existing(path)
+            self._resumed = True
         try:
             self._fh = path.open("a" if resume else "w", encoding="utf-8",
                                  newline="" if self.kind == "csv" else None)
@@ -589,9 +601,90 @@ class RowWriter:
         self.count += 1
 
     def close(self) -> None:
+        if self._saved_fd is not None:
+            release_stdout(self._fh, self._saved_fd)
+            self._saved_fd = None
         if self._own:
             self._fh.close()
             self._own = False
+            if self._resumed and self.count:
+                self._drop_replaced()
+
+    def _drop_replaced(self) -> None:
+        """Rewrite the file without the unfinished rows (interrupted, failed) that a later
+        row replaced: the same key, or for a file that could not be read (no model) the same
+        file and backend, or the same file when the backend was a placeholder.  Written
+        aside and renamed over the file, so a stop in between loses nothing."""
+        text = self.path.read_text(encoding="utf-8", errors="replace")
+        if self.kind == "jsonl":
+            lines = [line for line in text.splitlines() if line.strip()]
+            rows = []
+            for line in lines:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = None
+                rows.append(row if isinstance(row, dict) else {})
+            header = None
+        else:
+            reader = csv.DictReader(text.splitlines())
+            rows = list(reader)
+            lines, header = rows, reader.fieldnames
+        keys, pairs, files, keep = set(), set(), set(), []
+        for line, row in zip(reversed(lines), reversed(rows)):
+            key, file, backend = self.key(row), row.get("file"), row.get("backend")
+            replaced = key in keys
+            if self.key is row_key and file is not None and not row.get("model"):
+                # the file could not be read: its instance name is the file's, and a
+                # backend in parentheses ("(default)") stands for whichever ran later
+                replaced = replaced or (file, backend) in pairs or (
+                    str(backend).startswith("(") and file in files)
+            if row and not is_done(row) and replaced:
+                continue
+            keys.add(key)
+            pairs.add((file, backend))
+            files.add(file)
+            keep.append(line)
+        if len(keep) == len(lines):
+            return
+        keep.reverse()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8", newline="" if self.kind == "csv" else None) as fh:
+            if self.kind == "jsonl":
+                fh.write("".join(line + "\n" for line in keep))
+            else:
+                out = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore")
+                out.writeheader()
+                out.writerows(keep)
+        os.replace(tmp, self.path)
+
+
+def claim_stdout(stream=None):
+    """``(text stream, saved fd)``: a stream on the process's standard output for lines a
+    program reads (rows, replies), while file descriptor 1 points at standard error, so what
+    libraries print from C (SCIP's "pressed CTRL-C" banner) goes to stderr, never among the
+    lines; ``release_stdout`` undoes it.  ``(stream, None)`` when ``stream`` (default
+    ``sys.stdout``) is not file descriptor 1, such as a test's capture."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        if stream.fileno() != 1:
+            return stream, None
+    except (AttributeError, OSError, ValueError):
+        return stream, None
+    stream.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(os.dup(saved), "w", encoding="utf-8"), saved
+
+
+def release_stdout(stream, saved: int | None) -> None:
+    """Point file descriptor 1 back at standard output (``claim_stdout``)."""
+    if saved is None:
+        return
+    stream.close()
+    sys.stdout.flush()
+    os.dup2(saved, 1)
+    os.close(saved)
 
 
 def write_rows(rows: list[dict], path: str | Path) -> Path:

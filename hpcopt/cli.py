@@ -367,10 +367,11 @@ def cmd_solve(args) -> int:
         if args.rule not in RULES:
             raise HpcoptError(f"--rule {args.rule!r}: expected one of {sorted(RULES)}."
                               + closest(args.rule, RULES))
-    if args.resume and not args.out:
+    if args.resume and args.out is None:
         raise HpcoptError("--resume needs --out FILE: the rows already solved are read from it")
     info = sys.stderr if args.out == "-" else sys.stdout  # stdout carries the rows then
-    writer = RowWriter(args.out, resume=args.resume) if args.out else None  # before solving
+    # before solving ('' too: RowWriter refuses it)
+    writer = RowWriter(args.out, resume=args.resume) if args.out is not None else None
     executor = None
     try:
         if args.dask:

@@ -234,15 +234,30 @@ def load_instance(path: str | Path) -> Instance:
     ('bb_table1', 'knapsack', 5)
     """
     path = Path(path)
+    obj = parse_instance_text(decode_instance_bytes(read_instance_bytes(path), path), path)
+    return instance_from_dict(obj, path)
+
+
+def read_instance_bytes(path: str | Path) -> bytes:
+    """The bytes of an instance file, gunzipped when they start with gzip's magic bytes
+    (``day.json.gz``); ``InstanceError`` naming the file when it cannot be read."""
+    import gzip
+    import zlib
+
     try:
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
     except OSError as err:
         raise InstanceError(f"{path}: cannot read file ({err.strerror})") from None
     except MemoryError:
         raise InstanceError(f"{path}: out of memory reading the file") from None
-    obj = parse_instance_text(decode_instance_bytes(data, path), path)
-    del data
-    return instance_from_dict(obj, path)
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise InstanceError(f"{path}: corrupt gzip data ({err})") from None
+        except MemoryError:
+            raise InstanceError(f"{path}: out of memory unpacking the file") from None
+    return data
 
 
 def _dumps(obj: Any, indent: int = 0) -> str:
@@ -282,7 +297,7 @@ def expand_paths(patterns) -> list[Path]:
         if glob.has_magic(text):
             matches = [Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file()]
         elif Path(text).is_dir():
-            matches = list(Path(text).glob("*.json"))
+            matches = [*Path(text).glob("*.json"), *Path(text).glob("*.json.gz")]
         else:
             matches = [Path(text)] if Path(text).is_file() else []
         if not matches:
@@ -293,5 +308,6 @@ def expand_paths(patterns) -> list[Path]:
 
 __all__ = [
     "Instance", "bundled_path", "decode_instance_bytes", "expand_paths", "instance_from_dict",
-    "load_instance", "parse_instance_text", "save_instance", "schema", "validate_instance",
+    "load_instance", "parse_instance_text", "read_instance_bytes", "save_instance", "schema",
+    "validate_instance",
 ]

@@ -112,6 +112,10 @@ class Pyomo(Solver):
     OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # options of the pyomo solver
 
+    def check_ready(self) -> None:
+        super().check_ready()
+        self._solver()
+
     def footprint(self, model, opts: SolveOptions) -> Footprint | None:
         """Import, model build and solver load, by the formulation's nonzeros and rows."""
         if model.kind == "scas":

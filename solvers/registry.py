@@ -147,6 +147,16 @@ class Solver:
         """Version of the backend library ('' when not applicable)."""
         return _dist_version(self.REQUIRED_MODULES[0]) if self.REQUIRED_MODULES else ""
 
+    def check_ready(self) -> None:
+        """Raise ``SolverUnavailableError`` unless this backend can run here (its library is
+        installed; a family's named solver exists), so a caller can refuse it up front."""
+        if not self.available():
+            hint = f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""
+            raise SolverUnavailableError(
+                f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
+                f"which is not installed{hint}"
+            )
+
     def supports(self, model) -> bool:
         return model.kind in self.SUPPORTED_MODELS
 
@@ -181,11 +191,7 @@ class Solver:
                 f"it supports {list(self.SUPPORTED_MODELS)}"
             )
         if not self.available():
-            hint = f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""
-            raise SolverUnavailableError(
-                f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
-                f"which is not installed{hint}"
-            )
+            self.check_ready()
         if time_limit is not None and not (isinstance(time_limit, (int, float))
                                            and time_limit > 0 and math.isfinite(time_limit)):
             raise SolverOptionError(

@@ -11,7 +11,11 @@ CLI makes its policy flags from those declarations.
 from __future__ import annotations
 
 import inspect
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral, Real
+from os import PathLike
 from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
@@ -27,12 +31,14 @@ DRIVER_OPTIONS = ("order", "window", "starvation_bound", "seed")
 class Option:
     """A policy option: ``name`` (a constructor keyword), ``type`` (``int``, ``float``,
     ``str``, ``bool``, or ``"floats"`` for a comma-separated list), ``help``, optional
-    ``choices``.  Its default is the policy's (the registration's, else the constructor's)."""
+    ``choices`` or ``min`` (the least value).  Its default is the policy's (the
+    registration's, else the constructor's)."""
 
     name: str
     type: Any
     help: str
     choices: tuple | None = None
+    min: float | None = None
 
 
 class Policy:
@@ -99,6 +105,36 @@ class OnePickPolicy(Policy):
                               "environment sends the picks); it has no pick() of its own")
 
 
+# the longest time limit a policy takes per solve (about 31 years): beyond it a number is a
+# mistake, and some solvers refuse it (SCIP's limit is 1e20 s)
+MAX_TIME_LIMIT = 1e9
+
+
+def window_solver(backend: str, kind: str, time_limit: float | None = None):
+    """The backend a policy solves its ``kind`` window models with, checked when the policy
+    is built: a run or a request is refused alike whether or not some pass needs a solve.
+    ``backend`` must be a registered backend that solves ``kind`` models and can run here
+    (a family's named solver exists); ``time_limit`` is None or a number of seconds in
+    (0, ``MAX_TIME_LIMIT``]."""
+    from hpcopt.errors import SolverOptionError
+    from hpcopt.solvers import available_backends, get_solver
+    from hpcopt.solvers.registry import family_classes
+
+    if time_limit is not None and not (_finite(time_limit)
+                                       and 0 < time_limit <= MAX_TIME_LIMIT):
+        raise SolverOptionError(f"time_limit: expected a number of seconds > 0 and <= "
+                                f"{MAX_TIME_LIMIT:g}, got {repr(time_limit)[:40]}")
+    solver = get_solver(backend)
+    if kind not in solver.SUPPORTED_MODELS:
+        able = available_backends(kind) + [f"{name}:<solver>" for name, cls in
+                                           family_classes().items()
+                                           if kind in cls.SUPPORTED_MODELS]
+        raise SimulationError(f"backend {backend!r} does not solve {kind} models; backends "
+                              f"that do: {', '.join(able)}")
+    solver.check_ready()
+    return solver
+
+
 def register_policy(name: str, **defaults):
     """Class decorator: register a policy class under ``name`` with constructor defaults."""
 
@@ -156,10 +192,50 @@ def make_policy(name: str, **options) -> Policy:
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
             f"it takes {sorted(accepted)}"
         )
+    _check_declared(name, cls, options)
     policy = cls(**{**defaults, **options})
     policy.name = name
     policy.options = {**option_defaults(name), **options}
     return policy
+
+
+def _finite(v) -> bool:
+    return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_TYPES = {int: ("an integer", lambda v: isinstance(v, Integral) and not isinstance(v, bool)),
+          float: ("a finite number", _finite),
+          "floats": ("a list of finite numbers", lambda v: isinstance(v, Iterable)
+                     and not isinstance(v, (str, bytes, dict)) and all(map(_finite, v))),
+          bool: ("true or false", lambda v: isinstance(v, bool)),
+          # a path passes as text; a callable where a policy takes one (a decision rule)
+          str: ("a string", lambda v: isinstance(v, (str, PathLike)) or callable(v))}
+
+
+def _driver_options() -> tuple[Option, ...]:
+    from hpcopt.sim.orders import ORDERS
+
+    return (Option("order", str, "", choices=tuple(ORDERS)), Option("window", int, "", min=1),
+            Option("starvation_bound", int, "", min=1), Option("seed", int, "", min=0))
+
+
+def _check_declared(name: str, cls: type, options: dict) -> None:
+    """Refuse a declared or driver option of the wrong type or below its minimum (``None``
+    passes where it is the default), whatever the run later needs."""
+    defaults = option_defaults(name)
+    for opt in cls.OPTIONS + _driver_options():
+        value = options.get(opt.name)
+        if opt.name not in options or (value is None and defaults.get(opt.name) is None):
+            continue
+        what, ok = _TYPES.get(opt.type, (None, None))
+        if opt.choices:  # a name: which names is the policy's (or driver's) own check
+            what, ok = f"one of {', '.join(map(str, opt.choices))}", _TYPES[str][1]
+        elif opt.min is not None and ok is not None:
+            what, test = f"{what} >= {opt.min}", ok
+            ok = lambda v, test=test, low=opt.min: test(v) and v >= low  # noqa: E731
+        if ok is not None and not ok(value):
+            raise SimulationError(f"policy {name!r} option {opt.name}: expected {what}, got "
+                                  f"{repr(value)[:40]}")
 
 
 def policy_names() -> list[str]:

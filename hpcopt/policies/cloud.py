@@ -18,7 +18,7 @@ from typing import ClassVar
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import prefix_fill
 
 
@@ -136,6 +136,7 @@ class RollingMIP(ScorePolicy):
             raise SimulationError(f"rolling-mip lookahead must be >= 0, got {lookahead}")
         self.horizon = int(horizon)
         self.lookahead = None if lookahead is None else int(lookahead)
+        window_solver(backend, "osdec", time_limit)  # fail early on a backend or limit
         self.backend = backend
         self.time_limit = float(time_limit)
         if forecast not in ("hold", "oracle"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import greedy_fill
 
 VALUES = ("nodes", "wait", "capability")
@@ -44,9 +44,7 @@ class KnapsackPolicy(Policy):
         self.value = value
         self.time_limit = time_limit
         self.seed = seed
-        from hpcopt.solvers import get_solver
-
-        self._solver = get_solver(backend)  # fail early on an unknown backend
+        self._solver = window_solver(backend, "knapsack", time_limit)  # fail early
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

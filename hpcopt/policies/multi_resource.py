@@ -38,7 +38,7 @@ import numpy as np
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import greedy_fill
 
 WINDOW = 20
@@ -114,11 +114,9 @@ class _KnapsackBased(_MultiResource):
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",
                  time_limit: float | None = None) -> None:
         super().__init__(window, order, starvation_bound)
-        from hpcopt.solvers import get_solver
-
         self.backend = backend
         self.time_limit = time_limit
-        self._solver = get_solver(backend)  # fail early on an unknown backend
+        self._solver = window_solver(backend, "knapsack", time_limit)  # fail early
 
     def values(self, model) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -239,7 +237,6 @@ class BBSchedPolicy(_MultiResource):
                  time_limit: float | None = None, solver_options: dict | None = None) -> None:
         super().__init__(window, order, starvation_bound)
         from hpcopt.models.pareto_rules import RULES
-        from hpcopt.solvers import get_solver
 
         if isinstance(rule, str) and rule not in RULES:
             raise SimulationError(f"rule: expected one of {sorted(RULES)} or a callable, "
@@ -251,9 +248,7 @@ class BBSchedPolicy(_MultiResource):
         self.objectives = objectives
         self.time_limit = time_limit
         self.solver_options = dict(solver_options or {})
-        self._solver = get_solver(backend)
-        if "bbsched" not in self._solver.SUPPORTED_MODELS:
-            raise SimulationError(f"backend {backend!r} does not solve bbsched models")
+        self._solver = window_solver(backend, "bbsched", time_limit)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import SimulationError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 
 MODELS = ("scas", "dcas")
 
@@ -47,14 +47,13 @@ class WindowAllocation(Policy):
         if not tau > 0:
             raise SimulationError(f"tjap-window tau must be > 0 seconds, got {tau!r}")
         from hpcopt.models import model_class
-        from hpcopt.solvers import get_solver
 
         self.period = float(tau)
         self.window = None
         self.order = "fcfs"
         self.model_cls = model_class(model)
         self.backend = backend or self.model_cls.default_backend
-        self._solver = get_solver(self.backend)  # fail early on an unknown backend
+        self._solver = window_solver(self.backend, model, time_limit)  # fail early
         self.time_limit = time_limit
         self.seed = seed
         self.solver_options = dict(solver_options or {})
