@@ -17,8 +17,7 @@ cpsat 58,938 (gap 0.65%, the LP bound); at 300 s scip 59,147 (gap 0.26%), cpsat 
 0.40%).  A 2,000-job day (seed 2), 120 s: scip 37,477 (gap 0.30%), cpsat 37,312 (0.80%).  The
 dual bound hardly moves in branch and bound (root LP 59,316): days of this size end with a
 reported gap, not a proof; 72 slots and 150 jobs are proved in 6-15 s.  The first CP-SAT
-solve of a process also pays the OR-tools import (~0.4 s, more on a loaded machine) before
-the backend starts its clock.
+solve of a process also pays the OR-tools import, inside the time limit.
 
 ``solver_options`` both take: ``greedy_start`` (default True): the model's greedy start (the
 ``osdec-greedy`` schedule, computed by the registry within a share of the time limit) is
@@ -26,7 +25,7 @@ handed to the solver as a first incumbent (SCIP) or a hint (CP-SAT); the registr
 whenever the answer is worse, and reports its LP bound when tighter than the solver's own
 (CP-SAT's is often weaker than the LP's); a ``warm_start`` decision replaces it.
 Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
-build and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
+build (not started when its estimate cannot fit: ``Solver.footprint``) and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
 ``CpSat.STATUS_MAP``); stopped by the limit with an incumbent -> FEASIBLE + TIME with the
 solver's dual bound.
 """
