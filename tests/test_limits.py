@@ -226,3 +226,23 @@ def test_ctrl_c_during_scip_keeps_stdout_json_lines(tmp_path):
     assert rows[1]["termination"] == "interrupted"
     assert proc.returncode == 130, stderr
     assert "pressed CTRL-C" in stderr and "interrupted by SIGINT" in stderr
+
+
+def test_dp_tables_are_capped_by_max_memory_mb(knapsack):
+    small = bench.knapsack(40, 1)
+    assert hpcopt.solve(small, backend="dp").status == Status.OPTIMAL
+    res = hpcopt.solve(small, backend="dp", solver_options={"max_memory_mb": 1e-4})
+    assert res.limit == Limit.MEMORY and res.certified
+
+
+def test_ctrl_c_inside_a_backend_is_an_interrupt_limit_with_the_greedy(knapsack, monkeypatch):
+    """A KeyboardInterrupt the backend does not catch itself (HiGHS, the Python backends)."""
+    from hpcopt.solvers.ortools_backends import OrtoolsKnapsack
+
+    def interrupted(self, model, opts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(OrtoolsKnapsack, "_solve", interrupted)
+    res = hpcopt.solve(knapsack, backend="ortools", time_limit=LIMIT)
+    assert res.limit == Limit.INTERRUPT and res.termination.value == "interrupted"
+    assert res.decision == hpcopt.solve(knapsack, backend="greedy").decision
