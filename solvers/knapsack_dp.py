@@ -294,7 +294,6 @@ class DynamicProgramming(Solver):
 
     doc = "exact numpy DP (subset-sum bitset / capacity or value grid); integer weights"
     SUPPORTED_MODELS = ("knapsack",)
-    GREEDY_START = True  # a stopped DP returns the greedy decision
     EXACT = True
     OPTIONS = ("max_cells",)
     STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}
