@@ -299,7 +299,7 @@ class DynamicProgramming(Solver):
     STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         red = model.reduced(integer_weights=True, backend=self.full_name)
         if not (red.values == np.round(red.values)).all():
             try:  # decimal values scaled to integers make ties exact
