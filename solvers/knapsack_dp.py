@@ -288,7 +288,8 @@ class DynamicProgramming(Solver):
     statuses: ``STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}`` --
     "stopped" when ``time_limit`` passed (checked between items; ``Limit.TIME``) or the
     tables would exceed ``solver_options["max_cells"]`` bytes (default ``MAX_CELLS`` = 2**26,
-    at most ``max_memory_mb``; ``Limit.MEMORY``); the answer is then the greedy fill and ``Result.log`` says why.
+    at most ``max_memory_mb``; ``Limit.MEMORY``); the answer is then the greedy fill and
+    ``Result.log`` says why.
     ``seed`` has no effect (the algorithm is deterministic).
     """
 

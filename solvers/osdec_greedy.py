@@ -226,7 +226,8 @@ class OSDECGreedy(Solver):
     build the first schedule by rounding the LP relaxation, see the module docstring; False:
     the plain greedy).  ``warm_start`` (a feasible decision) replaces the construction phase.
     Always FEASIBLE; ``limit=TIME`` when the time limit stopped the local search (the first
-    complete schedule always finishes, then improves until the limit), else it finished.  The bound is the LP optimum when the LP was solved.
+    complete schedule always finishes, then improves until the limit), else it finished.
+    The bound is the LP optimum when the LP was solved.
     """
 
     doc = "OSDEC heuristic: LP rounding (or violation-aware greedy) + re-insertion search"

@@ -25,13 +25,12 @@ handed to the solver as a first incumbent (SCIP) or a hint (CP-SAT); the registr
 whenever the answer is worse, and reports its LP bound when tighter than the solver's own
 (CP-SAT's is often weaker than the LP's); a ``warm_start`` decision replaces it.
 Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
-build (not started when its estimate cannot fit: ``Solver.footprint``) and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
-``CpSat.STATUS_MAP``); stopped by the limit with an incumbent -> FEASIBLE + TIME with the
-solver's dual bound.
+build (not started when its estimate cannot fit: ``Solver.footprint``) and the solve.
+Statuses: the backend's own maps (``Scip.STATUS_MAP``, ``CpSat.STATUS_MAP``); stopped by the
+limit with an incumbent -> FEASIBLE + TIME with the solver's dual bound.
 """
 
 from __future__ import annotations
-
 
 import numpy as np
 
@@ -41,7 +40,6 @@ from hpcopt.result import Limit, Status
 from . import cpsat
 from .registry import Outcome, SolveOptions
 from .scip_output import optimize, quiet
-
 
 
 def _start(model, opts: SolveOptions, backend: str):
