@@ -57,7 +57,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from hpcopt.learn.asa import ASAEstimator
+from hpcopt.agents.asa import ASAEstimator
 from hpcopt.traces import load_trace
 from hpcopt.workflows import load_wfformat, run_workflow, stages_of
 

@@ -13,7 +13,7 @@ _LAZY = {
     "solve": "hpcopt.api",
     "load_trace": "hpcopt.api",
     "load_instance": "hpcopt.api",
-    "SimulationResult": "hpcopt.api",
+    "SimulationResult": "hpcopt.sim.result",
     "Job": "hpcopt.domain",
     "System": "hpcopt.domain",
     "Window": "hpcopt.domain",

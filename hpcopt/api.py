@@ -2,61 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 from .domain import Job, System
 from .errors import SimulationError
-
-
-class SimulationResult:
-    """A finished simulation: the per-job table, the summary metrics and the settings.
-
-    ``jobs`` is a pandas DataFrame, one row per job; it is built on first use from the plain
-    columns the simulation produced (``hpcopt.sim.metrics.job_columns``), so that a run that
-    only needs the summary or ``write()`` never imports pandas."""
-
-    def __init__(self, jobs: Any, summary: dict, settings: dict | None = None,
-                 cleaning: dict | None = None) -> None:
-        self._jobs = jobs  # a DataFrame, or a dict of columns until first use
-        self.summary = summary
-        self.settings = {} if settings is None else settings
-        self.cleaning = cleaning
-
-    @property
-    def jobs(self):
-        """The per-job table (pandas DataFrame)."""
-        if isinstance(self._jobs, dict):
-            import pandas as pd
-
-            self._jobs = pd.DataFrame(self._jobs)
-        return self._jobs
-
-    @jobs.setter
-    def jobs(self, value) -> None:
-        self._jobs = value
-
-    def __repr__(self) -> str:
-        return (f"SimulationResult(jobs={self.summary.get('job_count')} rows, "
-                f"summary={self.summary!r}, settings={self.settings!r})")
-
-    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
-        from .sim.metrics import write_job_csv
-
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
-        if not (isinstance(self._jobs, dict) and write_job_csv(self._jobs, jobs_csv)):
-            self.jobs.to_csv(jobs_csv, index=False)
-        doc = {**self.summary, "settings": self.settings}
-        if self.cleaning is not None:
-            doc["cleaning"] = self.cleaning
-        summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-        return jobs_csv, summary_json
+from .jsonsafe import json_safe
+from .sim.result import SimulationResult
 
 
 def load_trace(path, **kwargs):
@@ -88,17 +41,6 @@ def solve(model_or_path, backend: str | None = None, **kwargs):
     elif hasattr(model_or_path, "model") and not hasattr(model_or_path, "evaluate"):
         model = model_or_path.model  # an Instance
     return _solve(model, backend, **kwargs)
-
-
-def build_policy(policy, **options):
-    """A policy object from a name plus options, rejecting options it does not take."""
-    from .policies import make_policy
-
-    if hasattr(policy, "decide"):
-        if options:
-            raise SimulationError(f"options {sorted(options)} given with a policy object")
-        return policy
-    return make_policy(policy, **options)
 
 
 def simulate(
@@ -135,6 +77,7 @@ def simulate(
     ``offline_time_limit=`` give the gap to the offline optimum).
     """
     from .cloud import is_osdec_file, simulate_osdec
+    from .policies import build_policy
     from .sim.driver import Simulator, fewer_collections
     from .sim.metrics import job_columns, summarize
 
@@ -175,19 +118,8 @@ def simulate(
                     starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
                     nodes=system.nodes,
                     cores_per_node=cleaning["cores_per_node"] if cleaning else None,
-                    policy_options=_jsonable({**getattr(pol, "options", {}), **policy_options}))
+                    policy_options=json_safe({**getattr(pol, "options", {}), **policy_options}))
     return SimulationResult(table, summary, settings, cleaning)
-
-
-def _jsonable(value):
-    """``value`` with tuples as lists and anything else that JSON cannot hold as its repr."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:

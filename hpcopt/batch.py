@@ -30,19 +30,19 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
 import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, InstanceError, one_line
+from .executors import Interrupted, StopSignals, run_tasks, worker_stop
+from .jsonsafe import json_safe
+from .result import Limit, SolutionStatus, Status, Termination
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
@@ -51,114 +51,9 @@ ROW_COLUMNS = ["file", "instance", "model", "backend", "status", "termination", 
                "objective", "bound", "gap", "wall_time_s", "certified", "decision", "limit",
                "seed", "backend_version", "error", "rule", "pareto"]
 STDIN = "-"
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-# ---------------------------------------------------------------------------- signals
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal (SIGINT or SIGTERM) that arrived while an instance was being solved.
-
-    A ``KeyboardInterrupt``, so backends that stop cleanly on Ctrl-C (CP-SAT) stop the same
-    way on SIGTERM, and ``except Exception`` in a backend never swallows it."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class StopSignals:
-    """SIGINT/SIGTERM handlers for a batch (main thread only; a signal already ignored, as in
-    a background job, stays ignored).
-
-    A signal sets ``signum`` (the first one wins) and is forwarded to ``forward()``'s process
-    ids (the pool's workers); inside ``solving()`` it also raises ``Interrupted``, so a
-    long solve stops at once instead of at its end."""
-
-    def __init__(self):
-        self.signum: int | None = None
-        self.count = 0
-        self.forward = lambda: ()
-        self._solving = False
-        self._old: dict[int, Any] = {}
-
-    def _handler(self, signum, frame) -> None:
-        self.count += 1
-        if self.signum is None:
-            self.signum = signum
-        for pid in self.forward():
-            try:
-                os.kill(pid, signum)
-            except OSError:
-                pass
-        if self._solving:
-            self._solving = False
-            raise Interrupted(signum)
-
-    def install(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in STOP_SIGNALS:
-                old = signal.getsignal(sig)
-                if old is not signal.SIG_IGN:
-                    self._old[sig] = old
-                    signal.signal(sig, self._handler)
-        return self
-
-    def reinstall(self) -> None:
-        """Install again (a backend may have reset a handler: CP-SAT's own Ctrl-C handling
-        leaves SIGINT at SIG_DFL)."""
-        for sig in self._old:
-            signal.signal(sig, self._handler)
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
-        self._old.clear()
-
-    @contextmanager
-    def solving(self):
-        self._solving = self.signum is None
-        try:
-            yield
-        finally:
-            self._solving = False
-
-
-_WORKER_STOP: StopSignals | None = None
-
-
-def _worker_init() -> None:
-    """Pool worker: the same handlers, so Ctrl-C (sent to the whole process group) or the
-    signal the parent forwards interrupts the worker's current solve only."""
-    global _WORKER_STOP
-    _WORKER_STOP = StopSignals().install()
 
 
 # ---------------------------------------------------------------------------- rows
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` made of JSON types only: non-finite floats -> None, numpy scalars -> Python,
-    tuples -> lists, enums -> their value, anything else unknown -> ``str``."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, Enum):
-        return json_safe(value.value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v) for v in value]
-    item = getattr(value, "item", None)  # numpy scalar
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        return json_safe(item())
-    if hasattr(value, "tolist"):
-        return json_safe(value.tolist())
-    return str(value)
 
 
 def _finish(row: dict) -> dict:
@@ -179,23 +74,26 @@ def _error_row(file: str, instance: str, backend: str, message: str, model: str 
     if file not in message:
         message = f"{file}: {message}"
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "ERROR", "termination": "error", "solution": "none",
+            "backend": backend, "status": Status.ERROR.value,
+            "termination": Termination.ERROR.value, "solution": SolutionStatus.NONE.value,
             "certified": False, "error": message}
 
 
 def _interrupted_row(file: str, instance: str, backend: str, model: str, signum: int,
                      wall: float, seed) -> dict:
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "NO_SOLUTION", "termination": "interrupted",
-            "solution": "none", "limit": "INTERRUPT", "wall_time_s": wall, "seed": seed,
+            "backend": backend, "status": Status.NO_SOLUTION.value,
+            "termination": Termination.INTERRUPTED.value, "solution": SolutionStatus.NONE.value,
+            "limit": Limit.INTERRUPT.value, "wall_time_s": wall, "seed": seed,
             "certified": False,
             "error": f"interrupted by {signal.Signals(signum).name} before it finished"}
 
 
 def is_done(row: dict) -> bool:
     """A row that ``--resume`` keeps: solved to the end (not an error, not interrupted)."""
-    return (row.get("status") != "ERROR" and row.get("limit") != "INTERRUPT"
-            and row.get("termination") != "interrupted")
+    return (row.get("status") != Status.ERROR.value
+            and row.get("limit") != Limit.INTERRUPT.value
+            and row.get("termination") != Termination.INTERRUPTED.value)
 
 
 def row_key(row: dict) -> tuple:
@@ -314,7 +212,7 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
     "objectives"}``) and ``rule``; their ``decision`` is the rule's pick."""
     from .solvers import solve
 
-    stop = stop if stop is not None else _WORKER_STOP
+    stop = stop if stop is not None else worker_stop()
     if stop is not None and stop.signum is not None:
         return [], 0
     try:
@@ -351,7 +249,7 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
             rows.append(_finish(_error_row(item.file, inst.name, backend, one_line(exc),
                                              inst.model.kind)))
         finally:
-            if stop is not None and stop is not _WORKER_STOP:
+            if stop is not None and stop is not worker_stop():
                 stop.reinstall()
     return rows, skipped
 
@@ -375,39 +273,6 @@ class BatchRun:
     items: int = 0
     finished: int = 0
     skipped: int = 0
-
-
-def run_tasks(tasks: list, fn, serial_fn, on_result, *, executor=None, workers: int = 1,
-              chunk: int | None = None, handle_signals: bool = False, progress: bool = False,
-              desc: str = "solve", unit: str = "file") -> int | None:
-    """Run ``fn`` over ``tasks`` on ``executor`` (default: serial, or a pool of
-    ``workers``), calling ``on_result(index, result, error)`` here as each one is done;
-    with ``handle_signals`` SIGINT/SIGTERM stop the run.  Returns the stop signal or None.
-    The engine under ``run_batch`` and ``hpcopt.sweep.run_sweep``."""
-    from tqdm.auto import tqdm
-
-    from .executors import PoolExecutor, SerialExecutor
-
-    stop = StopSignals()
-    if handle_signals:
-        stop.install()
-    own = executor is None
-    if executor is None:
-        executor = PoolExecutor(workers) if workers > 1 and len(tasks) > 1 \
-            else SerialExecutor()
-    try:
-        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=not progress,
-                  file=sys.stderr) as bar:
-            def report(i, result, error):
-                on_result(i, result, error, stop)
-                bar.update(1)
-
-            executor.run(fn, tasks, report, stop=stop, chunk=chunk, serial_fn=serial_fn)
-    finally:
-        stop.restore()
-        if own:
-            executor.close()
-    return stop.signum
 
 
 def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,

@@ -669,7 +669,7 @@ def cmd_train(args) -> int:
         return _train_nsa(args, torch)
     if args.learner == "osdec":
         return _train_osdec(args, torch)
-    from .learn.dras_train import train_dras
+    from .trainers.dras_train import train_dras
 
     # the small network gains nothing from threads (they only contend on a shared machine)
     torch.set_num_threads(1 if args.config == "small" else max(1, min(torch.get_num_threads(),
@@ -695,7 +695,7 @@ def cmd_train(args) -> int:
 def _train_nsa(args, torch) -> int:
     from dataclasses import replace
 
-    from .learn.nsa_train import PPOConfig, train
+    from .trainers.nsa_train import PPOConfig, train
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
     ppo = replace(PPOConfig(), batch=args.batch, lr=args.lr, baseline=args.baseline,
@@ -715,7 +715,7 @@ def _train_nsa(args, torch) -> int:
 
 
 def _train_osdec(args, torch) -> int:
-    from .learn.osdec_train import train
+    from .trainers.osdec_train import train
 
     torch.set_num_threads(1 if args.config == "small" else max(1, min(torch.get_num_threads(),
                                                                       2)))

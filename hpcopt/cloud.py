@@ -141,9 +141,11 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
                    **policy_options):
     """Run an OSDEC instance online under ``policy`` (module docstring); returns a
     ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``)."""
-    from .api import SimulationResult, _jsonable, build_policy
+    from .jsonsafe import json_safe
+    from .policies import build_policy
     from .sim.driver import Simulator
     from .sim.metrics import job_columns
+    from .sim.result import SimulationResult
 
     model = load_osdec(source)
     jobs, system = osdec_workload(model)
@@ -168,8 +170,8 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
                     backfill="none", period=1.0, seed=seed, model="osdec",
                     w1=model.w1, w2=model.w2,
-                    policy_options=_jsonable({**getattr(pol, "options", {}),
-                                              **policy_options}))
+                    policy_options=json_safe({**getattr(pol, "options", {}),
+                                               **policy_options}))
     res = SimulationResult(table, summary, settings)
     res.decision = decision
     res.simulator = sim

@@ -17,7 +17,7 @@ Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a f
   in that state (``hpcopt.sim.driver.Simulator.at``).
 - ``{"id": 4, "op": "asa_sample", "key": 56[, "estimate_s": E]}`` -> ``index``, ``wait_s``:
   the ASA queue-wait estimate for a proactive submission of that job geometry
-  (``hpcopt.learn.asa.ASAEstimator.sample``); ``{"id": 5, "op": "asa_observe", "key": 56,
+  (``hpcopt.agents.asa.ASAEstimator.sample``); ``{"id": 5, "op": "asa_observe", "key": 56,
   "index": I, "wait_s": W[, "estimate_s": E]}`` -> ``loss``, ``rounds``, ``observations``
   once the job started after waiting W.  Both take ``"estimator": NAME`` (default
   ``"default"``; one estimator per name, kept for the life of the process), ``"config"``
@@ -174,7 +174,7 @@ def _leading_id(text: str):
 def dumps(reply: dict) -> str:
     """Strict JSON (RFC 8259): non-finite numbers become null; an id past the double range
     is written as it came (``1e400``)."""
-    from .batch import json_safe
+    from .jsonsafe import json_safe
 
     rid = reply.get("id")
     if isinstance(rid, _Huge):
@@ -282,7 +282,7 @@ _ESTIMATORS: dict = {}
 def _estimator(request: dict):
     """The named estimator (``"estimator"``, default ``"default"``): made on first use from
     ``config`` (``ASAEstimator`` arguments), or loaded from ``path`` when that file exists."""
-    from .learn.asa import ASAEstimator
+    from .agents.asa import ASAEstimator
 
     name = _field(request, "estimator", str, "default")
     path = _field(request, "path", str, None)

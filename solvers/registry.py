@@ -31,6 +31,7 @@ from hpcopt.errors import (
     SolverUnavailableError,
     UnknownSolverError,
     closest,
+    refuse_duplicate,
 )
 from hpcopt.result import Limit, ParetoPoint, Result, Status
 
@@ -414,6 +415,7 @@ def register(name: str, *, family: bool = False):
     """Class decorator: register a backend under ``name`` (a family prefix if ``family``)."""
 
     def deco(cls: type[Solver]) -> type[Solver]:
+        refuse_duplicate("backend", name, _FAMILIES if family else _REGISTRY, cls)
         cls.name = name
         (_FAMILIES if family else _REGISTRY)[name] = cls
         return cls
@@ -428,6 +430,7 @@ def register_canonical(kind: str):
     applies it to the OPTIMAL answers of backends that are not ``CANONICAL`` themselves."""
 
     def deco(fn):
+        refuse_duplicate("canonical tie-break of", kind, _CANONICAL, fn)
         _CANONICAL[kind] = fn
         return fn
 

@@ -16,6 +16,7 @@ import pytest
 from hpcopt.errors import HpcoptError
 from hpcopt.instances import load_instance
 from hpcopt.workflows.reader import MAX_RUNTIME, WorkflowError, load_wfformat
+from hpcopt.workflows.stages import stages_of
 
 from .conftest import INSTANCES
 
@@ -101,7 +102,7 @@ def test_workflow_fields_fuzz(tmp_path, version, field):
     for value in WF_VALUES:
         path.write_text(_wf(version, field, value))
         try:
-            load_wfformat(path).stages()
+            stages_of(load_wfformat(path))
         except WorkflowError as err:
             errors += 1
             message = str(err)

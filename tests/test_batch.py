@@ -13,8 +13,9 @@ import pytest
 
 import hpcopt
 import hpcopt.solvers
-from hpcopt.batch import RowWriter, json_safe, run_batch
+from hpcopt.batch import RowWriter, run_batch
 from hpcopt.cli import main
+from hpcopt.jsonsafe import json_safe
 
 from .conftest import INSTANCES
 

@@ -89,7 +89,7 @@ def test_no_second_loop():
                                                ("decima-pg", "oldest")])
 def test_env_steps_are_the_policy(name, reserve):
     """Stepping DrasEnv with the agent's greedy actions is the policy's simulation."""
-    from hpcopt.learn.dras_env import DrasEnv
+    from hpcopt.trainers.dras_env import DrasEnv
 
     trace = hpcopt.load_trace(DEMO)
     jobs = list(trace.jobs)[:250]

@@ -63,8 +63,7 @@ def test_package_data_covers_what_the_library_reads():
                for f in glob.glob(str(_package_dir(package) / pattern))}
     needed = [bundled_path(rel) for rel in RUNTIME_FILES]
     needed += [Path(p) for p in glob.glob(str(bundled_path("knapsack") / "*.json"))]
-    needed += list((REPO / "hpcopt" / "learn" / "checkpoints").iterdir())
-    needed += list((REPO / "hpcopt" / "data").iterdir())
+    needed += list((REPO / "hpcopt" / "agents" / "checkpoints").iterdir())
     assert len(needed) >= 15
     assert [p for p in needed if p.resolve() not in shipped] == []
     # and nothing else of instances/: no generators, no other models' instances

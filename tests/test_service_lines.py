@@ -105,7 +105,7 @@ BAD_OPTIONS = [
     ("weighted", {"weights": 3}, "option weights: expected a list of finite numbers"),
     ("dras-pg", {"checkpoint": 5}, "option checkpoint: expected a string"),
 ] + [(policy, {"time_limit": value}, "time_limit")
-     for policy in ("knapsack", "bbsched", "constrained_bb", "rolling-mip")
+     for policy in ("knapsack", "bbsched", "constrained-bb", "rolling-mip")
      for value in (-1, "x", 0, 1e400, True, 1e12)]
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from hpcopt.agents.asa import ASAEstimator
 from hpcopt.domain import Job, System
-from hpcopt.learn.asa import ASAEstimator
 from hpcopt.workflows import (
     MODES,
     Stage,

@@ -19,7 +19,15 @@ from os import PathLike
 from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError, UnknownPolicyError, closest
+from hpcopt.errors import (
+    PolicyOptionError,
+    RegistryError,
+    SimulationError,
+    UnknownPolicyError,
+    closest,
+    refuse_duplicate,
+)
+from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
 
@@ -41,28 +49,22 @@ class Option:
     min: float | None = None
 
 
-class Policy:
+class Policy(PolicyHooks):
     """Base class: ``decide(window) -> Decision``; ``reset(seed)`` before each run.
 
-    ``OPTIONS`` declares the options a user may set (besides ``DRIVER_OPTIONS``);
-    ``options`` holds every constructor option in force once built by ``make_policy``.
+    The optional hooks the driver reads (``one_pick``, ``order``, ``window``, ``backfill``,
+    ``period``, ``attach`` ...) and their defaults are ``hpcopt.sim.protocol.PolicyHooks``.
+    ``starts_prefix`` (``decide`` is exactly the head-first rule, start the longest prefix of
+    the window that fits, which the driver then applies itself through
+    ``hpcopt.sim.resources.fitting_prefix``) is reset to False for a subclass that overrides
+    ``decide`` without setting it again.  ``OPTIONS`` declares the options a user may set
+    (besides ``DRIVER_OPTIONS``); ``options`` holds every constructor option in force once
+    built by ``make_policy``.
     """
 
     name: ClassVar[str] = ""
     doc: ClassVar[str] = ""
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
-    one_pick: ClassVar[bool] = False
-    # True when the policy starts nothing while the first queued job does not fit: the driver
-    # may then skip re-deciding passes where only new jobs joined (hpcopt.sim.driver, "Speed")
-    waits_for_head: ClassVar[bool] = False
-    # True when decide() is exactly the head-first rule (start the longest prefix of the
-    # window that fits; the driver picks the reservation): the driver then applies that rule
-    # itself (hpcopt.sim.resources.fitting_prefix) without a Window, a Decision or a call.
-    # Read from the class: a subclass that overrides decide() (unless it sets this too), a
-    # wrapper that forwards attributes, or a decide() set on the instance is asked again.
-    starts_prefix: ClassVar[bool] = False
-    order: str | None = None
-    window: int | None = None
     options: dict = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -129,20 +131,37 @@ def window_solver(backend: str, kind: str, time_limit: float | None = None):
         able = available_backends(kind) + [f"{name}:<solver>" for name, cls in
                                            family_classes().items()
                                            if kind in cls.SUPPORTED_MODELS]
-        raise SimulationError(f"backend {backend!r} does not solve {kind} models; backends "
-                              f"that do: {', '.join(able)}")
+        raise PolicyOptionError(f"backend {backend!r} does not solve {kind} models; backends "
+                                f"that do: {', '.join(able)}")
     solver.check_ready()
     return solver
 
 
 def register_policy(name: str, **defaults):
-    """Class decorator: register a policy class under ``name`` with constructor defaults."""
+    """Class decorator: register a policy class under ``name`` with constructor defaults.
+
+    A default that is not a driver setting (``kind="pg"``, ``weights=(0.8, 0.2)``) is what the
+    name means: ``make_policy`` refuses another value for it, so a name runs what it says.
+    A name registered twice by different classes is a ``RegistryError``."""
 
     def deco(cls):
+        refuse_duplicate("policy", name, {k: c for k, (c, _) in _POLICIES.items()}, cls)
+        if name in _POLICIES and _POLICIES[name][1] != defaults:
+            raise RegistryError(f"policy {name!r} is already registered with other defaults")
         _POLICIES[name] = (cls, defaults)
         return cls
 
     return deco
+
+
+def _plain(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def fixed_options(name: str) -> dict:
+    """The options that define policy ``name`` (its registration's, driver settings aside)."""
+    _, defaults = _lookup(name)
+    return {k: v for k, v in defaults.items() if k not in DRIVER_OPTIONS}
 
 
 def _lookup(name: str):
@@ -158,7 +177,7 @@ def _lookup(name: str):
 def policy_options(name: str) -> set[str]:
     """Keyword options the policy ``name`` accepts."""
     cls, _ = _lookup(name)
-    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+    return set(inspect.signature(cls.__init__).parameters) - {"self"} - set(fixed_options(name))
 
 
 def option_defaults(name: str) -> dict:
@@ -181,14 +200,22 @@ def declared_options(name: str) -> list[tuple[Option, Any]]:
 def make_policy(name: str, **options) -> Policy:
     """Build a registered policy; ``options`` override its defaults.
 
-    An option the policy does not take is a ``SimulationError`` naming the accepted ones;
-    ``policy.options`` records every option in force, defaults included.
+    An option the policy does not take, or a value it refuses, is a ``PolicyOptionError``
+    naming the option; ``policy.options`` records every option in force, defaults included.
     """
     cls, defaults = _lookup(name)
+    fixed = fixed_options(name)
+    for key in sorted(set(options) & set(fixed)):
+        if _plain(options[key]) != _plain(fixed[key]):
+            others = sorted(n for n, (c, _) in _POLICIES.items() if c is cls and n != name)
+            raise PolicyOptionError(
+                f"policy {name!r} means {key}={fixed[key]!r}; another {key} is another "
+                f"policy ({', '.join(others) or 'none registered'})")
+    options = {k: v for k, v in options.items() if k not in fixed}
     accepted = policy_options(name)
     unknown = set(options) - accepted
     if unknown:
-        raise SimulationError(
+        raise PolicyOptionError(
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
             f"it takes {sorted(accepted)}"
         )
@@ -197,6 +224,15 @@ def make_policy(name: str, **options) -> Policy:
     policy.name = name
     policy.options = {**option_defaults(name), **options}
     return policy
+
+
+def build_policy(policy, **options):
+    """A policy object from a name plus options, rejecting options it does not take."""
+    if hasattr(policy, "decide"):
+        if options:
+            raise PolicyOptionError(f"options {sorted(options)} given with a policy object")
+        return policy
+    return make_policy(policy, **options)
 
 
 def _finite(v) -> bool:
@@ -234,8 +270,8 @@ def _check_declared(name: str, cls: type, options: dict) -> None:
             what, test = f"{what} >= {opt.min}", ok
             ok = lambda v, test=test, low=opt.min: test(v) and v >= low  # noqa: E731
         if ok is not None and not ok(value):
-            raise SimulationError(f"policy {name!r} option {opt.name}: expected {what}, got "
-                                  f"{repr(value)[:40]}")
+            raise PolicyOptionError(f"policy {name!r} option {opt.name}: expected {what}, got "
+                                    f"{repr(value)[:40]}")
 
 
 def policy_names() -> list[str]:

@@ -15,7 +15,7 @@ Values per job i (all non-negative):
 from __future__ import annotations
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError
 
 from .base import Option, Policy, register_policy, window_solver
 from .classic import greedy_fill
@@ -37,7 +37,7 @@ class KnapsackPolicy(Policy):
                  value: str = "nodes", time_limit: float | None = None,
                  seed: int | None = None) -> None:
         if value not in VALUES:
-            raise SimulationError(f"knapsack value must be one of {VALUES}, got {value!r}")
+            raise PolicyOptionError(f"knapsack value must be one of {VALUES}, got {value!r}")
         self.window = window
         self.order = order
         self.backend = backend

@@ -10,7 +10,7 @@ no reservation and no backfilling.  Run it on a system with a topology
 
 ``generate_windows`` runs this policy in the driver on a generated workload and returns the
 allocation windows it solved: the instances of the paper's Tables III and IV (also the
-training windows of the NSA repair operator, ``hpcopt.learn.nsa_train``).
+training windows of the NSA repair operator, ``hpcopt.trainers.nsa_train``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError, SimulationError
 
 from .base import Option, Policy, register_policy, window_solver
 
@@ -43,9 +43,9 @@ class WindowAllocation(Policy):
                  solver_options: dict | None = None, dump_windows: str | None = None,
                  record: list | None = None) -> None:
         if model not in MODELS:
-            raise SimulationError(f"tjap-window model must be one of {MODELS}, got {model!r}")
+            raise PolicyOptionError(f"tjap-window model must be one of {MODELS}, got {model!r}")
         if not tau > 0:
-            raise SimulationError(f"tjap-window tau must be > 0 seconds, got {tau!r}")
+            raise PolicyOptionError(f"tjap-window tau must be > 0 seconds, got {tau!r}")
         from hpcopt.models import model_class
 
         self.period = float(tau)

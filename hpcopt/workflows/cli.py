@@ -84,7 +84,7 @@ def write_results(result, out) -> tuple[Path, Path]:
 
 
 def cmd_workflow(args) -> int:
-    from hpcopt.learn.asa import ASAEstimator
+    from hpcopt.agents.asa import ASAEstimator
     from hpcopt.traces import load_trace
 
     from .reader import load_wfformat

@@ -68,12 +68,6 @@ class Workflow:
         1 + max level of its parents (the longest path from a source)."""
         return _levels(self.tasks, self.source or self.name)
 
-    def stages(self, cap: int | None = None):
-        """The sequential stages (``hpcopt.workflows.stages.stages_of``)."""
-        from .stages import stages_of
-
-        return stages_of(self, cap)
-
 
 def _fail(src: str, field: str, msg: str):
     raise WorkflowError(f"{src}: {field}: {msg}")

@@ -214,7 +214,7 @@ class WorkflowRun:
         self.at = float(first + warmup if at is None else at)
         self.warmup, self.horizon = float(warmup), float(horizon)
         if strategy in ("asa", "asa-naive") and estimator is None:
-            from hpcopt.learn.asa import ASAEstimator
+            from hpcopt.agents.asa import ASAEstimator
 
             estimator = ASAEstimator(seed=seed)
         self.estimator = estimator if strategy in ("asa", "asa-naive") else None
@@ -235,7 +235,7 @@ class WorkflowRun:
         return self._id_base + self._counter if self._int_ids else f"wf-{self._counter}"
 
     def _policy(self):
-        from hpcopt.api import build_policy
+        from hpcopt.policies import build_policy
 
         pol = build_policy(self.policy_name, **self.policy_options)
         pol.reset(self.seed)

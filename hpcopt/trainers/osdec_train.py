@@ -40,9 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hpcopt.agents.osdec_agent import Actor, AgentConfig, OSDECAgent, aux_targets, check_variant
 from hpcopt.errors import HpcoptError
-
-from .osdec_agent import Actor, AgentConfig, OSDECAgent, aux_targets, check_variant
 
 
 @dataclass(frozen=True)

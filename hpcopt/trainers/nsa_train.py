@@ -1,7 +1,7 @@
-"""Training of the NSA repair operator (``hpcopt.learn.nsa``) with PPO.
+"""Training of the NSA repair operator (``hpcopt.agents.nsa``) with PPO.
 
 Lan et al., CLUSTER'23, sections V-B and VI-A..VI-C.  The MDP, the networks and the operator
-that the ``nsa`` backend loads are in ``hpcopt.learn.nsa`` (see its docstring for the state,
+that the ``nsa`` backend loads are in ``hpcopt.agents.nsa`` (see its docstring for the state,
 the reward and the shipped checkpoint); this module trains them: rollouts, PPO and imitation
 updates, the training and validation window pools, checkpoints during training, the learning
 curve and its plot.  ``hpcopt train nsa`` calls ``train``.
@@ -38,8 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hpcopt.errors import closest
-from hpcopt.learn.nsa import (
+from hpcopt.agents.nsa import (
     ARCHS,
     DEFAULT_N_MAX,
     DEFAULT_Q,
@@ -51,6 +50,7 @@ from hpcopt.learn.nsa import (
     encode_state,
     reward_scale,
 )
+from hpcopt.errors import closest
 from hpcopt.topology import FatTree, take_block
 
 
