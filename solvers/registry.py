@@ -444,6 +444,7 @@ def register_greedy(kind: str):
     ``GREEDY_START`` backends begin from it and never return less."""
 
     def deco(fn):
+        refuse_duplicate("greedy start of", kind, _GREEDY, fn)
         _GREEDY[kind] = fn
         return fn
 
