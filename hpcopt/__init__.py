@@ -14,6 +14,7 @@ _LAZY = {
     "load_trace": "hpcopt.api",
     "load_instance": "hpcopt.api",
     "SimulationResult": "hpcopt.sim.result",
+    "build_scenario": "hpcopt.scenario",
     "Job": "hpcopt.domain",
     "System": "hpcopt.domain",
     "Window": "hpcopt.domain",

@@ -9,6 +9,7 @@ from pathlib import Path
 from .domain import Job, System
 from .errors import SimulationError
 from .jsonsafe import json_safe
+from .scenario import Scenario, build_scenario
 from .sim.result import SimulationResult
 
 
@@ -60,6 +61,11 @@ def simulate(
     warmup: float = 0,
     cooldown: float = 0,
     progress: bool = False,
+    workload: str | None = None,
+    workload_seed: int | None = None,
+    bb: float | None = None,
+    ssd_classes=None,
+    topology: str | None = None,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a trace (path, ``Trace`` or list of ``Job``) under a policy.
@@ -70,7 +76,10 @@ def simulate(
     knows the node count), and ``jobs`` keeps the first N jobs.  ``cores_per_node`` converts
     the processors of an SWF file to nodes (default: from its header ``MaxProcs / MaxNodes``,
     else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
-    default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
+    default to the policy's own (EASY and none for most).  ``workload`` (S1-S7, seeded by
+    ``workload_seed``, default ``seed``), ``bb``, ``ssd_classes`` and ``topology`` shape the
+    trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too).
+    Returns a ``SimulationResult``.
 
     An ``osdec`` instance (file, ``Instance`` or model) runs online slot by slot
     (``hpcopt.cloud.simulate_osdec``; options ``offline_bound=``, ``offline_backend=``,
@@ -86,16 +95,20 @@ def simulate(
             or (isinstance(trace, (str, Path)) and is_osdec_file(trace)):
         # a deferrable-job instance: the cloud-slot run (hpcopt.cloud), driver settings fixed
         return simulate_osdec(trace, policy, seed=seed, progress=progress, **policy_options)
-    cleaning = None
-    if isinstance(trace, (str, Path)):
-        trace = load_trace(trace, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs)
-    if hasattr(trace, "jobs") and hasattr(trace, "system"):
-        job_list = list(trace.jobs)
-        if system is None:
-            system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
-        report = getattr(trace, "report", None)
-        cleaning = report.to_dict() if report is not None else None
+    cleaning, shaped = None, {}
+    if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path, Trace, Scenario
+        if not isinstance(trace, Scenario):  # (a Scenario is already shaped: used as it is)
+            trace = build_scenario(trace, nodes=nodes, jobs=jobs, cores_per_node=cores_per_node,
+                                   workload=workload, bb=bb, ssd_classes=ssd_classes,
+                                   topology=topology, workload_seed=(
+                                       (seed or 0) if workload_seed is None else workload_seed))
+        job_list, shaped = list(trace.jobs), trace.settings
+        system = trace.system if system is None else system
+        cleaning = trace.report.to_dict() if trace.report is not None else None
     else:
+        if workload or bb is not None or ssd_classes or topology:
+            raise SimulationError("workload=, bb=, ssd_classes= and topology= shape a trace "
+                                  "(a path or Trace); a job list needs system=")
         job_list = list(trace)
         if jobs is not None:
             job_list = job_list[:jobs]
@@ -118,7 +131,8 @@ def simulate(
                     starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
                     nodes=system.nodes,
                     cores_per_node=cleaning["cores_per_node"] if cleaning else None,
-                    policy_options=json_safe({**getattr(pol, "options", {}), **policy_options}))
+                    policy_options=json_safe({**getattr(pol, "options", {}), **policy_options}),
+                    **shaped)
     return SimulationResult(table, summary, settings, cleaning)
 
 

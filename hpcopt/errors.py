@@ -90,6 +90,10 @@ class PolicyOptionError(OptionError, SimulationError):
     """A policy option the policy does not take, or a value it does not accept."""
 
 
+class DataNotFoundError(HpcoptError, FileNotFoundError):
+    """A default input read from the data directory (``hpcopt.datadir``) is not there."""
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of an error's message; non-hpcopt errors keep their type name."""
     lines = str(exc).strip().splitlines()

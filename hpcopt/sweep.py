@@ -16,7 +16,8 @@ of the product and anything else a single value::
 
 Settings: ``trace``, ``nodes``, ``jobs``, ``cores_per_node``, ``policy``, ``order``,
 ``backfill``, ``window``, ``seed``, ``starvation_bound``, ``period``, ``warmup``,
-``cooldown`` (the arguments of ``hpcopt.simulate``) and the options of any registered policy
+``cooldown``, ``workload``, ``workload_seed``, ``bb``, ``ssd_classes``, ``topology`` (the
+arguments of ``hpcopt.simulate``) and the options of any registered policy
 (``hpcopt policies``), at the top level or under ``"options"``.  A policy option goes only to
 the policies that take it (``backend`` does not multiply the ``fcfs`` runs); runs that end
 up with the same settings are run once.  An option whose value is itself a list (``weights``)
@@ -45,7 +46,8 @@ from .errors import HpcoptError, closest, one_line
 from .result import Status, Termination
 
 SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
-            "window", "seed", "starvation_bound", "period", "warmup", "cooldown"]
+            "window", "seed", "starvation_bound", "period", "warmup", "cooldown", "workload",
+            "workload_seed", "bb", "ssd_classes", "topology"]
 METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
            "avg_bounded_slowdown", "utilization", "makespan", "node_seconds", "first_submit",
            "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",

@@ -1,7 +1,7 @@
 """DCAS by neural simulated annealing (backend ``nsa``; Lan et al., CLUSTER'23, section V).
 
 The loop of the ``sa`` backend (``dcas_sa.run_annealing``) with the learned repair operator
-of ``hpcopt.learn.nsa``: a PPO-trained policy picks the first position of each removed job.
+of ``hpcopt.agents.nsa``: a PPO-trained policy picks the first position of each removed job.
 The operator is read from a checkpoint (default: the one shipped for ``paper-1000``) and kept
 in memory per path, so solving many windows loads it once.
 """

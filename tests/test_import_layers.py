@@ -218,8 +218,7 @@ def _one_cycle(members: list[str]) -> str:
 
 
 def test_the_layer_table_names_only_real_places_or_placeholders():
-    placeholders = {"hpcopt.datadir", "hpcopt.slurm", "hpcopt.slurm.cli", "hpcopt.plots",
-                    "hpcopt.scenario"}
+    placeholders = {"hpcopt.slurm", "hpcopt.slurm.cli", "hpcopt.plots"}
     names = set(modules())
     unused = [e for _, entries in LAYERS for e in entries
               if e not in placeholders and not any(m == e or m.startswith(e + ".")

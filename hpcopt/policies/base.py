@@ -279,12 +279,14 @@ def policy_names() -> list[str]:
 
 
 def describe_policies() -> list[dict]:
-    """One row per policy (name, default order, default window, doc) for ``hpcopt policies``."""
+    """One row per policy (name, default order, default window, the pip extra it needs
+    (class attribute ``EXTRA``, e.g. ``"ml"``), options, doc) for ``hpcopt policies``."""
     rows = []
     for name in sorted(_POLICIES):
         cls, defaults = _POLICIES[name]
         p = cls(**defaults)
         opts = ", ".join(f"{o.name}={d!r}" for o, d in declared_options(name))
         rows.append(dict(policy=name, order=p.order or "fcfs", window=p.window,
-                         options=opts, doc=(cls.__doc__ or "").strip().splitlines()[0]))
+                         needs=getattr(cls, "EXTRA", None), options=opts,
+                         doc=(cls.__doc__ or "").strip().splitlines()[0]))
     return rows

@@ -54,6 +54,8 @@ class DrasPolicy(OnePickPolicy):
     policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.
     """
 
+    EXTRA = "ml"  # needs torch: pip install 'hpcopt[ml]'
+
     OPTIONS = (
         Option("checkpoint", str, "learned policies: agent checkpoint (default: the shipped "
                                   "one for the system size)"),
@@ -100,7 +102,11 @@ class DrasPolicy(OnePickPolicy):
 
     def load_agent(self, system: System):
         """Load (once) the checkpoint and check that it fits this policy and system."""
-        from hpcopt.agents.dras import DrasAgent
+        try:
+            from hpcopt.agents.dras import DrasAgent
+        except ImportError:
+            raise HpcoptError(f"policy {self.name or 'dras-' + self.kind!r} needs torch: pip "
+                              "install 'hpcopt[ml]'") from None
 
         path = Path(self.checkpoint) if self.checkpoint else \
             shipped_checkpoint(self.name or f"dras-{self.kind}", system.nodes)

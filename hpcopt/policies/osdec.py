@@ -42,6 +42,8 @@ def shipped_osdec_checkpoint(variant: str) -> Path:
 class OSDECPolicy(ScorePolicy):
     """PPO agent scoring the current jobs (transformer encoder, auxiliary GRU tasks)."""
 
+    EXTRA = "ml"  # needs torch: pip install 'hpcopt[ml]'
+
     OPTIONS = (Option("checkpoint", str, "learned OSDEC policies: agent checkpoint (default: "
                                          "the shipped one of the variant)"),)
 

@@ -391,16 +391,32 @@ class Simulator:
         except StopIteration:
             pass
 
-    def steps(self) -> Iterator[PickRequest]:
+    def run_until(self, predicate: Callable[[Simulator], bool]) -> bool:
+        """Run the loop until ``predicate(sim)`` holds after an event time's pass (or before
+        the first event, when it holds already); returns whether it did (False: everything
+        finished first, as ``run()`` would).  The same loop as ``run()``: a later
+        ``run_until`` or ``run()`` goes on from there.  What-if questions ask it of a
+        ``copy.deepcopy`` of a running simulator (when does this job start if submitted
+        now?) without touching the original."""
+        if predicate(self):
+            return True
+        with fewer_collections():
+            self._answer(self.steps(until=predicate))
+        return predicate(self)
+
+    def steps(self, until: Callable[[Simulator], bool] | None = None
+              ) -> Iterator[PickRequest]:
         """The simulation loop (see the module docstring): yields a ``PickRequest`` whenever
         a one-pick policy must choose; ``send`` it the chosen job, or ``None`` to stop the
-        current stage.  Ends when every job has finished."""
+        current stage.  Ends when every job has finished, or as soon as ``until(sim)`` holds
+        after an event time (``run_until``)."""
         bar = None
-        if self.progress:
+        if self.progress and until is None:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5)
-        if self.period is not None and (self._trace or self._events):
+        if self.period is not None and (self._trace or self._events) and not any(
+                e[1] == _TICK for e in self._events):  # (a resumed loop has its tick)
             starts = [e[0] for e in self._events]
             if self._trace:
                 starts.append(self._trace[0].submit)
@@ -418,9 +434,13 @@ class Simulator:
                 if self.period is not None and self._pending():
                     self._push(self.now + self.period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
+                bar.total = len(self.records)  # jobs injected while it runs count too
                 bar.update(self._n_done - last)
                 last = self._n_done
+            if until is not None and until(self):
+                return
         if bar is not None:
+            bar.total = len(self.records)
             bar.update(self._n_done - last)
             bar.close()
         if self.queue:
