@@ -246,3 +246,26 @@ def test_ctrl_c_inside_a_backend_is_an_interrupt_limit_with_the_greedy(knapsack,
     res = hpcopt.solve(knapsack, backend="ortools", time_limit=LIMIT)
     assert res.limit == Limit.INTERRUPT and res.termination.value == "interrupted"
     assert res.decision == hpcopt.solve(knapsack, backend="greedy").decision
+
+
+def test_cli_max_memory_mb_reaches_every_solve(scas, tmp_path):
+    """``hpcopt solve --max-memory-mb``: a cap below the build is refused in the row (limit
+    MEMORY, the greedy answer), one the build fits changes nothing."""
+    import json
+
+    from hpcopt.cli import main
+    from hpcopt.instances import save_instance
+
+    path = tmp_path / "scas400.json"
+    save_instance(path, scas, "scas400")
+    rows = {}
+    for cap in ("1", "8000"):
+        out = tmp_path / f"rows{cap}.jsonl"
+        assert main(["solve", str(path), "--backend", "cpsat", "--time-limit", "2",
+                     "--max-memory-mb", cap, "--out", str(out), "--no-progress"]) == 0
+        rows[cap] = json.loads(out.read_text().splitlines()[0])
+    assert rows["1"]["limit"] == "MEMORY" and rows["1"]["status"] == "FEASIBLE"
+    assert rows["8000"]["limit"] != "MEMORY" and rows["8000"]["certified"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", str(path), "--max-memory-mb", "0"])
+    assert exit_.value.code == 2
