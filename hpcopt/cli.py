@@ -270,6 +270,9 @@ def _parser() -> argparse.ArgumentParser:
     from .workflows.cli import add_workflow_parser
 
     add_workflow_parser(sub)
+    from .slurm.cli import add_slurm_parser
+
+    add_slurm_parser(sub)
     _add_workload_parser(sub)
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
     d.add_argument("--out", default=None, help="directory for the demo's outputs")
@@ -818,6 +821,7 @@ def cmd_workload(args) -> int:
 
 
 COMMANDS["workload"] = cmd_workload
+COMMANDS["slurm"] = lambda args: __import__("hpcopt.slurm.cli").slurm.cli.cmd_slurm(args)
 
 
 if __name__ == "__main__":  # pragma: no cover
