@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcopt import load_trace
 from hpcopt.policies import make_policy
 from hpcopt.slurm import testbed
 from hpcopt.slurm.adapter import Adapter
@@ -395,6 +396,13 @@ def test_time_limit_kill_and_no_double_release(cluster):
     assert 60 <= job["end_time"] - job["start_time"] <= 110
     comp = (c.dir / "log" / "jobcomp.txt").read_text()
     assert re.search(rf"JobId={jid} .*JobState=TIMEOUT", comp)
+    # the cluster's own completion log is a trace: the job cancelled while held (the cancel
+    # test) is reported, the timed-out one ran its minute
+    trace = load_trace(c.dir / "log" / "jobcomp.txt")
+    assert trace.report.fmt == "jobcomp" and trace.report.kept >= 20
+    assert any(n.startswith("1 cancelled before start") for n in trace.report.notes)
+    timed = next(j for j in trace.jobs if j.id == jid)
+    assert timed.walltime == 60 and timed.runtime == 60  # capped at its limit
     rel = c.releases()
     assert len(rel) == len(set(rel)), rel
     with pytest.raises(SlurmCommandError):  # and a second release is refused by Slurm
