@@ -54,7 +54,7 @@ def test_sacct_folds_steps_keeps_array_ids_and_reports_every_value(tmp_path):
     assert by_id["101_2"].walltime == 180  # UNLIMITED: the run time stands in
     assert by_id["104"].runtime == 7200 and r.runtime_capped == 1  # 02:00:01 > 02:00:00
     notes = "\n".join(r.notes)
-    assert "3 job step lines folded into their jobs" in notes
+    assert "3 job step line(s) folded into their jobs" in notes
     assert "1 cancelled before start" in notes
     assert "1 never started (PENDING)" in notes
     assert "1 not finished (RUNNING)" in notes
@@ -113,6 +113,6 @@ def test_simulate_reads_slurm_history(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "dropped 3 of 7 jobs: 3 run time unknown (< 0)" in out.stdout
-    assert "note: 3 job step lines folded into their jobs" in out.stdout
+    assert "note: 3 job step line(s) folded into their jobs" in out.stdout
     res = hpcopt.simulate(hpcopt.load_trace(p), policy="knapsack")
     assert len(res.jobs) == 4

@@ -215,7 +215,7 @@ def parse_sacct(text: str, src: str, header: SwfHeader,
                  rec.get("Partition", "").strip(), rec.get("User", "").strip())
     cols, notes = rows.finish(header)
     if steps:
-        notes.insert(0, f"{steps:,} job step lines folded into their jobs"
+        notes.insert(0, f"{steps:,} job step line(s) folded into their jobs"
                      + (f" ({orphans:,} without their job's line)" if orphans else ""))
     return cols, ignored, notes
 
