@@ -126,10 +126,12 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
             time.sleep(1)
         wall = time.time() - t0
     finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(30)
-        testbed.stop(d)
+        try:
+            if proc is not None:  # SIGTERM: a background shell ignores SIGINT for its jobs
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(30)
+        finally:
+            testbed.stop(d)
     bad = [n for n, j in state.items() if j["job_state"] != "COMPLETED"]
     if bad:
         raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
@@ -204,6 +206,30 @@ def compare(real: dict, sim: dict[str, float]) -> dict:
                 bsld_dev_pct=round(dev(bsld(w_real), bsld(w_sim)), 2))
 
 
+def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dict]:
+    """The comparison rows of one run (with and without the launch delay)."""
+    rows = []
+    real = {k: tuple(v) for k, v in run["real"].items()}
+    policy = "fcfs" if kind == "slurm" else kind
+    for delay in sorted({0.0, args.launch_delay}):
+        sim = simulate_same(jobs, real, policy, args.nodes, delay)
+        row = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
+                   simulated=f"{policy}+easy" if policy == "fcfs" else policy,
+                   launch_delay=delay, wall_s=round(run["wall"], 1), **compare(real, sim))
+        ok = [c for c in run["cycles"] if c.get("ok")]
+        if ok:
+            row.update(cycles=len(run["cycles"]), failed_cycles=len(run["cycles"]) - len(ok),
+                       read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
+                       decide_ms=round(1000 * float(np.mean([c["decide_s"] for c in ok])), 2))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        with open(out / f"replay_{kind}_delay{delay:g}.csv", "w") as f:
+            f.write("name,submit,real_start,real_end,sim_start\n")
+            for name, (s, st, e) in sorted(real.items(), key=lambda kv: kv[1][0]):
+                f.write(f"{name},{s:.0f},{st:.0f},{e:.0f},{sim[name]:.1f}\n")
+    return rows
+
+
 def cmd_replay(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -215,30 +241,15 @@ def cmd_replay(args) -> None:
           f"{min(j['limit'] for j in jobs)}-{max(j['limit'] for j in jobs)} min, arrivals over "
           f"{jobs[-1]['at']:.0f} s", flush=True)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="hpcopt-slurm-") as tmp:
-        for kind in args.runs:
-            run = replay(jobs, kind, args, Path(tmp))
-            policy = "fcfs" if kind == "slurm" else kind
-            for delay in sorted({0.0, args.launch_delay}):
-                sim = simulate_same(jobs, run["real"], policy, args.nodes, delay)
-                row = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
-                           simulated=f"{policy}+easy" if policy == "fcfs" else policy,
-                           launch_delay=delay, wall_s=round(run["wall"], 1),
-                           **compare(run["real"], sim))
-                if run["cycles"]:
-                    ok = [c for c in run["cycles"] if c.get("ok")]
-                    row.update(cycles=len(run["cycles"]), failed_cycles=len(run["cycles"])
-                               - len(ok),
-                               read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
-                               decide_ms=round(1000 * float(np.mean([c["decide_s"]
-                                                                     for c in ok])), 2))
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                with open(out / f"replay_{kind}_delay{delay:g}.csv", "w") as f:
-                    f.write("name,submit,real_start,real_end,sim_start\n")
-                    for name, (s, st, e) in sorted(run["real"].items(),
-                                                   key=lambda kv: kv[1][0]):
-                        f.write(f"{name},{s:.0f},{st:.0f},{e:.0f},{sim[name]:.1f}\n")
+    work = Path(tempfile.mkdtemp(prefix="hpcopt-slurm-"))  # kept: logs of each testbed
+    for kind in args.runs:
+        saved = out / f"replay_{kind}.json"
+        if args.analyze_only:
+            run = json.loads(saved.read_text())
+        else:
+            run = replay(jobs, kind, args, work)
+            saved.write_text(json.dumps(run))
+        rows += analyze(jobs, kind, run, args, out)
     (out / "replay.json").write_text(json.dumps(rows, indent=1))
 
 
@@ -298,6 +309,8 @@ def main() -> None:
     r.add_argument("--launch-delay", type=float, default=0.0)
     r.add_argument("--runs", nargs="+", default=["fcfs", "knapsack", "slurm"])
     r.add_argument("--max-minutes", type=float, default=10)
+    r.add_argument("--analyze-only", action="store_true",
+                   help="compare the runs saved in --out again (no Slurm)")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])

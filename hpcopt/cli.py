@@ -273,7 +273,7 @@ def _parser() -> argparse.ArgumentParser:
     add_workflow_parser(sub)
     from .slurm.cli import add_slurm_parser
 
-    add_slurm_parser(sub)
+    add_slurm_parser(sub, _add_policy_flags)
     _add_workload_parser(sub)
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
     d.add_argument("--out", default=None, help="directory for the demo's outputs")
@@ -822,7 +822,8 @@ def cmd_workload(args) -> int:
 
 
 COMMANDS["workload"] = cmd_workload
-COMMANDS["slurm"] = lambda args: __import__("hpcopt.slurm.cli").slurm.cli.cmd_slurm(args)
+COMMANDS["slurm"] = lambda args: __import__("hpcopt.slurm.cli").slurm.cli.cmd_slurm(
+    args, {k[len(POLICY_FLAG):]: v for k, v in vars(args).items() if k.startswith(POLICY_FLAG)})
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,8 +17,8 @@ NOW = 1_000_000.0
 
 
 def job(jid, state="PENDING", priority=0, nodes=1, limit=1, start=0, names=(),
-        partition="batch", submit=NOW - 100):
-    rec = {"job_id": jid, "job_state": state, "state_reason": "None", "priority": priority,
+        partition="batch", submit=NOW - 100, reason="None"):
+    rec = {"job_id": jid, "job_state": state, "state_reason": reason, "priority": priority,
            "partition": partition, "submit_time": submit, "start_time": start,
            "time_limit": limit, "node_count": nodes}
     if names:
@@ -39,7 +39,8 @@ def snapshot():
             job(6, "PENDING", 4294901759, 2, 3),  # released, not started yet
             job(7, nodes=1, limit=2), job(8, nodes=9), job(9, partition="other"),
             job(10, "COMPLETED", 1, 1, 1, NOW - 50, ("n6",)),
-            job(11, nodes=3, limit=4294967294, submit=NOW - 50)]
+            job(11, nodes=3, limit=4294967294, submit=NOW - 50),
+            job(12, "PENDING", 4294901759, 4, 1, reason="Dependency")]
     return Snapshot(NOW, tuple(jobs), tuple(nodes), 0.01)
 
 
@@ -49,7 +50,8 @@ def test_pass_state_sees_exactly_the_idle_nodes_as_free():
     got = sorted((j.id, j.nodes, end) for j, end in s.running)
     assert got == sorted([(5, 2, NOW + 50), (-1, 1, NOW), (-2, 2, NOW + FAR),
                           (6, 2, NOW + 180)])
-    assert s.free == 1 and s.released_waiting == [6] and s.n_running == 1
+    assert s.free == 1 and s.released_waiting == [6, 12] and s.n_running == 1
+    assert "job 12 released, waiting: Dependency" in s.notes
     assert [(j.id, j.nodes, j.walltime) for j in s.queue] == [(7, 1, 120.0), (11, 3, FAR)]
     assert "job 8 asks 9 nodes, the partition has 8: left held" in s.notes
     assert "unavailable nodes: n3,n4" in s.notes

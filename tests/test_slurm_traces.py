@@ -27,7 +27,7 @@ JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State|Partition|User
 102|2024-03-01T10:03:00|None|2024-03-01T10:04:00|00:00:00|1-00:00:00|8|256|CANCELLED by 0|batch|alice
 103|2024-03-01T10:04:00|2024-03-01T10:05:00|Unknown|00:30:00|02:00:00|1|32|RUNNING|batch|alice
 104|2024-03-01T10:06:00|2024-03-01T10:06:30|2024-03-01T12:06:31|02:00:01|02:00:00|3|96|TIMEOUT|batch|carol
-"""
+"""  # noqa: E501
 
 JOBCOMP = """\
 JobId=1 UserId=root(0) GroupId=root(0) Name=wrap JobState=COMPLETED Partition=batch TimeLimit=1 StartTime=2026-11-24T17:37:50 EndTime=2026-11-24T17:37:55 NodeList=n[1-2] NodeCnt=2 ProcCnt=8 WorkDir=/tmp ReservationName= Tres=cpu=2,mem=2000M,node=2,billing=2 Account= QOS= WcKey= Cluster=unknown SubmitTime=2026-11-24T17:37:46 EligibleTime=2026-11-24T17:37:50 DerivedExitCode=0:0 ExitCode=0:0

@@ -9,9 +9,9 @@ simulation runs: the same ``Window``, policy call, EASY reservation and backfill
   node count);
 - running are the jobs on the partition's nodes (estimated end: start + time limit, on the
   nodes of theirs that are usable), the jobs released earlier that Slurm has not started yet
-  (they take idle nodes from now), nodes busy without a job (completing: free now) and the
-  nodes that are down, drained or failing (free "never": a year from now), so that the pass
-  sees exactly Slurm's idle nodes as free.
+  (they take idle nodes from now, unless they wait for a dependency or a begin time), nodes
+  busy without a job (completing: free now) and the nodes that are down, drained or failing
+  (free "never": a year from now), so that the pass sees exactly Slurm's idle nodes as free.
 
 The jobs the pass starts (ready, reserved or backfilled) are released one by one with
 ``scontrol release``; every other job stays held.  Nothing is kept between cycles: a restarted
@@ -34,6 +34,7 @@ from .state import Slurm, SlurmCommandError, Snapshot
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits, unavailable nodes
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
+STARTING = frozenset({"None", "Priority", "Resources"})  # pending reasons of a job about to start
 
 
 @dataclass
@@ -83,8 +84,11 @@ def pass_state(snap: Snapshot, partition: str) -> PassState:
     free = len(idle)
     for j in sorted((j for j in snap.jobs if j.partition == partition
                      and j.state == "PENDING" and not j.held), key=lambda j: (j.submit, j.id)):
-        take = min(j.nodes, free)  # released (or never held): Slurm starts it next
         state.released_waiting.append(j.id)
+        if j.reason not in STARTING:  # waits for a dependency, a begin time, ...: no nodes
+            state.notes.append(f"job {j.id} released, waiting: {j.reason}")
+            continue
+        take = min(j.nodes, free)  # released (or never held): Slurm starts it next
         if take:
             free -= take
             state.running.append((_job(j.id, j.submit, take), now + (j.limit or FAR)))
@@ -139,7 +143,7 @@ class Adapter:
         except SlurmCommandError as exc:
             rec.update(ok=False, error=str(exc), errors=list(self._errors))
             self._write(rec)
-            self.say(f"cycle {self.cycles}: cannot read Slurm: {exc} (retrying next cycle)")
+            self.say(f"cycle {self.cycles}: cannot read Slurm: {exc} (cycle skipped)")
             return rec
         rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(state.queue),
                    running=state.n_running, waiting_start=state.released_waiting,

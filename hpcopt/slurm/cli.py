@@ -17,10 +17,9 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def add_slurm_parser(sub) -> argparse.ArgumentParser:
-    """The ``slurm`` subcommand (called by ``hpcopt.cli``)."""
-    from ..cli import _add_policy_flags
-
+def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
+    """The ``slurm`` subcommand (called by ``hpcopt.cli``, which passes its function that adds
+    one flag per policy option, as ``hpcopt simulate`` has them)."""
     s = sub.add_parser("slurm", help="schedule a real Slurm cluster (an external scheduler), "
                                      "or start a local testbed")
     ss = s.add_subparsers(dest="slurm_command", required=True)
@@ -52,7 +51,7 @@ def add_slurm_parser(sub) -> argparse.ArgumentParser:
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
                    help="further tries of a failed Slurm read (default 2)")
-    _add_policy_flags(r)
+    add_policy_flags(r)
 
     t = ss.add_parser("testbed", help="an emulated N-node Slurm cluster on this machine "
                                       "(root; packages slurm-wlm and munge)")
@@ -77,7 +76,8 @@ def add_slurm_parser(sub) -> argparse.ArgumentParser:
     return s
 
 
-def cmd_slurm(args) -> int:
+def cmd_slurm(args, policy_options: dict) -> int:
+    """Run ``hpcopt slurm``; ``policy_options`` are the policy flags given (``{name: value}``)."""
     if args.slurm_command == "job-submit-lua":
         from .lua import job_submit_lua
 
@@ -85,7 +85,7 @@ def cmd_slurm(args) -> int:
         return 0
     if args.slurm_command == "testbed":
         return _testbed(args)
-    return _run(args)
+    return _run(args, policy_options)
 
 
 def _testbed(args) -> int:
@@ -101,14 +101,11 @@ def _testbed(args) -> int:
     return 0
 
 
-def _run(args) -> int:
+def _run(args, options: dict) -> int:
     from ..api import build_policy
-    from ..cli import POLICY_FLAG
     from .adapter import Adapter
     from .state import Slurm
 
-    options = {k[len(POLICY_FLAG):]: v for k, v in vars(args).items()
-               if k.startswith(POLICY_FLAG)}
     policy = build_policy(args.policy, **options)
     policy.reset(args.seed)
     slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
