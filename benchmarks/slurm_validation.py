@@ -206,16 +206,35 @@ def compare(real: dict, sim: dict[str, float]) -> dict:
                 bsld_dev_pct=round(dev(bsld(w_real), bsld(w_sim)), 2))
 
 
+def measured_latency(run: dict, interval: float) -> float | None:
+    """The adapter's latency per start, from its own log and Slurm's start times (no fit):
+    release to start (Slurm's start times are whole seconds: + 0.5 s), plus half a cycle
+    (a job becomes startable on average that long before the next read) and the read."""
+    released = {j: c["time"] for c in run["cycles"] if c.get("ok") for j in c["released"]}
+    if not released:
+        return None
+    ids = {name: int(name[1:]) + 1 for name in run["real"]}  # submitted in order: ids 1..N
+    lag = [st - released[ids[n]] + 0.5 for n, (_, st, _) in run["real"].items()
+           if ids[n] in released]
+    read = float(np.mean([c["read_s"] for c in run["cycles"] if c.get("ok")]))
+    return round(float(np.mean(lag)) + interval / 2 + read, 2)
+
+
 def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dict]:
     """The comparison rows of one run (with and without the launch delay)."""
     rows = []
     real = {k: tuple(v) for k, v in run["real"].items()}
     policy = "fcfs" if kind == "slurm" else kind
-    for delay in sorted({0.0, args.launch_delay}):
+    delays = {0.0, *args.launch_delay}
+    measured = measured_latency(run, args.interval)
+    if measured is not None:
+        delays.add(measured)
+    for delay in sorted(delays):
         sim = simulate_same(jobs, real, policy, args.nodes, delay)
         row = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
                    simulated=f"{policy}+easy" if policy == "fcfs" else policy,
-                   launch_delay=delay, wall_s=round(run["wall"], 1), **compare(real, sim))
+                   launch_delay=delay, measured=delay == measured,
+                   wall_s=round(run["wall"], 1), **compare(real, sim))
         ok = [c for c in run["cycles"] if c.get("ok")]
         if ok:
             row.update(cycles=len(run["cycles"]), failed_cycles=len(run["cycles"]) - len(ok),
@@ -306,7 +325,9 @@ def main() -> None:
     r.add_argument("--limit-max", type=int, default=4, help="longest limit in minutes")
     r.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
     r.add_argument("--interval", type=float, default=0.5, help="adapter cycle, seconds")
-    r.add_argument("--launch-delay", type=float, default=0.0)
+    r.add_argument("--launch-delay", type=float, nargs="+", default=[],
+                   help="also simulate with each start this many seconds later (the "
+                        "adapter's cycle and Slurm's launch); several values allowed")
     r.add_argument("--runs", nargs="+", default=["fcfs", "knapsack", "slurm"])
     r.add_argument("--max-minutes", type=float, default=10)
     r.add_argument("--analyze-only", action="store_true",
