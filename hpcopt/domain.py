@@ -118,8 +118,8 @@ class System:
     def __post_init__(self) -> None:
         if int(self.nodes) != self.nodes or self.nodes < 1:
             raise ModelError(f"system nodes must be a positive integer, got {self.nodes!r}")
-        if self.bb < 0:
-            raise ModelError(f"system burst buffer must be >= 0, got {self.bb!r}")
+        if not 0 <= self.bb < float("inf"):  # NaN and infinity too
+            raise ModelError(f"system burst buffer must be a number >= 0, got {self.bb!r}")
         if self.ssd_classes and sum(self.ssd_classes.values()) != self.nodes:
             raise ModelError(
                 f"system ssd_classes {dict(self.ssd_classes)} cover "

@@ -108,6 +108,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .datadir import data_path
 from .domain import Job, System
 from .errors import TraceError, closest
 from .topology import FatTree
@@ -120,17 +121,17 @@ THRESHOLDS = {"S1": 5e3, "S2": 5e3, "S3": 20e3, "S4": 20e3}  # GB on Theta's 2.1
 SHARES = {"S1": 0.5, "S2": 0.75, "S3": 0.5, "S4": 0.75}
 SSD_SPLITS = {"S5": 0.8, "S6": 0.5, "S7": 0.2}  # share of jobs asking 0-128 GB per node
 NAMES = ("original", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def load_batsim(path=None, **kwargs):
     """A Batsim workload with burst-buffer profiles as a ``Trace``; ``path`` defaults to the
-    Kopanski KTH workload in ``../shared/data``.  The reader is
+    Kopanski KTH workload in the data directory (``hpcopt.datadir``).  The reader is
     ``hpcopt.traces.batsim.load_batsim`` (``kwargs`` go to it), which ``hpcopt.load_trace``
     and ``hpcopt simulate FILE.json`` use too."""
     from .traces.batsim import load_batsim as _load
 
-    return _load(SHARED_DATA / KOPANSKI if path is None else path, **kwargs)
+    return _load(data_path(KOPANSKI, "the burst-buffer pool of S1-S7") if path is None else path,
+                 **kwargs)
 
 
 def kopanski_pool(path=None) -> np.ndarray:
@@ -611,7 +612,7 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     """An OSDEC workload (``"model": "osdec"`` instance dict) from the Azure v1 derived files.
 
     The recipe is the module docstring's "Deferrable cloud jobs" section.  ``azure_file``
-    defaults to ``v1.dev.txt.gz`` in ``../shared/data``; ``start`` is a bin index from the
+    defaults to ``v1.dev.txt.gz`` in the data directory; ``start`` is a bin index from the
     file's first line or days (``"1d"``); ``synthetic`` ``"core:K"`` / ``"duration:K"`` (the
     paper's Table 4 cases, K = 1, 2, 3).  Deterministic given the arguments.  Returns the
     instance dict (``format``, ``name``, ``model``, ``description``, ``meta``, ``data``);
@@ -635,7 +636,8 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     max_duration = slots if max_duration is None else int(max_duration)
     syn = _parse_synthetic(synthetic)
     first = _parse_start(start)
-    path = Path(SHARED_DATA / AZURE / "v1.dev.txt.gz" if azure_file is None else azure_file)
+    path = Path(azure_file) if azure_file is not None else \
+        data_path(f"{AZURE}/v1.dev.txt.gz", "a deferrable workload without an Azure file")
     flav_path, life_path, how = resolve_azure_pair(path, lifetimes)
     n_lines = first + slots  # read up to the window's last bin, nothing after
     vms = read_azure_vms(flav_path, lifetimes=life_path if how == "paired" else None,
@@ -783,7 +785,8 @@ def deferrable_suite(split: str = "test", n: int = 20, *, seed: int = 0, azure_d
         raise TraceError(f"split: expected one of {list(SUITE_SPLITS)}, got {split!r}")
     _check_number("n", n, 1, integer=True)
     _check_number("seed", seed, 0, integer=True)
-    path = Path(azure_dir if azure_dir is not None else SHARED_DATA / AZURE) / SUITE_SPLITS[split]
+    path = Path(azure_dir) / SUITE_SPLITS[split] if azure_dir is not None else \
+        data_path(f"{AZURE}/{SUITE_SPLITS[split]}", f"the OSDEC {split} pool")
     kw = {**DEFERRABLE_FAMILY, **overrides}
     slots = int(kw["slots"])
     bins = {"train": 5999, "test": 1000}[split]  # lines of the shipped split files

@@ -396,11 +396,14 @@ def test_time_limit_kill_and_no_double_release(cluster):
     assert 60 <= job["end_time"] - job["start_time"] <= 110
     comp = (c.dir / "log" / "jobcomp.txt").read_text()
     assert re.search(rf"JobId={jid} .*JobState=TIMEOUT", comp)
-    # the cluster's own completion log is a trace: the job cancelled while held (the cancel
-    # test) is reported, the timed-out one ran its minute
+    # the cluster's own completion log is a trace: the jobs cancelled before they started
+    # (the cancel test's, the signal test's waiting one) are reported, the timed-out one ran
+    # its minute
     trace = load_trace(c.dir / "log" / "jobcomp.txt")
     assert trace.report.fmt == "jobcomp" and trace.report.kept >= 20
-    assert any(n.startswith("1 cancelled before start") for n in trace.report.notes)
+    cancelled = [n for n in trace.report.notes if "cancelled before start" in n]
+    assert cancelled and int(cancelled[0].split()[0]) >= 2, trace.report.notes
+    assert trace.report.dropped["runtime_unknown"] == int(cancelled[0].split()[0])
     timed = next(j for j in trace.jobs if j.id == jid)
     assert timed.walltime == 60 and timed.runtime == 60  # capped at its limit
     rel = c.releases()

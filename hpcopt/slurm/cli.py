@@ -18,7 +18,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
-    """The ``slurm`` subcommand (called by ``hpcopt.cli``, which passes its function that adds
+    """The ``slurm`` subcommand (called by ``hpcopt.cli.slurm``, which passes its function that adds
     one flag per policy option, as ``hpcopt simulate`` has them)."""
     s = sub.add_parser("slurm", help="schedule a real Slurm cluster (an external scheduler), "
                                      "or start a local testbed")
@@ -102,7 +102,7 @@ def _testbed(args) -> int:
 
 
 def _run(args, options: dict) -> int:
-    from ..api import build_policy
+    from ..policies import build_policy
     from .adapter import Adapter
     from .state import Slurm
 
