@@ -111,3 +111,34 @@ def test_job_submit_lua_names_the_partition():
     assert "function slurm_job_modify" in text
     with pytest.raises(ValueError):
         job_submit_lua('a"b')
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "knapsack", "sjf"])
+def test_one_pass_is_the_simulators_pass(policy):
+    """At every pass of a simulation of the bundled demo trace, ``one_pass`` on that state
+    (what the adapter runs on Slurm's state) starts the same jobs in the same modes and makes
+    the same reservation: one rule, not a copy."""
+    from hpcopt import load_trace
+    from hpcopt.instances import bundled_path
+    from hpcopt.sim.driver import Event, Simulator
+
+    trace = load_trace(bundled_path() / "traces" / "demo.swf", max_jobs=150)
+    sim = Simulator(trace.jobs, trace.system, make_policy(policy))
+    started, reserved = [], []
+    sim.subscribe(Event.START, lambda s, e, rec: started.append((rec.job.id, rec.mode)))
+    sim.subscribe(Event.RESERVE, lambda s, e, p: reserved.append((p[0].id, p[1])))
+    passes = 0
+    while sim.advance():
+        if not (sim.pass_due and sim.queue):
+            continue
+        state = (sim.now, list(sim.queue), [(r.job, r.est_end) for r in sim.running])
+        started.clear()
+        reserved.clear()
+        sim.schedule()
+        out = one_pass(state[0], trace.system, make_policy(policy), state[1], state[2])
+        assert [(j.id, m) for j, m in out.started] == [
+            (jid, "ready" if m == "reserved" else m) for jid, m in started], sim.now
+        if reserved and out.reserved is not None:
+            assert (out.reserved.id, out.shadow) == reserved[-1]
+        passes += 1
+    assert passes > 50
