@@ -15,7 +15,8 @@ times, the real run times end - start, the Slurm limits as walltimes; the policy
 used, FCFS+EASY for Slurm's backfill): Kendall tau of the start order, the sets of jobs that
 started ahead of an earlier-submitted job, start-time drift, and the deviation of mean wait
 and mean bounded slowdown (tau 10 s).  With ``--launch-delay`` the simulation also runs with
-each start delayed by that many seconds (the adapter's cycle and Slurm's launch).
+each start delayed by that many seconds (the driver's ``launch_delay``: the adapter's cycle
+and Slurm's launch).
 
 Part ``cost``: a testbed with N held jobs (10, 100, 1,000) and ``hpcopt slurm run --dry-run``
 cycles: Slurm read time and decision time per cycle.
@@ -143,23 +144,23 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
                   delay: float = 0.0) -> dict[str, float]:
-    """hpcopt's simulation of the jobs as Slurm saw them: start time by name."""
-    from hpcopt import simulate
-    from hpcopt.domain import Job
+    """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
+    start ``delay`` seconds after its decision (the driver's ``launch_delay``)."""
+    from hpcopt.domain import Job, System
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.driver import Simulator
 
     t0 = min(s for s, _, _ in real.values())
     by_name = {j["name"]: j for j in jobs}
+    names = sorted(real, key=lambda n: (real[n][0], n))
     sim_jobs = []
-    for i, (name, (sub, start, end)) in enumerate(sorted(real.items(),
-                                                         key=lambda kv: (kv[1][0], kv[0]))):
+    for i, name in enumerate(names):
+        sub, start, end = real[name]
         limit = by_name[name]["limit"] * 60.0
-        run = min(max(end - start, 0.0), limit)
-        sim_jobs.append(Job(i, sub - t0, min(run + delay, limit + delay), limit + delay,
+        sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"]))
-    names = [n for n, _ in sorted(real.items(), key=lambda kv: (kv[1][0], kv[0]))]
-    res = simulate(sim_jobs, nodes=nodes, policy=policy)
-    starts = dict(zip(res.jobs["job_id"], res.jobs["start"]))
-    return {names[i]: float(starts[i]) + t0 + delay for i in range(len(names))}
+    sim = Simulator(sim_jobs, System(nodes), make_policy(policy), launch_delay=delay).run()
+    return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
 def ahead(order: list[str], start: dict[str, float]) -> set[str]:

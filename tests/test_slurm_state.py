@@ -142,3 +142,31 @@ def test_one_pass_is_the_simulators_pass(policy):
             assert (out.reserved.id, out.shadow) == reserved[-1]
         passes += 1
     assert passes > 50
+
+
+def test_launch_delay_shifts_every_start_and_holds_the_nodes():
+    """Each job runs from its decision plus the delay and holds its nodes from the decision:
+    on one node, a chain of jobs moves by one delay per job; 0 is the plain driver."""
+    from hpcopt.domain import Job, System
+    from hpcopt.errors import SimulationError
+    from hpcopt.sim.driver import Simulator
+
+    jobs = [Job(i, 0.0, 10.0, 20.0, 1) for i in range(3)]
+
+    def starts(delay):
+        sim = Simulator(jobs, System(1), make_policy("fcfs"), launch_delay=delay).run()
+        return [(sim.records[i].start, sim.records[i].end) for i in range(3)]
+
+    assert starts(0.0) == [(0, 10), (10, 20), (20, 30)]
+    assert starts(1.5) == [(1.5, 11.5), (13.0, 23.0), (24.5, 34.5)]
+    with pytest.raises(SimulationError, match="launch delay must be >= 0"):
+        Simulator(jobs, System(1), make_policy("fcfs"), launch_delay=-1)
+    # Simulator.at: the running jobs started already (no delay); the new start is delayed
+    out = one_pass(100.0, System(2), make_policy("fcfs"), [Job(7, 90.0, 5.0, 5.0, 1)],
+                   [(Job(6, 50.0, 0.0, 0.0, 1), 130.0)], launch_delay=2.0)
+    assert [j.id for j, _ in out.started] == [7]
+    sim = Simulator.at(100.0, System(2), make_policy("fcfs"), [Job(7, 90.0, 5.0, 5.0, 1)],
+                       [(Job(6, 50.0, 0.0, 0.0, 1), 130.0)], launch_delay=2.0)
+    sim.schedule()
+    assert [(r.job.id, r.start, r.est_end) for r in sim.running] == [(7, 102.0, 107.0),
+                                                                      (6, 100.0, 130.0)]
