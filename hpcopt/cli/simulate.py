@@ -13,7 +13,8 @@ def register(sub) -> None:
     m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
                                  "JSON; or an osdec instance file, run online slot by slot "
                                  "(fifo, sjf, tetris, rolling-mip)")
-    m.add_argument("--format", choices=["swf", "csv", "json", "batsim"], default=None,
+    m.add_argument("--format", default=None,
+                   choices=["swf", "csv", "json", "batsim", "sacct", "jobcomp"],
                    help="trace format (default: from the suffix; a .json with nb_res, jobs and "
                         "profiles is Batsim)")
     m.add_argument("--nodes", type=positive_int, default=None, help="system size in nodes")

@@ -179,6 +179,9 @@ class Simulator:
     period : if set, passes happen only every ``period`` seconds (ticks), not at every event;
         default the policy's ``period`` attribute if it has one.
     progress : show a progress bar over completed jobs.
+    launch_delay : seconds between a start decision and the job's real start (a real resource
+        manager's launch latency, ``hpcopt slurm run``'s cycle): the job takes its resources at
+        the decision and runs (and is planned) from the decision plus the delay; default 0.
 
     A policy may define ``attach(sim)``: it is called once, first thing, so that it can
     prepare for the machine (a learned policy loads its checkpoint and sets its window) and
@@ -198,6 +201,7 @@ class Simulator:
         starvation_bound: int | None = None,
         period: float | None = None,
         progress: bool = False,
+        launch_delay: float = 0.0,
     ) -> None:
         self.system = system
         self.policy = policy
@@ -241,6 +245,9 @@ class Simulator:
             raise SimulationError(f"period must be > 0 seconds, got {period}")
         self.period = period
         self.progress = progress
+        if not (math.isfinite(launch_delay) and launch_delay >= 0):
+            raise SimulationError(f"launch delay must be >= 0 seconds, got {launch_delay!r}")
+        self.launch_delay = float(launch_delay)
 
         self.pool = make_pool(system)
         self._capacity = hasattr(self.pool, "set_time")  # a time-varying capacity
@@ -331,11 +338,13 @@ class Simulator:
                                       f"< earliest, got submit {job.submit:g}, earliest "
                                       f"{job.earliest}")
             sim.upcoming[job.id] = job
+        delay, sim.launch_delay = sim.launch_delay, 0.0  # the running ones started already
         for job, est_end in running:
             remaining = max(0.0, float(est_end) - sim.now)
             job = replace(job, runtime=remaining, walltime=remaining, deps=())
             sim._register(job)
             sim.start(job, READY)
+        sim.launch_delay = delay
         if sim._capacity:
             sim.pool.set_time(sim.now)
         for job in queue:
@@ -670,7 +679,7 @@ class Simulator:
                     self._held = new
                 job = new
         rec = self.records[job.id]
-        pool, now = self.pool, self.now
+        pool, now = self.pool, self.now + self.launch_delay  # it runs from then
         if type(pool) is NodePool and job.nodes <= pool.free and not (job.bb or job.ssd):
             pool.free -= job.nodes  # NodePool.take, without the method calls
             rec.allocation = alloc = job.nodes
@@ -1081,6 +1090,37 @@ class Simulator:
     def _emit(self, event: Event, payload) -> None:
         for cb in list(self._subscribers[event]):
             cb(self, event, payload)
+
+
+@dataclass(frozen=True, slots=True)
+class PassOutcome:
+    """What one pass did: the jobs it started, in order, with their modes (``ready``,
+    ``reserved``, ``backfilled``), and the reservation it left (job and shadow time)."""
+
+    started: tuple[tuple[Job, str], ...]
+    reserved: Job | None
+    shadow: float | None
+
+
+def one_pass(time: float, system: System, policy, queue: Sequence[Job],
+             running: Sequence[tuple[Job, float]] = (), **options) -> PassOutcome:
+    """The pass the driver runs at ``time`` in the given state (``Simulator.at``, then
+    ``schedule``): the same window, policy call, reservation and backfilling as in a
+    simulation, for a scheduler outside it (``hpcopt slurm run``)."""
+    sim = Simulator.at(time, system, policy, queue, running, **options)
+    started: list[tuple[Job, str]] = []
+    reservation: list = [None, None]
+
+    def on_start(s, e, rec):
+        started.append((rec.job, rec.mode))
+
+    def on_reserve(s, e, payload):
+        reservation[:] = payload
+
+    sim.subscribe(Event.START, on_start)
+    sim.subscribe(Event.RESERVE, on_reserve)
+    sim.schedule()
+    return PassOutcome(tuple(started), *reservation)
 
 
 _by_submit_id = attrgetter("submit", "id")

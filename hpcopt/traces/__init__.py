@@ -12,6 +12,8 @@ One module per format, one for the shared rules:
 - ``hpcopt.traces.tables``: CSV and JSON job tables (text ids such as ``123_4``, ISO 8601
   submit times);
 - ``hpcopt.traces.batsim``: Batsim workload JSON with burst-buffer profiles (Kopanski);
+- ``hpcopt.traces.slurm``: Slurm's ``sacct --parsable2`` output and ``jobcomp/filetxt`` logs
+  (recognized by their first line);
 - ``hpcopt.traces.tjap``: the TJAP job files (id arrival runtime nodes; not via
   ``load_trace``: ``hpcopt simulate --topology`` reads them);
 - ``hpcopt.traces.cleaning``: cleaning rules, cores per node from the SWF header
@@ -32,6 +34,7 @@ from ._text import read_text, whole
 from .batsim import decode_json, is_batsim, load_batsim, read_batsim
 from .cleaning import clean, machine_of
 from .report import DROP_REASONS, CleaningReport, Trace
+from .slurm import parse_jobcomp, parse_sacct, sniff
 from .swf import SWF_FIELDS, SwfHeader, parse_swf, write_swf
 from .tables import parse_csv, parse_json
 
@@ -48,7 +51,7 @@ __all__ = [
 ]
 
 #: The formats ``load_trace`` reads (``fmt=``, CLI ``--format``).
-FORMATS = ("swf", "csv", "json", "batsim")
+FORMATS = ("swf", "csv", "json", "batsim", "sacct", "jobcomp")
 
 
 def load_trace(
@@ -117,8 +120,12 @@ def load_trace(
         cpn, cpn_source, notes = machine_of(header, fmt, cores_per_node)  # now with the header
     elif fmt == "csv":
         cols, ignored = parse_csv(text, src, max_jobs)
-    else:
+    elif fmt == "json":
         cols, ignored = parse_json(doc, src, header, max_jobs)
+    else:  # Slurm accounting: hpcopt.traces.slurm
+        parse = parse_sacct if fmt == "sacct" else parse_jobcomp
+        cols, ignored, slurm_notes = parse(text, src, header, max_jobs)
+        notes = [*notes, *slurm_notes]
     return clean(
         cols,
         src=src,
@@ -143,7 +150,10 @@ def _guess_format(p: Path) -> str:
     for suffix in ("swf", "csv", "json"):
         if name.endswith("." + suffix):
             return suffix
+    fmt = sniff(read_text(p, str(p)).partition("\n")[0])  # sacct / jobcomp by content
+    if fmt is not None:
+        return fmt
     raise TraceError(
         f"{p}: cannot tell the trace format from the file name; "
-        "pass fmt='swf', 'csv', 'json' or 'batsim' (CLI: --format)"
+        "pass fmt='swf', 'csv', 'json', 'batsim', 'sacct' or 'jobcomp' (CLI: --format)"
     )

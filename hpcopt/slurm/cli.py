@@ -1,0 +1,121 @@
+"""``hpcopt slurm``: run the adapter (``run``), start or stop a local testbed (``testbed``),
+print the ``job_submit.lua`` that holds the managed partition's jobs (``job-submit-lua``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..cliargs import nonneg_int, positive_int, seconds
+
+
+def _positive_seconds(text: str) -> float:
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
+    return value
+
+
+def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
+    """The ``slurm`` subcommand (called by ``hpcopt.cli.slurm``, which passes its function that adds
+    one flag per policy option, as ``hpcopt simulate`` has them)."""
+    s = sub.add_parser("slurm", help="schedule a real Slurm cluster (an external scheduler), "
+                                     "or start a local testbed")
+    ss = s.add_subparsers(dest="slurm_command", required=True)
+
+    r = ss.add_parser("run", help="each cycle: read Slurm, ask the policy, release the held "
+                                  "jobs to start now (SLURM_CONF names the cluster)")
+    r.add_argument("--policy", required=True, help="a registered policy (hpcopt policies)")
+    r.add_argument("--partition", default="batch",
+                   help="the partition hpcopt schedules (default batch)")
+    r.add_argument("--interval", type=_positive_seconds, default=5.0, metavar="S",
+                   help="seconds between cycles (default 5)")
+    r.add_argument("--once", action="store_true", help="one cycle, then exit")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print each decision, release nothing")
+    r.add_argument("--log", default=None, metavar="FILE.jsonl",
+                   help="append one JSON line per cycle (time, counts, released ids, "
+                        "reservation, decision and read times)")
+    r.add_argument("--release-on-exit", action="store_true",
+                   help="on SIGINT/SIGTERM release every held job to Slurm's own scheduler "
+                        "(default: they stay held)")
+    r.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None,
+                   help="base order (default: the policy's)")
+    r.add_argument("--backfill", choices=["easy", "none"], default=None,
+                   help="EASY backfilling (default: the policy's, mostly easy)")
+    r.add_argument("--window", type=positive_int, default=None,
+                   help="W, the queued jobs the policy sees (default: the policy's)")
+    r.add_argument("--seed", type=int, default=None, help="the policy's seed")
+    r.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="S",
+                   help="seconds a Slurm command may take (default 10)")
+    r.add_argument("--retries", type=nonneg_int, default=2,
+                   help="further tries of a failed Slurm read (default 2)")
+    add_policy_flags(r)
+
+    t = ss.add_parser("testbed", help="an emulated N-node Slurm cluster on this machine "
+                                      "(root; packages slurm-wlm and munge)")
+    tt = t.add_subparsers(dest="testbed_command", required=True)
+    ts = tt.add_parser("start", help="start it in DIR and print the SLURM_CONF to use")
+    ts.add_argument("dir", help="directory for its config, keys, state and logs")
+    ts.add_argument("--nodes", type=positive_int, default=8, help="nodes (default 8)")
+    ts.add_argument("--cpus", type=positive_int, default=4, help="CPUs per node (default 4)")
+    ts.add_argument("--port", type=positive_int, default=None,
+                    help="slurmctld port; the nodes take the next ones (default: the first "
+                         "free block from 16900)")
+    ts.add_argument("--scheduler", choices=["builtin", "backfill"], default="builtin",
+                    help="Slurm's own scheduler for released jobs (default builtin: FIFO)")
+    ts.add_argument("--no-hold", action="store_true",
+                    help="without the job_submit.lua: jobs are not held at submission")
+    tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
+    tp.add_argument("dir")
+
+    j = ss.add_parser("job-submit-lua", help="print the job_submit.lua that holds every job "
+                                             "of the partition for hpcopt")
+    j.add_argument("--partition", default="batch", help="the managed partition (default batch)")
+    return s
+
+
+def cmd_slurm(args, policy_options: dict) -> int:
+    """Run ``hpcopt slurm``; ``policy_options`` are the policy flags given (``{name: value}``)."""
+    if args.slurm_command == "job-submit-lua":
+        from .lua import job_submit_lua
+
+        print(job_submit_lua(args.partition), end="")
+        return 0
+    if args.slurm_command == "testbed":
+        return _testbed(args)
+    return _run(args, policy_options)
+
+
+def _testbed(args) -> int:
+    from . import testbed
+
+    if args.testbed_command == "stop":
+        testbed.stop(args.dir)
+        print(f"stopped the testbed in {args.dir}")
+        return 0
+    conf = testbed.start(args.dir, args.nodes, cpus=args.cpus, port=args.port,
+                         scheduler=args.scheduler, hold=not args.no_hold)
+    print(f"{args.nodes} nodes up; use it with:\nexport SLURM_CONF={conf}")
+    return 0
+
+
+def _run(args, options: dict) -> int:
+    from ..policies import build_policy
+    from .adapter import Adapter
+    from .state import Slurm
+
+    policy = build_policy(args.policy, **options)
+    policy.reset(args.seed)
+    slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
+    log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+    try:
+        adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
+                          log=log, order=args.order, backfill=args.backfill,
+                          window=args.window)
+        return adapter.run(args.interval, once=args.once,
+                           release_on_exit=args.release_on_exit)
+    finally:
+        if log is not None:
+            log.close()

@@ -1,0 +1,257 @@
+"""Slurm's own job history as a trace: ``sacct --parsable2`` output and ``jobcomp/filetxt`` logs.
+
+sacct (format ``sacct``): the output of ::
+
+    sacct --allusers --parsable2 --starttime ... --endtime ... \\
+          --format JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,Partition,User
+
+with its header line (``JobID|Submit|...``); the columns may come in any order, ``JobID``,
+``Submit``, ``Start``, ``NNodes``, ``State`` and one of ``Elapsed`` or ``End`` are required,
+``Timelimit``, ``Partition``, ``User`` and the others optional (others are listed as ignored).
+
+jobcomp (format ``jobcomp``): the file ``JobCompLoc`` names under
+``JobCompType=jobcomp/filetxt``, one ``Key=Value ...`` line per finished job (``JobId``,
+``SubmitTime``, ``StartTime``, ``EndTime``, ``NodeCnt``, ``TimeLimit`` in minutes,
+``JobState``, ``Partition``, ``UserId``, ``ArrayJobId``/``ArrayTaskId`` for array tasks).
+
+Rules (each counted in the cleaning report's notes; drops also in its drop counts):
+
+- job steps (``123.batch``, ``123.extern``, ``123.0``) are folded into their job: the job's
+  own line carries its times and size, the steps' lines are counted and skipped;
+- array tasks keep their ids as text (``123_4``; then every id of the trace is text);
+  heterogeneous job components (``123+0``) likewise;
+- a job that never started (Start ``Unknown``/``None``, a pending array ``123_[1-5]``, a
+  jobcomp line with ``NodeCnt=0``) is dropped as ``runtime_unknown`` and counted as
+  cancelled before it started (or never started, with its state); one not finished (state
+  RUNNING, PENDING, SUSPENDED, ...) likewise, counted apart;
+- Timelimit ``UNLIMITED``, ``Partition_Limit``, ``None``, ``Unknown`` or empty: no walltime
+  (the run time stands in, counted as ``walltime_from_runtime``), counted per value;
+- times are ``YYYY-MM-DDTHH:MM:SS`` in the cluster's local time (Slurm prints no zone) and are
+  read as UTC, like every zone-less time of ``hpcopt.traces``; ``Unknown``/``None`` submit
+  times are dropped as ``submit_unknown``;
+- partitions and users become small integers (``queue``, ``user``) in order of appearance;
+  the mapping is in the header (``partitions``, ``users``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ..errors import TraceError
+from .swf import SwfHeader
+from .tables import id_array
+
+SACCT_REQUIRED = ("JobID", "Submit", "Start", "NNodes", "State")
+SACCT_OPTIONAL = ("End", "Elapsed", "Timelimit", "Partition", "User", "NCPUS", "JobIDRaw",
+                  "JobName", "ExitCode")
+NO_LIMIT = frozenset({"UNLIMITED", "Partition_Limit", "None", "Unknown", "INVALID", ""})
+UNKNOWN = frozenset({"Unknown", "None", "unknown", ""})
+UNFINISHED = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING",
+                        "CONFIGURING", "COMPLETING"})
+_DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
+_PAIR = re.compile(r"(?:^|\s)([A-Za-z]+)=(\S*)")
+
+
+def sniff(first_line: str) -> str | None:
+    """``"sacct"``, ``"jobcomp"`` or ``None`` from a file's first line."""
+    if first_line.startswith("JobID|") or "|JobID|" in first_line:
+        return "sacct"
+    if first_line.startswith("JobId="):
+        return "jobcomp"
+    return None
+
+
+def _time(text: str, where: str, col: str) -> float | None:
+    text = text.strip()
+    if text in UNKNOWN:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise TraceError(f"{where}: field '{col}': expected a time like 2024-01-02T03:04:05 "
+                         f"or Unknown, got {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def duration(text: str, where: str, col: str) -> float | None:
+    """``[D-][HH:]MM:SS`` (sacct's Elapsed and Timelimit) in seconds; ``None`` for no value."""
+    text = text.strip()
+    if text in NO_LIMIT:
+        return None
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise TraceError(f"{where}: field '{col}': expected [D-][HH:]MM:SS, UNLIMITED or "
+                         f"Partition_Limit, got {text!r}")
+    d, h, mi, s = m.groups()
+    return ((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi)) * 60 + float(s)
+
+
+def _count(text: str, where: str, col: str) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        raise TraceError(f"{where}: field '{col}': expected a whole number, got {text!r}")
+    return int(text)
+
+
+class _Rows:
+    """Collects the kept records and the counts for the report."""
+
+    def __init__(self) -> None:
+        self.ids: list[int | str] = []
+        self.cols: dict[str, list[float]] = {k: [] for k in (
+            "submit", "runtime", "req_size", "req_time", "user", "queue")}
+        self.counts: Counter = Counter()
+        self.names: dict[str, dict[str, int]] = {"partitions": {}, "users": {}}
+
+    def code(self, kind: str, name: str) -> float:
+        if not name:
+            return -1.0
+        table = self.names[kind]
+        return float(table.setdefault(name, len(table)))
+
+    def add(self, jid: int | str, submit, start, end, elapsed, limit, nodes: int,
+            state: str, partition: str, user: str) -> None:
+        state = state.split()[0] if state else ""
+        if start is None or (state == "CANCELLED" and nodes == 0):
+            runtime = -1.0  # never ran
+            self.counts["cancelled before start" if state in ("CANCELLED", "")
+                        else f"never started ({state})"] += 1
+        elif (elapsed is None and end is None) or state in UNFINISHED:
+            runtime = -1.0
+            self.counts[f"not finished ({state or 'no End'})"] += 1
+        else:
+            runtime = elapsed if elapsed is not None else max(0.0, end - start)
+        self.ids.append(jid)
+        c = self.cols
+        c["submit"].append(-1.0 if submit is None else submit)
+        c["runtime"].append(runtime)
+        c["req_size"].append(float(nodes))
+        c["req_time"].append(-1.0 if limit is None else limit)
+        c["user"].append(self.code("users", user))
+        c["queue"].append(self.code("partitions", partition))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        n = len(self.ids)
+        out = {k: np.asarray(v, dtype=np.float64) for k, v in self.cols.items()}
+        return {"id": id_array(self.ids) if n else np.zeros(0), **out,
+                "alloc_size": np.full(n, -1.0), "bb": np.zeros(n), "ssd": np.zeros(n),
+                "priority": np.zeros(n)}
+
+    def finish(self, header: SwfHeader) -> tuple[dict[str, np.ndarray], list[str]]:
+        for kind, table in self.names.items():
+            if table:
+                header[kind] = ",".join(f"{name}={i}" for name, i in table.items())
+        notes = [f"{n:,} {what}" + (" (dropped as run time unknown)"
+                                    if what.startswith(("cancelled", "never", "not fin"))
+                                    else "")
+                 for what, n in sorted(self.counts.items())]
+        return self.columns(), notes
+
+
+def _job_id(text: str, where: str) -> tuple[int | str, bool]:
+    """(id, is a step) of a sacct JobID."""
+    text = text.strip()
+    if not text:
+        raise TraceError(f"{where}: field 'JobID': missing value")
+    base, dot, _ = text.partition(".")
+    if not re.fullmatch(r"\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?", base):
+        raise TraceError(f"{where}: field 'JobID': expected 123, 123_4, 123+0 or a step "
+                         f"such as 123.batch, got {text!r}")
+    return (int(base) if base.isdigit() else base), bool(dot)
+
+
+def parse_sacct(text: str, src: str, header: SwfHeader,
+                max_jobs: int | None) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
+    """Columns, ignored fields and report notes of ``sacct --parsable2`` output."""
+    lines = text.splitlines()
+    if not lines:
+        raise TraceError(f"{src}: empty file; expected sacct --parsable2 output with its "
+                         "header line")
+    names = [h.strip() for h in lines[0].rstrip("|").split("|")]
+    missing = [c for c in SACCT_REQUIRED if c not in names]
+    if "Elapsed" not in names and "End" not in names:
+        missing.append("Elapsed or End")
+    if missing:
+        raise TraceError(f"{src}:1: missing sacct field(s) {', '.join(missing)}; expected "
+                         f"--format {','.join(SACCT_REQUIRED)},End,Elapsed,Timelimit,"
+                         "Partition,User")
+    ignored = tuple(n for n in names if n not in SACCT_REQUIRED + SACCT_OPTIONAL)
+    rows = _Rows()
+    steps = orphans = 0
+    seen: set = set()
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        where = f"{src}:{lineno}"
+        fields = line.rstrip("\n").split("|")
+        if len(fields) == len(names) + 1 and fields[-1] == "":
+            fields.pop()  # --parsable (not 2) ends each line with a '|'
+        if len(fields) != len(names):
+            raise TraceError(f"{where}: expected {len(names)} '|'-separated fields, got "
+                             f"{len(fields)}")
+        rec = dict(zip(names, fields))
+        jid, step = _job_id(rec["JobID"], where)
+        if step:
+            steps += 1
+            orphans += jid not in seen
+            continue
+        if max_jobs is not None and len(rows.ids) >= max_jobs:
+            break
+        seen.add(jid)
+        limit_text = rec.get("Timelimit", "").strip()
+        if limit_text in NO_LIMIT:
+            rows.counts[f"Timelimit {limit_text or 'empty'}: walltime from run time"] += 1
+        rows.add(jid, _time(rec["Submit"], where, "Submit"), _time(rec["Start"], where, "Start"),
+                 _time(rec["End"], where, "End") if "End" in rec else None,
+                 duration(rec["Elapsed"], where, "Elapsed") if "Elapsed" in rec else None,
+                 duration(limit_text, where, "Timelimit"),
+                 _count(rec["NNodes"], where, "NNodes"), rec["State"].strip(),
+                 rec.get("Partition", "").strip(), rec.get("User", "").strip())
+    cols, notes = rows.finish(header)
+    if steps:
+        notes.insert(0, f"{steps:,} job step line(s) folded into their jobs"
+                     + (f" ({orphans:,} without their job's line)" if orphans else ""))
+    return cols, ignored, notes
+
+
+def parse_jobcomp(text: str, src: str, header: SwfHeader,
+                  max_jobs: int | None) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
+    """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log."""
+    rows = _Rows()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if max_jobs is not None and len(rows.ids) >= max_jobs:
+            break
+        where = f"{src}:{lineno}"
+        rec = dict(_PAIR.findall(line))
+        for key in ("JobId", "SubmitTime", "StartTime", "EndTime", "NodeCnt", "JobState"):
+            if key not in rec:
+                raise TraceError(f"{where}: missing {key}=; expected a jobcomp/filetxt line "
+                                 "(JobId=... SubmitTime=... StartTime=... EndTime=... "
+                                 "NodeCnt=... JobState=...)")
+        jid: int | str = _count(rec["JobId"], where, "JobId")
+        if rec.get("ArrayJobId") and rec.get("ArrayTaskId"):
+            jid = f"{rec['ArrayJobId']}_{rec['ArrayTaskId']}"
+        limit_text = rec.get("TimeLimit", "")
+        if limit_text in NO_LIMIT:
+            limit = None
+            rows.counts[f"TimeLimit {limit_text or 'empty'}: walltime from run time"] += 1
+        else:
+            limit = _count(limit_text, where, "TimeLimit") * 60.0
+        nodes = _count(rec["NodeCnt"], where, "NodeCnt")
+        start = _time(rec["StartTime"], where, "StartTime")
+        if nodes == 0:
+            start = None  # it never ran (StartTime is its end)
+        user = rec.get("UserId", "").split("(")[0]
+        rows.add(jid, _time(rec["SubmitTime"], where, "SubmitTime"), start,
+                 _time(rec["EndTime"], where, "EndTime"), None, limit, nodes,
+                 rec["JobState"], rec.get("Partition", ""), user)
+    cols, notes = rows.finish(header)
+    return cols, (), notes
