@@ -4,7 +4,9 @@ The same file is the offline model (``hpcopt solve W.json``) and the online work
 (``hpcopt simulate W.json --policy NAME``).  ``osdec_workload`` turns the model into driver
 inputs: one ``Job`` per deferrable job (time unit: one slot; ``nodes = cores = c_i``,
 ``runtime = walltime = d_i``, ``submit = g_i``, ``earliest = e_i``, ``latest = min(l_i, T-1)``:
-the model starts jobs only in slots < T) and a ``System`` whose capacity profile is ``C_t``.
+the model starts jobs only in slots < T; a text id becomes a ``NumberedId``, so that the
+driver's base orders break ties by the id's numbers, ``"t:44"`` before ``"t:213"``) and a
+``System`` whose capacity profile is ``C_t``.
 ``simulate_osdec`` runs the driver with a period of one slot and no backfilling: at each slot
 the capacity moves to ``C_t``, jobs whose ``earliest`` came join the queue (before that the
 policy sees them only as the future set, ``Simulator.upcoming``), jobs past ``latest`` are
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .domain import Job, System
+from .domain import Job, NumberedId, System
 from .errors import SimulationError
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
@@ -74,7 +76,9 @@ def osdec_workload(model) -> tuple[list[Job], System]:
     jobs = []
     for i in range(model.n_jobs):
         c, d = int(model.cores[i]), int(model.duration[i])
-        jobs.append(Job(id=model.ids[i], submit=float(model.submit[i]), runtime=float(d),
+        jid = model.ids[i]
+        jobs.append(Job(id=NumberedId(jid) if isinstance(jid, str) else jid,
+                        submit=float(model.submit[i]), runtime=float(d),
                         walltime=float(d), nodes=c, cores=c,
                         earliest=float(model.earliest[i]),
                         latest=float(min(int(model.latest[i]), T - 1))))

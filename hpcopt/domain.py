@@ -8,6 +8,7 @@ multi-resource, topology-aware and cloud models plug in without changing these t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,3 +212,37 @@ class Decision:
         d["start"] = start
         d["reserve"] = reserve
         d["allocations"] = {} if allocations is _MISSING else allocations
+
+
+def id_order(job_id) -> tuple:
+    """Sort key of a job id that compares its numbers as numbers: ``"86400:44"`` before
+    ``"86400:213"`` (as text they sort the other way), an int as itself.  Jobs submitted in
+    the same slot are in submission order by it when their ids count up (``"<t>:<index>"``)."""
+    if isinstance(job_id, str):
+        return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                     for p in _DIGITS.split(job_id) if p)
+    return ((0, int(job_id), ""),)
+
+
+class NumberedId(str):
+    """A text job id that orders by ``id_order`` (equal and hashed as its text), so that the
+    driver's base orders, which break ties by id, put ``"t:44"`` before ``"t:213"``."""
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return id_order(self) < id_order(other)
+
+    def __gt__(self, other):
+        return id_order(self) > id_order(other)
+
+    def __le__(self, other):
+        return id_order(self) <= id_order(other)
+
+    def __ge__(self, other):
+        return id_order(self) >= id_order(other)
+
+    __hash__ = str.__hash__
+
+
+_DIGITS = re.compile(r"([0-9]+)")

@@ -11,9 +11,10 @@ plain greedy builds the first schedule.
 Every core-slot a job runs earns 1 (``r_i = c_i d_i``), so "value density" is the same for
 all jobs at no delay; what differs is how a start slot pays: ``c_i d_i - w1 (s - e_i) - w2
 (increase of sum_t v_t)``.  The plain greedy takes the jobs largest ``c_i d_i`` first (ties:
-earliest start, then job order) and puts each at the start of largest marginal gain given the
-jobs already placed (violation-aware: the overload increase is computed exactly on the
-current load profile), or drops it when no start gains more than 0.  Local search then
+earliest start, then submission order: submission slot, then the id by its numbers) and puts
+each at the start of largest marginal gain given the jobs already placed (violation-aware:
+the overload increase is computed exactly on the current load profile), or drops it when no
+start gains more than 0.  Local search then
 re-inserts one job at a time (remove it, put it at its best start or drop it) while that
 strictly improves the objective, pass after pass (job order shuffled by ``seed`` after the
 first), until a pass changes nothing, ``passes`` passes ran, or the time limit.
@@ -28,6 +29,7 @@ import time
 
 import numpy as np
 
+from hpcopt.domain import id_order
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
@@ -133,11 +135,22 @@ def lp_relaxation(model, ti, deadline: float | None = None):
     return x, -float(h.getInfo().objective_function_value)
 
 
+def submission_rank(model) -> np.ndarray:
+    """Each job's place in submission order (slot, then id by its numbers): the tie-break."""
+    order = sorted(range(model.n_jobs), key=lambda i: (int(model.submit[i]),
+                                                       id_order(model.ids[i])))
+    rank = np.empty(model.n_jobs, dtype=np.int64)
+    rank[order] = np.arange(model.n_jobs)
+    return rank
+
+
 def lp_rounding(model, ti, x_lp, prof: _Profile) -> list[int]:
-    """Columns by LP value (largest first, ties: larger value c d - w1 delay): job i at
-    start s when i is still unplaced and s gains more than 0 on the profile so far."""
+    """Columns by LP value (largest first, ties: larger value c d - w1 delay, then submission
+    order): job i at start s when i is still unplaced and s gains more than 0 on the profile
+    so far."""
     x = [-1] * model.n_jobs
-    for k in np.lexsort((-ti.value, -x_lp)).tolist():
+    rank = submission_rank(model)[ti.job] if ti.n_columns else np.zeros(0, dtype=np.int64)
+    for k in np.lexsort((ti.start, rank, -ti.value, -x_lp)).tolist():
         if x_lp[k] < 1e-6:
             break
         i, s = int(ti.job[k]), int(ti.start[k])
@@ -155,6 +168,7 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
     prof = _Profile(model)
     n = model.n_jobs
     x = [-1] * n
+    rank = submission_rank(model)
     bound = None
     relaxed = None
     if start is None and lp:
@@ -171,7 +185,8 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
         bound = value + 1e-6 * max(1.0, abs(value))  # slack for the LP tolerances
         x = lp_rounding(model, ti, x_lp, prof)
     else:
-        order = sorted(range(n), key=lambda i: (-int(model.revenue[i]), int(model.earliest[i]), i))
+        order = sorted(range(n), key=lambda i: (-int(model.revenue[i]), int(model.earliest[i]),
+                                                rank[i]))
         for i in order:
             if deadline is not None and time.perf_counter() > deadline:
                 return x, False, bound
@@ -180,7 +195,8 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
                 x[i] = s
                 prof.add(i, s)
     rng = np.random.default_rng(seed)
-    order = sorted(range(n), key=lambda i: (-int(model.revenue[i]), int(model.earliest[i]), i))
+    order = sorted(range(n), key=lambda i: (-int(model.revenue[i]), int(model.earliest[i]),
+                                            rank[i]))
     for _ in range(passes):
         changed = False
         for i in order:

@@ -12,11 +12,12 @@ variants that feed them, multiplied by ``aux_coef`` = 10) is concatenated to eve
 asked so far, this one included (the actor keeps it).  Not the machine size: on an OSDEC day
 that is the largest ``C_t`` of the whole day, so a capacity rise late in the day would change
 every earlier input; not ``C_t`` itself either, which would make ``C_t/C_max`` constant and
-divide by zero when the on-demand load takes everything.  At most ``K_max`` tokens: all current jobs first in the
-window's (FIFO) order, then the running jobs in the driver's order (estimated end), then the
-future jobs by earliest start; what does not fit is left out (a current job left out gets the
-lowest score: it still starts when capacity is left after every scored job).  Padding is
-masked.
+divide by zero when the on-demand load takes everything.
+
+At most ``K_max`` tokens: all current jobs first in the window's (FIFO) order, then the
+running jobs in the driver's order (estimated end), then the future jobs by earliest start;
+what does not fit is left out (a current job left out gets the lowest score: it still starts
+when capacity is left after every scored job).  Padding is masked.
 
 **Networks** (``OSDECNet``): ``att`` — a linear embedding, a Transformer encoder
 (``nn.TransformerEncoder``: 1 head, 2 layers, d_model 64, FFN 128, post-norm as in the paper)
