@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 from hpcopt.cloud import load_osdec, offline_reference, simulate_osdec
-from hpcopt.workloads import deferrable_workload, save_workload
+from hpcopt.workloads.deferrable import default_azure_dir, deferrable_workload, save_workload
 
 HERE = Path(__file__).resolve().parent
-AZURE = HERE.parents[1] / "shared" / "data" / "cloud" / "azure_v1_vmtable_derived" / \
-    "v1.dev.txt.gz"
+AZURE = default_azure_dir() / "v1.dev.txt.gz"
 
 POLICIES = [
     ("fifo", {}),

@@ -516,7 +516,7 @@ def cmd_simulate(args) -> int:
             print(f"  note: {note}")
         print(trace.report.dropped_text())
     if args.topology:
-        from .workloads import tjap_system
+        from .workloads.tjap import tjap_system
 
         system = tjap_system(args.topology)
     elif args.bb is not None or args.ssd_classes or args.workload:
@@ -572,7 +572,7 @@ def _workload(trace, system, name: str, seed: int):
     given); prints one line saying what was generated."""
     from dataclasses import replace
 
-    from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload
+    from .workloads.burst_buffer import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload
 
     if name not in NAMES:
         from .errors import closest
@@ -747,7 +747,7 @@ def _cmd_workflow(args) -> int:
 
 def _add_workload_parser(sub) -> None:
     """``hpcopt workload deferrable``: an OSDEC instance file from the Azure v1 derived files
-    (the recipe: ``hpcopt.workloads``, section "Deferrable cloud jobs")."""
+    (the recipe: ``hpcopt.workloads.deferrable``)."""
     wl = sub.add_parser("workload", help="generate workload instance files from trace data")
     wsub = wl.add_subparsers(dest="family", required=True)
     d = wsub.add_parser("deferrable", help="OSDEC deferrable cloud jobs from the Azure v1 "
@@ -798,7 +798,7 @@ def _add_workload_parser(sub) -> None:
 
 
 def cmd_workload(args) -> int:
-    from .workloads import deferrable_workload, save_workload
+    from .workloads.deferrable import deferrable_workload, save_workload
 
     inst = deferrable_workload(
         args.azure_file, slots=args.slots, seed=args.seed,

@@ -15,13 +15,13 @@ import pytest
 from hpcopt.cli import main
 from hpcopt.errors import TraceError
 from hpcopt.instances import instance_from_dict, load_instance
-from hpcopt.workloads import (
+from hpcopt.traces.azure import read_azure_vms
+from hpcopt.workloads.deferrable import (
     AZURE,
     CORE_CASES,
     DURATION_CASES,
     deferrable_model,
     deferrable_workload,
-    read_azure_vms,
     save_workload,
 )
 
@@ -292,7 +292,7 @@ def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
 
 
 def test_deferrable_suite_is_seeded_split_and_family():
-    from hpcopt.workloads import DEFERRABLE_FAMILY, deferrable_suite
+    from hpcopt.workloads.deferrable import DEFERRABLE_FAMILY, deferrable_suite
 
     a = deferrable_suite("test", 2, seed=3)
     assert [x["data"] for x in a] == [x["data"] for x in deferrable_suite("test", 2, seed=3)]

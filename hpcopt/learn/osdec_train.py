@@ -273,7 +273,7 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
         train, val = (models, models) if len(models) == 1 else (models[:-k], models[-k:])
         return train, val, {"workloads": [str(p) for p in workloads]}
     from hpcopt.instances import instance_from_dict
-    from hpcopt.workloads import deferrable_suite
+    from hpcopt.workloads.deferrable import deferrable_suite
 
     docs = deferrable_suite("train", n_train + n_val, seed=seed)
     models = [instance_from_dict(d).model for d in docs]
