@@ -212,7 +212,7 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
             prof.add(i, x[i])
         if not changed:
             break
-        order = rng.permutation(n).tolist()
+        order = np.argsort(rank)[rng.permutation(n)].tolist()  # shuffled submission order
     return x, True, bound
 
 
