@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hpcopt.learn.asa import ASAEstimator
+from hpcopt.agents.asa import ASAEstimator
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"

@@ -7,7 +7,7 @@ policy runs with EASY backfilling, window W = 20, starvation bound 50 and the ba
 
 - ``original``, ``S1``-``S4``: the trace's jobs, with the paper's generated burst-buffer
   requests for S1-S4, on the trace's nodes and a shared burst buffer (``bb_system``); the
-  nine policies less ``constrained_ssd``;
+  nine policies less ``constrained-ssd``;
 - ``S5``-``S7``: S2 plus local-SSD requests on a half-128 GB / half-256 GB system
   (``bb_system(nodes, ssd=True)``); the paper's seven section-5 methods;
 - ``kopanski``: the real burst-buffer workload of Kopanski & Rzadca (KTH-SP2 jobs 15-1014
@@ -42,11 +42,11 @@ TRACES = {
     "HPC2N": SHARED / "hpc_swf" / "pwa_subsets" / "HPC2N-2002-2.2-alea-subset.swf.gz",
     "Theta": SHARED / "hpc_swf" / "alcf" / "theta_2022.swf.gz",
 }
-POLICIES = ["baseline", "weighted", "weighted_cpu", "weighted_bb", "constrained_cpu",
-            "constrained_bb", "bin_packing", "bbsched"]
+POLICIES = ["baseline", "weighted", "weighted-cpu", "weighted-bb", "constrained-cpu",
+            "constrained-bb", "alignment-first", "bbsched"]
 # section 5 (local SSD, S5-S7): the seven methods of the paper
-SSD_POLICIES = ["baseline", "weighted", "constrained_cpu", "constrained_bb", "constrained_ssd",
-                "bin_packing", "bbsched"]
+SSD_POLICIES = ["baseline", "weighted", "constrained-cpu", "constrained-bb", "constrained-ssd",
+                "alignment-first", "bbsched"]
 SSD_WORKLOADS = ("S5", "S6", "S7")
 WORKLOADS = ["original", "S1", "S2", "S3", "S4"]
 KOPANSKI = "kopanski"

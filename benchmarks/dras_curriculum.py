@@ -37,7 +37,7 @@ def main() -> None:
         if not csv.exists():
             import torch
 
-            from hpcopt.learn.dras_train import train_dras
+            from hpcopt.trainers.dras_train import train_dras
 
             torch.set_num_threads(1)
             train_dras(TRACE, agent="pg", out=runs / order, phases=order.split(","),

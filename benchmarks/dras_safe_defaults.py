@@ -65,7 +65,7 @@ AVG_TARGET, MAX_TARGET = 1.0, 1.5  # avg wait < 1.0x FCFS, max wait <= 1.5x FCFS
 
 
 def load_jobs(name: str, cap: int | None):
-    from hpcopt.learn.jobsets import split_months
+    from hpcopt.trainers.jobsets import split_months
 
     trace = hpcopt.load_trace(TRACES[name])
     jobs = list(split_months(trace.jobs).test) if name == "theta" else list(trace.jobs)

@@ -14,7 +14,7 @@ window W = 50:
   checkpoints with the reservation given to the oldest waiting job (``reserve="oldest"``,
   the library's default since issue #11);
   ``+adapt`` rows keep training while they schedule (online adaptation, section V-D).
-  On Theta they load the checkpoints shipped in ``hpcopt/learn/checkpoints``; on KTH-SP2
+  On Theta they load the checkpoints shipped in ``hpcopt/agents/checkpoints``; on KTH-SP2
   they are trained first on KTH's own
   first two months (small config, ``--kth-synthetic`` synthetic jobsets), unless
   ``--kth-models DIR`` holds ``dras-pg.pt``, ``dras-dql.pt`` and ``decima-pg.pt``.
@@ -52,7 +52,7 @@ TRACES = {
 W = 50
 METHODS = {
     "FCFS": dict(policy="fcfs"),
-    "BinPacking": dict(policy="binpacking", window=W, backfill="none"),
+    "BinPacking": dict(policy="largest-first", window=W, backfill="none"),
     "Random": dict(policy="random", window=W, backfill="none", seed=0),
     "Optimization": dict(policy="knapsack", window=W, backfill="none", value="capability",
                          backend="dp"),
@@ -82,7 +82,7 @@ def train_kth_models(trace_path: Path, out: Path, synthetic: int) -> dict[str, P
     """Train the three learned methods on KTH-SP2's first two months (small config)."""
     import torch
 
-    from hpcopt.learn.dras_train import train_dras
+    from hpcopt.trainers.dras_train import train_dras
 
     torch.set_num_threads(1)
     paths = {}
@@ -180,7 +180,7 @@ def main() -> None:
                                                        "decima-pg.pt trained on KTH-SP2")
     ap.add_argument("--kth-synthetic", type=int, default=30)
     args = ap.parse_args()
-    from hpcopt.learn.jobsets import split_months
+    from hpcopt.trainers.jobsets import split_months
 
     OUT.mkdir(parents=True, exist_ok=True)
     try:  # one torch thread: on a shared 2-core machine more threads only add contention

@@ -114,7 +114,7 @@ def checkpoint_note(name: str, opts: dict) -> str:
 
 def timed_policy(name: str, opts: dict):
     """The built policy with its ``decide`` wrapped to record per-call seconds."""
-    from hpcopt.api import build_policy
+    from hpcopt.policies import build_policy
 
     pol = build_policy(name, **opts)
     inner = pol.decide

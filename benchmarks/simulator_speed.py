@@ -163,7 +163,8 @@ t1 = time.perf_counter()
 trace = load_trace(sys.argv[1], nodes=int(sys.argv[2]))
 t2 = time.perf_counter()
 from hpcopt.sim.driver import Simulator
-from hpcopt.api import build_policy, _extra_columns
+from hpcopt.api import _extra_columns
+from hpcopt.policies import build_policy
 from hpcopt.sim import metrics
 pol = build_policy("fcfs"); pol.reset(None)
 jobs = list(trace.jobs)
@@ -206,7 +207,7 @@ def table_reference(args, out: Path, rows_out: list) -> None:
             raise SystemExit(f"{name}: in-process start times differ")
         best = dict(hp_whole=1e9, ref_whole=1e9, hp_whole_out=1e9, ref_whole_out=1e9,
                     ref_hpload=1e9, hp_sim=1e9, hp_loop=1e9, ref_loop=1e9)
-        from hpcopt.api import build_policy
+        from hpcopt.policies import build_policy
         from hpcopt.sim.driver import Simulator
         for _ in range(args.repeat):  # interleaved: hpcopt, reference, hpcopt, ...
             best["hp_whole"] = min(best["hp_whole"], _run(_hpcopt_cmd(path, nodes))[0])

@@ -2,61 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 from .domain import Job, System
 from .errors import SimulationError
-
-
-class SimulationResult:
-    """A finished simulation: the per-job table, the summary metrics and the settings.
-
-    ``jobs`` is a pandas DataFrame, one row per job; it is built on first use from the plain
-    columns the simulation produced (``hpcopt.sim.metrics.job_columns``), so that a run that
-    only needs the summary or ``write()`` never imports pandas."""
-
-    def __init__(self, jobs: Any, summary: dict, settings: dict | None = None,
-                 cleaning: dict | None = None) -> None:
-        self._jobs = jobs  # a DataFrame, or a dict of columns until first use
-        self.summary = summary
-        self.settings = {} if settings is None else settings
-        self.cleaning = cleaning
-
-    @property
-    def jobs(self):
-        """The per-job table (pandas DataFrame)."""
-        if isinstance(self._jobs, dict):
-            import pandas as pd
-
-            self._jobs = pd.DataFrame(self._jobs)
-        return self._jobs
-
-    @jobs.setter
-    def jobs(self, value) -> None:
-        self._jobs = value
-
-    def __repr__(self) -> str:
-        return (f"SimulationResult(jobs={self.summary.get('job_count')} rows, "
-                f"summary={self.summary!r}, settings={self.settings!r})")
-
-    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
-        from .sim.metrics import write_job_csv
-
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
-        if not (isinstance(self._jobs, dict) and write_job_csv(self._jobs, jobs_csv)):
-            self.jobs.to_csv(jobs_csv, index=False)
-        doc = {**self.summary, "settings": self.settings}
-        if self.cleaning is not None:
-            doc["cleaning"] = self.cleaning
-        summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-        return jobs_csv, summary_json
+from .jsonsafe import json_safe
+from .scenario import Scenario, build_scenario
+from .sim.result import SimulationResult
 
 
 def load_trace(path, **kwargs):
@@ -90,17 +44,6 @@ def solve(model_or_path, backend: str | None = None, **kwargs):
     return _solve(model, backend, **kwargs)
 
 
-def build_policy(policy, **options):
-    """A policy object from a name plus options, rejecting options it does not take."""
-    from .policies import make_policy
-
-    if hasattr(policy, "decide"):
-        if options:
-            raise SimulationError(f"options {sorted(options)} given with a policy object")
-        return policy
-    return make_policy(policy, **options)
-
-
 def simulate(
     trace,
     *,
@@ -118,6 +61,11 @@ def simulate(
     warmup: float = 0,
     cooldown: float = 0,
     progress: bool = False,
+    workload: str | None = None,
+    workload_seed: int | None = None,
+    bb: float | None = None,
+    ssd_classes=None,
+    topology: str | None = None,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a trace (path, ``Trace`` or list of ``Job``) under a policy.
@@ -128,13 +76,17 @@ def simulate(
     knows the node count), and ``jobs`` keeps the first N jobs.  ``cores_per_node`` converts
     the processors of an SWF file to nodes (default: from its header ``MaxProcs / MaxNodes``,
     else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
-    default to the policy's own (EASY and none for most).  Returns a ``SimulationResult``.
+    default to the policy's own (EASY and none for most).  ``workload`` (S1-S7, seeded by
+    ``workload_seed``, default ``seed``), ``bb``, ``ssd_classes`` and ``topology`` shape the
+    trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too).
+    Returns a ``SimulationResult``.
 
     An ``osdec`` instance (file, ``Instance`` or model) runs online slot by slot
     (``hpcopt.cloud.simulate_osdec``; options ``offline_bound=``, ``offline_backend=``,
     ``offline_time_limit=`` give the gap to the offline optimum).
     """
     from .cloud import is_osdec_file, simulate_osdec
+    from .policies import build_policy
     from .sim.driver import Simulator, fewer_collections
     from .sim.metrics import job_columns, summarize
 
@@ -143,16 +95,20 @@ def simulate(
             or (isinstance(trace, (str, Path)) and is_osdec_file(trace)):
         # a deferrable-job instance: the cloud-slot run (hpcopt.cloud), driver settings fixed
         return simulate_osdec(trace, policy, seed=seed, progress=progress, **policy_options)
-    cleaning = None
-    if isinstance(trace, (str, Path)):
-        trace = load_trace(trace, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs)
-    if hasattr(trace, "jobs") and hasattr(trace, "system"):
-        job_list = list(trace.jobs)
-        if system is None:
-            system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
-        report = getattr(trace, "report", None)
-        cleaning = report.to_dict() if report is not None else None
+    cleaning, shaped = None, {}
+    if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path, Trace, Scenario
+        if not isinstance(trace, Scenario):  # (a Scenario is already shaped: used as it is)
+            trace = build_scenario(trace, nodes=nodes, jobs=jobs, cores_per_node=cores_per_node,
+                                   workload=workload, bb=bb, ssd_classes=ssd_classes,
+                                   topology=topology, workload_seed=(
+                                       (seed or 0) if workload_seed is None else workload_seed))
+        job_list, shaped = list(trace.jobs), trace.settings
+        system = trace.system if system is None else system
+        cleaning = trace.report.to_dict() if trace.report is not None else None
     else:
+        if workload or bb is not None or ssd_classes or topology:
+            raise SimulationError("workload=, bb=, ssd_classes= and topology= shape a trace "
+                                  "(a path or Trace); a job list needs system=")
         job_list = list(trace)
         if jobs is not None:
             job_list = job_list[:jobs]
@@ -175,19 +131,9 @@ def simulate(
                     starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
                     nodes=system.nodes,
                     cores_per_node=cleaning["cores_per_node"] if cleaning else None,
-                    policy_options=_jsonable({**getattr(pol, "options", {}), **policy_options}))
+                    policy_options=json_safe({**getattr(pol, "options", {}), **policy_options}),
+                    **shaped)
     return SimulationResult(table, summary, settings, cleaning)
-
-
-def _jsonable(value):
-    """``value`` with tuples as lists and anything else that JSON cannot hold as its repr."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:

@@ -7,12 +7,16 @@ Nothing a batch has solved is lost:
   a one-line ``error`` naming the file; the batch goes on.
 - ``RowWriter`` appends each row to a ``.jsonl`` or ``.csv`` file (or JSONL on stdout) and
   flushes it as soon as it is solved; the file is checked and its folder created before the
-  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.
+  first solve.  JSON is strict (RFC 8259): a missing or infinite number is ``null``.  Rows
+  on standard output (``-``) are the only thing there: what solver libraries print goes to
+  standard error meanwhile (``claim_stdout``).
 - With ``handle_signals``, SIGINT/SIGTERM stop the batch: a solve in progress is interrupted
   and recorded as such (``limit`` INTERRUPT, termination ``interrupted``: NO_SOLUTION, or the
   incumbent for backends that stop cleanly, like CP-SAT), the rest is not started, every row
   solved so far is kept (``BatchRun.signum`` says which signal; exit code 128 + signum).
-- ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``).
+- ``--resume``: the pairs already in the output file are skipped (``RowWriter.done``); the
+  rows a resumed run solves again (interrupted or failed before) replace the old ones, so a
+  finished batch has one row per (file, instance, backend).
 
 Where the instances are solved is an ``hpcopt.executors.Executor``: here (serial), a local
 process pool (``workers > 1``) or a Dask cluster (``executor=DaskExecutor(...)``); files are
@@ -26,19 +30,19 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
 import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, InstanceError, one_line
+from .executors import Interrupted, StopSignals, run_tasks, worker_stop
+from .jsonsafe import json_safe
+from .result import Limit, SolutionStatus, Status, Termination
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
@@ -47,114 +51,9 @@ ROW_COLUMNS = ["file", "instance", "model", "backend", "status", "termination", 
                "objective", "bound", "gap", "wall_time_s", "certified", "decision", "limit",
                "seed", "backend_version", "error", "rule", "pareto"]
 STDIN = "-"
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-# ---------------------------------------------------------------------------- signals
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal (SIGINT or SIGTERM) that arrived while an instance was being solved.
-
-    A ``KeyboardInterrupt``, so backends that stop cleanly on Ctrl-C (CP-SAT) stop the same
-    way on SIGTERM, and ``except Exception`` in a backend never swallows it."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class StopSignals:
-    """SIGINT/SIGTERM handlers for a batch (main thread only; a signal already ignored, as in
-    a background job, stays ignored).
-
-    A signal sets ``signum`` (the first one wins) and is forwarded to ``forward()``'s process
-    ids (the pool's workers); inside ``solving()`` it also raises ``Interrupted``, so a
-    long solve stops at once instead of at its end."""
-
-    def __init__(self):
-        self.signum: int | None = None
-        self.count = 0
-        self.forward = lambda: ()
-        self._solving = False
-        self._old: dict[int, Any] = {}
-
-    def _handler(self, signum, frame) -> None:
-        self.count += 1
-        if self.signum is None:
-            self.signum = signum
-        for pid in self.forward():
-            try:
-                os.kill(pid, signum)
-            except OSError:
-                pass
-        if self._solving:
-            self._solving = False
-            raise Interrupted(signum)
-
-    def install(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in STOP_SIGNALS:
-                old = signal.getsignal(sig)
-                if old is not signal.SIG_IGN:
-                    self._old[sig] = old
-                    signal.signal(sig, self._handler)
-        return self
-
-    def reinstall(self) -> None:
-        """Install again (a backend may have reset a handler: CP-SAT's own Ctrl-C handling
-        leaves SIGINT at SIG_DFL)."""
-        for sig in self._old:
-            signal.signal(sig, self._handler)
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
-        self._old.clear()
-
-    @contextmanager
-    def solving(self):
-        self._solving = self.signum is None
-        try:
-            yield
-        finally:
-            self._solving = False
-
-
-_WORKER_STOP: StopSignals | None = None
-
-
-def _worker_init() -> None:
-    """Pool worker: the same handlers, so Ctrl-C (sent to the whole process group) or the
-    signal the parent forwards interrupts the worker's current solve only."""
-    global _WORKER_STOP
-    _WORKER_STOP = StopSignals().install()
 
 
 # ---------------------------------------------------------------------------- rows
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` made of JSON types only: non-finite floats -> None, numpy scalars -> Python,
-    tuples -> lists, enums -> their value, anything else unknown -> ``str``."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, Enum):
-        return json_safe(value.value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v) for v in value]
-    item = getattr(value, "item", None)  # numpy scalar
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        return json_safe(item())
-    if hasattr(value, "tolist"):
-        return json_safe(value.tolist())
-    return str(value)
 
 
 def _finish(row: dict) -> dict:
@@ -170,24 +69,31 @@ def row_json(row: dict) -> str:
 
 
 def _error_row(file: str, instance: str, backend: str, message: str, model: str = "") -> dict:
+    """A row for a pair that failed; its message names the file (a backend's own message
+    names only the backend)."""
+    if file not in message:
+        message = f"{file}: {message}"
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "ERROR", "termination": "error", "solution": "none",
+            "backend": backend, "status": Status.ERROR.value,
+            "termination": Termination.ERROR.value, "solution": SolutionStatus.NONE.value,
             "certified": False, "error": message}
 
 
 def _interrupted_row(file: str, instance: str, backend: str, model: str, signum: int,
                      wall: float, seed) -> dict:
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": "NO_SOLUTION", "termination": "interrupted",
-            "solution": "none", "limit": "INTERRUPT", "wall_time_s": wall, "seed": seed,
+            "backend": backend, "status": Status.NO_SOLUTION.value,
+            "termination": Termination.INTERRUPTED.value, "solution": SolutionStatus.NONE.value,
+            "limit": Limit.INTERRUPT.value, "wall_time_s": wall, "seed": seed,
             "certified": False,
             "error": f"interrupted by {signal.Signals(signum).name} before it finished"}
 
 
 def is_done(row: dict) -> bool:
     """A row that ``--resume`` keeps: solved to the end (not an error, not interrupted)."""
-    return (row.get("status") != "ERROR" and row.get("limit") != "INTERRUPT"
-            and row.get("termination") != "interrupted")
+    return (row.get("status") != Status.ERROR.value
+            and row.get("limit") != Limit.INTERRUPT.value
+            and row.get("termination") != Termination.INTERRUPTED.value)
 
 
 def row_key(row: dict) -> tuple:
@@ -306,16 +212,13 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
     "objectives"}``) and ``rule``; their ``decision`` is the rule's pick."""
     from .solvers import solve
 
-    stop = stop if stop is not None else _WORKER_STOP
+    stop = stop if stop is not None else worker_stop()
     if stop is not None and stop.signum is not None:
         return [], 0
     try:
         inst = item.load()
     except Exception as exc:  # noqa: BLE001 - a batch never dies because of one file
-        msg = one_line(exc)
-        if item.file not in msg:
-            msg = f"{item.file}: {msg}"
-        return [_finish(_error_row(item.file, item.name, b, msg))
+        return [_finish(_error_row(item.file, item.name, b, one_line(exc)))
                 for b in backends or ["(default)"]], 0
     if derive_seed:
         seed = instance_seed(seed, inst.name)
@@ -346,7 +249,7 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
             rows.append(_finish(_error_row(item.file, inst.name, backend, one_line(exc),
                                              inst.model.kind)))
         finally:
-            if stop is not None and stop is not _WORKER_STOP:
+            if stop is not None and stop is not worker_stop():
                 stop.reinstall()
     return rows, skipped
 
@@ -370,39 +273,6 @@ class BatchRun:
     items: int = 0
     finished: int = 0
     skipped: int = 0
-
-
-def run_tasks(tasks: list, fn, serial_fn, on_result, *, executor=None, workers: int = 1,
-              chunk: int | None = None, handle_signals: bool = False, progress: bool = False,
-              desc: str = "solve", unit: str = "file") -> int | None:
-    """Run ``fn`` over ``tasks`` on ``executor`` (default: serial, or a pool of
-    ``workers``), calling ``on_result(index, result, error)`` here as each one is done;
-    with ``handle_signals`` SIGINT/SIGTERM stop the run.  Returns the stop signal or None.
-    The engine under ``run_batch`` and ``hpcopt.sweep.run_sweep``."""
-    from tqdm.auto import tqdm
-
-    from .executors import PoolExecutor, SerialExecutor
-
-    stop = StopSignals()
-    if handle_signals:
-        stop.install()
-    own = executor is None
-    if executor is None:
-        executor = PoolExecutor(workers) if workers > 1 and len(tasks) > 1 \
-            else SerialExecutor()
-    try:
-        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=not progress,
-                  file=sys.stderr) as bar:
-            def report(i, result, error):
-                on_result(i, result, error, stop)
-                bar.update(1)
-
-            executor.run(fn, tasks, report, stop=stop, chunk=chunk, serial_fn=serial_fn)
-    finally:
-        stop.restore()
-        if own:
-            executor.close()
-    return stop.signum
 
 
 def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
@@ -485,7 +355,7 @@ class RowWriter:
     The name is checked and the folder created when the writer is made (before the first
     solve).  With ``resume`` an existing file is read first: ``done`` holds its finished
     (file, instance, backend) keys, a truncated last line is dropped, and rows are appended
-    (a CSV keeps its header).
+    (a CSV keeps its header); ``close`` then drops the old rows that a new row replaced.
 
     ``columns`` (the CSV header), ``key`` (a row's resume key) and ``command`` default to
     ``hpcopt solve``'s; ``hpcopt sweep`` passes its own."""
@@ -500,12 +370,18 @@ class RowWriter:
         self.unreadable = 0
         self.path: Path | None = None
         self._own = False
+        self._resumed = False
+        self._saved_fd = None
         if self.out == STDIN:
             if resume:
                 raise HpcoptError("--resume needs --out FILE (it reads the rows already "
                                   "written there), not -")
-            self.kind, self._fh = "jsonl", stdout if stdout is not None else sys.stdout
+            self.kind = "jsonl"
+            self._fh, self._saved_fd = (stdout, None) if stdout is not None else claim_stdout()
             return
+        if not self.out.strip():
+            raise HpcoptError(f"--out {self.out!r}: expected a file name ending in .jsonl or "
+                              ".csv, or - for JSONL on standard output")
         path = Path(self.out)
         suffix = path.suffix.lower()
         if path.is_dir():
@@ -524,6 +400,7 @@ class RowWriter:
         header = None
         if resume and path.is_file():
             header = self._read_existing(path)
+            self._resumed = True
         try:
             self._fh = path.open("a" if resume else "w", encoding="utf-8",
                                  newline="" if self.kind == "csv" else None)
@@ -589,9 +466,90 @@ class RowWriter:
         self.count += 1
 
     def close(self) -> None:
+        if self._saved_fd is not None:
+            release_stdout(self._fh, self._saved_fd)
+            self._saved_fd = None
         if self._own:
             self._fh.close()
             self._own = False
+            if self._resumed and self.count:
+                self._drop_replaced()
+
+    def _drop_replaced(self) -> None:
+        """Rewrite the file without the unfinished rows (interrupted, failed) that a later
+        row replaced: the same key, or for a file that could not be read (no model) the same
+        file and backend, or the same file when the backend was a placeholder.  Written
+        aside and renamed over the file, so a stop in between loses nothing."""
+        text = self.path.read_text(encoding="utf-8", errors="replace")
+        if self.kind == "jsonl":
+            lines = [line for line in text.splitlines() if line.strip()]
+            rows = []
+            for line in lines:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = None
+                rows.append(row if isinstance(row, dict) else {})
+            header = None
+        else:
+            reader = csv.DictReader(text.splitlines())
+            rows = list(reader)
+            lines, header = rows, reader.fieldnames
+        keys, pairs, files, keep = set(), set(), set(), []
+        for line, row in zip(reversed(lines), reversed(rows)):
+            key, file, backend = self.key(row), row.get("file"), row.get("backend")
+            replaced = key in keys
+            if self.key is row_key and file is not None and not row.get("model"):
+                # the file could not be read: its instance name is the file's, and a
+                # backend in parentheses ("(default)") stands for whichever ran later
+                replaced = replaced or (file, backend) in pairs or (
+                    str(backend).startswith("(") and file in files)
+            if row and not is_done(row) and replaced:
+                continue
+            keys.add(key)
+            pairs.add((file, backend))
+            files.add(file)
+            keep.append(line)
+        if len(keep) == len(lines):
+            return
+        keep.reverse()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8", newline="" if self.kind == "csv" else None) as fh:
+            if self.kind == "jsonl":
+                fh.write("".join(line + "\n" for line in keep))
+            else:
+                out = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore")
+                out.writeheader()
+                out.writerows(keep)
+        os.replace(tmp, self.path)
+
+
+def claim_stdout(stream=None):
+    """``(text stream, saved fd)``: a stream on the process's standard output for lines a
+    program reads (rows, replies), while file descriptor 1 points at standard error, so what
+    libraries print from C (SCIP's "pressed CTRL-C" banner) goes to stderr, never among the
+    lines; ``release_stdout`` undoes it.  ``(stream, None)`` when ``stream`` (default
+    ``sys.stdout``) is not file descriptor 1, such as a test's capture."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        if stream.fileno() != 1:
+            return stream, None
+    except (AttributeError, OSError, ValueError):
+        return stream, None
+    stream.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(os.dup(saved), "w", encoding="utf-8"), saved
+
+
+def release_stdout(stream, saved: int | None) -> None:
+    """Point file descriptor 1 back at standard output (``claim_stdout``)."""
+    if saved is None:
+        return
+    stream.close()
+    sys.stdout.flush()
+    os.dup2(saved, 1)
+    os.close(saved)
 
 
 def write_rows(rows: list[dict], path: str | Path) -> Path:

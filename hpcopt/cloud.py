@@ -31,7 +31,7 @@ import math
 from pathlib import Path
 
 from .domain import Job, NumberedId, System
-from .errors import SimulationError
+from .errors import InstanceError, SimulationError
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
                 "dropped", "utilization")
@@ -54,15 +54,16 @@ def load_osdec(source):
 
 
 def is_osdec_file(path) -> bool:
-    """Whether ``path`` is an instance file of the osdec model (cheap: reads the header)."""
+    """Whether ``path`` is an instance file of the osdec model (``.json`` or gzipped
+    ``.json.gz``); a file that cannot be read as an instance is not one."""
     p = Path(path)
-    if p.suffix != ".json" or not p.is_file():
+    if not p.name.endswith((".json", ".json.gz")) or not p.is_file():
         return False
-    import json
+    from .instances import decode_instance_bytes, parse_instance_text, read_instance_bytes
 
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, ValueError):
+        doc = parse_instance_text(decode_instance_bytes(read_instance_bytes(p), p), p)
+    except InstanceError:
         return False
     return isinstance(doc, dict) and doc.get("model") == "osdec"
 
@@ -79,6 +80,7 @@ def machine_size(source) -> int | None:
 
 def osdec_workload(model, machine: int | None = None) -> tuple[list[Job], System]:
     """Driver jobs and system of an OSDEC model (module docstring); ``machine`` is M."""
+    from .sim.orders import total_ids
     from .sim.resources import CapacityProfile
 
     T = int(model.slots)
@@ -103,6 +105,7 @@ def osdec_workload(model, machine: int | None = None) -> tuple[list[Job], System
             raise SimulationError(f"osdec machine size {machine}: expected >= every capacity "
                                   f"C_t and job's cores ({size})")
         size = int(machine)
+    jobs = total_ids(jobs)  # ids may mix integers and text (hpcopt.sim.orders.MixedId)
     return jobs, System(size, capacity=CapacityProfile(cap, period=1.0), name="osdec")
 
 
@@ -162,9 +165,11 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     """Run an OSDEC instance online under ``policy`` (module docstring); returns a
     ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``).
     ``machine`` is the machine size M (default: the instance's ``meta.machine_size``)."""
-    from .api import SimulationResult, _jsonable, build_policy
+    from .jsonsafe import json_safe
+    from .policies import build_policy
     from .sim.driver import Simulator
     from .sim.metrics import job_columns
+    from .sim.result import SimulationResult
 
     model = load_osdec(source)
     if machine is None and not hasattr(source, "slots"):  # an instance or a file, not a model
@@ -191,8 +196,8 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
                     backfill="none", period=1.0, seed=seed, model="osdec",
                     w1=model.w1, w2=model.w2,
-                    policy_options=_jsonable({**getattr(pol, "options", {}),
-                                              **policy_options}))
+                    policy_options=json_safe({**getattr(pol, "options", {}),
+                                               **policy_options}))
     res = SimulationResult(table, summary, settings)
     res.decision = decision
     res.simulator = sim

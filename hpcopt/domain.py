@@ -119,8 +119,8 @@ class System:
     def __post_init__(self) -> None:
         if int(self.nodes) != self.nodes or self.nodes < 1:
             raise ModelError(f"system nodes must be a positive integer, got {self.nodes!r}")
-        if self.bb < 0:
-            raise ModelError(f"system burst buffer must be >= 0, got {self.bb!r}")
+        if not 0 <= self.bb < float("inf"):  # NaN and infinity too
+            raise ModelError(f"system burst buffer must be a number >= 0, got {self.bb!r}")
         if self.ssd_classes and sum(self.ssd_classes.values()) != self.nodes:
             raise ModelError(
                 f"system ssd_classes {dict(self.ssd_classes)} cover "
@@ -216,12 +216,13 @@ class Decision:
 
 def id_order(job_id) -> tuple:
     """Sort key of a job id that compares its numbers as numbers: ``"86400:44"`` before
-    ``"86400:213"`` (as text they sort the other way), an int as itself.  Jobs submitted in
-    the same slot are in submission order by it when their ids count up (``"<t>:<index>"``)."""
+    ``"86400:213"`` (as text they sort the other way); integers by value, before every text
+    id (as ``hpcopt.sim.orders.MixedId`` orders them).  Jobs submitted in the same slot are in
+    submission order by it when their ids count up (``"<t>:<index>"``)."""
     if isinstance(job_id, str):
-        return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
-                     for p in _DIGITS.split(job_id) if p)
-    return ((0, int(job_id), ""),)
+        return 1, tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                        for p in _DIGITS.split(job_id) if p)
+    return 0, int(job_id)
 
 
 class NumberedId(str):

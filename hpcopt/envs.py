@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-ENVS = {"hpcopt/Dras-v0": "hpcopt.learn.dras_env:DrasEnv"}
+ENVS = {"hpcopt/Dras-v0": "hpcopt.trainers.dras_env:DrasEnv"}
 
 
 def register_envs() -> None:

@@ -38,11 +38,30 @@ class UnknownPolicyError(HpcoptError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RegistryError(HpcoptError, ValueError):
+    """A name registered twice (a policy, a solver backend, a canonical tie-break)."""
+
+
+def refuse_duplicate(what: str, name: str, registry: dict, new) -> None:
+    """Raise ``RegistryError`` when ``name`` already names another object in ``registry``
+    (the same class or function registered again, as on a module reload, is not a duplicate)."""
+    old = registry.get(name)
+    if old is not None and (old.__module__, old.__qualname__) != (new.__module__,
+                                                                     new.__qualname__):
+        raise RegistryError(f"{what} {name!r} is already registered "
+                            f"({old.__module__}.{old.__qualname__})")
+
+
 class SolverUnavailableError(HpcoptError, ImportError):
     """A registered backend whose library is not installed."""
 
 
-class SolverOptionError(HpcoptError, ValueError):
+class OptionError(HpcoptError, ValueError):
+    """An option a component does not take, or a value it does not accept (the message names
+    the option, what was given and what is expected)."""
+
+
+class SolverOptionError(OptionError):
     """A solver option (``time_limit``, ``seed``, a ``solver_options`` key or value) that the
     backend does not accept."""
 
@@ -64,7 +83,15 @@ class InvalidDecisionError(HpcoptError, ValueError):
 
 
 class SimulationError(HpcoptError, ValueError):
-    """An invalid simulation request (job larger than the system, bad option)."""
+    """An invalid simulation request (job larger than the system, bad driver setting)."""
+
+
+class PolicyOptionError(OptionError, SimulationError):
+    """A policy option the policy does not take, or a value it does not accept."""
+
+
+class DataNotFoundError(HpcoptError, FileNotFoundError):
+    """A default input read from the data directory (``hpcopt.datadir``) is not there."""
 
 
 def one_line(exc: BaseException) -> str:

@@ -19,16 +19,23 @@ retried one task per chunk; a task lost again is run alone after everything else
 one that is lost alone is reported to ``on_result`` as an error (``worker lost: ...``), so
 a crash becomes one error row, never a lost batch.
 
-Stop signals (``hpcopt.batch.StopSignals``): pending chunks are dropped (serial, pool) or
+Stop signals (``StopSignals``): pending chunks are dropped (serial, pool) or
 skip their tasks (Dask, through a ``distributed.Event``), running tasks finish or are
 interrupted (the pool's workers get the signal), and their results are still reported; a
 second signal stops waiting.
+
+The stop/run engine lives here too: ``StopSignals`` (the SIGINT/SIGTERM handlers of a run and
+of each pool worker, ``worker_init`` / ``worker_stop``), ``Interrupted`` (a signal during a
+task) and ``run_tasks`` (executor + progress bar + signals), which ``hpcopt.batch`` and
+``hpcopt.sweep`` build on; this module imports neither.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -41,6 +48,7 @@ from typing import Any
 
 from .errors import HpcoptError, one_line
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MAX_CHUNK = 200
 CHUNKS_PER_WORKER = 8
 DASK_MISSING = ('--dask needs the Dask "distributed" package, which is not installed: '
@@ -48,6 +56,95 @@ DASK_MISSING = ('--dask needs the Dask "distributed" package, which is not insta
 
 # on_result(index, result, error): error is None, or one line saying why the task failed
 OnResult = Callable[[int, Any, "str | None"], None]
+
+
+# ---------------------------------------------------------------------------- signals
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGINT or SIGTERM) that arrived while a task was running.
+
+    A ``KeyboardInterrupt``, so backends that stop cleanly on Ctrl-C (CP-SAT) stop the same
+    way on SIGTERM, and ``except Exception`` in a backend never swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopSignals:
+    """SIGINT/SIGTERM handlers for a run (main thread only; a signal already ignored, as in
+    a background job, stays ignored).
+
+    A signal sets ``signum`` (the first one wins) and is forwarded to ``forward()``'s process
+    ids (the pool's workers); inside ``solving()`` it also raises ``Interrupted``, so a
+    long task stops at once instead of at its end."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.count = 0
+        self.forward = lambda: ()
+        self._solving = False
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum, frame) -> None:
+        self.count += 1
+        if self.signum is None:
+            self.signum = signum
+        for pid in self.forward():
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+        if self._solving:
+            self._solving = False
+            raise Interrupted(signum)
+
+    def install(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                old = signal.getsignal(sig)
+                if old is not signal.SIG_IGN:
+                    self._old[sig] = old
+                    signal.signal(sig, self._handler)
+        return self
+
+    def reinstall(self) -> None:
+        """Install again (a backend may have reset a handler: CP-SAT's own Ctrl-C handling
+        leaves SIGINT at SIG_DFL)."""
+        for sig in self._old:
+            signal.signal(sig, self._handler)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+
+    @contextmanager
+    def solving(self):
+        self._solving = self.signum is None
+        try:
+            yield
+        finally:
+            self._solving = False
+
+
+_WORKER_STOP: StopSignals | None = None
+
+
+def worker_init() -> None:
+    """Pool worker: the same handlers, so Ctrl-C (sent to the whole process group) or the
+    signal the parent forwards interrupts the worker's current task only."""
+    global _WORKER_STOP
+    _WORKER_STOP = StopSignals().install()
+
+
+def worker_stop() -> StopSignals | None:
+    """The stop handlers of this pool worker (``None`` outside a pool worker)."""
+    return _WORKER_STOP
+
+
+# ---------------------------------------------------------------------------- executors
 
 
 class NotStarted:
@@ -71,9 +168,7 @@ def chunks(n_tasks: int, size: int) -> list[list[int]]:
 
 
 def _stop_requested() -> bool:
-    from . import batch
-
-    stop = batch._WORKER_STOP
+    stop = _WORKER_STOP
     return stop is not None and stop.signum is not None
 
 
@@ -206,8 +301,6 @@ class PoolExecutor(Executor):
         return f"{self.workers} local processes"
 
     def run(self, fn, tasks, on_result, stop=None, chunk=None, serial_fn=None) -> None:
-        from .batch import _worker_init
-
         if not tasks:
             return
         size = chunk or default_chunk(len(tasks), self.workers)
@@ -219,7 +312,7 @@ class PoolExecutor(Executor):
 
         def new_pool():
             nonlocal pool
-            pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_init)
             if stop is not None:
                 stop.forward = lambda: list(getattr(pool, "_processes", None) or ())
 
@@ -439,3 +532,34 @@ def make_executor(workers: int = 1, dask: str | None = None, client=None) -> Exe
     if workers > 1:
         return PoolExecutor(workers)
     return SerialExecutor()
+
+
+def run_tasks(tasks: list, fn, serial_fn, on_result, *, executor=None, workers: int = 1,
+              chunk: int | None = None, handle_signals: bool = False, progress: bool = False,
+              desc: str = "solve", unit: str = "file") -> int | None:
+    """Run ``fn`` over ``tasks`` on ``executor`` (default: serial, or a pool of
+    ``workers``), calling ``on_result(index, result, error)`` here as each one is done;
+    with ``handle_signals`` SIGINT/SIGTERM stop the run.  Returns the stop signal or None.
+    The engine under ``hpcopt.batch.run_batch`` and ``hpcopt.sweep.run_sweep``."""
+    from tqdm.auto import tqdm
+
+    stop = StopSignals()
+    if handle_signals:
+        stop.install()
+    own = executor is None
+    if executor is None:
+        executor = PoolExecutor(workers) if workers > 1 and len(tasks) > 1 \
+            else SerialExecutor()
+    try:
+        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=not progress,
+                  file=sys.stderr) as bar:
+            def report(i, result, error):
+                on_result(i, result, error, stop)
+                bar.update(1)
+
+            executor.run(fn, tasks, report, stop=stop, chunk=chunk, serial_fn=serial_fn)
+    finally:
+        stop.restore()
+        if own:
+            executor.close()
+    return stop.signum

@@ -29,7 +29,7 @@ BUNDLED_PACKAGE_DIR = "_bundled"  # pyproject maps it onto the checkout's instan
 
 def bundled_path(*parts: str) -> Path:
     """A file (or folder) of the project's ``instances/`` folder that hpcopt needs at run time:
-    the instance schema, the demo trace and the demo's knapsack instances.
+    the instance schema, the demo trace and the bundled instances of every model family.
 
     An installed wheel has them as package data under ``hpcopt/_bundled/`` (pyproject's
     ``package-dir`` maps ``hpcopt._bundled`` onto ``instances/``, only what the library
@@ -45,6 +45,7 @@ def bundled_path(*parts: str) -> Path:
 
 
 SCHEMA_PATH = bundled_path("schema", "hpcopt-instance.schema.json")
+FAMILIES = ("bbsched", "dcas", "knapsack", "osdec", "scas")  # bundled instance folders
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
                float: "number", type(None): "null"}
 
@@ -218,8 +219,42 @@ def parse_instance_text(text: str, path: str | Path = "<memory>") -> Any:
                             "characters)") from None
 
 
+def bundled_instance(name: str) -> Path | None:
+    """The file of the bundled instance ``name`` (``"FAMILY/NAME"``, e.g.
+    ``"knapsack/bb_table1"``; ``.json`` may be given), or None."""
+    family, sep, stem = str(name).replace("\\", "/").partition("/")
+    if not sep or family not in FAMILIES or not stem or "/" in stem:
+        return None
+    stem = stem[:-5] if stem.endswith(".json") else stem
+    path = bundled_path(family, stem + ".json")
+    return path if path.is_file() else None
+
+
+def bundled_instances() -> list[dict]:
+    """One row per bundled instance: ``name`` (``FAMILY/NAME``, what ``load_instance`` and
+    ``hpcopt solve`` take), ``model``, the known ``optimum`` (from the family's
+    ``optima.csv``, else None) and ``description``."""
+    import csv
+
+    rows = []
+    for family in FAMILIES:
+        folder = bundled_path(family)
+        optima: dict = {}
+        if (folder / "optima.csv").is_file():
+            with (folder / "optima.csv").open(newline="") as fh:
+                optima = {r["instance"]: float(r["optimum"]) for r in csv.DictReader(fh)}
+        for path in sorted(folder.glob("*.json")):
+            doc = json.loads(path.read_text())
+            rows.append(dict(name=f"{family}/{path.stem}", model=doc.get("model"),
+                             optimum=optima.get(path.stem),
+                             description=doc.get("description", "")))
+    return rows
+
+
 def load_instance(path: str | Path) -> Instance:
-    """Read, validate and build one instance file.
+    """Read, validate and build one instance file, or a bundled instance by name
+    (``"knapsack/bb_table1"``: ``FAMILY/NAME``, see ``bundled_instances``) when no such file
+    exists.
 
     Raises
     ------
@@ -229,20 +264,37 @@ def load_instance(path: str | Path) -> Instance:
 
     Examples
     --------
-    >>> inst = load_instance(bundled_path("knapsack", "bb_table1.json"))
+    >>> inst = load_instance("knapsack/bb_table1")
     >>> inst.name, inst.model_kind, inst.model.n_items
     ('bb_table1', 'knapsack', 5)
     """
     path = Path(path)
+    if not path.exists():
+        path = bundled_instance(str(path)) or path
+    obj = parse_instance_text(decode_instance_bytes(read_instance_bytes(path), path), path)
+    return instance_from_dict(obj, path)
+
+
+def read_instance_bytes(path: str | Path) -> bytes:
+    """The bytes of an instance file, gunzipped when they start with gzip's magic bytes
+    (``day.json.gz``); ``InstanceError`` naming the file when it cannot be read."""
+    import gzip
+    import zlib
+
     try:
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
     except OSError as err:
         raise InstanceError(f"{path}: cannot read file ({err.strerror})") from None
     except MemoryError:
         raise InstanceError(f"{path}: out of memory reading the file") from None
-    obj = parse_instance_text(decode_instance_bytes(data, path), path)
-    del data
-    return instance_from_dict(obj, path)
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise InstanceError(f"{path}: corrupt gzip data ({err})") from None
+        except MemoryError:
+            raise InstanceError(f"{path}: out of memory unpacking the file") from None
+    return data
 
 
 def _dumps(obj: Any, indent: int = 0) -> str:
@@ -271,8 +323,9 @@ def save_instance(path: str | Path, model, name: str, *, description: str = "",
 def expand_paths(patterns) -> list[Path]:
     """Expand file names, directories (their ``*.json``) and glob patterns, sorted, no duplicates.
 
-    Globs are expanded here (``**`` too), so quoted patterns work on every shell.  A pattern
-    that matches nothing, or a missing file, is an ``InstanceError`` naming it.
+    Globs are expanded here (``**`` too), so quoted patterns work on every shell.  A name that
+    is no file but a bundled instance (``knapsack/bb_table1``) is that instance's file.  A
+    pattern that matches nothing, or a missing file, is an ``InstanceError`` naming it.
     """
     if isinstance(patterns, (str, Path)):
         patterns = [patterns]
@@ -282,16 +335,20 @@ def expand_paths(patterns) -> list[Path]:
         if glob.has_magic(text):
             matches = [Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file()]
         elif Path(text).is_dir():
-            matches = list(Path(text).glob("*.json"))
+            matches = [*Path(text).glob("*.json"), *Path(text).glob("*.json.gz")]
         else:
-            matches = [Path(text)] if Path(text).is_file() else []
+            bundled = None if Path(text).exists() else bundled_instance(text)
+            matches = [Path(text)] if Path(text).is_file() else [bundled] if bundled else []
         if not matches:
-            raise InstanceError(f"{text}: no such file (or the pattern matched no files)")
+            raise InstanceError(f"{text}: no such file (or the pattern matched no files, or "
+                                "no bundled instance has that name: hpcopt instances)")
         found.update(matches)
     return sorted(found)
 
 
 __all__ = [
-    "Instance", "bundled_path", "decode_instance_bytes", "expand_paths", "instance_from_dict",
-    "load_instance", "parse_instance_text", "save_instance", "schema", "validate_instance",
+    "FAMILIES", "Instance", "bundled_instance", "bundled_instances", "bundled_path",
+    "decode_instance_bytes", "expand_paths", "instance_from_dict", "load_instance",
+    "parse_instance_text", "read_instance_bytes", "save_instance", "schema",
+    "validate_instance",
 ]

@@ -14,7 +14,11 @@ class Status(str, Enum):
     """Why a solve ended and what it holds.
 
     OPTIMAL only when proven; FEASIBLE when a limit stopped the backend with an incumbent
-    (and always for heuristics); NO_SOLUTION when it stopped without one.
+    (and always for heuristics); NO_SOLUTION when it stopped without one.  The rows of a
+    batch (``hpcopt.batch``) and of a sweep (``hpcopt.sweep``) use the same values, with a
+    ``termination`` column of ``Termination`` values: a simulation run that finished is
+    FEASIBLE (a schedule the driver checked, never claimed optimal), one stopped by a signal
+    is NO_SOLUTION (termination ``interrupted``), a failed one ERROR.
     """
 
     OPTIMAL = "OPTIMAL"

@@ -17,7 +17,7 @@ Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a f
   in that state (``hpcopt.sim.driver.Simulator.at``).
 - ``{"id": 4, "op": "asa_sample", "key": 56[, "estimate_s": E]}`` -> ``index``, ``wait_s``:
   the ASA queue-wait estimate for a proactive submission of that job geometry
-  (``hpcopt.learn.asa.ASAEstimator.sample``); ``{"id": 5, "op": "asa_observe", "key": 56,
+  (``hpcopt.agents.asa.ASAEstimator.sample``); ``{"id": 5, "op": "asa_observe", "key": 56,
   "index": I, "wait_s": W[, "estimate_s": E]}`` -> ``loss``, ``rounds``, ``observations``
   once the job started after waiting W.  Both take ``"estimator": NAME`` (default
   ``"default"``; one estimator per name, kept for the life of the process), ``"config"``
@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -75,49 +76,158 @@ def handle(request: Any) -> dict:
 
 
 def handle_line(line: str) -> dict:
-    """The reply to one line of text (not JSON is an error reply)."""
+    """The reply to one line of text (a UTF-8 byte-order mark before it is skipped).
+
+    A line that is not JSON, or whose numbers are not finite (``NaN``, ``Infinity``, or a
+    number past the double range such as ``1e400``), is an error reply; it still carries the
+    request's id whenever the id can be read.  An id past the double range is echoed as it
+    came."""
+    line = line.removeprefix("\ufeff")
+    odd: list = []  # the numbers that are not finite, as they are read
+
+    def constant(text: str) -> float:
+        odd.append(_NonFinite(text))
+        return odd[-1]
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        odd.append(_Huge(text, value))
+        return odd[-1]
+
     try:
-        request = json.loads(line, parse_constant=_reject_constant)
+        request = json.loads(line, parse_constant=constant, parse_float=number)
     except (ValueError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
-        return {"id": None, "ok": False, "error": {"type": "RequestError",
-                                                   "message": f"not valid JSON: {msg}"}}
+        msg = f"{exc.msg} (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
+            else str(exc) or "too deep"
+        return _error(_leading_id(line), f"not valid JSON: {msg}")
+    if not odd:
+        return handle(request)
+    rid = request.get("id") if isinstance(request, dict) else None
+    # an id past the double range is still an id: echoed as it came (dumps)
+    where = _non_finite({**request, "id": None} if isinstance(rid, _Huge) else request)
+    if where is not None:
+        path, value = where
+        if isinstance(value, _Huge):
+            return _error(rid, f"{path}: expected a finite number, got {value.short} (past "
+                               "the range of a double)")
+        return _error(rid if path != "request.id" else None,
+                      f"not valid JSON: {value.text} at {path} (JSON numbers are finite)")
     return handle(request)
 
 
-def dumps(reply: dict) -> str:
-    """Strict JSON (RFC 8259): non-finite numbers become null."""
-    from .batch import json_safe
+def _error(rid, msg: str) -> dict:
+    return {"id": rid, "ok": False, "error": {"type": "RequestError", "message": msg}}
 
+
+class _NonFinite(float):
+    """A number JSON cannot carry (``NaN``, ``Infinity``, ``-Infinity``), kept as its text."""
+
+    def __new__(cls, text: str, value: float | None = None):
+        number = super().__new__(cls, text if value is None else value)
+        number.text = text
+        return number
+
+    @property
+    def short(self) -> str:
+        return self.text if len(self.text) <= 40 else f"{self.text[:37]}..."
+
+
+class _Huge(_NonFinite):
+    """A JSON number past the double range (``1e400``): valid JSON, so a request's id of
+    this kind is echoed as its text."""
+
+
+def _non_finite(value, path: str = "request"):
+    """(path, value) of the first number in ``value`` that is not finite, or None."""
+    stack = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, _NonFinite):
+            return path, value
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+_ID = re.compile(r'\s*\{\s*"id"\s*:\s*')
+
+
+def _leading_id(text: str):
+    """The id of a line that is not JSON as a whole, when it opens with ``{"id": VALUE``:
+    a string or a finite number (else None)."""
+    match = _ID.match(text)
+    if match is None:
+        return None
+    try:
+        rid, _ = json.JSONDecoder(parse_constant=_NonFinite).raw_decode(text, match.end())
+    except (ValueError, RecursionError):
+        return None
+    ok = isinstance(rid, str) or (isinstance(rid, (int, float)) and not isinstance(rid, bool)
+                                  and math.isfinite(rid))
+    return rid if ok else None
+
+
+def dumps(reply: dict) -> str:
+    """Strict JSON (RFC 8259): non-finite numbers become null; an id past the double range
+    is written as it came (``1e400``)."""
+    from .jsonsafe import json_safe
+
+    rid = reply.get("id")
+    if isinstance(rid, _Huge):
+        rest = dumps({k: v for k, v in reply.items() if k != "id"})
+        return '{"id": ' + rid.text + (", " + rest[1:] if rest != "{}" else "}")
     try:
         return json.dumps(reply, allow_nan=False, default=str)
     except ValueError:
         return json.dumps(json_safe(reply), allow_nan=False, default=str)
 
 
+# JSON's whitespace: a line of only these is empty and gets no reply (any other text does)
+_BLANK = " \t\r\n"
+
+
 def serve_lines(stdin=None, stdout=None) -> int:
     """Serve ``hpcopt/1`` over line-delimited JSON until EOF; returns 0.
 
-    ``stdin`` yields lines as bytes (default: ``sys.stdin.buffer``) or text; a line that is
-    not UTF-8 gets an error reply like any other bad line."""
+    ``stdin`` yields lines as bytes (default: ``sys.stdin.buffer``) or text.  Every line
+    with text besides JSON whitespace gets exactly one reply; a line that is not UTF-8 gets
+    an error reply like any other bad line."""
+    from .batch import claim_stdout, release_stdout
+
     stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout
+    saved = None
+    if stdout is None:  # replies only: what solver libraries print goes to stderr
+        stdout, saved = claim_stdout()
+    try:
+        _serve(stdin, stdout)
+    finally:
+        release_stdout(stdout, saved)
+    return 0
+
+
+def _serve(stdin, stdout) -> None:
     for line in stdin:
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                reply = {"id": None, "ok": False, "error": {
+                if not line.strip(_BLANK.encode()):
+                    continue
+                text = line.decode("utf-8", errors="replace")
+                reply = {"id": _leading_id(text), "ok": False, "error": {
                     "type": "RequestError", "message": f"not UTF-8 text: {exc.reason} at "
                                                        f"byte {exc.start}"}}
                 stdout.write(dumps(reply) + "\n")
                 stdout.flush()
                 continue
-        if not line.strip():
+        if not line.strip(_BLANK):
             continue
-        stdout.write(dumps(handle_line(line)) + "\n")
+        stdout.write(dumps(handle_line(line.rstrip("\r\n"))) + "\n")
         stdout.flush()
-    return 0
 
 
 # ---------------------------------------------------------------------------- operations
@@ -172,7 +282,7 @@ _ESTIMATORS: dict = {}
 def _estimator(request: dict):
     """The named estimator (``"estimator"``, default ``"default"``): made on first use from
     ``config`` (``ASAEstimator`` arguments), or loaded from ``path`` when that file exists."""
-    from .learn.asa import ASAEstimator
+    from .agents.asa import ASAEstimator
 
     name = _field(request, "estimator", str, "default")
     path = _field(request, "path", str, None)
@@ -243,6 +353,7 @@ def decide(state: dict, policy, **options) -> dict:
     ``options`` are the simulator's (``order``, ``backfill``, ``window``,
     ``starvation_bound``); ``None`` values take the policy's defaults."""
     from .sim.driver import BACKFILLED, Event, Simulator
+    from .sim.orders import total_ids
 
     window = state
     now = _number(window, "time", where="window")
@@ -257,6 +368,11 @@ def decide(state: dict, policy, **options) -> dict:
               for i, (job, q) in enumerate(zip(queue, queue_rows))}
     upcoming = [_job(u, f"window.upcoming[{i}]", now)
                 for i, u in enumerate(_field(window, "upcoming", list, [], where="window"))]
+    # ids may mix integers and text: one total order over them (hpcopt.sim.orders.MixedId)
+    n_run, n_queue = len(running), len(queue)
+    jobs = total_ids([job for job, _ in running] + queue + upcoming)
+    running = [(job, end) for job, (_, end) in zip(jobs, running)]
+    queue, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
     weights = _field(window, "weights", dict, None, where="window")
     if weights is not None and hasattr(policy, "set_weights"):
         end = _field(weights, "end", int, None, where="window.weights")
@@ -275,12 +391,15 @@ def decide(state: dict, policy, **options) -> dict:
                                f"{sim.pool.free_nodes} of {system.nodes} nodes free")
     start, backfill, reserve = [], [], None
 
+    def plain(jid):  # a MixedId back to the int it came as
+        return jid if type(jid) is str else int(jid)
+
     def on_start(s, e, rec):
-        (backfill if rec.mode == BACKFILLED else start).append(rec.job.id)
+        (backfill if rec.mode == BACKFILLED else start).append(plain(rec.job.id))
 
     def on_reserve(s, e, payload):
         nonlocal reserve
-        reserve = {"id": payload[0].id, "time": payload[1]}
+        reserve = {"id": plain(payload[0].id), "time": payload[1]}
 
     sim.subscribe(Event.START, on_start)
     sim.subscribe(Event.RESERVE, on_reserve)
@@ -380,7 +499,3 @@ def _fail(where: str, expected: str, got) -> None:
     if len(text) > 40:
         text = text[:37] + "..."
     raise RequestError(f"{where}: expected {expected}, got {text}")
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")

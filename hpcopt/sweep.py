@@ -16,14 +16,16 @@ of the product and anything else a single value::
 
 Settings: ``trace``, ``nodes``, ``jobs``, ``cores_per_node``, ``policy``, ``order``,
 ``backfill``, ``window``, ``seed``, ``starvation_bound``, ``period``, ``warmup``,
-``cooldown`` (the arguments of ``hpcopt.simulate``) and the options of any registered policy
+``cooldown``, ``workload``, ``workload_seed``, ``bb``, ``ssd_classes``, ``topology`` (the
+arguments of ``hpcopt.simulate``) and the options of any registered policy
 (``hpcopt policies``), at the top level or under ``"options"``.  A policy option goes only to
 the policies that take it (``backend`` does not multiply the ``fcfs`` runs); runs that end
 up with the same settings are run once.  An option whose value is itself a list (``weights``)
 is written as a list of lists (``[[0.5, 0.5]]``: one value).
 
 Each row: ``run`` (a stable id of the settings: the ``--resume`` key), the run's settings,
-``status`` (OK, ERROR or INTERRUPTED), every ``summary`` metric, ``wall_time_s`` and
+``status`` (``hpcopt.result.Status``: FEASIBLE for a finished run, NO_SOLUTION when
+interrupted, ERROR), every ``summary`` metric, ``wall_time_s`` and
 ``error``.  A run that fails (a bad policy name, a missing trace, a window of 0) is an error
 row and the sweep goes on; ``--resume`` skips the runs already finished in ``--out``.
 """
@@ -41,9 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, closest, one_line
+from .result import Status, Termination
 
 SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
-            "window", "seed", "starvation_bound", "period", "warmup", "cooldown"]
+            "window", "seed", "starvation_bound", "period", "warmup", "cooldown", "workload",
+            "workload_seed", "bb", "ssd_classes", "topology"]
 METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
            "avg_bounded_slowdown", "utilization", "makespan", "node_seconds", "first_submit",
            "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",
@@ -153,7 +157,7 @@ def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep
 
 def _row(settings: dict, **fields) -> dict:
     """A strict-JSON row: run id, settings, status, metrics, then wall time and error."""
-    from .batch import json_safe
+    from .jsonsafe import json_safe
 
     tail = {k: fields.pop(k, None) for k in TAIL}
     return json_safe({"run": run_id(settings), **settings, **fields, **tail})
@@ -163,11 +167,11 @@ def run_one(task: tuple, stop=None) -> dict:
     """Worker side: the row of one run (``task`` = (settings, trace path to read))."""
     import signal
 
-    from . import batch
     from .api import simulate
+    from .executors import Interrupted, worker_stop
 
     settings, path = task
-    stop = stop if stop is not None else batch._WORKER_STOP
+    stop = stop if stop is not None else worker_stop()
     kwargs = {k: v for k, v in settings.items() if k != "trace"}
     t0 = time.perf_counter()
     try:
@@ -175,18 +179,21 @@ def run_one(task: tuple, stop=None) -> dict:
             res = simulate(path, **kwargs)
         summary = {k: res.summary[k] for k in METRICS if k in res.summary}
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
-        return _row(settings, status="OK", **summary,
-                    wall_time_s=time.perf_counter() - t0, termination="finished", error="")
-    except batch.Interrupted as exc:
-        return _row(settings, status="INTERRUPTED", wall_time_s=time.perf_counter() - t0,
-                    termination="interrupted",
+        return _row(settings, status=Status.FEASIBLE.value, **summary,
+                    wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.FINISHED.value, error="")
+    except Interrupted as exc:
+        return _row(settings, status=Status.NO_SOLUTION.value,
+                    wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.INTERRUPTED.value,
                     error=f"interrupted by {signal.Signals(exc.signum).name} before it "
                           "finished")
     except Exception as exc:  # noqa: BLE001 - a bad setting is an error row
-        return _row(settings, status="ERROR", wall_time_s=time.perf_counter() - t0,
-                    termination="error", error=one_line(exc) or type(exc).__name__)
+        return _row(settings, status=Status.ERROR.value, wall_time_s=time.perf_counter() - t0,
+                    termination=Termination.ERROR.value,
+                    error=one_line(exc) or type(exc).__name__)
     finally:
-        if stop is not None and stop is not batch._WORKER_STOP:
+        if stop is not None and stop is not worker_stop():
             stop.reinstall()
 
 
@@ -211,8 +218,9 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
               progress: bool = False) -> SweepRun:
     """Run every setting of ``sweep`` (a ``Sweep``, a sweep file or its object); each row
     goes to ``writer`` (a ``RowWriter``) as soon as its run ends.  The executor and stop
-    handling are ``hpcopt solve``'s (``hpcopt.batch.run_tasks``)."""
-    from .batch import is_done, run_tasks
+    handling are ``hpcopt solve``'s (``hpcopt.executors.run_tasks``)."""
+    from .batch import is_done
+    from .executors import run_tasks
 
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
@@ -228,7 +236,8 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     def on_result(i: int, row, error: str | None, stop) -> None:
         index, settings = todo[i]
         if error is not None:  # the worker died
-            row = _row(settings, status="ERROR", termination="error", error=error)
+            row = _row(settings, status=Status.ERROR.value,
+                       termination=Termination.ERROR.value, error=error)
         if writer is not None:
             writer.write(row)
         rows.append((index, row))

@@ -34,6 +34,7 @@ columns and rows (reduced: starts worth <= 0 and rows that can never be overload
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -74,9 +75,9 @@ def _integer(field: str, value: Any, minimum: int | None) -> int:
 def _weight(field: str, value: Any) -> float:
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) \
-            or value < 0:
-        raise _error(field, "a finite number >= 0", repr(value))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 <= value <= sys.float_info.max:  # NaN fails too; so does a huge int
+        raise _error(field, "a finite number >= 0", repr(value)[:40])
     return float(value)
 
 

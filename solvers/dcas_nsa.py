@@ -1,7 +1,7 @@
 """DCAS by neural simulated annealing (backend ``nsa``; Lan et al., CLUSTER'23, section V).
 
 The loop of the ``sa`` backend (``dcas_sa.run_annealing``) with the learned repair operator
-of ``hpcopt.learn.nsa``: a PPO-trained policy picks the first position of each removed job.
+of ``hpcopt.agents.nsa``: a PPO-trained policy picks the first position of each removed job.
 The operator is read from a checkpoint (default: the one shipped for ``paper-1000``) and kept
 in memory per path, so solving many windows loads it once.
 """
@@ -18,14 +18,14 @@ from .registry import Outcome, SolveOptions, Solver, register
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, mtime: float, mode: str):
-    from hpcopt.learn.nsa import LearnedRepair
+    from hpcopt.agents.nsa import LearnedRepair
 
     return LearnedRepair.load(path, mode=mode)
 
 
 def learned_repair(checkpoint=None, mode: str = "sample"):
     """The (cached) ``LearnedRepair`` of ``checkpoint`` (default: the shipped one)."""
-    from hpcopt.learn.nsa import DEFAULT_CHECKPOINT, LearnedRepair
+    from hpcopt.agents.nsa import DEFAULT_CHECKPOINT, LearnedRepair
 
     path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
     if not path.is_file():

@@ -9,7 +9,7 @@ A solution is the placement order with each job's first node id.  Removing jobs 
 others' first nodes and replays them (``DCASModel.replay``), so every neighbour is a valid
 DCAS decision.  The repair operator is pluggable: ``RandomRepair`` (the paper's SA: a uniform
 random first position in the current sequence), ``GreedyRepair`` (the cheapest block), or the
-learned operator of NSA (``hpcopt.learn.nsa``), all with one signature
+learned operator of NSA (``hpcopt.agents.nsa``), all with one signature
 ``repair(model, seq, sizes, rng) -> positions``.
 """
 

@@ -100,6 +100,10 @@ class Pyomo(Solver):
     OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # options of the pyomo solver
 
+    def check_ready(self) -> None:
+        super().check_ready()
+        self._solver()
+
     def _solver(self):
         import pyomo.environ  # noqa: F401  (registers the solver plugins)
         from pyomo.opt import SolverFactory

@@ -25,6 +25,7 @@ from hpcopt.errors import (
     SolverUnavailableError,
     UnknownSolverError,
     closest,
+    refuse_duplicate,
 )
 from hpcopt.result import Limit, ParetoPoint, Result, Status
 
@@ -112,6 +113,16 @@ class Solver:
         """Version of the backend library ('' when not applicable)."""
         return _dist_version(self.REQUIRED_MODULES[0]) if self.REQUIRED_MODULES else ""
 
+    def check_ready(self) -> None:
+        """Raise ``SolverUnavailableError`` unless this backend can run here (its library is
+        installed; a family's named solver exists), so a caller can refuse it up front."""
+        if not self.available():
+            hint = f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""
+            raise SolverUnavailableError(
+                f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
+                f"which is not installed{hint}"
+            )
+
     def supports(self, model) -> bool:
         return model.kind in self.SUPPORTED_MODELS
 
@@ -140,11 +151,7 @@ class Solver:
                 f"it supports {list(self.SUPPORTED_MODELS)}"
             )
         if not self.available():
-            hint = f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""
-            raise SolverUnavailableError(
-                f"backend {self.full_name!r} needs {', '.join(self.REQUIRED_MODULES)}, "
-                f"which is not installed{hint}"
-            )
+            self.check_ready()
         if time_limit is not None and not (isinstance(time_limit, (int, float))
                                            and time_limit > 0 and math.isfinite(time_limit)):
             raise SolverOptionError(
@@ -284,6 +291,7 @@ def register(name: str, *, family: bool = False):
     """Class decorator: register a backend under ``name`` (a family prefix if ``family``)."""
 
     def deco(cls: type[Solver]) -> type[Solver]:
+        refuse_duplicate("backend", name, _FAMILIES if family else _REGISTRY, cls)
         cls.name = name
         (_FAMILIES if family else _REGISTRY)[name] = cls
         return cls
@@ -298,6 +306,7 @@ def register_canonical(kind: str):
     applies it to the OPTIMAL answers of backends that are not ``CANONICAL`` themselves."""
 
     def deco(fn):
+        refuse_duplicate("canonical tie-break of", kind, _CANONICAL, fn)
         _CANONICAL[kind] = fn
         return fn
 

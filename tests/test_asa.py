@@ -1,4 +1,4 @@
-"""ASA queue-wait estimator (hpcopt.learn.asa): Algorithm 1, the sampling policies, Theorem 1.
+"""ASA queue-wait estimator (hpcopt.agents.asa): Algorithm 1, the sampling policies, Theorem 1.
 
 Paper 002 (../shared/papers/002_be0883a9f614b21d.txt), section 3.2 (Algorithm 1, eq. (3)),
 section 4.4 (Figure 5) and Appendix A (Theorem 1); spec ../shared/specs/asa.md.
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hpcopt.agents.asa import DEFAULT_CANDIDATES, ASAEstimator, EstimatorError
 from hpcopt.errors import HpcoptError
-from hpcopt.learn.asa import DEFAULT_CANDIDATES, ASAEstimator, EstimatorError
 
 E = math.e
 

@@ -95,8 +95,9 @@ def test_signal_keeps_every_row_and_exits_128_plus_signal(tmp_path, signum, work
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     rows = [strict_loads(line) for line in out.read_text().splitlines()]
-    done = [r["file"] for r in rows if r["termination"] != "interrupted"]
-    assert sorted(done) == [f"f{i:02d}.json" for i in range(16)]
+    # one row per (file, backend): the interrupted rows were replaced by the finished ones
+    assert sorted(r["file"] for r in rows) == [f"f{i:02d}.json" for i in range(16)]
+    assert all(r["status"] == "OPTIMAL" and r["termination"] != "interrupted" for r in rows)
 
 
 def test_ctrl_c_during_cpsat_is_recorded_as_interrupted(tmp_path):
@@ -152,3 +153,29 @@ def _interrupt_a_cpsat_solve(tmp_path):
     assert res.limit == Limit.INTERRUPT and res.termination == Termination.INTERRUPTED
     assert res.wall_time < 30
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_scip_ctrl_c_banner_stays_off_stdout(tmp_path):
+    """With --out -, standard output holds the rows only: SCIP's "pressed CTRL-C" banner,
+    printed from C, goes to standard error."""
+    hard_knapsack(tmp_path / "b.json")
+    proc = start(["solve", "b.json", "--backend", "scip", "--out", "-", "--no-progress"],
+                 tmp_path)
+    time.sleep(6.0)  # inside SCIP's search
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    rows = [strict_loads(line) for line in stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["termination"] == "interrupted", stdout
+    assert "pressed CTRL-C" in stderr and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("hpcopt: interrupted by SIGINT")
+
+
+def test_rows_on_stdout_from_worker_processes(tmp_path):
+    copies(tmp_path, EASY, 4)
+    proc = subprocess.run([sys.executable, "-m", "hpcopt.cli", "solve", "f*.json", "--out", "-",
+                           "--workers", "2", "--no-progress"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [strict_loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(r["file"] for r in rows) == [f"f{i:02d}.json" for i in range(4)]

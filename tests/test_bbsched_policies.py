@@ -16,8 +16,8 @@ from hpcopt.policies.multi_resource import window_model
 from hpcopt.sim.driver import Event, Simulator
 from hpcopt.sim.resources import make_pool
 
-NINE = ["baseline", "weighted", "weighted_cpu", "weighted_bb", "constrained_cpu",
-        "constrained_bb", "constrained_ssd", "bin_packing", "bbsched"]
+NINE = ["baseline", "weighted", "weighted-cpu", "weighted-bb", "constrained-cpu",
+        "constrained-bb", "constrained-ssd", "alignment-first", "bbsched"]
 TABLE1 = System(nodes=100, bb=100.0)
 
 
@@ -38,12 +38,12 @@ def first_starts(policy, jobs, system, **options):
 
 @pytest.mark.parametrize("policy, expected", [
     ("baseline", [1, 4]),  # J1, then J4 backfilled (the paper's naive method)
-    ("weighted_cpu", [1, 5]),
-    ("constrained_cpu", [1, 5]),
-    ("bin_packing", [1, 5]),
+    ("weighted-cpu", [1, 5]),
+    ("constrained-cpu", [1, 5]),
+    ("alignment-first", [1, 5]),
     ("weighted", [2, 3, 4, 5]),
-    ("weighted_bb", [2, 3, 4, 5]),
-    ("constrained_bb", [2, 3, 4, 5]),
+    ("weighted-bb", [2, 3, 4, 5]),
+    ("constrained-bb", [2, 3, 4, 5]),
     ("bbsched", [2, 3, 4, 5]),
 ])
 def test_table1_decisions_match_the_paper(policy, expected):
@@ -98,8 +98,8 @@ def _window(jobs, system, free_nodes=None):
 def test_weighted_and_constrained_windows_are_brute_force_optimal(seed):
     """The knapsack each policy solves has the BBSched constraints and the stated value."""
     jobs, system = _workload(seed, n=9)
-    for name, score in [("constrained_cpu", lambda F: (F[0], F[1])),
-                        ("constrained_bb", lambda F: (F[1], F[0])),
+    for name, score in [("constrained-cpu", lambda F: (F[0], F[1])),
+                        ("constrained-bb", lambda F: (F[1], F[0])),
                         ("weighted", lambda F: None)]:
         policy = make_policy(name)
         window = _window(jobs, system)

@@ -89,7 +89,7 @@ def test_listing_commands(capsys):
         assert name in out
     assert main(["policies"]) == 0
     out = capsys.readouterr().out
-    for name in ("fcfs", "sjf", "wfp", "binpacking", "random", "knapsack"):
+    for name in ("fcfs", "sjf", "wfp", "largest-first", "random", "knapsack"):
         assert name in out
 
 

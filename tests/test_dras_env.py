@@ -9,17 +9,17 @@ gym = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
-from hpcopt.api import load_trace, simulate  # noqa: E402
-from hpcopt.domain import Job, System  # noqa: E402
-from hpcopt.errors import SimulationError  # noqa: E402
-from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
-from hpcopt.learn.dras_state import (  # noqa: E402
+from hpcopt.agents.dras_state import (  # noqa: E402
     CapabilityReward,
     CapacityReward,
     StateEncoder,
     StepContext,
 )
+from hpcopt.api import load_trace, simulate  # noqa: E402
+from hpcopt.domain import Job, System  # noqa: E402
+from hpcopt.errors import SimulationError  # noqa: E402
 from hpcopt.sim.metrics import job_table  # noqa: E402
+from hpcopt.trainers.dras_env import DrasEnv  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
 

@@ -9,17 +9,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
-from hpcopt.domain import Job, System  # noqa: E402
-from hpcopt.errors import HpcoptError  # noqa: E402
-from hpcopt.learn.dras import (  # noqa: E402
+from hpcopt.agents.dras import (  # noqa: E402
     DrasAgent,
     DrasConfig,
     get_config,
     n_parameters,
-    run_episode,
 )
-from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
-from hpcopt.learn.jobsets import WEEK, JobsetGenerator, rebase, split_months  # noqa: E402
+from hpcopt.domain import Job, System  # noqa: E402
+from hpcopt.errors import HpcoptError  # noqa: E402
+from hpcopt.trainers.dras_env import DrasEnv, run_episode  # noqa: E402
+from hpcopt.trainers.jobsets import WEEK, JobsetGenerator, rebase, split_months  # noqa: E402
 
 from .conftest import shared_file  # noqa: E402
 

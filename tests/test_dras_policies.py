@@ -12,15 +12,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
+from hpcopt.agents.dras import DrasAgent, DrasConfig  # noqa: E402
 from hpcopt.api import simulate  # noqa: E402
 from hpcopt.cli import main  # noqa: E402
 from hpcopt.domain import Job, System  # noqa: E402
 from hpcopt.errors import HpcoptError, SimulationError  # noqa: E402
-from hpcopt.learn.dras import DrasAgent, DrasConfig, run_episode  # noqa: E402
-from hpcopt.learn.dras_env import DrasEnv  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
 from hpcopt.policies.dras import CHECKPOINTS  # noqa: E402
 from hpcopt.traces import write_swf  # noqa: E402
+from hpcopt.trainers.dras_env import DrasEnv, run_episode  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
 
@@ -44,7 +44,7 @@ def trained(tmp_path, kind="pg", levels="dras", config=TINY, nodes=64):
 
 
 def test_importing_the_policies_does_not_import_torch():
-    code = ("import sys, hpcopt.policies, hpcopt.learn; hpcopt.policies.make_policy('dras-pg');"
+    code = ("import sys, hpcopt.policies, hpcopt.agents; hpcopt.policies.make_policy('dras-pg');"
             "print('torch' in sys.modules, 'gymnasium' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -85,9 +85,9 @@ def test_wfp_prefers_large_long_waiting_jobs():
     assert s[3][0] == 100 and s[2][0] == 200
 
 
-def test_binpacking_starts_largest_first():
+def test_largest_first_starts_the_largest_jobs_first():
     jobs = [J(1, 0, 2, 10), J(2, 0, 3, 10), J(3, 0, 4, 10)]
-    s = starts(run(jobs, 7, policy="binpacking", backfill="none"))
+    s = starts(run(jobs, 7, policy="largest-first", backfill="none"))
     assert s[3][0] == 0 and s[2][0] == 0 and s[1][0] == 10
 
 
@@ -101,11 +101,11 @@ def test_knapsack_policy_packs_the_window_and_reserves_the_oldest():
 
 # ---------------------------------------------------------------- starvation, events, period
 def test_starvation_bound_serves_a_passed_over_job_first():
-    # job 1 (2 nodes) is passed over at t=0 by the larger job 2; BinPacking would pick job 3
+    # job 1 (2 nodes) is passed over at t=0 by the larger job 2; largest-first would pick job 3
     # (9 nodes) again at t=100, but with K=1 job 1 is served first.
     jobs = [J(1, 0, 2, 100), J(2, 0, 9, 100), J(3, 50, 9, 100)]
-    plain = starts(run(jobs, 10, policy="binpacking", backfill="none"))
-    bounded = starts(run(jobs, 10, policy="binpacking", backfill="none", starvation_bound=1))
+    plain = starts(run(jobs, 10, policy="largest-first", backfill="none"))
+    bounded = starts(run(jobs, 10, policy="largest-first", backfill="none", starvation_bound=1))
     assert plain[1][0] == 200 and plain[3][0] == 100
     assert bounded[1][0] == 100 and bounded[3][0] == 200
 
@@ -211,7 +211,7 @@ job_lists = st.lists(
     st.tuples(st.integers(0, 200), st.integers(1, 8), st.integers(1, 100), st.integers(0, 100)),
     min_size=1, max_size=25,
 )
-POLICIES = ["fcfs", "sjf", "wfp", "binpacking", "random", "knapsack"]
+POLICIES = ["fcfs", "sjf", "wfp", "largest-first", "random", "knapsack"]
 
 
 def _jobs(raw):

@@ -12,11 +12,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hpcopt.learn import nsa, nsa_train  # noqa: E402
+from hpcopt.agents import nsa  # noqa: E402
 from hpcopt.models.dcas import DCASModel  # noqa: E402
 from hpcopt.solvers import get_solver, solve  # noqa: E402
 from hpcopt.solvers.dcas_nsa import NeuralSimulatedAnnealing  # noqa: E402
 from hpcopt.topology import FatTree, block  # noqa: E402
+from hpcopt.trainers import nsa_train  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -274,7 +275,7 @@ def test_nsa_backend_options_and_availability(checkpoint, monkeypatch):
 
 
 def test_import_hpcopt_does_not_import_torch():
-    code = ("import sys, hpcopt, hpcopt.solvers, hpcopt.learn; "
+    code = ("import sys, hpcopt, hpcopt.solvers, hpcopt.agents; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

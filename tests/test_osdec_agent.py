@@ -15,15 +15,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hpcopt.agents import osdec_agent  # noqa: E402
+from hpcopt.agents.osdec_agent import VARIANTS, Actor, AgentConfig, OSDECAgent  # noqa: E402
 from hpcopt.cloud import load_osdec, simulate_osdec  # noqa: E402
 from hpcopt.domain import Job, RunningJob  # noqa: E402
 from hpcopt.errors import HpcoptError  # noqa: E402
-from hpcopt.learn import osdec_agent  # noqa: E402
-from hpcopt.learn.osdec_agent import VARIANTS, Actor, AgentConfig, OSDECAgent  # noqa: E402
-from hpcopt.learn.osdec_train import TrainConfig, run_episode, step_rewards, train  # noqa: E402
 from hpcopt.models.osdec import OSDECModel  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
 from hpcopt.policies.osdec import OSDECPolicy  # noqa: E402
+from hpcopt.trainers.osdec_train import TrainConfig, run_episode, step_rewards, train  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
 

@@ -41,7 +41,10 @@ def test_the_day_has_ids_whose_text_order_is_not_their_order(days):
     ids = [j["id"] for j in days[0]["data"]["jobs"]]
     assert sorted(ids) != sorted(ids, key=id_order)
     assert sorted(NumberedId(i) for i in ids) == sorted(ids, key=id_order)
-    assert id_order("86400:44") < id_order("86400:213") and id_order(5) < id_order("12")
+    assert id_order("86400:44") < id_order("86400:213") and id_order(50) < id_order("12")
+    from hpcopt.sim.orders import MixedId  # mixed ids: integers first, as the driver orders them
+
+    assert sorted([NumberedId("t:10"), MixedId(7), NumberedId("t:9")]) == [7, "t:9", "t:10"]
 
 
 @pytest.mark.parametrize(("name", "options"), POLICIES, ids=lambda x: str(x) if x else "")

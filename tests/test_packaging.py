@@ -23,7 +23,7 @@ try:
 except ImportError:  # Python 3.10: pytest's own dependency
     import tomli as tomllib
 
-from hpcopt.instances import SCHEMA_PATH, bundled_path, load_instance, schema
+from hpcopt.instances import FAMILIES, SCHEMA_PATH, bundled_path, load_instance, schema
 
 from .conftest import REPO
 
@@ -62,15 +62,18 @@ def test_package_data_covers_what_the_library_reads():
     shipped = {Path(f).resolve() for package, patterns in data.items() for pattern in patterns
                for f in glob.glob(str(_package_dir(package) / pattern))}
     needed = [bundled_path(rel) for rel in RUNTIME_FILES]
-    needed += [Path(p) for p in glob.glob(str(bundled_path("knapsack") / "*.json"))]
-    needed += list((REPO / "hpcopt" / "learn" / "checkpoints").iterdir())
-    needed += list((REPO / "hpcopt" / "data").iterdir())
+    for family in FAMILIES:
+        needed += [Path(p) for p in glob.glob(str(bundled_path(family) / "*.json"))]
+    needed += list((REPO / "hpcopt" / "agents" / "checkpoints").iterdir())
     assert len(needed) >= 15
     assert [p for p in needed if p.resolve() not in shipped] == []
-    # and nothing else of instances/: no generators, no other models' instances
+    # every family folder of instances/ is one FAMILIES lists (hpcopt instances), and no
+    # generator script is shipped
     bundled = _package_dir("hpcopt._bundled").resolve()
-    assert {p.relative_to(bundled).parts[0] for p in shipped if bundled in p.parents} == {
-        "schema", "traces", "knapsack"}
+    folders = {p.name for p in bundled.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {"schema", "traces", *FAMILIES}
+    assert {p.relative_to(bundled).parts[0] for p in shipped if bundled in p.parents} == folders
+    assert not [p for p in shipped if p.suffix == ".py"]
 
 
 def test_bundled_files_and_schema_load_here():
@@ -113,7 +116,15 @@ import glob, importlib.resources, json, sys
 from pathlib import Path
 import hpcopt, hpcopt.models, hpcopt.solvers
 from hpcopt.cli import instances_dir
-from hpcopt.instances import SCHEMA_PATH, bundled_path, load_instance, schema
+from hpcopt.datadir import data_dir
+from hpcopt.errors import DataNotFoundError
+from hpcopt.instances import SCHEMA_PATH, bundled_instances, bundled_path, load_instance, schema
+from hpcopt.workloads import load_batsim
+def no_data():
+    try:
+        load_batsim()
+    except DataNotFoundError as err:
+        return str(err)
 lib, repo = Path({str(lib)!r}), Path({str(REPO)!r})
 files = importlib.resources.files("hpcopt") / "_bundled"
 found = {{rel: (files / rel).is_file() for rel in {RUNTIME_FILES!r}}}
@@ -126,12 +137,17 @@ print(json.dumps({{
     "schema": schema()["$id"],
     "knapsack": sorted(Path(p).name for p in glob.glob(str(instances_dir() / "knapsack/*.json"))),
     "loaded": load_instance(instances_dir() / "knapsack" / "ks1_tiny_5.json").name,
+    "by_name": [load_instance(r["name"]).name for r in bundled_instances()],
+    "data_dir": None if data_dir() is None else str(data_dir()),
+    "no_data": no_data(),
 }}))
 """
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
     proc = subprocess.run([sys.executable, "-c", probe], cwd=run_dir, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(lib)})
+                          text=True, timeout=120, env={**{k: v for k, v in os.environ.items()
+                                                         if k != "HPCOPT_DATA"},
+                                                      "PYTHONPATH": str(lib)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["found"] == dict.fromkeys(RUNTIME_FILES, True)
@@ -140,6 +156,12 @@ print(json.dumps({{
     assert got["knapsack"] == sorted(p.name for p in (REPO / "instances" / "knapsack").glob(
         "*.json"))
     assert got["loaded"] == "ks1_tiny_5"
+    # every family by name; no data directory beside site-packages, and a clear line instead
+    assert len(got["by_name"]) == len([p for f in FAMILIES for p in (REPO / "instances" / f)
+                                       .glob("*.json")])
+    assert got["data_dir"] is None
+    assert "not found (no data directory is set)" in got["no_data"] and "HPCOPT_DATA" in \
+        got["no_data"]
 
 
 def test_resources_api_in_this_install():

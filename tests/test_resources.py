@@ -74,7 +74,7 @@ jobs_st = st.lists(
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(raw=jobs_st, policy=st.sampled_from(["fcfs", "sjf", "binpacking", "random", "knapsack"]),
+@given(raw=jobs_st, policy=st.sampled_from(["fcfs", "sjf", "largest-first", "random", "knapsack"]),
        backfill=st.sampled_from(["easy", "none"]))
 def test_no_resource_is_ever_over_committed(raw, policy, backfill):
     system = System(nodes=6, bb=100.0, ssd_classes={128: 3, 256: 3})

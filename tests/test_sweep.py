@@ -69,7 +69,7 @@ def test_rows_are_settings_plus_summary_and_bad_settings_are_error_rows(tmp_path
     assert code == 1 and "runs failed" in captured.err
     rows = read(out)
     assert len(rows) == 8
-    ok = [r for r in rows if r["status"] == "OK"]
+    ok = [r for r in rows if r["status"] == "FEASIBLE"]
     assert [(r["trace"], r["policy"], r["window"]) for r in ok] == [(str(DEMO), "sjf", 4)]
     assert ok[0]["job_count"] == 50 and ok[0]["avg_wait"] >= 0 and ok[0]["error"] == ""
     assert ok[0]["run"] == run_id({"trace": str(DEMO), "jobs": 50, "policy": "sjf",
@@ -104,7 +104,7 @@ def test_traces_are_relative_to_the_sweep_file_and_csv_resumes(tmp_path, capsys)
     out = tmp_path / "runs.csv"
     assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 0
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 6 and all(r["status"] == "OK" for r in rows)
+    assert len(rows) == 6 and all(r["status"] == "FEASIBLE" for r in rows)
     # cut the file to its header and two rows: --resume runs the other four only
     lines = out.read_text().splitlines(keepends=True)
     out.write_text("".join(lines[:3]) + lines[3][:10])
@@ -154,4 +154,4 @@ def test_sigterm_keeps_every_row_written(tmp_path):
     assert "interrupted by SIGTERM" in err and "Traceback" not in err
     rows = read(out)
     assert 2 <= len(rows) < 400
-    assert all(r["status"] == "OK" for r in rows if r["termination"] != "interrupted")
+    assert all(r["status"] == "FEASIBLE" for r in rows if r["termination"] != "interrupted")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hpcopt import service
-from hpcopt.learn.asa import ASAEstimator
+from hpcopt.agents.asa import ASAEstimator
 from hpcopt.service import handle, handle_line
 
 

@@ -1,6 +1,14 @@
 """Window policies, registered by name (``make_policy("fcfs")``)."""
 
 from . import classic, cloud, dras, knapsack, multi_resource, osdec, topology  # noqa: F401
-from .base import Policy, describe_policies, make_policy, policy_names, register_policy
+from .base import (
+    Policy,
+    build_policy,
+    describe_policies,
+    make_policy,
+    policy_names,
+    register_policy,
+)
 
-__all__ = ["Policy", "describe_policies", "make_policy", "policy_names", "register_policy"]
+__all__ = ["Policy", "build_policy", "describe_policies", "make_policy", "policy_names",
+           "register_policy"]

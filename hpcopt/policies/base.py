@@ -11,11 +11,23 @@ CLI makes its policy flags from those declarations.
 from __future__ import annotations
 
 import inspect
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral, Real
+from os import PathLike
 from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError, UnknownPolicyError, closest
+from hpcopt.errors import (
+    PolicyOptionError,
+    RegistryError,
+    SimulationError,
+    UnknownPolicyError,
+    closest,
+    refuse_duplicate,
+)
+from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
 
@@ -27,36 +39,32 @@ DRIVER_OPTIONS = ("order", "window", "starvation_bound", "seed")
 class Option:
     """A policy option: ``name`` (a constructor keyword), ``type`` (``int``, ``float``,
     ``str``, ``bool``, or ``"floats"`` for a comma-separated list), ``help``, optional
-    ``choices``.  Its default is the policy's (the registration's, else the constructor's)."""
+    ``choices`` or ``min`` (the least value).  Its default is the policy's (the
+    registration's, else the constructor's)."""
 
     name: str
     type: Any
     help: str
     choices: tuple | None = None
+    min: float | None = None
 
 
-class Policy:
+class Policy(PolicyHooks):
     """Base class: ``decide(window) -> Decision``; ``reset(seed)`` before each run.
 
-    ``OPTIONS`` declares the options a user may set (besides ``DRIVER_OPTIONS``);
-    ``options`` holds every constructor option in force once built by ``make_policy``.
+    The optional hooks the driver reads (``one_pick``, ``order``, ``window``, ``backfill``,
+    ``period``, ``attach`` ...) and their defaults are ``hpcopt.sim.protocol.PolicyHooks``.
+    ``starts_prefix`` (``decide`` is exactly the head-first rule, start the longest prefix of
+    the window that fits, which the driver then applies itself through
+    ``hpcopt.sim.resources.fitting_prefix``) is reset to False for a subclass that overrides
+    ``decide`` without setting it again.  ``OPTIONS`` declares the options a user may set
+    (besides ``DRIVER_OPTIONS``); ``options`` holds every constructor option in force once
+    built by ``make_policy``.
     """
 
     name: ClassVar[str] = ""
     doc: ClassVar[str] = ""
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
-    one_pick: ClassVar[bool] = False
-    # True when the policy starts nothing while the first queued job does not fit: the driver
-    # may then skip re-deciding passes where only new jobs joined (hpcopt.sim.driver, "Speed")
-    waits_for_head: ClassVar[bool] = False
-    # True when decide() is exactly the head-first rule (start the longest prefix of the
-    # window that fits; the driver picks the reservation): the driver then applies that rule
-    # itself (hpcopt.sim.resources.fitting_prefix) without a Window, a Decision or a call.
-    # Read from the class: a subclass that overrides decide() (unless it sets this too), a
-    # wrapper that forwards attributes, or a decide() set on the instance is asked again.
-    starts_prefix: ClassVar[bool] = False
-    order: str | None = None
-    window: int | None = None
     options: dict = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -99,14 +107,61 @@ class OnePickPolicy(Policy):
                               "environment sends the picks); it has no pick() of its own")
 
 
+# the longest time limit a policy takes per solve (about 31 years): beyond it a number is a
+# mistake, and some solvers refuse it (SCIP's limit is 1e20 s)
+MAX_TIME_LIMIT = 1e9
+
+
+def window_solver(backend: str, kind: str, time_limit: float | None = None):
+    """The backend a policy solves its ``kind`` window models with, checked when the policy
+    is built: a run or a request is refused alike whether or not some pass needs a solve.
+    ``backend`` must be a registered backend that solves ``kind`` models and can run here
+    (a family's named solver exists); ``time_limit`` is None or a number of seconds in
+    (0, ``MAX_TIME_LIMIT``]."""
+    from hpcopt.errors import SolverOptionError
+    from hpcopt.solvers import available_backends, get_solver
+    from hpcopt.solvers.registry import family_classes
+
+    if time_limit is not None and not (_finite(time_limit)
+                                       and 0 < time_limit <= MAX_TIME_LIMIT):
+        raise SolverOptionError(f"time_limit: expected a number of seconds > 0 and <= "
+                                f"{MAX_TIME_LIMIT:g}, got {repr(time_limit)[:40]}")
+    solver = get_solver(backend)
+    if kind not in solver.SUPPORTED_MODELS:
+        able = available_backends(kind) + [f"{name}:<solver>" for name, cls in
+                                           family_classes().items()
+                                           if kind in cls.SUPPORTED_MODELS]
+        raise PolicyOptionError(f"backend {backend!r} does not solve {kind} models; backends "
+                                f"that do: {', '.join(able)}")
+    solver.check_ready()
+    return solver
+
+
 def register_policy(name: str, **defaults):
-    """Class decorator: register a policy class under ``name`` with constructor defaults."""
+    """Class decorator: register a policy class under ``name`` with constructor defaults.
+
+    A default that is not a driver setting (``kind="pg"``, ``weights=(0.8, 0.2)``) is what the
+    name means: ``make_policy`` refuses another value for it, so a name runs what it says.
+    A name registered twice by different classes is a ``RegistryError``."""
 
     def deco(cls):
+        refuse_duplicate("policy", name, {k: c for k, (c, _) in _POLICIES.items()}, cls)
+        if name in _POLICIES and _POLICIES[name][1] != defaults:
+            raise RegistryError(f"policy {name!r} is already registered with other defaults")
         _POLICIES[name] = (cls, defaults)
         return cls
 
     return deco
+
+
+def _plain(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def fixed_options(name: str) -> dict:
+    """The options that define policy ``name`` (its registration's, driver settings aside)."""
+    _, defaults = _lookup(name)
+    return {k: v for k, v in defaults.items() if k not in DRIVER_OPTIONS}
 
 
 def _lookup(name: str):
@@ -122,7 +177,7 @@ def _lookup(name: str):
 def policy_options(name: str) -> set[str]:
     """Keyword options the policy ``name`` accepts."""
     cls, _ = _lookup(name)
-    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+    return set(inspect.signature(cls.__init__).parameters) - {"self"} - set(fixed_options(name))
 
 
 def option_defaults(name: str) -> dict:
@@ -145,21 +200,78 @@ def declared_options(name: str) -> list[tuple[Option, Any]]:
 def make_policy(name: str, **options) -> Policy:
     """Build a registered policy; ``options`` override its defaults.
 
-    An option the policy does not take is a ``SimulationError`` naming the accepted ones;
-    ``policy.options`` records every option in force, defaults included.
+    An option the policy does not take, or a value it refuses, is a ``PolicyOptionError``
+    naming the option; ``policy.options`` records every option in force, defaults included.
     """
     cls, defaults = _lookup(name)
+    fixed = fixed_options(name)
+    for key in sorted(set(options) & set(fixed)):
+        if _plain(options[key]) != _plain(fixed[key]):
+            others = sorted(n for n, (c, _) in _POLICIES.items() if c is cls and n != name)
+            raise PolicyOptionError(
+                f"policy {name!r} means {key}={fixed[key]!r}; another {key} is another "
+                f"policy ({', '.join(others) or 'none registered'})")
+    options = {k: v for k, v in options.items() if k not in fixed}
     accepted = policy_options(name)
     unknown = set(options) - accepted
     if unknown:
-        raise SimulationError(
+        raise PolicyOptionError(
             f"policy {name!r} does not take option(s) {sorted(unknown)}; "
             f"it takes {sorted(accepted)}"
         )
+    _check_declared(name, cls, options)
     policy = cls(**{**defaults, **options})
     policy.name = name
     policy.options = {**option_defaults(name), **options}
     return policy
+
+
+def build_policy(policy, **options):
+    """A policy object from a name plus options, rejecting options it does not take."""
+    if hasattr(policy, "decide"):
+        if options:
+            raise PolicyOptionError(f"options {sorted(options)} given with a policy object")
+        return policy
+    return make_policy(policy, **options)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_TYPES = {int: ("an integer", lambda v: isinstance(v, Integral) and not isinstance(v, bool)),
+          float: ("a finite number", _finite),
+          "floats": ("a list of finite numbers", lambda v: isinstance(v, Iterable)
+                     and not isinstance(v, (str, bytes, dict)) and all(map(_finite, v))),
+          bool: ("true or false", lambda v: isinstance(v, bool)),
+          # a path passes as text; a callable where a policy takes one (a decision rule)
+          str: ("a string", lambda v: isinstance(v, (str, PathLike)) or callable(v))}
+
+
+def _driver_options() -> tuple[Option, ...]:
+    from hpcopt.sim.orders import ORDERS
+
+    return (Option("order", str, "", choices=tuple(ORDERS)), Option("window", int, "", min=1),
+            Option("starvation_bound", int, "", min=1), Option("seed", int, "", min=0))
+
+
+def _check_declared(name: str, cls: type, options: dict) -> None:
+    """Refuse a declared or driver option of the wrong type or below its minimum (``None``
+    passes where it is the default), whatever the run later needs."""
+    defaults = option_defaults(name)
+    for opt in cls.OPTIONS + _driver_options():
+        value = options.get(opt.name)
+        if opt.name not in options or (value is None and defaults.get(opt.name) is None):
+            continue
+        what, ok = _TYPES.get(opt.type, (None, None))
+        if opt.choices:  # a name: which names is the policy's (or driver's) own check
+            what, ok = f"one of {', '.join(map(str, opt.choices))}", _TYPES[str][1]
+        elif opt.min is not None and ok is not None:
+            what, test = f"{what} >= {opt.min}", ok
+            ok = lambda v, test=test, low=opt.min: test(v) and v >= low  # noqa: E731
+        if ok is not None and not ok(value):
+            raise PolicyOptionError(f"policy {name!r} option {opt.name}: expected {what}, got "
+                                    f"{repr(value)[:40]}")
 
 
 def policy_names() -> list[str]:
@@ -167,12 +279,14 @@ def policy_names() -> list[str]:
 
 
 def describe_policies() -> list[dict]:
-    """One row per policy (name, default order, default window, doc) for ``hpcopt policies``."""
+    """One row per policy (name, default order, default window, the pip extra it needs
+    (class attribute ``EXTRA``, e.g. ``"ml"``), options, doc) for ``hpcopt policies``."""
     rows = []
     for name in sorted(_POLICIES):
         cls, defaults = _POLICIES[name]
         p = cls(**defaults)
         opts = ", ".join(f"{o.name}={d!r}" for o, d in declared_options(name))
         rows.append(dict(policy=name, order=p.order or "fcfs", window=p.window,
-                         options=opts, doc=(cls.__doc__ or "").strip().splitlines()[0]))
+                         needs=getattr(cls, "EXTRA", None), options=opts,
+                         doc=(cls.__doc__ or "").strip().splitlines()[0]))
     return rows

@@ -1,4 +1,4 @@
-"""Classic window policies: head-first (FCFS/SJF/WFP), BinPacking and Random."""
+"""Classic window policies: head-first (FCFS/SJF/WFP), largest-first and random."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ class HeadFirst(Policy):
         return Decision(prefix_fill(window, window.jobs))
 
 
-@register_policy("binpacking")
-class BinPacking(Policy):
+@register_policy("largest-first")
+class LargestFirst(Policy):
     """Start the largest runnable jobs first until nothing else fits (DRAS's BinPacking)."""
 
     def __init__(self, window: int | None = None, order: str | None = None) -> None:

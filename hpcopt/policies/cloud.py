@@ -20,9 +20,9 @@ import math
 from typing import ClassVar
 
 from hpcopt.domain import Decision, Window, id_order
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import prefix_fill
 
 
@@ -85,7 +85,7 @@ class Tetris(ScorePolicy):
 
     def __init__(self, knob: float = 1.0, window: int | None = None) -> None:
         if not 0.0 <= knob <= 1.0:
-            raise SimulationError(f"tetris knob must be in [0, 1], got {knob}")
+            raise PolicyOptionError(f"tetris knob must be in [0, 1], got {knob}")
         self.knob = float(knob)
         self.window = window
 
@@ -145,16 +145,17 @@ class RollingMIP(ScorePolicy):
                  forecast: str = "hold", lookahead: int | None = None,
                  window: int | None = None) -> None:
         if horizon < 1:
-            raise SimulationError(f"rolling-mip horizon must be >= 1, got {horizon}")
+            raise PolicyOptionError(f"rolling-mip horizon must be >= 1, got {horizon}")
         if lookahead is not None and lookahead < 0:
-            raise SimulationError(f"rolling-mip lookahead must be >= 0, got {lookahead}")
+            raise PolicyOptionError(f"rolling-mip lookahead must be >= 0, got {lookahead}")
         self.horizon = int(horizon)
         self.lookahead = None if lookahead is None else int(lookahead)
+        window_solver(backend, "osdec", time_limit)  # fail early on a backend or limit
         self.backend = backend
         self.time_limit = float(time_limit)
         if forecast not in ("hold", "oracle"):
-            raise SimulationError(f"rolling-mip forecast must be hold or oracle, got "
-                                  f"{forecast!r}")
+            raise PolicyOptionError(f"rolling-mip forecast must be hold or oracle, got "
+                                    f"{forecast!r}")
         self.forecast = forecast
         self.window = window
         self.w1, self.w2 = 2.0, 10.0

@@ -11,7 +11,7 @@ the agents were not trained on (benchmarks/README.md, "safe defaults"); ``reserv
 is the paper's rule (the agent's non-fitting pick is reserved), which starves large jobs the
 agent never picks.
 
-Checkpoint: ``checkpoint=PATH``, else the one shipped in ``hpcopt/learn/checkpoints/`` for
+Checkpoint: ``checkpoint=PATH``, else the one shipped in ``hpcopt/agents/checkpoints/`` for
 the system size (``NAME-small-nNODES.pt``).  When no shipped checkpoint has the system's size,
 the Theta one is used as is: the small configuration's node encoding (quantile rows) and job
 sizes relative to the machine are size independent, so it transfers without fine-tuning
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hpcopt.agents import CHECKPOINTS
 from hpcopt.domain import System
-from hpcopt.errors import HpcoptError, SimulationError
+from hpcopt.errors import HpcoptError, PolicyOptionError
 
 from .base import OnePickPolicy, Option, register_policy
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "learn" / "checkpoints"
 RESERVE = ("oldest", "picked")
 
 
@@ -54,6 +54,8 @@ class DrasPolicy(OnePickPolicy):
     policy, DQL keeps its trained epsilon); otherwise it is greedy and frozen.
     """
 
+    EXTRA = "ml"  # needs torch: pip install 'hpcopt[ml]'
+
     OPTIONS = (
         Option("checkpoint", str, "learned policies: agent checkpoint (default: the shipped "
                                   "one for the system size)"),
@@ -68,7 +70,7 @@ class DrasPolicy(OnePickPolicy):
                  window: int | None = None, order: str | None = None, adapt: bool = False,
                  reserve: str = "oldest", seed: int | None = None) -> None:
         if reserve not in RESERVE:
-            raise SimulationError(f"reserve must be one of {RESERVE}, got {reserve!r}")
+            raise PolicyOptionError(f"reserve must be one of {RESERVE}, got {reserve!r}")
         super().__init__(window=window, order=order, reserve_rule=reserve,
                          fit_only=levels == "decima")
         self.kind = kind
@@ -88,7 +90,7 @@ class DrasPolicy(OnePickPolicy):
     @classmethod
     def for_agent(cls, agent, *, learn: bool, deterministic: bool, window: int,
                   order: str, reserve: str, reward, encoder) -> DrasPolicy:
-        """A policy around an agent in training (``hpcopt.learn.dras.run_episode``)."""
+        """A policy around an agent in training (``hpcopt.trainers.dras_env.run_episode``)."""
         pol = cls(agent.kind, agent.levels, window=window, order=order, reserve=reserve)
         pol.agent, pol.learn, pol.deterministic = agent, learn, deterministic
         pol.reward_fn, pol.encoder = reward, encoder
@@ -100,7 +102,11 @@ class DrasPolicy(OnePickPolicy):
 
     def load_agent(self, system: System):
         """Load (once) the checkpoint and check that it fits this policy and system."""
-        from hpcopt.learn.dras import DrasAgent
+        try:
+            from hpcopt.agents.dras import DrasAgent
+        except ImportError:
+            raise HpcoptError(f"policy {self.name or 'dras-' + self.kind!r} needs torch: pip "
+                              "install 'hpcopt[ml]'") from None
 
         path = Path(self.checkpoint) if self.checkpoint else \
             shipped_checkpoint(self.name or f"dras-{self.kind}", system.nodes)
@@ -123,25 +129,20 @@ class DrasPolicy(OnePickPolicy):
                 self.agent.nodes == sim.system.nodes else self.load_agent(sim.system)
             w = agent.config.window
             if self.window is not None and self.window != w:
-                raise SimulationError(f"the checkpoint's network picks among W={w} jobs; "
-                                      f"window {self.window} does not apply")
+                raise PolicyOptionError(f"the checkpoint's network picks among W={w} jobs; "
+                                        f"window {self.window} does not apply")
             self.window = w
             self.window_fixed = True
-            from hpcopt.learn.dras_state import StateEncoder, make_reward
+            from hpcopt.agents.dras_state import StateEncoder, make_reward
 
             opts = agent.env_options()
             self._encoder = StateEncoder(w, sim.system.nodes, node_rows=opts["node_rows"],
                                          time_scale=opts["time_scale"])
             self._reward = make_reward(opts["reward"])
-            if self.seed is not None:
-                import torch
-
-                torch.manual_seed(self.seed)
-                agent._gen.manual_seed(self.seed)
+            self.agent.start_episode(self.seed)
         else:
             self._encoder, self._reward = self.encoder, self.reward_fn
-        self.agent._last_instance = 0
-        self.agent._memory = []
+            self.agent.start_episode()
         self._sim = sim
         self._pending = None
         self._last_pass = -1
@@ -167,7 +168,7 @@ class DrasPolicy(OnePickPolicy):
         return request.choices[action]
 
     def _on_pick(self, sim, event, pick) -> None:
-        from hpcopt.learn.dras_state import step_context
+        from hpcopt.agents.dras_state import step_context
 
         self._step_reward = self._reward(step_context(sim, pick))
         self.total_reward += self._step_reward

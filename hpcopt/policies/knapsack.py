@@ -15,9 +15,9 @@ Values per job i (all non-negative):
 from __future__ import annotations
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import greedy_fill
 
 VALUES = ("nodes", "wait", "capability")
@@ -37,16 +37,14 @@ class KnapsackPolicy(Policy):
                  value: str = "nodes", time_limit: float | None = None,
                  seed: int | None = None) -> None:
         if value not in VALUES:
-            raise SimulationError(f"knapsack value must be one of {VALUES}, got {value!r}")
+            raise PolicyOptionError(f"knapsack value must be one of {VALUES}, got {value!r}")
         self.window = window
         self.order = order
         self.backend = backend
         self.value = value
         self.time_limit = time_limit
         self.seed = seed
-        from hpcopt.solvers import get_solver
-
-        self._solver = get_solver(backend)  # fail early on an unknown backend
+        self._solver = window_solver(backend, "knapsack", time_limit)  # fail early
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

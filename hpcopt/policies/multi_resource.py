@@ -5,13 +5,13 @@ the jobs to start now over nodes, burst buffer and SSD classes, and leaves the r
 driver: the first window job that did not start gets the EASY reservation and the queue is
 backfilled around it.  Jobs passed over ``starvation_bound`` times (50) are served first.
 
-- ``weighted`` / ``weighted_cpu`` / ``weighted_bb``: maximize a weighted sum of utilizations
+- ``weighted`` / ``weighted-cpu`` / ``weighted-bb``: maximize a weighted sum of utilizations
   (50/50, 80/20, 20/80 over nodes and burst buffer; on a system with SSD classes ``weighted``
   weighs node, burst-buffer and SSD utilization and minus the wasted SSD equally, section 5);
-- ``constrained_cpu`` / ``constrained_bb`` / ``constrained_ssd``: maximize one resource
-  subject to all constraints (ties broken by the most nodes, or for ``constrained_cpu`` the
+- ``constrained-cpu`` / ``constrained-bb`` / ``constrained-ssd``: maximize one resource
+  subject to all constraints (ties broken by the most nodes, or for ``constrained-cpu`` the
   most burst buffer);
-- ``bin_packing``: Grandl et al.'s alignment score — the dot product of the free resources and
+- ``alignment-first``: Grandl et al.'s alignment score — the dot product of the free resources and
   a job's demand, both as fractions of the system — highest first, recomputed after each start,
   until nothing else fits;
 - ``bbsched``: the Pareto set of ``hpcopt.models.bbsched`` by any multi-objective backend
@@ -36,9 +36,9 @@ import math
 import numpy as np
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 from .classic import greedy_fill
 
 WINDOW = 20
@@ -114,11 +114,9 @@ class _KnapsackBased(_MultiResource):
                  starvation_bound: int | None = STARVATION, backend: str = "ortools",
                  time_limit: float | None = None) -> None:
         super().__init__(window, order, starvation_bound)
-        from hpcopt.solvers import get_solver
-
         self.backend = backend
         self.time_limit = time_limit
-        self._solver = get_solver(backend)  # fail early on an unknown backend
+        self._solver = window_solver(backend, "knapsack", time_limit)  # fail early
 
     def values(self, model) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -138,8 +136,8 @@ class _KnapsackBased(_MultiResource):
 
 
 @register_policy("weighted")
-@register_policy("weighted_cpu", weights=(0.8, 0.2))
-@register_policy("weighted_bb", weights=(0.2, 0.8))
+@register_policy("weighted-cpu", weights=(0.8, 0.2))
+@register_policy("weighted-bb", weights=(0.2, 0.8))
 class WeightedPolicy(_KnapsackBased):
     """Start the window subset of largest weighted utilization (BBSched's Weighted methods)."""
 
@@ -151,8 +149,8 @@ class WeightedPolicy(_KnapsackBased):
                  time_limit: float | None = None, weights=None) -> None:
         super().__init__(window, order, starvation_bound, backend, time_limit)
         if weights is not None and (len(weights) not in (2, 4) or min(weights) < 0):
-            raise SimulationError(f"weights: expected 2 or 4 non-negative numbers (nodes, bb"
-                                  f"[, ssd, wasted ssd]), got {weights!r}")
+            raise PolicyOptionError(f"weights: expected 2 or 4 non-negative numbers (nodes, bb"
+                                    f"[, ssd, wasted ssd]), got {weights!r}")
         self.weights = None if weights is None else tuple(float(w) for w in weights)
 
     def values(self, model) -> np.ndarray:
@@ -166,9 +164,9 @@ class WeightedPolicy(_KnapsackBased):
         return np.round(1e6 * (w @ np.array(util)))
 
 
-@register_policy("constrained_cpu", resource="nodes")
-@register_policy("constrained_bb", resource="bb")
-@register_policy("constrained_ssd", resource="ssd")
+@register_policy("constrained-cpu", resource="nodes")
+@register_policy("constrained-bb", resource="bb")
+@register_policy("constrained-ssd", resource="ssd")
 class ConstrainedPolicy(_KnapsackBased):
     """Start the window subset using the most of one resource, subject to all the others."""
 
@@ -181,7 +179,7 @@ class ConstrainedPolicy(_KnapsackBased):
                  time_limit: float | None = None, resource: str = "nodes") -> None:
         super().__init__(window, order, starvation_bound, backend, time_limit)
         if resource not in self.RESOURCES:
-            raise SimulationError(f"resource: expected one of {self.RESOURCES}, got {resource!r}")
+            raise PolicyOptionError(f"resource: expected one of {self.RESOURCES}, got {resource!r}")
         self.resource = resource
 
     def values(self, model) -> np.ndarray:
@@ -194,7 +192,7 @@ class ConstrainedPolicy(_KnapsackBased):
         return primary * (nodes.sum() + 1) + nodes
 
 
-@register_policy("bin_packing")
+@register_policy("alignment-first")
 class AlignmentPolicy(_MultiResource):
     """Start jobs by highest alignment score (free resources . demand) until none fits."""
 
@@ -239,21 +237,18 @@ class BBSchedPolicy(_MultiResource):
                  time_limit: float | None = None, solver_options: dict | None = None) -> None:
         super().__init__(window, order, starvation_bound)
         from hpcopt.models.pareto_rules import RULES
-        from hpcopt.solvers import get_solver
 
         if isinstance(rule, str) and rule not in RULES:
-            raise SimulationError(f"rule: expected one of {sorted(RULES)} or a callable, "
-                                  f"got {rule!r}")
+            raise PolicyOptionError(f"rule: expected one of {sorted(RULES)} or a callable, "
+                                    f"got {rule!r}")
         if objectives not in ("auto", 2, 4):
-            raise SimulationError(f"objectives: expected 'auto', 2 or 4, got {objectives!r}")
+            raise PolicyOptionError(f"objectives: expected 'auto', 2 or 4, got {objectives!r}")
         self.backend = backend
         self.rule = rule
         self.objectives = objectives
         self.time_limit = time_limit
         self.solver_options = dict(solver_options or {})
-        self._solver = get_solver(backend)
-        if "bbsched" not in self._solver.SUPPORTED_MODELS:
-            raise SimulationError(f"backend {backend!r} does not solve bbsched models")
+        self._solver = window_solver(backend, "bbsched", time_limit)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:

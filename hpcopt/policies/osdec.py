@@ -1,12 +1,12 @@
 """Learned OSDEC policies: ``osdec`` and its ablations ``ppo-att``, ``ppo-att-auxh``,
-``ppo-att-auxl``, ``ppo-mlp`` (spec osdec.md; the agent in ``hpcopt.learn.osdec_agent``).
+``ppo-att-auxl``, ``ppo-mlp`` (spec osdec.md; the agent in ``hpcopt.agents.osdec_agent``).
 
 Each is a cloud-slot ``ScorePolicy``: at every slot the loaded network scores the current
 jobs (its mean ``mu``: deterministic) and ``start_by_scores`` starts them like every other
 OSDEC policy.  The future set is read from the driver (``sim.upcoming``).  Checkpoint:
-``checkpoint=PATH``, else the one shipped for the variant (``hpcopt/learn/checkpoints/
+``checkpoint=PATH``, else the one shipped for the variant (``hpcopt/agents/checkpoints/
 VARIANT-small.pt``).  torch is imported only when a simulation starts; without it, or
-without a checkpoint, the error is one line.  Training (``hpcopt.learn.osdec_train``) runs
+without a checkpoint, the error is one line.  Training (``hpcopt.trainers.osdec_train``) runs
 the same class with a sampling actor that records each step.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hpcopt.agents import CHECKPOINTS
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import HpcoptError
 
 from .base import Option, register_policy
 from .cloud import ScorePolicy, start_by_scores
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "learn" / "checkpoints"
 LEARNED = ("osdec", "ppo-att", "ppo-att-auxh", "ppo-att-auxl", "ppo-mlp")
 
 
@@ -42,6 +42,8 @@ def shipped_osdec_checkpoint(variant: str) -> Path:
 class OSDECPolicy(ScorePolicy):
     """PPO agent scoring the current jobs (transformer encoder, auxiliary GRU tasks)."""
 
+    EXTRA = "ml"  # needs torch: pip install 'hpcopt[ml]'
+
     OPTIONS = (Option("checkpoint", str, "learned OSDEC policies: agent checkpoint (default: "
                                          "the shipped one of the variant)"),)
 
@@ -55,7 +57,7 @@ class OSDECPolicy(ScorePolicy):
 
     @classmethod
     def for_actor(cls, actor) -> OSDECPolicy:
-        """A policy around an actor in training (``hpcopt.learn.osdec_train``)."""
+        """A policy around an actor in training (``hpcopt.trainers.osdec_train``)."""
         pol = cls(actor.agent.variant)
         pol.actor = actor
         return pol
@@ -63,7 +65,7 @@ class OSDECPolicy(ScorePolicy):
     def load(self):
         """The actor of the checkpoint (loaded once)."""
         try:
-            from hpcopt.learn.osdec_agent import Actor, OSDECAgent
+            from hpcopt.agents.osdec_agent import Actor, OSDECAgent
         except ImportError:
             raise HpcoptError(f"policy {self.variant!r} needs torch: pip install "
                               "'hpcopt[ml]'") from None

@@ -10,7 +10,7 @@ no reservation and no backfilling.  Run it on a system with a topology
 
 ``generate_windows`` runs this policy in the driver on a generated workload and returns the
 allocation windows it solved: the instances of the paper's Tables III and IV (also the
-training windows of the NSA repair operator, ``hpcopt.learn.nsa_train``).
+training windows of the NSA repair operator, ``hpcopt.trainers.nsa_train``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcopt.domain import Decision, Window
-from hpcopt.errors import SimulationError
+from hpcopt.errors import PolicyOptionError, SimulationError
 
-from .base import Option, Policy, register_policy
+from .base import Option, Policy, register_policy, window_solver
 
 MODELS = ("scas", "dcas")
 
@@ -43,18 +43,17 @@ class WindowAllocation(Policy):
                  solver_options: dict | None = None, dump_windows: str | None = None,
                  record: list | None = None) -> None:
         if model not in MODELS:
-            raise SimulationError(f"tjap-window model must be one of {MODELS}, got {model!r}")
+            raise PolicyOptionError(f"tjap-window model must be one of {MODELS}, got {model!r}")
         if not tau > 0:
-            raise SimulationError(f"tjap-window tau must be > 0 seconds, got {tau!r}")
+            raise PolicyOptionError(f"tjap-window tau must be > 0 seconds, got {tau!r}")
         from hpcopt.models import model_class
-        from hpcopt.solvers import get_solver
 
         self.period = float(tau)
         self.window = None
         self.order = "fcfs"
         self.model_cls = model_class(model)
         self.backend = backend or self.model_cls.default_backend
-        self._solver = get_solver(self.backend)  # fail early on an unknown backend
+        self._solver = window_solver(self.backend, model, time_limit)  # fail early
         self.time_limit = time_limit
         self.seed = seed
         self.solver_options = dict(solver_options or {})

@@ -89,6 +89,7 @@ from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
 from .orders import STATIC_KEYS, get_order
+from .protocol import policy_hooks
 from .resources import CapacityProfile, NodePool, fitting_prefix, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
@@ -181,7 +182,8 @@ class Simulator:
 
     A policy may define ``attach(sim)``: it is called once, first thing, so that it can
     prepare for the machine (a learned policy loads its checkpoint and sets its window) and
-    subscribe to events.
+    subscribe to events.  Every hook the driver reads is declared, with its default, in
+    ``hpcopt.sim.protocol.PolicyHooks``.
     """
 
     def __init__(
@@ -200,41 +202,41 @@ class Simulator:
         self.system = system
         self.policy = policy
         self._subscribers: dict[Event, list[Callable]] = defaultdict(list)
-        attach = getattr(policy, "attach", None)
+        attach = getattr(policy, "attach", None)  # the protocol: hpcopt.sim.protocol
         if attach is not None:
             attach(self)
-        self._one_pick = bool(getattr(policy, "one_pick", False))
-        self._fit_only = bool(getattr(policy, "fit_only", False))
-        self.reserve_rule = getattr(policy, "reserve_rule", "picked")
+        hooks = policy_hooks(policy)
+        self._one_pick = bool(hooks.one_pick)
+        self._fit_only = bool(hooks.fit_only)
+        self.reserve_rule = hooks.reserve_rule
         if self._one_pick and self.reserve_rule not in RESERVE_RULES:
             raise SimulationError(f"reserve rule must be one of {RESERVE_RULES}, got "
                                   f"{self.reserve_rule!r}")
-        self.order_name = order or getattr(policy, "order", None) or "fcfs"
+        self.order_name = order or hooks.order or "fcfs"
         self._key, self._static = get_order(self.order_name)
         self._tail_key = STATIC_KEYS.get(self.order_name)  # None: compare by self._key
         if backfill is None:
-            backfill = getattr(policy, "backfill", "easy")
+            backfill = hooks.backfill
         if backfill in (True, "easy"):
             self.backfilling = True
         elif backfill in (False, "none"):
             self.backfilling = False
         else:
             raise SimulationError(f"backfill must be 'easy' or 'none', got {backfill!r}")
-        self.window_size = window if window is not None else getattr(policy, "window", None)
-        if window is not None and getattr(policy, "window_fixed", False) \
-                and window != policy.window:
+        self.window_size = window if window is not None else hooks.window
+        if window is not None and hooks.window_fixed and window != hooks.window:
             raise SimulationError(f"policy {getattr(policy, 'name', '?')!r} picks among "
-                                  f"W={policy.window} jobs (its network's input); window "
+                                  f"W={hooks.window} jobs (its network's input); window "
                                   f"{window} does not apply")
         if self.window_size is not None and self.window_size < 1:
             raise SimulationError(f"window must be >= 1, got {self.window_size}")
         if starvation_bound is None:
-            starvation_bound = getattr(policy, "starvation_bound", None)
+            starvation_bound = hooks.starvation_bound
         if starvation_bound is not None and starvation_bound < 1:
             raise SimulationError(f"starvation bound must be >= 1, got {starvation_bound}")
         self.starvation_bound = starvation_bound
         if period is None:
-            period = getattr(policy, "period", None)
+            period = hooks.period
         if period is not None and not period > 0:
             raise SimulationError(f"period must be > 0 seconds, got {period}")
         self.period = period
@@ -263,7 +265,7 @@ class Simulator:
         self._due = False  # a pass is due at the current time (set by advance)
         self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
         self._start_hook: Callable | None = None  # see on_start
-        self._waits_for_head = bool(getattr(policy, "waits_for_head", False))
+        self._waits_for_head = bool(hooks.waits_for_head)
         self._starts_prefix = self._prefix_rule()
         self._quiet_ok = (self._waits_for_head and self._static
                           and self.backfilling and starvation_bound is None
@@ -300,12 +302,9 @@ class Simulator:
                 self._check_deps(job)
 
     def _prefix_rule(self) -> bool:
-        """Whether passes apply the head-first rule for the policy (module docstring, "Speed"):
-        declared by the policy's class, whose decide() it describes; not by a wrapper that
-        forwards attributes, nor when decide() was replaced on the instance."""
-        policy = self.policy
-        return bool(getattr(type(policy), "starts_prefix", False)) and not self._one_pick \
-            and "decide" not in getattr(policy, "__dict__", ())
+        """Whether passes apply the head-first rule for the policy (module docstring, "Speed";
+        the ``starts_prefix`` hook of ``hpcopt.sim.protocol``)."""
+        return policy_hooks(self.policy).starts_prefix and not self._one_pick
 
     @classmethod
     def at(cls, time: float, system: System, policy, queue: Sequence[Job],
@@ -392,16 +391,32 @@ class Simulator:
         except StopIteration:
             pass
 
-    def steps(self) -> Iterator[PickRequest]:
+    def run_until(self, predicate: Callable[[Simulator], bool]) -> bool:
+        """Run the loop until ``predicate(sim)`` holds after an event time's pass (or before
+        the first event, when it holds already); returns whether it did (False: everything
+        finished first, as ``run()`` would).  The same loop as ``run()``: a later
+        ``run_until`` or ``run()`` goes on from there.  What-if questions ask it of a
+        ``copy.deepcopy`` of a running simulator (when does this job start if submitted
+        now?) without touching the original."""
+        if predicate(self):
+            return True
+        with fewer_collections():
+            self._answer(self.steps(until=predicate))
+        return predicate(self)
+
+    def steps(self, until: Callable[[Simulator], bool] | None = None
+              ) -> Iterator[PickRequest]:
         """The simulation loop (see the module docstring): yields a ``PickRequest`` whenever
         a one-pick policy must choose; ``send`` it the chosen job, or ``None`` to stop the
-        current stage.  Ends when every job has finished."""
+        current stage.  Ends when every job has finished, or as soon as ``until(sim)`` holds
+        after an event time (``run_until``)."""
         bar = None
-        if self.progress:
+        if self.progress and until is None:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5)
-        if self.period is not None and (self._trace or self._events):
+        if self.period is not None and (self._trace or self._events) and not any(
+                e[1] == _TICK for e in self._events):  # (a resumed loop has its tick)
             starts = [e[0] for e in self._events]
             if self._trace:
                 starts.append(self._trace[0].submit)
@@ -419,9 +434,13 @@ class Simulator:
                 if self.period is not None and self._pending():
                     self._push(self.now + self.period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
+                bar.total = len(self.records)  # jobs injected while it runs count too
                 bar.update(self._n_done - last)
                 last = self._n_done
+            if until is not None and until(self):
+                return
         if bar is not None:
+            bar.total = len(self.records)
             bar.update(self._n_done - last)
             bar.close()
         if self.queue:

@@ -6,7 +6,7 @@ and each ``step(action)`` sends the job in slot ``action`` of the pending ``Pick
 What the agent sees and is rewarded with are plugged in: ``observe(request) -> array`` and
 ``reward(sim, pick) -> float`` (called on the driver's ``pick`` event, right after the pick
 was carried out).  So any one-pick policy gets an environment: DRAS's is
-``hpcopt.learn.dras_env.DrasEnv`` (``gym.make("hpcopt/Dras-v0", ...)``).
+``hpcopt.trainers.dras_env.DrasEnv`` (``gym.make("hpcopt/Dras-v0", ...)``).
 
 ``info["action_mask"]`` (int8, length W) marks the legal slots; an illegal action is
 replaced by the first legal one and flagged in ``info["illegal_action"]`` (so random

@@ -167,8 +167,8 @@ def format_summary(summaries: dict[str, dict], keys) -> str:
 
 
 def _trim_count(n_jobs: int, amount: float) -> int:
-    if amount < 0:
-        raise SimulationError(f"warm-up/cool-down must be >= 0, got {amount}")
+    if not 0 <= amount < float("inf"):  # NaN and infinity too
+        raise SimulationError(f"warm-up/cool-down must be a number >= 0, got {amount}")
     return int(round(amount * n_jobs)) if amount < 1 else int(amount)
 
 

@@ -1,11 +1,15 @@
 """Base queue orders: FCFS, SJF and ALCF's WFP.
 
 An order is a sort key over (job, now).  Static orders (FCFS, SJF) do not depend on time, so
-the driver keeps the queue sorted by insertion; WFP is re-sorted at every pass.
+the driver keeps the queue sorted by insertion; WFP is re-sorted at every pass.  Ties fall to
+the job id; where one workload mixes integer and text ids (the ``hpcopt/1`` protocol allows
+both), ``total_ids`` gives its integer ids a total order: integers before text, integers by
+value, text by code point.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import attrgetter
 
 from hpcopt.domain import Job
@@ -15,6 +19,39 @@ from hpcopt.errors import SimulationError, closest
 # queue's tail by it); the key functions below are these with the (unused) time
 STATIC_KEYS = {"fcfs": attrgetter("submit", "id"), "sjf": attrgetter("walltime", "submit", "id")}
 _FCFS, _SJF = STATIC_KEYS["fcfs"], STATIC_KEYS["sjf"]
+
+
+class MixedId(int):
+    """An integer job id of a workload that also has text ids: it sorts before every text id
+    (and among integers by value), so every (..., id) key stays total.  It equals, hashes and
+    prints as its integer."""
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return True if isinstance(other, str) else int.__lt__(self, other)
+
+    def __le__(self, other):
+        return True if isinstance(other, str) else int.__le__(self, other)
+
+    def __gt__(self, other):
+        return False if isinstance(other, str) else int.__gt__(self, other)
+
+    def __ge__(self, other):
+        return False if isinstance(other, str) else int.__ge__(self, other)
+
+
+def total_ids(jobs: list[Job]) -> list[Job]:
+    """``jobs`` with their integer ids (and dependencies) made ``MixedId`` when integer and
+    text ids mix; as given otherwise (one type of id is totally ordered already)."""
+    kinds = {type(j.id) for j in jobs} | {type(d) for j in jobs for d in j.deps}
+    if not (kinds & {str} and kinds - {str}):
+        return jobs
+
+    def fix(jid):
+        return MixedId(jid) if isinstance(jid, int) and not isinstance(jid, bool) else jid
+
+    return [replace(j, id=fix(j.id), deps=tuple(map(fix, j.deps))) for j in jobs]
 
 
 def fcfs_key(job: Job, now: float):

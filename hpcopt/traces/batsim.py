@@ -39,6 +39,8 @@ def decode_json(text: str, src: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise TraceError(f"{src}: invalid JSON: nested too deeply to read") from None
 
 
 def load_batsim(path, *, storage_nodes: int = 12, bb_per_storage_node: float = 40.0,

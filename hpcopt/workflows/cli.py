@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 from pathlib import Path
 
 from ..cliargs import positive_int, probability, seconds
 from .reader import WorkflowError
-from .runner import MODES, STRATEGIES
+from .runner import MODES, PLANS, STRATEGIES
 
 STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_cores",
                  "submit", "alloc_start", "start", "end", "alloc_end", "wait",
@@ -32,7 +33,11 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--cores-per-node", type=positive_int, default=None,
                    help="cores per node: SWF processors -> nodes, and a stage of n cores asks "
                         "ceil(n / C) nodes (default: the SWF header's, else 1)")
-    w.add_argument("--strategy", required=True, choices=STRATEGIES)
+    w.add_argument("--strategy", required=True, choices=list(STRATEGIES))
+    w.add_argument("--plan", choices=list(PLANS), default="submit",
+                   help="when asa/eager plan stage y: submit (default, the paper's): from "
+                        "stage y-1's expected end as soon as it is submitted, so the lead "
+                        "can exceed its runtime; start: when stage y-1 starts")
     w.add_argument("--estimator-policy", choices=["default", "greedy", "tuned"],
                    default=None, help="ASA sampling policy (default: default, or the one in "
                                       "--state)")
@@ -43,7 +48,8 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--interval", type=seconds, default=3600.0,
                    help="seconds between the runs' submissions (default 3600)")
     w.add_argument("--cap", type=positive_int, default=None,
-                   help="at most C cores per stage (default: the widest level)")
+                   help="at most C cores per stage (default: the widest level, at most the "
+                        "machine's cores)")
     w.add_argument("--at", type=seconds, default=None, metavar="S",
                    help="first workflow submission, seconds after the trace's first job "
                         "(default: --warmup)")
@@ -52,11 +58,12 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                         "workflow (default 2 days)")
     w.add_argument("--policy", default="fcfs", help="scheduling policy (default fcfs + EASY)")
     w.add_argument("--mode", choices=list(MODES), default=None,
-                   help="what an early allocation does (default: naive for asa-naive, else "
-                        "dependency); afterok (asa, oracle, perstage): the stage is "
-                        "submitted with a Slurm afterok dependency on the previous one, so "
-                        "it queues by its early submit time once that ends and holds "
-                        "nothing before")
+                   help="what an allocation that would start before its predecessor ends "
+                        "does: afterok (default; asa-naive: naive; bigjob has no stage "
+                        "to hold): a Slurm afterok "
+                        "dependency, so nothing is held or charged early (the paper's "
+                        "accounting); dependency: it is held and the hold charged; naive: "
+                        "it is cancelled and the stage resubmitted")
     w.add_argument("--cancel-delay", type=seconds, default=0.0,
                    help="naive mode: seconds a cancelled early allocation holds its cores")
     w.add_argument("--seed", type=int, default=0)
@@ -84,7 +91,7 @@ def write_results(result, out) -> tuple[Path, Path]:
 
 
 def cmd_workflow(args) -> int:
-    from hpcopt.learn.asa import ASAEstimator
+    from hpcopt.agents.asa import ASAEstimator
     from hpcopt.traces import load_trace
 
     from .reader import load_wfformat
@@ -99,7 +106,7 @@ def cmd_workflow(args) -> int:
 
         system = System(args.nodes, name=system.name)
     estimator = None
-    if args.strategy in ("asa", "asa-naive"):
+    if STRATEGIES[args.strategy].learns:
         state = Path(args.state) if args.state else None
         if state is not None and state.exists():
             estimator = ASAEstimator.load(state)
@@ -112,21 +119,27 @@ def cmd_workflow(args) -> int:
         else:
             estimator = ASAEstimator(policy=args.estimator_policy or "default",
                                      prior=args.prior or 0.0, seed=args.seed)
+    cap, widest = args.cap, max(len(level) for level in wf.levels())
+    if cap is None and widest > system.nodes * int(cpn):  # default: what the machine holds
+        cap = system.nodes * int(cpn)
+        print(f"--cap {cap}: the widest level has {widest} tasks, more than the machine's "
+              f"{cap} cores (--cap C chooses another bound)", file=sys.stderr)
     first = trace.jobs[0].submit if trace.jobs else 0.0
     at = first + (args.at if args.at is not None else args.warmup)
-    result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=args.cap,
+    result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=cap,
                           cores_per_node=int(cpn), runs=args.runs, interval=args.interval,
                           at=at, warmup=args.warmup, estimator=estimator, mode=args.mode,
-                          cancel_delay=args.cancel_delay, policy=args.policy,
+                          plan=args.plan, cancel_delay=args.cancel_delay, policy=args.policy,
                           seed=args.seed, progress=not args.no_progress)
     result.settings["trace"] = str(args.trace)
     result.settings["workflow_file"] = str(args.workflow)
-    result.settings["cap"] = args.cap
+    result.settings["cap"] = cap
     stages, summary = write_results(result, args.out)
     if estimator is not None and args.state:
         estimator.save(args.state)
     s = result.summary
-    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}), {args.runs} run(s): "
+    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}, plan "
+          f"{result.settings['plan']}), {args.runs} run(s): "
           f"makespan {s['makespan']:.0f} s, "
           f"perceived wait {s['perceived_wait']:.0f} s, {s['core_hours']:.2f} core-hours "
           f"(overhead {s['overhead_core_hours']:.2f}), hits {s['hits']:.2f} misses "

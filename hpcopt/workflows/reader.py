@@ -17,7 +17,8 @@ Schema versions read
 Bad input raises ``WorkflowError`` with one line naming the file and the field, e.g.
 ``montage.json: workflow.execution.tasks[3].runtimeInSeconds: expected a number >= 0, got
 'x'``.  Checked: valid JSON (gzip detected from the magic bytes), the lists above, unique
-task ids, runtimes finite and >= 0, every parent a known task, no cycle.
+task ids, runtimes between 0 and ``MAX_RUNTIME`` seconds, core counts whole numbers between 1
+and ``MAX_CORES``, every parent a known task, no cycle.
 
 ``coreCount``/``cores`` is kept on each task (default 1) but the stage rule in
 ``hpcopt.workflows.stages`` counts a task as one core, like the paper's Tigres tasks.
@@ -32,6 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcopt.errors import HpcoptError
+
+# the bounds of a task: longer or wider is a mistake in the file, and would overflow the sums
+# of runtimes a schedule adds up
+MAX_RUNTIME = 1e9  # seconds, about 31 years
+MAX_CORES = 10**7
 
 
 class WorkflowError(HpcoptError, ValueError):
@@ -62,12 +68,6 @@ class Workflow:
         1 + max level of its parents (the longest path from a source)."""
         return _levels(self.tasks, self.source or self.name)
 
-    def stages(self, cap: int | None = None):
-        """The sequential stages (``hpcopt.workflows.stages.stages_of``)."""
-        from .stages import stages_of
-
-        return stages_of(self, cap)
-
 
 def _fail(src: str, field: str, msg: str):
     raise WorkflowError(f"{src}: {field}: {msg}")
@@ -84,6 +84,9 @@ def _read_doc(path: Path, src: str):
     except json.JSONDecodeError as exc:
         raise WorkflowError(f"{src}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                             f"{exc.msg}") from None
+    except RecursionError:
+        raise WorkflowError(f"{src}: invalid JSON: nested too deeply (expected a WfFormat "
+                            "document)") from None
 
 
 def _list(src, field, value):
@@ -99,21 +102,24 @@ def _obj(src, field, value):
 
 
 def _runtime(src, field, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        _fail(src, field, f"expected a number >= 0, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        _fail(src, field, f"expected a number >= 0, got {value!r}")
-    return v
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 0 <= value <= MAX_RUNTIME:  # NaN fails too
+        _fail(src, field, f"expected seconds from 0 to {MAX_RUNTIME:g}, got {_show(value)}")
+    return float(value)
 
 
 def _cores(src, field, value) -> int:
     if value is None:
         return 1
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value) \
-            or value < 1:
-        _fail(src, field, f"expected an integer >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 1 <= value <= MAX_CORES or value != math.floor(value):  # NaN fails too
+        _fail(src, field, f"expected a whole number from 1 to {MAX_CORES}, got {_show(value)}")
     return int(value)
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _task_id(src, field, rec) -> str:

@@ -1,88 +1,96 @@
-"""Workflows in a simulated queue: Big Job, Per-Stage, ASA, ASA Naive and an oracle.
+"""Workflows in a simulated queue: Big Job, Per-Stage, ASA, eager, ASA Naive and an oracle.
 
 A workflow's stages (``hpcopt.workflows.stages``) enter a real background trace replayed by
 the one driver loop (``Simulator.run``; any policy, FCFS + EASY by default).  Stage jobs are
 injected with ``Simulator.submit`` and followed with ``subscribe`` (START, COMPLETE, PASS);
-there is no second simulation loop and no copy of a scheduling rule (DESIGN.md, "one loop").
-Seed paper 002 (ASA) sections 2.2 and 4.1; ``../shared/specs/asa.md``.
+what-if questions fork the simulator and ask ``Simulator.run_until``; there is no second
+simulation loop and no copy of a scheduling rule (DESIGN.md, "one loop").  The ASA paper's
+sections 2.2, 3.2 and 4.1.
+
+A *strategy* says when each stage job is submitted; a *mode* says what an allocation that
+would start before its predecessor ends does.  Both are small objects (``Strategy``,
+``Mode``), named in ``STRATEGIES`` and ``MODES``.
 
 Strategies (stage i: n_i cores for t_i seconds; run r submitted at a_r)
 -----------------------------------------------------------------------
 * ``bigjob``: one job of max n_i cores for sum t_i, submitted at a_r.
 * ``perstage``: stage 1 at a_r, stage y when stage y-1 ends (its COMPLETE event).
-* ``asa``: stage 1 at a_r; when stage y-1 starts its useful work, its end T is known
-  (runtimes are exact: T = useful start + t_{y-1}); stage y is submitted at
-  ``max(now, T - a)`` with ``a`` sampled from ``ASAEstimator`` (key = the stage's cores);
-  the estimator observes the stage job's true queue wait (start - submit) when it starts.
-  With ``prior > 0`` the sample may be the start-time estimate of the driver itself
-  (``squeue --start``): a what-if pass ``Simulator.at(now, ...)`` on the current queue and
-  running jobs, planned with requested walltimes, plus the new job; ``run()`` of that state
-  gives the job's planned start.
+* ``asa``: stage 1 at a_r; stage y is submitted at ``T - a``, where T is the expected end of
+  stage y-1 and ``a`` a queue wait sampled from ``ASAEstimator`` (key = the stage's cores);
+  the estimator observes the stage job's queue wait (start - submit) when it starts.  When
+  stage y is planned is the ``plan`` rule:
+
+  - ``plan="submit"`` (the default, the paper's algorithm): as soon as T is estimable, at
+    stage y-1's submission: T = its estimated start + t_{y-1}, where the estimated start is
+    ``max(T_{y-2}, submit + its own sampled wait)`` (stage 1's wait is sampled too, and
+    observed when it starts); T is refined when stage y-1 starts (then it is exact).  The
+    lead can exceed t_{y-1}: a long estimate submits several stages at once.  Before stage
+    y-1 starts, a plan falls due at the first scheduling pass at or after its time (the
+    driver has no timer; stage y-1 waiting in the queue makes a pass at every event); after
+    it, the job is injected at its exact time.  In the ``dependency`` and ``naive`` modes an
+    early allocation must know when its predecessor ends, so there a plan falls due no
+    earlier than stage y-1's start.
+  - ``plan="start"``: stage y is planned when stage y-1 starts (T exact), so its lead is at
+    most t_{y-1}.
+
+  Submitted at ``max(now, T - a)``.  With ``prior > 0`` the sample may be the start-time
+  estimate of the driver itself (``squeue --start``): a what-if pass ``Simulator.at(now,
+  ...)`` on the current queue and running jobs, planned with requested walltimes, plus the
+  new job; ``run()`` of that state gives the job's planned start.
+* ``eager``: ``asa`` with an infinite estimate (no learning): each stage is submitted the
+  moment its plan is made -- with ``plan="submit"`` the whole chain at a_r, with
+  ``plan="start"`` stage y when stage y-1 starts.  It bounds what any estimate can gain.
 * ``asa-naive``: ``asa`` in the naive mode below.
-* ``oracle``: ``asa`` with the true wait instead of an estimate: the latest submit time
-  ``s`` in [now, T] whose allocation starts no later than T (when none does: now or T,
-  whichever starts first -- an early submission asks for a longer walltime, which can
-  backfill worse).  It is computed by what-if
-  *forks* of the running simulation (``copy.deepcopy`` of the simulator at the end of the
-  pass, the same driver stepped with ``advance``/``schedule`` until the probe job starts):
-  first ``s = T`` and ``s = now``, then bisection (at most ``oracle_steps`` forks, 60 s
-  resolution).  The fork knows the whole future background trace but not the decisions
-  later stages or other runs take after the fork, so it is exact for a single run and an
-  upper bound in spirit otherwise (an allocation may still arrive a little off).
+* ``oracle``: in the ``dependency`` and ``naive`` modes, ``asa`` with the true wait instead of
+  an estimate, decided when stage y-1 starts: the latest submit time ``s`` in [now, T] whose
+  allocation starts no later than T (when none does: now or T, whichever starts first -- an
+  early submission asks for a longer walltime, which can backfill worse).  It is computed by
+  what-if *forks* of the running simulation (``copy.deepcopy`` of the simulator at the end
+  of the pass, run with ``Simulator.run_until`` until the probe job starts): first ``s = T``
+  and ``s = now``, then bisection (at most ``oracle_steps`` forks, 60 s resolution).  The
+  fork knows the whole future background trace but not the decisions later stages or other
+  runs take after the fork, so it is exact for a single run and an upper bound in spirit
+  otherwise.  In the ``afterok`` mode it is the earliest submission, with no estimate: every
+  stage of run r is submitted at ``a_r`` as one afterok chain, as a Slurm user who submits
+  the whole workflow at once.  With no cost for early submission and the FCFS key being the
+  submit time, this is the best queue position a stage can have; not an optimum (the aged
+  stages change the order among runs and the background, and EASY is not monotone in
+  priority).
 
-Dependency modes (what happens when an allocation starts before its predecessor ends)
---------------------------------------------------------------------------------------
-* ``dependency`` (Slurm-style, the default for ``asa`` and ``oracle``): the stage job holds
-  its cores from its start; its useful work begins when the predecessor ends.  Its runtime
-  in the simulator is ``hold + t_y`` (hold = predecessor end - start), set when it starts;
-  the hold is **overhead**: ``cores x hold`` core-hours, part of ``core_hours`` too.  The
-  requested walltime covers the longest possible hold: ``t_y + max(0, T - submit)``, so a
-  user could have asked for it.  No stage's useful work ever begins before its
-  predecessor's end.
-* ``naive`` (``asa-naive``): no dependency; an allocation that starts before the
-  predecessor ends is cancelled (it holds its cores for ``cancel_delay`` seconds, default
-  0, counted as overhead) and the stage is resubmitted when the predecessor ends (``max(T,
-  cancel time)``, a plain submission: no second early allocation, no loop).
-* ``afterok`` (Slurm's ``--dependency=afterok:<id>``; ``asa``, ``oracle``, ``perstage``):
-  the stage job is submitted at the strategy's time with ``Job.deps = (id of the previous
-  stage's job,)``.  The driver keeps it out of the queue until the predecessor has finished
-  and then queues it by its own (early) submit time, so under FCFS it has aged in the queue
-  and may overtake jobs submitted after it.  It never starts before its predecessor ends,
-  holds no cores early (no overhead: ``overhead_core_hours`` is 0, ``core_hours`` is the
-  useful work) and is never cancelled; it asks for ``t_y`` of walltime.  Per strategy:
+Modes (what happens when an allocation starts before its predecessor ends)
+--------------------------------------------------------------------------
+* ``afterok`` (Slurm's ``--dependency=afterok:<id>``; the default for ``perstage``, ``asa``,
+  ``eager`` and ``oracle``, the paper's accounting: "a job cannot have its resources
+  allocated (and thus charged) until all dependent jobs completed"): the stage job is
+  submitted at the strategy's time with ``Job.deps = (id of the previous stage's job,)``.
+  The driver keeps it out of the queue until the predecessor has finished and then queues
+  it by its own (early) submit time, so under FCFS it has aged in the queue and may overtake
+  jobs submitted after it.  It never starts before its predecessor ends, holds no cores
+  early (``overhead_core_hours`` is 0, ``core_hours`` is the useful work) and is never
+  cancelled; it asks for ``t_y`` of walltime.  The estimator observes ``start - submit`` (what
+  ``sacct`` reports: it includes the time blocked on the dependency).  A proactive stage is
+  a ``hit`` when it started at its release (start = T) and a ``miss`` when it started later.
+* ``dependency`` (an early allocation is held and charged): the stage job holds its cores
+  from its start; its useful work begins when the predecessor ends.  Its runtime in the
+  simulator is ``hold + t_y`` (hold = predecessor end - start), set when it starts; the hold
+  is **overhead**: ``cores x hold`` core-hours, part of ``core_hours`` too.  The requested
+  walltime covers the longest possible hold: ``t_y + max(0, T - submit)``.  A proactive
+  allocation that starts early is a ``miss`` (an over-estimate), else a ``hit``.
+* ``naive`` (the default for ``asa-naive``, the paper's "ASA Naive"): no dependency; an
+  allocation that starts before the predecessor ends is cancelled (it holds its cores for
+  ``cancel_delay`` seconds, default 0, counted as overhead) and the stage is resubmitted when
+  the predecessor ends (``max(T, cancel time)``, a plain submission).
 
-  - ``asa``: submitted at ``max(now, T - a)`` as above (decided when stage y-1 starts, so
-    at most ``t_{y-1}`` early).  The estimator observes ``start - submit`` as always (what
-    ``sacct`` reports: in this mode it includes the time blocked on the dependency): a hit
-    teaches the lead the stage had, a miss that lead plus the wait after release.  An early
-    submission costs nothing here, so nothing teaches it to submit later than it did, and
-    a stage whose waits were 0 keeps being submitted at T (Per-Stage's schedule).
-  - ``oracle``: the earliest submission, with no estimate: every stage of run r is
-    submitted at ``a_r`` as one afterok chain (stage y depends on stage y-1), as a Slurm
-    user who submits the whole workflow at once.  With no cost for early submission and the
-    FCFS key being the submit time, this is the best queue position a stage can have.  It
-    is not ASA with perfect knowledge (its stages also age during stage 1's own wait, which
-    ASA, deciding at stage y-1's start, cannot use), and not an optimum: the aged stages
-    change the order among runs and the background, and EASY is not monotone in priority
-    (``benchmarks/README.md``: one row where it is 12% worse than Per-Stage).
-  - ``perstage``: stage y submitted at the predecessor's end with the dependency (already
-    met): the same schedule as ``perstage`` in the other modes (tested).
-
-  ``ready`` (T) is the predecessor's end; ``perceived_wait`` = start - T (the time the stage
-  waited once it could run); a proactive submission is a ``hit`` when the stage started at
-  its release (start = T) and a ``miss`` when it started later (an under-estimate: it was
-  not submitted early enough to reach the head of the queue by T, or the machine was
-  full).  ``total_wait`` / ``wait`` stay start - submit (including the blocked time).
+``bigjob`` has no stage to hold (its mode is reported as ``dependency`` and changes
+nothing); ``perstage`` submits at the predecessor's end, so every mode gives it the same
+schedule (tested).
 
 Machine and geometry
 --------------------
 Stage cores are the workflow's (one core per task, ``--cap`` bounds them).  The trace's
 machine has ``system.nodes`` nodes of ``cores_per_node`` cores; a stage of n cores asks
 ``ceil(n / cores_per_node)`` whole nodes and is charged for the cores of those nodes
-(``core_hours``; on KTH-SP2 and HPC2N one node is one processor).  To scale the paper's
-geometries (28/56/112 cores of HPC2n's 16,856, 160/320/640 of UPPMAX's 9,720: fractions of
-the machine) choose ``cap`` as that fraction of the trace machine's cores
-(``benchmarks/asa_workflows.py`` does; README "Workflows in a simulated queue").
+(``core_hours``).
 
 Metrics (per run; section 4.1 of the paper)
 -------------------------------------------
@@ -92,10 +100,7 @@ stages of (useful start - ready), ready = a_r for the first stage and the predec
 after: the time the workflow stood still waiting for resources (the paper's TWT: the single
 wait of Big Job, the sum of waits of Per-Stage, the sum of PWT of ASA).  ``core_hours`` =
 sum of allocated cores x held time.  ``overhead_core_hours`` = holds and cancelled
-allocations.  ``hits``/``misses``: proactive submissions (ASA-sampled or oracle) whose
-allocation started at or after its predecessor's end / before it (a miss is an
-over-estimate: an overhead in ``dependency``, a resubmission in ``naive``; ``afterok``
-defines them differently, above).
+allocations.  ``hits``/``misses``: proactive submissions, per mode as above.
 
 The background trace is replayed from ``warmup`` seconds before the first workflow submit
 to ``horizon`` seconds after the last; if a workflow event falls after the last replayed
@@ -115,10 +120,7 @@ from hpcopt.sim.driver import Event, Simulator
 from .reader import Workflow, WorkflowError
 from .stages import Stage, stages_of
 
-STRATEGIES = ("bigjob", "perstage", "asa", "asa-naive", "oracle")
-MODES = ("dependency", "naive", "afterok")
-_AFTEROK = ("perstage", "asa", "oracle")  # the strategies with an afterok mode
-_PROACTIVE = ("asa", "asa-naive", "oracle")
+PLANS = ("submit", "start")
 
 
 @dataclass
@@ -146,6 +148,7 @@ class Attempt:
     hold: float = 0.0
     cancelled: bool = False
     outcome: str = ""
+    sampled: bool = False  # its wait was sampled from the estimator (observed at its start)
 
 
 @dataclass
@@ -165,28 +168,281 @@ def _mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-class WorkflowRun:
-    """One simulation of ``runs`` copies of a workflow in a background trace (see module)."""
+# ---------------------------------------------------------------------- modes
+class Mode:
+    """What an allocation that would start before its predecessor ends does (module
+    docstring, "Modes")."""
 
-    def __init__(self, stages, jobs, system: System, strategy: str, *, policy="fcfs",
+    name = ""
+    early = True  # an allocation may start before its predecessor ends
+
+    def deps(self, prev: Attempt) -> tuple:
+        """The driver dependencies of a stage job whose predecessor is ``prev``."""
+        return ()
+
+    def walltime(self, runtime: float, lead: float) -> float:
+        """The walltime a stage of ``runtime`` asks when submitted ``lead`` s before T."""
+        return runtime
+
+    def early_runtime(self, run: WorkflowRun, now: float, ready: float,
+                      runtime: float) -> float:
+        """The simulated runtime of an allocation starting at ``now`` < ``ready``."""
+        raise NotImplementedError
+
+    def outcome(self, start: float, ready: float) -> str:
+        """A proactive submission's ``hit`` or ``miss``."""
+        return "miss" if start < ready else "hit"
+
+    def early_start(self, run: WorkflowRun, att: Attempt, rec, ready: float) -> bool:
+        """Handle an allocation that started before ``ready``; True: it is done with."""
+        return False
+
+
+class Dependency(Mode):
+    """The early allocation is held (and charged) until its predecessor ends."""
+
+    name = "dependency"
+
+    def walltime(self, runtime, lead):
+        return runtime + max(0.0, lead)
+
+    def early_runtime(self, run, now, ready, runtime):
+        return ready - now + runtime
+
+
+class Naive(Mode):
+    """No dependency: an early allocation is cancelled and the stage resubmitted at T."""
+
+    name = "naive"
+
+    def early_runtime(self, run, now, ready, runtime):
+        return run.cancel_delay
+
+    def early_start(self, run, att, rec, ready):
+        att.cancelled = True
+        att.hold = rec.end - run.sim.now  # the cancel delay
+        run.submit_stage(att.run, att.stage, max(ready, rec.end), ready=ready)
+        return True
+
+
+class Afterok(Mode):
+    """Slurm's ``afterok``: queued only once the predecessor has finished, never early."""
+
+    name = "afterok"
+    early = False
+
+    def deps(self, prev):
+        return (prev.job_id,)
+
+    def outcome(self, start, ready):
+        return "hit" if start <= ready + 1e-6 else "miss"
+
+
+MODES = {m.name: m for m in (Dependency(), Naive(), Afterok())}
+
+
+# ---------------------------------------------------------------------- strategies
+class Strategy:
+    """When each stage job of a run is submitted (module docstring, "Strategies").  The
+    runner calls ``begin`` at set-up and the other hooks from the driver's events."""
+
+    name = ""
+    modes: tuple = ("afterok", "dependency", "naive")
+    default_mode = "afterok"
+    learns = False  # it samples ASA's estimator
+
+    def reset(self) -> None:
+        """Forget the state of an earlier simulation (a longer-horizon redo)."""
+
+    def begin(self, run: WorkflowRun, r: int, a_r: float) -> None:
+        """Submit what run ``r`` submits at its start ``a_r``."""
+        run.submit_stage(r, 0, a_r, ready=a_r)
+
+    def started(self, run: WorkflowRun, att: Attempt) -> None:
+        """Stage ``att`` began its useful work (its end is known)."""
+
+    def completed(self, run: WorkflowRun, att: Attempt) -> None:
+        """Stage ``att``'s job finished."""
+
+    def on_pass(self, run: WorkflowRun) -> None:
+        """A scheduling pass ended (decisions that need the driver's state are made here)."""
+
+
+class BigJob(Strategy):
+    """One allocation of the widest stage's cores for the whole workflow."""
+
+    name = "bigjob"
+    modes = ("dependency", "naive")
+    default_mode = "dependency"
+
+    def begin(self, run, r, a_r):
+        n = max(s.cores for s in run.stages)
+        total = sum(s.runtime for s in run.stages)
+        run.submit_job(r, -1, a_r, n, total, total, ready=a_r)
+
+
+class PerStage(Strategy):
+    """Each stage submitted when its predecessor ends."""
+
+    name = "perstage"
+
+    def completed(self, run, att):
+        if att.stage + 1 < len(run.stages):
+            run.submit_stage(att.run, att.stage + 1, run.sim.now, ready=run.sim.now,
+                             deps=run.mode.deps(att))
+
+
+class ASA(Strategy):
+    """Stage y submitted an estimated queue wait before stage y-1's expected end; when it is
+    planned is the runner's ``plan`` rule."""
+
+    name = "asa"
+    learns = True
+
+    def __init__(self) -> None:
+        self._waiting: dict = {}  # run -> (stage, index, estimate, start estimate) or None
+
+    def reset(self):
+        self._waiting = {}
+
+    def begin(self, run, r, a_r):
+        super().begin(run, r, a_r)
+        if run.plan == "submit":
+            self._waiting[r] = None  # planned from the first pass at or after a_r
+
+    def sample(self, run: WorkflowRun, stage: Stage, shadow=None) -> tuple:
+        """(index, wait estimate) for a submission of ``stage``."""
+        return run.estimator.sample(stage.cores, estimate_s=shadow)
+
+    def started(self, run, att):
+        if att.stage + 1 < len(run.stages):
+            run.pending.append(att.run)
+
+    def on_pass(self, run):
+        pending, run.pending = run.pending, []
+        for r in pending + [r for r in self._waiting if r not in pending]:
+            self._plan(run, r)
+
+    def _plan(self, run: WorkflowRun, r: int) -> None:
+        """Submit every stage of run ``r`` whose plan falls due now (module docstring)."""
+        now, n = run.sim.now, len(run.stages)
+        while True:
+            k = run.submitted.get(r, 0)
+            prev = run.live.get((r, k - 1))
+            if k >= n or prev is None:
+                self._waiting.pop(r, None)
+                return
+            if prev.submit > now:  # injected for later: plan the next one once it is in
+                self._waiting[r] = self._waiting.get(r)
+                return
+            started = not math.isnan(prev.useful_start)
+            if not started and (run.plan == "start" or run.mode.early):
+                self._waiting.pop(r, None)
+                return  # planned when stage k-1 starts (its START puts r in pending)
+            if k == 1 and not started and not prev.sampled and run.estimator is not None:
+                prev.index, prev.estimate = self.sample(run, run.stages[0])  # its start
+                prev.sampled = True
+            plan = self._waiting.get(r)
+            if plan is None or plan[0] != k:
+                st = run.stages[k]
+                shadow = None
+                if run.estimator is not None and run.estimator.prior > 0:
+                    shadow = run.start_estimate(run.nodes(st.cores), st.runtime)
+                plan = (k, *self.sample(run, st, shadow), shadow)
+            _, idx, est, shadow = plan
+            end = run.expected_end(r, k - 1)
+            at = now if est == math.inf else end - est
+            if at > now and not started:
+                self._waiting[r] = plan  # not yet due: T may still move
+                return
+            self._waiting.pop(r, None)
+            at = max(now, at)
+            ready = end if started else math.nan
+            run.submit_stage(r, k, at, ready=ready, lead=end - at, proactive=True,
+                             estimate=est, index=idx, start_estimate=shadow,
+                             sampled=run.estimator is not None, deps=run.mode.deps(prev))
+            if at > now:
+                return  # stage k+1 is planned once stage k is submitted
+
+
+class Eager(ASA):
+    """ASA's rule with an infinite estimate: every stage submitted when it is planned."""
+
+    name = "eager"
+    learns = False
+
+    def sample(self, run, stage, shadow=None):
+        return None, math.inf
+
+
+class ASANaive(ASA):
+    """ASA without dependencies (the paper's "ASA Naive")."""
+
+    name = "asa-naive"
+    modes = ("naive", "dependency")
+    default_mode = "naive"
+
+
+class Oracle(Strategy):
+    """The true waits by what-if forks (dependency, naive), or the whole chain at a_r
+    (afterok)."""
+
+    name = "oracle"
+
+    def begin(self, run, r, a_r):
+        prev = run.submit_stage(r, 0, a_r, ready=a_r)
+        if run.mode.name == "afterok":  # the whole chain at a_r (module docstring)
+            for st in run.stages[1:]:
+                prev = run.submit_stage(r, st.index, a_r, ready=math.nan, proactive=True,
+                                        deps=(prev.job_id,))
+
+    def started(self, run, att):
+        if run.mode.name != "afterok" and att.stage + 1 < len(run.stages):
+            run.pending.append(att.run)
+
+    def on_pass(self, run):
+        pending, run.pending = run.pending, []
+        for r in pending:
+            y = run.submitted[r]
+            st, ready = run.stages[y], run.ready[(r, y)]
+            at = run.oracle_submit(run.nodes(st.cores), st.runtime, ready)
+            run.submit_stage(r, y, at, ready=ready, lead=ready - at, proactive=True,
+                             estimate=ready - at, deps=run.mode.deps(run.live[(r, y - 1)]))
+
+
+STRATEGIES = {s.name: s for s in (BigJob, PerStage, ASA, Eager, ASANaive, Oracle)}
+
+
+class WorkflowRun:
+    """One simulation of ``runs`` copies of a workflow in a background trace (see module).
+
+    ``strategy`` is a name in ``STRATEGIES`` or a ``Strategy``; ``mode`` a name in ``MODES``
+    (default: the strategy's); ``plan`` the ASA decision point (``PLANS``)."""
+
+    def __init__(self, stages, jobs, system: System, strategy, *, policy="fcfs",
                  policy_options: dict | None = None, cores_per_node: int = 1,
                  runs: int = 1, interval: float = 3600.0, at: float | None = None,
                  warmup: float = 2 * 86400.0, horizon: float = 7 * 86400.0,
-                 estimator=None, mode: str | None = None, cancel_delay: float = 0.0,
-                 oracle_steps: int = 10, seed: int = 0, progress: bool = False,
-                 name: str = "workflow") -> None:
-        if strategy not in STRATEGIES:
-            from hpcopt.errors import closest
+                 estimator=None, mode: str | None = None, plan: str = "submit",
+                 cancel_delay: float = 0.0, oracle_steps: int = 10, seed: int = 0,
+                 progress: bool = False, name: str = "workflow") -> None:
+        if isinstance(strategy, str):
+            if strategy not in STRATEGIES:
+                from hpcopt.errors import closest
 
-            raise WorkflowError(f"strategy: unknown {strategy!r}; expected one of "
-                                f"{', '.join(STRATEGIES)}.{closest(strategy, STRATEGIES)}"
-                                .rstrip("."))
+                raise WorkflowError(f"strategy: unknown {strategy!r}; expected one of "
+                                    f"{', '.join(STRATEGIES)}."
+                                    f"{closest(strategy, STRATEGIES)}".rstrip("."))
+            strategy = STRATEGIES[strategy]()
         if mode is None:
-            mode = "naive" if strategy == "asa-naive" else "dependency"
+            mode = strategy.default_mode
         if mode not in MODES:
             raise WorkflowError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
-        if mode == "afterok" and strategy not in _AFTEROK:
-            raise WorkflowError(f"mode: afterok is for {', '.join(_AFTEROK)}, not {strategy}")
+        if mode not in strategy.modes:
+            allowed = ", ".join(s.name for s in STRATEGIES.values() if mode in s.modes)
+            raise WorkflowError(f"mode: {mode} is for {allowed}, not {strategy.name}")
+        if plan not in PLANS:
+            raise WorkflowError(f"plan: expected one of {', '.join(PLANS)}, got {plan!r}")
         self.stages: list[Stage] = list(stages)
         if not self.stages:
             raise WorkflowError("stages: the workflow has no stage")
@@ -202,22 +458,22 @@ class WorkflowRun:
         self.cpn = int(cores_per_node)
         self.system = system
         for st in self.stages + [Stage(-1, 0, max(s.cores for s in self.stages), 0, 0)]:
-            if self._nodes(st.cores) > system.nodes:
+            if self.nodes(st.cores) > system.nodes:
                 raise WorkflowError(
-                    f"cap: a stage of {st.cores} cores needs {self._nodes(st.cores)} nodes of "
+                    f"cap: a stage of {st.cores} cores needs {self.nodes(st.cores)} nodes of "
                     f"{self.cpn} cores; the machine has {system.nodes}")
-        self.strategy, self.mode = strategy, mode
+        self.strategy, self.mode, self.plan = strategy, MODES[mode], plan
         self.policy_name, self.policy_options = policy, dict(policy_options or {})
         self.runs, self.interval = int(runs), float(interval)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         first = self.jobs[0].submit if self.jobs else 0.0
         self.at = float(first + warmup if at is None else at)
         self.warmup, self.horizon = float(warmup), float(horizon)
-        if strategy in ("asa", "asa-naive") and estimator is None:
-            from hpcopt.learn.asa import ASAEstimator
+        if strategy.learns and estimator is None:
+            from hpcopt.agents.asa import ASAEstimator
 
             estimator = ASAEstimator(seed=seed)
-        self.estimator = estimator if strategy in ("asa", "asa-naive") else None
+        self.estimator = estimator if strategy.learns else None
         self.cancel_delay = float(cancel_delay)
         self.oracle_steps = int(oracle_steps)
         self.seed, self.progress, self.name = seed, progress, name
@@ -227,7 +483,8 @@ class WorkflowRun:
         self.sim = None
 
     # ------------------------------------------------------------------ helpers
-    def _nodes(self, cores: int) -> int:
+    def nodes(self, cores: int) -> int:
+        """Whole nodes a stage of ``cores`` cores asks for."""
         return max(1, -(-int(cores) // self.cpn))
 
     def _new_id(self):
@@ -235,7 +492,7 @@ class WorkflowRun:
         return self._id_base + self._counter if self._int_ids else f"wf-{self._counter}"
 
     def _policy(self):
-        from hpcopt.api import build_policy
+        from hpcopt.policies import build_policy
 
         pol = build_policy(self.policy_name, **self.policy_options)
         pol.reset(self.seed)
@@ -243,6 +500,16 @@ class WorkflowRun:
 
     def __deepcopy__(self, memo):  # forks of the simulator share the runner (read-only)
         return self
+
+    def expected_end(self, r: int, y: int) -> float:
+        """The end of stage y of run r: exact once it started, else its expected start
+        (``max(T_{y-1}, submit + its sampled wait)``) plus t_y."""
+        att = self.live[(r, y)]
+        if not math.isnan(att.useful_start):
+            return att.end
+        before = self.at + r * self.interval if y == 0 else self.expected_end(r, y - 1)
+        wait = att.estimate if att.sampled or att.proactive else None
+        return max(before, att.submit + (wait or 0.0)) + self.stages[y].runtime
 
     # ------------------------------------------------------------------ the simulation
     def run(self) -> WorkflowResult:
@@ -273,43 +540,46 @@ class WorkflowRun:
         self._counter = 0
         self.attempts: list[Attempt] = []
         self._by_id: dict = {}
-        self._ready: dict = {}  # (run, stage) -> predecessor end (a_r for stage 0)
-        self._pending: list = []
+        self.live: dict = {}  # (run, stage) -> its latest attempt
+        self.submitted: dict = {}  # run -> stages submitted so far
+        self.ready: dict = {}  # (run, stage) -> predecessor end (a_r for stage 0)
+        self.pending: list = []  # runs with a decision due at the next pass
         self._probe = None
+        self.strategy.reset()
         sim.subscribe(Event.START, self._on_start)
         sim.subscribe(Event.COMPLETE, self._on_complete)
         sim.subscribe(Event.PASS, self._on_pass)
         for r in range(self.runs):
             a_r = self.at + r * self.interval
-            self._ready[(r, 0)] = a_r
-            if self.strategy == "bigjob":
-                n = max(s.cores for s in self.stages)
-                total = sum(s.runtime for s in self.stages)
-                self._submit(r, -1, a_r, n, total, ready=a_r)
-            else:
-                s0 = self.stages[0]
-                prev = self._submit(r, 0, a_r, s0.cores, s0.runtime, ready=a_r)
-                if self.strategy == "oracle" and self.mode == "afterok":
-                    for st in self.stages[1:]:  # the whole chain at a_r (module docstring)
-                        prev = self._submit(r, st.index, a_r, st.cores, st.runtime,
-                                            ready=math.nan, proactive=True,
-                                            deps=(prev.job_id,))
+            self.ready[(r, 0)] = a_r
+            self.strategy.begin(self, r, a_r)
         sim.run()
         unfinished = [a for a in self.attempts if math.isnan(a.end) and not a.cancelled]
         if unfinished:  # pragma: no cover - every job finishes in run()
             raise WorkflowError(f"run {unfinished[0].run} stage {unfinished[0].stage} did "
                                 "not finish")
 
-    def _submit(self, r, y, at, cores, walltime, *, ready, proactive=False, estimate=None,
-                index=None, start_estimate=None, deps=()) -> Attempt:
+    def submit_stage(self, r: int, y: int, at: float, *, ready: float, lead: float = 0.0,
+                     **kw) -> Attempt:
+        """Submit stage y of run r at ``at`` (walltime by the mode, for a lead before T)."""
+        st = self.stages[y]
+        return self.submit_job(r, y, at, st.cores, self.mode.walltime(st.runtime, lead),
+                               st.runtime, ready=ready, **kw)
+
+    def submit_job(self, r, y, at, cores, walltime, runtime, *, ready, proactive=False,
+                   estimate=None, index=None, start_estimate=None, sampled=False,
+                   deps=()) -> Attempt:
+        """Inject one allocation request of run r (stage y; -1: the Big Job)."""
         k = sum(1 for a in self.attempts if a.run == r and a.stage == y)
-        nodes = self._nodes(cores)
+        nodes = self.nodes(cores)
         att = Attempt(r, y, k, self._new_id(), cores, nodes, nodes * self.cpn, float(at),
                       float(walltime), proactive, estimate, index, start_estimate,
-                      ready=ready)
-        runtime = self.stages[y].runtime if y >= 0 else walltime
+                      ready=ready, sampled=sampled)
         self.attempts.append(att)
         self._by_id[att.job_id] = att
+        if k == 0:
+            self.submitted[r] = self.submitted.get(r, 0) + 1
+        self.live[(r, y)] = att
         self.sim.submit(Job(id=att.job_id, submit=att.submit, runtime=runtime,
                             walltime=att.walltime, nodes=nodes, deps=tuple(deps)))
         return att
@@ -319,15 +589,12 @@ class WorkflowRun:
         """The runtime of a workflow allocation, decided when it starts (pure: forks call it
         too)."""
         att = self._by_id.get(job.id)
-        if att is None or att.stage <= 0 or not att.proactive or self.mode == "afterok":
+        if att is None or att.stage <= 0 or not att.proactive or not self.mode.early:
             return None
-        ready = self._ready.get((att.run, att.stage))
+        ready = self.ready.get((att.run, att.stage))
         if ready is None or sim.now >= ready:
             return None
-        if self.mode == "dependency":
-            rt = ready - sim.now + self.stages[att.stage].runtime
-        else:
-            rt = self.cancel_delay
+        rt = self.mode.early_runtime(self, sim.now, ready, self.stages[att.stage].runtime)
         return replace(job, runtime=rt, walltime=max(job.walltime, rt))
 
     def _on_start(self, sim, event, rec) -> None:
@@ -343,77 +610,38 @@ class WorkflowRun:
             att.useful_start, att.end = now, rec.end
             return
         y, r = att.stage, att.run
-        ready = self._ready[(r, y)]
-        t_y = self.stages[y].runtime
-        if self.mode == "afterok":
-            att.ready = ready  # the oracle's chain is submitted before T is known
+        ready = self.ready[(r, y)]
+        if math.isnan(att.ready):  # submitted before T was known
+            att.ready = ready
             if att.proactive and att.estimate is None:
                 att.estimate = ready - att.submit  # the lead it had (oracle chain)
-            if now < ready:  # pragma: no cover - the driver's afterok guarantees it
-                raise WorkflowError(f"run {r} stage {y} started at {now} before its "
-                                    f"predecessor ended ({ready})")
+        if now < ready and not self.mode.early:  # pragma: no cover - the driver's afterok
+            raise WorkflowError(f"run {r} stage {y} started at {now} before its "
+                                f"predecessor ended ({ready})")
         if att.proactive:
-            if self.mode == "afterok":
-                att.outcome = "hit" if now <= ready + 1e-6 else "miss"
-            else:
-                att.outcome = "miss" if now < ready else "hit"
-            if self.estimator is not None:
-                self.estimator.observe(att.cores, att.index, now - att.submit,
-                                       estimate_s=att.start_estimate)
-        if now < ready and self.mode == "naive" and y > 0:
-            att.cancelled = True
-            att.hold = rec.end - now  # the cancel delay
-            self._submit(r, y, max(ready, rec.end), att.cores, t_y, ready=ready)
+            att.outcome = self.mode.outcome(now, ready)
+        if att.sampled:
+            self.estimator.observe(att.cores, att.index, now - att.submit,
+                                   estimate_s=att.start_estimate)
+        if now < ready and y > 0 and self.mode.early_start(self, att, rec, ready):
             return
         att.useful_start = max(now, ready)
         att.hold = att.useful_start - now
-        att.end = att.useful_start + t_y
+        att.end = att.useful_start + self.stages[y].runtime
         if y + 1 < len(self.stages):
-            self._ready[(r, y + 1)] = att.end
-            if self.strategy in _PROACTIVE and not (
-                    self.strategy == "oracle" and self.mode == "afterok"):
-                self._pending.append((r, y + 1))
+            self.ready[(r, y + 1)] = att.end
+        self.strategy.started(self, att)
 
     def _on_complete(self, sim, event, rec) -> None:
-        if sim is not self.sim or self.strategy != "perstage":
+        if sim is not self.sim:
             return
         att = self._by_id.get(rec.job.id)
-        if att is not None and att.stage + 1 < len(self.stages):
-            nxt = self.stages[att.stage + 1]
-            deps = (att.job_id,) if self.mode == "afterok" else ()
-            self._submit(att.run, att.stage + 1, sim.now, nxt.cores, nxt.runtime,
-                         ready=sim.now, deps=deps)
+        if att is not None and att.stage >= 0 and not att.cancelled:
+            self.strategy.completed(self, att)
 
     def _on_pass(self, sim, event, time) -> None:
-        if sim is not self.sim or not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        for r, y in pending:
-            self._decide(r, y)
-
-    # ------------------------------------------------------------------ decisions
-    def _decide(self, r: int, y: int) -> None:
-        """Submit stage y of run r ahead of its predecessor's end (asa, asa-naive, oracle)."""
-        sim, st = self.sim, self.stages[y]
-        now, ready = sim.now, self._ready[(r, y)]
-        nodes = self._nodes(st.cores)
-        est = idx = shadow = None
-        if self.strategy == "oracle":
-            at = self._oracle_submit(nodes, st.runtime, ready)
-            est = ready - at
-        else:
-            if self.estimator.prior > 0:
-                shadow = self.start_estimate(nodes, st.runtime)
-            idx, est = self.estimator.sample(st.cores, estimate_s=shadow)
-            at = max(now, ready - est)
-        wall = st.runtime + (max(0.0, ready - at) if self.mode == "dependency" else 0.0)
-        deps = ()
-        if self.mode == "afterok":
-            prev = [a for a in self.attempts if a.run == r and a.stage == y - 1
-                    and not a.cancelled]
-            deps = (prev[-1].job_id,)
-        self._submit(r, y, at, st.cores, wall, ready=ready, proactive=True, estimate=est,
-                     index=idx, start_estimate=shadow, deps=deps)
+        if sim is self.sim:
+            self.strategy.on_pass(self)
 
     def start_estimate(self, nodes: int, walltime: float) -> float:
         """The driver's own start-time estimate for a job submitted now (``squeue --start``):
@@ -441,7 +669,7 @@ class WorkflowRun:
 
     def _fork_start(self, submit: float, nodes: int, runtime: float, ready: float) -> float:
         """Start time of a probe job submitted at ``submit`` in a what-if fork of the running
-        simulation (the same driver, stepped until the probe starts)."""
+        simulation (the same driver, ``run_until`` the probe starts)."""
         sim = self.sim
         if sim.period is not None:
             raise WorkflowError("oracle: what-if forks need a policy without periodic passes")
@@ -449,15 +677,13 @@ class WorkflowRun:
         memo[id(self)] = self
         fork = copy.deepcopy(sim, memo)
         pid = self._new_probe_id()
-        wall = runtime + max(0.0, ready - submit)  # the walltime _decide would ask
+        wall = runtime + max(0.0, ready - submit)  # as a dependency-mode submission asks
         fork.submit(Job(id=pid, submit=submit, runtime=wall, walltime=wall, nodes=nodes))
         rec = fork.records[pid]
-        while math.isnan(rec.start) and fork.advance():
-            if fork.pass_due:
-                fork.schedule()
+        fork.run_until(lambda _: not math.isnan(rec.start))
         return rec.start
 
-    def _oracle_submit(self, nodes: int, runtime: float, ready: float) -> float:
+    def oracle_submit(self, nodes: int, runtime: float, ready: float) -> float:
         """The latest submit time in [now, ready] whose allocation starts by ``ready``; when
         none does, whichever of now and ``ready`` starts first (ties: ``ready``)."""
         now = self.sim.now
@@ -486,7 +712,7 @@ class WorkflowRun:
         for r in range(self.runs):
             atts = [a for a in self.attempts if a.run == r]
             a_r = self.at + r * self.interval
-            if self.strategy == "bigjob":
+            if atts[0].stage < 0:  # the Big Job
                 big = atts[0]
                 t = big.start
                 for st in self.stages:
@@ -528,7 +754,8 @@ class WorkflowRun:
         n_pro = sum(p["hits"] + p["misses"] for p in per_run)
         summary["hit_ratio"] = (sum(p["hits"] for p in per_run) / n_pro) if n_pro else None
         settings = {
-            "workflow": self.name, "strategy": self.strategy, "mode": self.mode,
+            "workflow": self.name, "strategy": self.strategy.name, "mode": self.mode.name,
+            "plan": self.plan,
             "policy": self.policy_name, "order": self.sim.order_name,
             "backfill": "easy" if self.sim.backfilling else "none",
             "nodes": self.system.nodes, "cores_per_node": self.cpn, "runs": self.runs,
@@ -536,7 +763,7 @@ class WorkflowRun:
             "horizon": self.horizon_used, "background_jobs": len(self._bg),
             "cancel_delay": self.cancel_delay, "seed": self.seed,
             "stages": [{"index": s.index, "tasks": s.tasks, "cores": s.cores,
-                        "nodes": self._nodes(s.cores), "runtime": s.runtime, "work": s.work}
+                        "nodes": self.nodes(s.cores), "runtime": s.runtime, "work": s.work}
                        for s in self.stages],
         }
         if self.estimator is not None:

@@ -7,15 +7,10 @@
   (read by ``hpcopt.traces.azure``), the benchmark family and the instance files.
 
 The public names of the three modules are importable from here too.
+The real data sets behind the defaults are found through ``hpcopt.datadir``.
 """
 
-from pathlib import Path
-
-#: where the real data sets live (beside the checkout); each module's default path is one
-#: small function over it
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-
-from .burst_buffer import (  # noqa: E402
+from .burst_buffer import (
     BB_PER_NODE_GB,
     KOPANSKI,
     NAMES,
@@ -27,7 +22,7 @@ from .burst_buffer import (  # noqa: E402
     make_workload,
     write_bb_swf,
 )
-from .deferrable import (  # noqa: E402
+from .deferrable import (
     AZURE,
     CORE_CASES,
     DEFERRABLE_FAMILY,
@@ -37,11 +32,11 @@ from .deferrable import (  # noqa: E402
     deferrable_workload,
     save_workload,
 )
-from .tjap import generate_tjap_jobs, tjap_system  # noqa: E402
+from .tjap import generate_tjap_jobs, tjap_system
 
 __all__ = [
     "AZURE", "BB_PER_NODE_GB", "CORE_CASES", "DEFERRABLE_FAMILY", "DURATION_CASES", "KOPANSKI",
-    "NAMES", "SHARED_DATA", "SSD_SPLITS", "bb_system", "deferrable_model", "deferrable_suite",
+    "NAMES", "SSD_SPLITS", "bb_system", "deferrable_model", "deferrable_suite",
     "deferrable_workload", "generate_tjap_jobs", "kopanski_pool", "load_batsim", "load_bb_swf",
     "make_workload", "save_workload", "tjap_system", "write_bb_swf",
 ]

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datadir import data_path
 from ..domain import Job, System
 from ..errors import TraceError, closest
-from . import SHARED_DATA
 
 KOPANSKI = "burst_buffer/kopanski_kth_batsim/KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 KOPANSKI_BB_GB = 480.0  # 12 storage nodes x 40 GB (platform_dragonfly96.yaml)
@@ -47,13 +47,13 @@ NAMES = ("original", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
 
 
 def default_batsim_path() -> Path:
-    """The Kopanski KTH workload in the shared data directory (``load_batsim``'s default)."""
-    return SHARED_DATA / KOPANSKI
+    """The Kopanski KTH workload in the data directory (``load_batsim``'s default)."""
+    return data_path(KOPANSKI, "the burst-buffer pool of S1-S7")
 
 
 def load_batsim(path=None, **kwargs):
     """A Batsim workload with burst-buffer profiles as a ``Trace``; ``path`` defaults to the
-    Kopanski KTH workload in ``../shared/data``.  The reader is
+    Kopanski KTH workload in the data directory (``hpcopt.datadir``).  The reader is
     ``hpcopt.traces.batsim.load_batsim`` (``kwargs`` go to it), which ``hpcopt.load_trace``
     and ``hpcopt simulate FILE.json`` use too."""
     from ..traces.batsim import load_batsim as _load

@@ -66,6 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datadir import data_path
 from ..errors import TraceError, closest
 from ..traces.azure import (
     BIN_SECONDS,
@@ -74,7 +75,6 @@ from ..traces.azure import (
     resolve_azure_pair,
     split_prefix,
 )
-from . import SHARED_DATA
 
 AZURE = "cloud/azure_v1_vmtable_derived"
 SLOTS_PER_DAY = 86400 // BIN_SECONDS
@@ -90,9 +90,9 @@ _STREAMS = {"split": 1, "lifetime": 2, "defer": 3, "window": 4, "synthetic": 5, 
             "machine": 7}
 
 
-def default_azure_dir() -> Path:
-    """The Azure v1 derived files in the shared data directory (the generators' default)."""
-    return SHARED_DATA / AZURE
+def azure_path(name: str, needed_by: str) -> Path:
+    """The Azure v1 derived file ``name`` in the data directory (the generators' default)."""
+    return data_path(f"{AZURE}/{name}", needed_by)
 
 
 def _streams(seed: int, n: int) -> dict:
@@ -176,7 +176,7 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     """An OSDEC workload (``"model": "osdec"`` instance dict) from the Azure v1 derived files.
 
     The recipe is the module docstring's "Deferrable cloud jobs" section.  ``azure_file``
-    defaults to ``v1.dev.txt.gz`` in ``../shared/data``; ``start`` is a bin index from the
+    defaults to ``v1.dev.txt.gz`` in the data directory; ``start`` is a bin index from the
     file's first line or days (``"1d"``); ``synthetic`` ``"core:K"`` / ``"duration:K"`` (the
     paper's Table 4 cases, K = 1, 2, 3).  Deterministic given the arguments.  Returns the
     instance dict (``format``, ``name``, ``model``, ``description``, ``meta``, ``data``);
@@ -200,7 +200,8 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     max_duration = slots if max_duration is None else int(max_duration)
     syn = _parse_synthetic(synthetic)
     first = _parse_start(start)
-    path = Path(default_azure_dir() / "v1.dev.txt.gz" if azure_file is None else azure_file)
+    path = Path(azure_file) if azure_file is not None else \
+        azure_path("v1.dev.txt.gz", "a deferrable workload without an Azure file")
     flav_path, life_path, how = resolve_azure_pair(path, lifetimes)
     n_lines = first + slots  # read up to the window's last bin, nothing after
     vms = read_azure_vms(flav_path, lifetimes=life_path if how == "paired" else None,
@@ -364,7 +365,8 @@ def deferrable_suite(split: str = "test", n: int = 20, *, seed: int = 0, azure_d
         raise TraceError(f"split: expected one of {list(SUITE_SPLITS)}, got {split!r}")
     _check_number("n", n, 1, integer=True)
     _check_number("seed", seed, 0, integer=True)
-    path = Path(azure_dir if azure_dir is not None else default_azure_dir()) / SUITE_SPLITS[split]
+    path = Path(azure_dir) / SUITE_SPLITS[split] if azure_dir is not None else \
+        azure_path(SUITE_SPLITS[split], f"the OSDEC {split} pool")
     kw = {**DEFERRABLE_FAMILY, **overrides}
     slots = int(kw["slots"])
     bins = {"train": 5999, "test": 1000}[split]  # lines of the shipped split files

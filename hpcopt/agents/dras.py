@@ -215,6 +215,15 @@ class DrasAgent:
         self.decisions += 1
         return action
 
+    def start_episode(self, seed: int | None = None) -> None:
+        """Begin an episode: forget transitions not yet learnt from and restart the update
+        count; with ``seed``, reseed torch and the agent's sampling generator."""
+        if seed is not None:
+            torch.manual_seed(seed)
+            self._gen.manual_seed(seed)
+        self._last_instance = 0
+        self._memory = []
+
     # ------------------------------------------------------------------ learning
     def observe(self, obs, mask, action, reward, next_obs, next_mask, done) -> None:
         """Store one transition for the next update."""
@@ -322,39 +331,3 @@ class DrasAgent:
         agent.updates = int(state["updates"])
         agent.meta = dict(state.get("meta") or {})
         return agent
-
-
-@dataclass
-class EpisodeStats:
-    """Totals of one episode."""
-
-    total_reward: float
-    steps: int
-    instances: int
-    losses: list
-    decision_seconds: float
-
-
-def run_episode(env, agent: DrasAgent, *, learn: bool, deterministic: bool | None = None,
-                seed: int | None = None, jobs=None) -> EpisodeStats:
-    """Play one episode of ``env``'s process with ``agent``; with ``learn`` it updates as it
-    goes.  ``deterministic`` defaults to ``not learn`` (greedy evaluation, exploring training).
-
-    ``env`` (a ``DrasEnv``) gives the episode's jobs (``jobs``, else its own), the machine,
-    the encoding, the reward and the rules; the episode runs in the driver's loop with the
-    agent as a one-pick policy, and ``env.sim`` is left holding the finished simulation.
-    """
-    from hpcopt.policies.dras import DrasPolicy
-    from hpcopt.sim.driver import Simulator
-
-    if deterministic is None:
-        deterministic = not learn
-    episode = env.episode_jobs(seed, None if jobs is None else {"jobs": jobs})
-    policy = DrasPolicy.for_agent(agent, learn=learn, deterministic=deterministic,
-                                  window=env.window_size, order=env.order,
-                                  reserve=env.reserve_rule, reward=env.reward_fn,
-                                  encoder=env.encoder)
-    env.sim = Simulator(episode, env.system, policy, backfill=env.backfill).run()
-    env.instances = policy.instances
-    return EpisodeStats(policy.total_reward, policy.steps, policy.instances, policy.losses,
-                        policy.last_stats["decision_seconds"])

@@ -1,7 +1,7 @@
-"""Training of the NSA repair operator (``hpcopt.learn.nsa``) with PPO.
+"""Training of the NSA repair operator (``hpcopt.agents.nsa``) with PPO.
 
 Lan et al., CLUSTER'23, sections V-B and VI-A..VI-C.  The MDP, the networks and the operator
-that the ``nsa`` backend loads are in ``hpcopt.learn.nsa`` (see its docstring for the state,
+that the ``nsa`` backend loads are in ``hpcopt.agents.nsa`` (see its docstring for the state,
 the reward and the shipped checkpoint); this module trains them: rollouts, PPO and imitation
 updates, the training and validation window pools, checkpoints during training, the learning
 curve and its plot.  ``hpcopt train nsa`` calls ``train``.
@@ -38,8 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hpcopt.errors import closest
-from hpcopt.learn.nsa import (
+from hpcopt.agents.nsa import (
     ARCHS,
     DEFAULT_N_MAX,
     DEFAULT_Q,
@@ -51,6 +50,7 @@ from hpcopt.learn.nsa import (
     encode_state,
     reward_scale,
 )
+from hpcopt.errors import closest
 from hpcopt.topology import FatTree, take_block
 
 
@@ -326,7 +326,8 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
           resume: str | Path | None = None, val_episodes: int = 512,
           validate_every: int = 50, imitation: int = 0,
           temperature: float = 2000.0) -> dict:
-    """Train a repair operator with PPO (``episodes`` rounded up to whole batches); writes
+    """Train a repair operator with PPO on ``episodes`` episodes (the last update takes what is
+    left of them, rounded up to whole ``group``s); writes
     ``DIR/nsa_<arch>.pt`` (final), ``DIR/last.pt`` (every ``checkpoint_every`` updates),
     ``best.pt`` (best validation reward), ``curve.csv``, ``curve.png`` and ``train.json``;
     returns the training summary.
@@ -413,8 +414,9 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n_updates * cfg.batch, unit="episode", desc=f"train nsa-{arch}")
+        bar = tqdm(total=int(episodes), unit="episode", desc=f"train nsa-{arch}")
     curve, seen, t0 = [], 0, time.perf_counter()
+    ppo_left = int(episodes)  # the last PPO update takes only what is left of ``episodes``
     recipe = {"imitation_updates": int(imitation),
               "teacher_temperature": float(temperature) if imitation else None}
     if imitation:
@@ -422,15 +424,16 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
             raise NSAError(f"imitation temperature must be > 0, got {temperature!r}")
         n_updates += int(imitation)
         if bar is not None:
-            bar.total = n_updates * cfg.batch
+            bar.total = int(episodes) + int(imitation) * cfg.batch
     for update in range(1, n_updates + 1):
         if time_limit is not None and update > 1 and time.perf_counter() - t0 > time_limit:
             break
         if windows is None and refresh_every and update % refresh_every == 0:
             starts, _ = pool(update // refresh_every)
+        size = cfg.batch if update <= imitation else min(cfg.batch, ppo_left)
         eps = [replace(ep) for ep in
                (_cut_episode(starts[int(rng.integers(len(starts)))], n_remove, rng)
-                for _ in range(cfg.batch // cfg.group)) for _ in range(cfg.group)]
+                for _ in range(max(1, size // cfg.group))) for _ in range(cfg.group)]
         policy.train()
         if update <= imitation:
             batch = imitation_update(policy, optimizer, eps, n_max=n_max,
@@ -441,6 +444,7 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
             batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
             policy.train()
             stats = ppo_update(policy, optimizer, batch, cfg, rng, device)
+            ppo_left -= len(eps)
         seen += len(eps)
         row = {"update": update, "episodes": seen,
                "mean_reward": float(batch["episode_rewards"].mean()),

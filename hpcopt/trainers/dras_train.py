@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.agents.dras import KINDS, DrasAgent, get_config
 from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, closest
-from hpcopt.learn.dras_env import DrasEnv
 from hpcopt.sim.metrics import job_table, summarize
 
-from .dras import KINDS, DrasAgent, get_config, run_episode
+from .dras_env import DrasEnv, run_episode
 from .jobsets import PHASES, JobsetGenerator, rebase, split_months
 
 SELECT = ("reward", "avg_wait")
@@ -61,7 +61,7 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     ``trace`` is a path or a ``Trace``; ``phases`` orders the curriculum (Figure 4 compares
     orders).  Returns the ``train.json`` document.
     """
-    from hpcopt.api import load_trace
+    from hpcopt.traces import load_trace
 
     if select not in SELECT:
         raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")

@@ -31,25 +31,23 @@ reading of the listed layers; ``n_parameters`` gives the counts of the layers as
 This module is what the ``nsa`` backend (``hpcopt.solvers.dcas_nsa``) loads: the repair MDP's
 state and mask, the Table II networks, and ``LearnedRepair`` (inference and checkpoints).  It
 imports nothing of the solvers, the driver or the training; PPO training, its episodes and
-window pools, learning curves and plots are in ``hpcopt.learn.nsa_train``.
+window pools, learning curves and plots are in ``hpcopt.trainers.nsa_train``.
 
-Shipped operator: ``hpcopt/data/nsa_cnn3_paper1000.pt`` (CNN-3, q = 100, n_max = 40, n_D = 2,
-``paper-1000``; 844 kB with the critic), made by ``hpcopt train nsa --arch cnn3 --imitation
-2000 --episodes 128 --seed 0``: 2,000 imitation updates of 128 episodes towards the softmin
-teacher (temperature 2,000 cost units), then one PPO update -- 256,128 episodes in 180 s on
-the shared 2-core CPU, validation reward -0.452 at the end (best -0.442; greedy actions, 512
+Shipped operator: ``hpcopt/agents/checkpoints/nsa_cnn3_paper1000.pt`` (CNN-3, q = 100, n_max =
+40, n_D = 2, ``paper-1000``; 844 kB with the critic), made by ``hpcopt train nsa --arch cnn3
+--imitation 2000 --episodes 128 --seed 0``: 2,000 imitation updates of 128 episodes towards the
+softmin teacher (temperature 2,000 cost units), then one PPO update -- 256,128 episodes in 180 s
+on the shared 2-core CPU, validation reward -0.452 at the end (best -0.442; greedy actions, 512
 episodes from windows of seed 999).  This warm start is ours, not the paper's recipe (PPO from
 scratch).  The first operator, PPO from scratch for 1,800 s (430,208 episodes, 3,361 updates,
 critic baseline, lr 3e-4, seed 0), learned little: in ``benchmarks/tjap_solvers.py --epochs 10
 --windows 100`` (the paper's 1,000 windows, sequential start) its NSA-500 was 2.8% worse than
 SA-1000; with the shipped operator NSA-500 is on par (-0.12% on the windows regenerated after
 issue #10, ``--big 0 --methods seq,sa-1000,sa-3500,nsa-500,scas-exact --tag _nsa``;
-benchmarks/README.md).  The state only shows the
-first q = 100 positions of Q, and early windows hold hundreds of idle nodes, so the cheapest
-blocks are often out of the network's reach.  NSA-500 takes ~0.28 s per window (one network
-call per inserted job), SA-1000 ~0.08 s (the paper: NSA-500 1.34% better than SA-1000 at
-equal time).
-"""
+benchmarks/README.md).  The state only shows the first q = 100 positions of Q, and early windows
+hold hundreds of idle nodes, so the cheapest blocks are often out of the network's reach.
+NSA-500 takes ~0.28 s per window (one network call per inserted job), SA-1000 ~0.08 s (the
+paper: NSA-500 1.34% better than SA-1000 at equal time). """
 
 from __future__ import annotations
 
@@ -67,7 +65,7 @@ FORMAT = "hpcopt-nsa/1"
 FEATURES = 4
 DEFAULT_Q = 100
 DEFAULT_N_MAX = 40
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "nsa_cnn3_paper1000.pt"
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "nsa_cnn3_paper1000.pt"
 
 # Table II as printed: (conv1 channels, conv2 channels) for CNNs, hidden widths for FCNs.
 ARCHS = {

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -40,9 +41,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hpcopt.agents.osdec_agent import Actor, AgentConfig, OSDECAgent, aux_targets, check_variant
 from hpcopt.errors import HpcoptError
-
-from .osdec_agent import Actor, AgentConfig, OSDECAgent, aux_targets, check_variant
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,10 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
     from hpcopt.instances import instance_from_dict
     from hpcopt.workloads.deferrable import deferrable_suite
 
-    docs = deferrable_suite("train", n_train + n_val, seed=seed)
+    if progress:  # reading the Azure split once per trajectory takes a while: say so first
+        print(f"building the training pool: {n_train + n_val} one-day trajectories of "
+              "deferrable_suite('train')", file=sys.stderr, flush=True)
+    docs = deferrable_suite("train", n_train + n_val, seed=seed, progress=progress)
     models = [instance_from_dict(d).model for d in docs]
     return models[:n_train], models[n_train:], {
         "suite": "deferrable_suite('train')", "seed": seed, "train": n_train, "validate": n_val}

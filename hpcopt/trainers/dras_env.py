@@ -5,7 +5,7 @@ one-pick protocol (``hpcopt.sim.driver``): level 1 is the pass's select stage (t
 waiting jobs; a pick that does not fit is reserved), level 2 its backfill stage (the jobs
 that may backfill around the reservation).  ``levels="decima"`` is the Decima-PG baseline
 (only jobs that fit now can be picked; no reservation, no backfilling).  The observation is
-DRAS's state encoding and the reward Eq. (1) or (2) (``hpcopt.learn.dras_state``).
+DRAS's state encoding and the reward Eq. (1) or (2) (``hpcopt.agents.dras_state``).
 
 Registered as ``hpcopt/Dras-v0``: ``import hpcopt`` (in any order with gymnasium), then
 ``gym.make("hpcopt/Dras-v0", jobs=..., system=...)``.
@@ -14,17 +14,18 @@ Registered as ``hpcopt/Dras-v0``: ``import hpcopt`` (in any order with gymnasium
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 
+from hpcopt.agents.dras_state import StateEncoder, StepContext, make_reward, step_context
 from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 from hpcopt.policies.base import OnePickPolicy
-from hpcopt.sim.driver import RESERVE_RULES
+from hpcopt.policies.dras import DrasPolicy
+from hpcopt.sim.driver import RESERVE_RULES, Simulator
 from hpcopt.sim.env import PickEnv
-
-from .dras_state import StateEncoder, StepContext, make_reward, step_context
 
 LEVELS = ("dras", "decima")
 
@@ -44,7 +45,7 @@ class DrasEnv(PickEnv):
     reward : ``"capability"`` (Eq. 1), ``"capacity"`` (Eq. 2) or ``f(StepContext)``.
     order : base order of the queue (``fcfs`` default, ``sjf``, ``wfp``).
     node_rows, time_scale, capability_fraction, clip : the state encoding
-        (``hpcopt.learn.dras_state``).
+        (``hpcopt.agents.dras_state``).
     """
 
     def __init__(self, jobs: Sequence[Job] | None = None, system: System | None = None, *,
@@ -73,3 +74,37 @@ class DrasEnv(PickEnv):
                          observation_space=space,
                          reward=lambda sim, pick: self.reward_fn(step_context(sim, pick)),
                          jobset=jobset, backfill="easy" if levels == "dras" else "none")
+
+
+@dataclass
+class EpisodeStats:
+    """Totals of one episode."""
+
+    total_reward: float
+    steps: int
+    instances: int
+    losses: list
+    decision_seconds: float
+
+
+def run_episode(env, agent, *, learn: bool, deterministic: bool | None = None,
+                seed: int | None = None, jobs=None) -> EpisodeStats:
+    """Play one episode of ``env``'s process with ``agent`` (a
+    ``hpcopt.agents.dras.DrasAgent``); with ``learn`` it updates as it
+    goes.  ``deterministic`` defaults to ``not learn`` (greedy evaluation, exploring training).
+
+    ``env`` (a ``DrasEnv``) gives the episode's jobs (``jobs``, else its own), the machine,
+    the encoding, the reward and the rules; the episode runs in the driver's loop with the
+    agent as a one-pick policy, and ``env.sim`` is left holding the finished simulation.
+    """
+    if deterministic is None:
+        deterministic = not learn
+    episode = env.episode_jobs(seed, None if jobs is None else {"jobs": jobs})
+    policy = DrasPolicy.for_agent(agent, learn=learn, deterministic=deterministic,
+                                  window=env.window_size, order=env.order,
+                                  reserve=env.reserve_rule, reward=env.reward_fn,
+                                  encoder=env.encoder)
+    env.sim = Simulator(episode, env.system, policy, backfill=env.backfill).run()
+    env.instances = policy.instances
+    return EpisodeStats(policy.total_reward, policy.steps, policy.instances, policy.losses,
+                        policy.last_stats["decision_seconds"])

@@ -1,0 +1,7 @@
+"""``python -m hpcopt.cli``: the same as the ``hpcopt`` console script."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,120 @@
+"""``hpcopt simulate``: a workload trace (or an osdec instance) under a policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..cliargs import positive_int
+from .common import add_policy_flags, policy_options, print_summary
+
+
+def register(sub) -> None:
+    m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
+    m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
+                                 "JSON; or an osdec instance file, run online slot by slot "
+                                 "(fifo, sjf, tetris, rolling-mip)")
+    m.add_argument("--format", choices=["swf", "csv", "json", "batsim"], default=None,
+                   help="trace format (default: from the suffix; a .json with nb_res, jobs and "
+                        "profiles is Batsim)")
+    m.add_argument("--nodes", type=positive_int, default=None, help="system size in nodes")
+    m.add_argument("--jobs", type=positive_int, default=None, help="first N jobs of the trace")
+    m.add_argument("--cores-per-node", type=positive_int, default=None,
+                   help="processors per node: converts SWF processors to nodes (default: the "
+                        "SWF header's MaxProcs/MaxNodes when a whole number, else 1)")
+    m.add_argument("--extra-fields", choices=["error", "ignore"], default="error",
+                   help="SWF lines with more than 18 fields (MetaCentrum's 21): an error, or "
+                        "keep the first 18")
+    m.add_argument("--workload", default=None, metavar="NAME",
+                   help="generate a BBSched workload from the trace: original, S1-S4 (burst "
+                        "buffer; sizes from the Kopanski KTH workload in the data directory), "
+                        "S5-S7 (S2 + local SSD), seeded by --seed (default 0); the system "
+                        "gets 5 GB of burst buffer per node unless --bb")
+    m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
+    m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
+    m.add_argument("--backfill", choices=["easy", "none"], default=None,
+                   help="EASY backfilling on or off (default: the policy's, easy for most)")
+    m.add_argument("--window", type=positive_int, default=None, help="window size W")
+    m.add_argument("--bb", type=float, default=None, metavar="GB",
+                   help="shared burst-buffer capacity of the system")
+    m.add_argument("--ssd-classes", default=None, metavar="GB:N,...",
+                   help="nodes per local-SSD class, e.g. 128:50,256:50 (default with a "
+                        "generated S5-S7 workload: half 128 GB, half 256 GB)")
+    m.add_argument("--starvation", type=positive_int, default=None, metavar="K",
+                   help="serve a job first once it was passed over K times")
+    m.add_argument("--warmup", type=float, default=0, help="jobs (or fraction) to trim at start")
+    m.add_argument("--cooldown", type=float, default=0, help="jobs (or fraction) to trim at end")
+    m.add_argument("--seed", type=int, default=None)
+    m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
+    m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    m.add_argument("--topology", default=None, metavar="PRESET",
+                   help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
+                        "a topology job file (id arrival runtime nodes)")
+    m.add_argument("--offline-bound", type=float, default=None, metavar="F",
+                   help="osdec instance: the offline optimum (or bound) of the same file, for "
+                        "gap_to_offline")
+    m.add_argument("--offline-backend", default=None, metavar="B",
+                   help="osdec instance: solve the offline model with B for gap_to_offline")
+    m.add_argument("--offline-time-limit", type=float, default=None, metavar="S",
+                   help="seconds for --offline-backend (its bound is the reference when it "
+                        "stops at the limit)")
+    add_policy_flags(m)
+    m.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..api import simulate
+    from ..cloud import is_osdec_file
+    from ..errors import HpcoptError
+    from ..scenario import build_scenario, check_workload_name
+
+    options = policy_options(args)
+    if is_osdec_file(args.trace):
+        return _simulate_osdec(args, options)
+    if args.workload:
+        check_workload_name(args.workload, "--workload")
+        if args.topology:
+            raise HpcoptError("--workload generates burst-buffer/SSD workloads; it does not "
+                              "apply with --topology")
+    seed = 0 if args.seed is None else args.seed
+    scenario = build_scenario(args.trace, nodes=args.nodes, jobs=args.jobs,
+                              cores_per_node=args.cores_per_node, fmt=args.format,
+                              extra_fields=args.extra_fields, workload=args.workload,
+                              workload_seed=seed, bb=args.bb, ssd_classes=args.ssd_classes,
+                              topology=args.topology)
+    for line in scenario.notes:
+        print(line)
+    res = simulate(scenario, policy=args.policy, order=args.order, backfill=args.backfill,
+                   window=args.window, seed=args.seed, starvation_bound=args.starvation,
+                   warmup=args.warmup, cooldown=args.cooldown, progress=not args.no_progress,
+                   **options)
+    print_summary({f"{args.policy}": res.summary})
+    opts = res.settings.get("policy_options") or {}
+    if opts:
+        print(f"policy {args.policy}: " + ", ".join(f"{k}={v!r}" for k, v in opts.items()
+                                                     if k != "seed"))
+    if args.out:
+        jobs_csv, summary_json = res.write(args.out)
+        print(f"wrote {jobs_csv} and {summary_json}")
+    return 0
+
+
+def _simulate_osdec(args, options: dict) -> int:
+    """An osdec instance file: online, slot by slot (hpcopt.cloud)."""
+    from ..cloud import simulate_osdec
+
+    res = simulate_osdec(args.trace, args.policy, seed=args.seed,
+                         offline_bound=args.offline_bound,
+                         offline_backend=args.offline_backend,
+                         offline_time_limit=args.offline_time_limit,
+                         progress=not args.no_progress, **options)
+    s = res.summary
+    print(f"{Path(args.trace).name}: {s['jobs']} deferrable jobs on {s['slots']} slots, "
+          f"policy {args.policy}")
+    keys = ["total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
+            "dropped", "utilization"] + (["gap_to_offline"] if "gap_to_offline" in s else [])
+    print("  " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float) else f"{k}={s[k]}"
+                           for k in keys))
+    if args.out:
+        jobs_csv, summary_json = res.write(args.out)
+        print(f"wrote {jobs_csv} and {summary_json}")
+    return 0

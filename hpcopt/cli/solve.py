@@ -1,0 +1,106 @@
+"""``hpcopt solve``: batch-solve instance files (rows streamed to --out)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from ..errors import HpcoptError
+from .common import add_executor_flags, executor, print_rows
+
+
+def register(sub) -> None:
+    s = sub.add_parser("solve", help="batch-solve instance files")
+    s.add_argument("files", nargs="+",
+                   help="instance files, folders or quoted globs ('instances/*.json'); - reads "
+                        "instances from standard input (one envelope, a JSON array of "
+                        "envelopes, or JSON Lines)")
+    s.add_argument("--backend", action="append", default=None,
+                   help="backend name, repeatable or comma-separated (default: each model's "
+                        "own: dp for knapsack, pareto-exact for bbsched)")
+    s.add_argument("--rule", default=None,
+                   help="decision rule that picks from a Pareto set: bbsched (default), "
+                        "weighted, lexicographic")
+    s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    s.add_argument("--seed", type=int, default=None,
+                   help="batch seed (default 0): each instance is solved with a seed derived "
+                        "from (this seed, the instance name), the same on every executor")
+    add_executor_flags(s)
+    s.add_argument("--out", default=None, metavar="F",
+                   help="write each row as soon as it is solved to F.jsonl or F.csv (a new "
+                        "file unless --resume; the folder is created); - streams JSONL to "
+                        "standard output (the table then goes to standard error)")
+    s.add_argument("--resume", action="store_true",
+                   help="keep the rows already in --out and skip their (instance, backend) "
+                        "pairs; error and interrupted rows are solved again")
+    s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    s.set_defaults(run=run)
+
+
+def _backends(args) -> list[str] | None:
+    if not args.backend:
+        return None
+    names = []
+    for item in args.backend:
+        names.extend(n.strip() for n in item.split(",") if n.strip())
+    return names
+
+
+def run(args) -> int:
+    from ..batch import RowWriter, run_batch
+    from ..solvers import get_solver
+
+    backends = _backends(args)
+    for name in backends or []:
+        get_solver(name)  # an unknown backend is a usage error, not a row per file
+    if args.rule is not None:
+        from ..errors import closest
+        from ..models.pareto_rules import RULES
+
+        if args.rule not in RULES:
+            raise HpcoptError(f"--rule {args.rule!r}: expected one of {sorted(RULES)}."
+                              + closest(args.rule, RULES))
+    if args.resume and args.out is None:
+        raise HpcoptError("--resume needs --out FILE: the rows already solved are read from it")
+    info = sys.stderr if args.out == "-" else sys.stdout  # stdout carries the rows then
+    # before solving ('' too: RowWriter refuses it)
+    writer = RowWriter(args.out, resume=args.resume) if args.out is not None else None
+    ex = None
+    try:
+        if args.dask:
+            ex = executor(args)
+            print(f"solving on {ex.describe()}", file=info)
+        if args.resume:
+            cut = f" ({writer.unreadable} unreadable lines ignored)" if writer.unreadable else ""
+            print(f"resume: {len(writer.done)} finished (instance, backend) pairs in "
+                  f"{args.out} are skipped{cut}", file=info)
+        batch = run_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
+                          workers=args.workers, progress=not args.no_progress, rule=args.rule,
+                          writer=writer, handle_signals=True,
+                          executor=ex, chunk=args.chunk)
+    finally:
+        if writer is not None:
+            writer.close()
+        if ex is not None:
+            ex.close()
+    rows = batch.rows
+    if batch.signum is not None:
+        if writer is None:
+            print_rows(rows, file=info)  # nothing on disk: show what was solved
+        kept = (f"{writer.count} rows written to {args.out}" if writer is not None
+                else f"{len(rows)} rows above")
+        name = signal.Signals(batch.signum).name
+        print(f"hpcopt: interrupted by {name} after {batch.finished} of {batch.items} files; "
+              f"{kept}" + (" (rerun with --resume to finish)" if writer is not None
+                           and writer.path is not None else ""), file=sys.stderr)
+        return 128 + batch.signum
+    if rows:
+        print_rows(rows, file=info)
+    if batch.skipped:
+        print(f"skipped {batch.skipped} pairs already in {args.out}", file=info)
+    if writer is not None and writer.path is not None:
+        print(f"wrote {writer.count} rows to {args.out}", file=info)
+    errors = sum(r["status"] == "ERROR" for r in rows)
+    if errors:
+        print(f"hpcopt: error: {errors} of {len(rows)} rows failed", file=sys.stderr)
+    return 1 if errors else 0

@@ -1,0 +1,69 @@
+"""``hpcopt sweep``: the Cartesian product of simulate settings x seeds, one row per run."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from .common import add_executor_flags, executor
+
+
+def register(sub) -> None:
+    w = sub.add_parser("sweep", help="run the Cartesian product of simulate settings x seeds "
+                                     "(one summary row per run)")
+    w.add_argument("sweep", metavar="SWEEP.json",
+                   help='a JSON object of settings, lists are axes: {"trace": [...], "policy": '
+                        '[...], "window": [...], "seed": [...], "options": {...}, "jobs": N} '
+                        "(see hpcopt.sweep)")
+    w.add_argument("--out", required=True, metavar="F",
+                   help="write each run's row as soon as it ends to F.jsonl or F.csv (a new "
+                        "file unless --resume); - streams JSONL to standard output")
+    w.add_argument("--resume", action="store_true",
+                   help="keep the runs already in --out and skip them; error and interrupted "
+                        "runs are run again")
+    add_executor_flags(w)
+    w.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    w.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..batch import RowWriter
+    from ..sweep import load_sweep, run_key, run_sweep
+
+    sweep = load_sweep(args.sweep)  # a malformed sweep file stops here, before any run
+    info = sys.stderr if args.out == "-" else sys.stdout
+    writer = RowWriter(args.out, resume=args.resume, columns=sweep.columns, key=run_key,
+                       command="hpcopt sweep")
+    ex = None
+    try:
+        ex = executor(args) if args.dask else None  # else run_sweep's pool/serial
+        where = ex.describe() if ex is not None else (
+            f"{args.workers} local processes" if args.workers > 1 else "this process")
+        print(f"sweep {args.sweep}: {len(sweep.runs)} runs on {where}", file=info)
+        if args.resume:
+            cut = f" ({writer.unreadable} unreadable lines ignored)" if writer.unreadable else ""
+            print(f"resume: {len(writer.done)} finished runs in {args.out} are skipped{cut}",
+                  file=info)
+        done = run_sweep(sweep, writer=writer, executor=ex, workers=args.workers,
+                         chunk=args.chunk, handle_signals=True, progress=not args.no_progress)
+    finally:
+        writer.close()
+        if ex is not None:
+            ex.close()
+    if done.signum is not None:
+        name = signal.Signals(done.signum).name
+        print(f"hpcopt: interrupted by {name} after {done.finished} of {done.runs} runs; "
+              f"{writer.count} rows written to {args.out}"
+              + (" (rerun with --resume to finish)" if writer.path is not None else ""),
+              file=sys.stderr)
+        return 128 + done.signum
+    errors = sum(r.get("status") == "ERROR" for r in done.rows)
+    if done.skipped:
+        print(f"skipped {done.skipped} runs already in {args.out}", file=info)
+    if writer.path is not None:
+        print(f"wrote {writer.count} rows to {args.out}", file=info)
+    if errors:
+        first = next(r for r in done.rows if r.get("status") == "ERROR")
+        print(f"hpcopt: error: {errors} of {len(done.rows)} runs failed (first: "
+              f"{first.get('error')})", file=sys.stderr)
+    return 1 if errors else 0

@@ -1,0 +1,63 @@
+"""The data directory: where default inputs that are real data sets are looked up.
+
+Some defaults read real traces that hpcopt does not ship (their licences or sizes keep them
+out of the wheel): the Kopanski KTH workload behind the S1-S4 burst-buffer pool and
+``load_batsim()``, the Azure v1 derived files behind ``hpcopt workload deferrable`` and the
+OSDEC training pool.  They are looked up by their path relative to one data directory:
+
+1. the environment variable ``HPCOPT_DATA`` (``hpcopt --data-dir DIR`` sets it for the
+   command and its worker processes);
+2. else, when hpcopt runs from a source checkout, the ``shared/data`` folder beside the
+   checkout (the project's development layout; an installed wheel has no such fallback).
+
+A file that is not there is a ``DataNotFoundError`` saying which file, what needs it and how
+to point hpcopt at it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import DataNotFoundError
+
+ENV = "HPCOPT_DATA"
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _checkout_data() -> Path | None:
+    root = _PACKAGE.parent
+    if (root / "pyproject.toml").is_file() and (root / "instances").is_dir():
+        candidate = root.parent / "shared" / "data"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def data_dir() -> Path | None:
+    """The data directory in force (``HPCOPT_DATA``, else a checkout's), or None."""
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env).expanduser()
+    return _checkout_data()
+
+
+def data_path(relative: str | Path, needed_by: str) -> Path:
+    """The file ``relative`` of the data directory; ``needed_by`` names what reads it (for the
+    one-line ``DataNotFoundError`` when it is not there)."""
+    base = data_dir()
+    if base is not None and (base / relative).exists():
+        return base / relative
+    where = f"not in the data directory {base}" if base is not None else \
+        "no data directory is set"
+    raise DataNotFoundError(f"{relative}: not found ({where}), needed by {needed_by}; set "
+                            f"{ENV}=DIR or pass --data-dir DIR (the folder that holds it)")
+
+
+def use_data_dir(path: str | Path) -> Path:
+    """Make ``path`` the data directory of this process and the processes it starts."""
+    path = Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise DataNotFoundError(f"--data-dir {path}: no such directory")
+    os.environ[ENV] = str(path)
+    return path

@@ -1,0 +1,139 @@
+"""Workload and system assembly: a trace plus the settings that shape it -> the jobs and the
+``System`` a simulation runs on.
+
+The settings are those of ``hpcopt simulate``: the first N jobs, the system size, processors
+per node, a shared burst buffer, local-SSD classes, a generated BBSched workload (S1-S7,
+``hpcopt.workloads.make_workload``) or a fat-tree topology preset (the trace may then be a
+TJAP job file).  ``hpcopt.simulate``, sweeps and the CLI all build their runs here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .domain import Job, System
+from .errors import SimulationError, closest
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The jobs and system of a run; ``report`` is the trace's cleaning report (None for a
+    topology job file), ``notes`` say, one line each, what was read and generated, and
+    ``settings`` are what a result records of it (the generated workload and its seed)."""
+
+    jobs: tuple[Job, ...]
+    system: System
+    report: Any = None
+    notes: tuple[str, ...] = field(default=())
+    settings: dict = field(default_factory=dict)
+
+
+def parse_ssd_classes(value) -> dict:
+    """``"128:50,256:50"`` (GB:NODES pairs) or a dict -> ``{GB: nodes}``."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        return {float(k): int(v) for k, v in value.items()}
+    out = {}
+    for part in str(value).split(","):
+        size, sep, count = part.partition(":")
+        try:
+            gb, nodes = float(size), int(count)
+        except ValueError:
+            raise SimulationError(f"ssd_classes {value!r}: expected GB:NODES pairs separated "
+                                  "by commas, e.g. 128:50,256:50") from None
+        out[gb] = nodes
+        if not sep or nodes < 0 or not 0 <= gb < float("inf"):
+            raise SimulationError(f"ssd_classes {value!r}: expected GB:NODES pairs, "
+                                  "e.g. 128:50")
+    return out
+
+
+def _is_job_table(path: str) -> bool:
+    name = path[:-3] if path.endswith(".gz") else path
+    return name.endswith((".swf", ".csv", ".json"))
+
+
+def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
+                   cores_per_node: int | None = None, fmt: str | None = None,
+                   extra_fields: str = "error", workload: str | None = None,
+                   workload_seed: int = 0, bb: float | None = None, ssd_classes=None,
+                   topology: str | None = None) -> Scenario:
+    """The jobs and system of ``trace`` (a path or a ``Trace``) under these settings.
+
+    ``bb`` (GB) and ``ssd_classes`` (``{GB: nodes}`` or ``"128:50,256:50"``) give the system
+    its further resources; ``workload`` generates burst-buffer/SSD requests (seeded by
+    ``workload_seed``; the system gets 5 GB of burst buffer per node unless ``bb``, and half
+    128 GB / half 256 GB SSD nodes for S5-S7 unless ``ssd_classes``); ``topology`` a fat-tree
+    preset (``paper-1000``, ``hpcschedule-1000``), where the trace may be a TJAP job file.
+    """
+    from .traces import load_trace
+
+    if workload:
+        check_workload_name(workload)
+    if topology and workload:
+        raise SimulationError("workload= generates burst-buffer/SSD workloads; it does not "
+                              "apply with topology=")
+    notes: list[str] = []
+    report = None
+    if topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
+        from .traces.tjap import load_tjap_jobs
+
+        job_list, system = tuple(load_tjap_jobs(trace, max_jobs=jobs)), None
+    else:
+        if isinstance(trace, (str, Path)):
+            path = trace
+            trace = load_trace(path, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs,
+                               fmt=fmt, extra_fields=extra_fields)
+            report = trace.report
+            notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
+            notes.extend(f"  note: {note}" for note in report.notes)
+            notes.append(report.dropped_text())
+            job_list = tuple(trace.jobs)
+        else:  # a Trace already loaded
+            report = getattr(trace, "report", None)
+            job_list = tuple(trace.jobs)[:jobs]
+        system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
+    if topology:
+        from .workloads import tjap_system
+
+        system = tjap_system(topology)
+    elif bb is not None or ssd_classes or workload:
+        system = System(system.nodes, bb=system.bb if bb is None else bb,
+                        ssd_classes=parse_ssd_classes(ssd_classes), name=system.name)
+    settings: dict = {}
+    if workload:
+        job_list, system, line = _generate(job_list, system, workload, workload_seed)
+        notes.append(line)
+        settings = dict(workload=workload, workload_seed=workload_seed)
+    return Scenario(job_list, system, report, tuple(notes), settings)
+
+
+def check_workload_name(name: str, label: str = "workload") -> None:
+    """A ``SimulationError`` naming ``label`` unless ``name`` is a generated workload."""
+    from .workloads import NAMES
+
+    if name not in NAMES:
+        raise SimulationError(f"{label} {name!r}: expected one of {', '.join(NAMES)}."
+                              + closest(name, NAMES))
+
+
+def _generate(jobs, system: System, name: str, seed: int):
+    """``make_workload(name)`` applied to ``jobs`` and the system it needs, plus one line
+    saying what was generated."""
+    from .workloads import BB_PER_NODE_GB, SSD_SPLITS, bb_system, make_workload
+
+    check_workload_name(name)
+    if name != "original" and system.bb <= 0:
+        system = replace(system, bb=BB_PER_NODE_GB * system.nodes)
+    if name in SSD_SPLITS and not system.ssd_classes:
+        system = replace(system, ssd_classes=bb_system(system.nodes, ssd=True).ssd_classes)
+    out = tuple(make_workload(list(jobs), name, system=system, seed=seed))
+    with_bb = sum(j.bb > 0 for j in out)
+    with_ssd = sum(j.ssd > 0 for j in out)
+    line = (f"workload {name} (seed {seed}): {with_bb:,} of {len(out):,} jobs ask for burst "
+            f"buffer ({system.bb:,g} GB on the system)"
+            + (f", {with_ssd:,} for local SSD" if name in SSD_SPLITS else ""))
+    return out, system, line

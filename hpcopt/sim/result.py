@@ -1,0 +1,56 @@
+"""The result of a simulation run: the per-job table, the summary metrics and the settings
+(what ``hpcopt.simulate`` and ``hpcopt.cloud.simulate_osdec`` return; a sweep row holds its
+summary)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class SimulationResult:
+    """A finished simulation: the per-job table, the summary metrics and the settings.
+
+    ``jobs`` is a pandas DataFrame, one row per job; it is built on first use from the plain
+    columns the simulation produced (``hpcopt.sim.metrics.job_columns``), so that a run that
+    only needs the summary or ``write()`` never imports pandas."""
+
+    def __init__(self, jobs: Any, summary: dict, settings: dict | None = None,
+                 cleaning: dict | None = None) -> None:
+        self._jobs = jobs  # a DataFrame, or a dict of columns until first use
+        self.summary = summary
+        self.settings = {} if settings is None else settings
+        self.cleaning = cleaning
+
+    @property
+    def jobs(self):
+        """The per-job table (pandas DataFrame)."""
+        if isinstance(self._jobs, dict):
+            import pandas as pd
+
+            self._jobs = pd.DataFrame(self._jobs)
+        return self._jobs
+
+    @jobs.setter
+    def jobs(self, value) -> None:
+        self._jobs = value
+
+    def __repr__(self) -> str:
+        return (f"SimulationResult(jobs={self.summary.get('job_count')} rows, "
+                f"summary={self.summary!r}, settings={self.settings!r})")
+
+    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
+        from .metrics import write_job_csv
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
+        if not (isinstance(self._jobs, dict) and write_job_csv(self._jobs, jobs_csv)):
+            self.jobs.to_csv(jobs_csv, index=False)
+        doc = {**self.summary, "settings": self.settings}
+        if self.cleaning is not None:
+            doc["cleaning"] = self.cleaning
+        summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        return jobs_csv, summary_json
