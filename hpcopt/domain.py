@@ -216,12 +216,13 @@ class Decision:
 
 def id_order(job_id) -> tuple:
     """Sort key of a job id that compares its numbers as numbers: ``"86400:44"`` before
-    ``"86400:213"`` (as text they sort the other way); integers by value, before every text
-    id (as ``hpcopt.sim.orders.MixedId`` orders them).  Jobs submitted in the same slot are in
+    ``"86400:213"`` (as text they sort the other way); otherwise text by code point (a run of
+    digits sorts where its first digit would), integers by value and before every text id (as
+    ``hpcopt.sim.orders.MixedId`` orders them).  Jobs submitted in the same slot are in
     submission order by it when their ids count up (``"<t>:<index>"``)."""
-    if isinstance(job_id, str):
-        return 1, tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
-                        for p in _DIGITS.split(job_id) if p)
+    if isinstance(job_id, str):  # split: text, digits, text, ... (odd places are digits)
+        return 1, tuple((_ZERO, int(p), "") if k % 2 else (ord(p[0]), 0, p)
+                        for k, p in enumerate(_DIGITS.split(job_id)) if p)
     return 0, int(job_id)
 
 
@@ -247,3 +248,4 @@ class NumberedId(str):
 
 
 _DIGITS = re.compile(r"([0-9]+)")
+_ZERO = ord("0")
