@@ -37,3 +37,10 @@ def probability(text: str) -> float:
 def seconds(text: str) -> float:
     """A finite number of seconds >= 0."""
     return _number(text, float, "seconds >= 0", lambda v: math.isfinite(v) and v >= 0)
+
+
+def out_path(text: str) -> str:
+    """An output file or folder: a blank name would run the whole command and write nothing."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a file or folder name, got {text!r}")
+    return text

@@ -180,7 +180,7 @@ class Result:
             "termination": self.termination.value,
             "solution": self.solution.value,
             "objective": self.objective,
-            "bound": self.bound,
+            "bound": None if self.bound is None or math.isinf(self.bound) else self.bound,
             "gap": None if math.isinf(self.gap) else self.gap,
             "wall_time_s": self.wall_time,
             "certified": self.certified,

@@ -373,6 +373,10 @@ class KnapsackModel(Model):
                                float(values[forced].sum()))
 
     # -- algebraic form and instance files ------------------------------------------------
+    def algebraic_size(self) -> tuple[int, int, int]:
+        """(variables, rows, nonzeros) of ``to_pyomo()``: what a solver build costs."""
+        return self.n_items, self.n_resources, int(np.count_nonzero(self.weights))
+
     def to_pyomo(self):
         """A pyomo ``ConcreteModel``: binary ``x[i]``, objective ``obj``, ``capacity[r]`` rows."""
         import pyomo.environ as pyo

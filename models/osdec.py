@@ -328,6 +328,18 @@ class OSDECModel(Model):
         return {self.ids[i]: int(s[i]) for i in np.flatnonzero(s != DROPPED).tolist()}
 
     # -- the time-indexed MIP ----------------------------------------------------------------
+    def algebraic_size(self) -> tuple[int, int, int]:
+        """(variables, rows, nonzeros) of ``to_pyomo()`` (the unreduced form; the reduced one
+        of the direct backends is smaller): what a solver build costs, without building it."""
+        lo = np.maximum(self.earliest, 0)
+        hi = np.minimum(self.latest, self.slots - 1)
+        if self.past_horizon == "forbid":
+            hi = np.minimum(hi, self.slots - self.duration)
+        columns = np.maximum(hi - lo + 1, 0)
+        n = int(columns.sum())
+        covered = int((columns * np.minimum(self.duration, self.slots)).sum())  # an upper bound
+        return n + self.slots, self.n_jobs + self.slots, n + covered + self.slots
+
     def time_indexed(self, reduce: bool = True) -> TimeIndexed:
         """Columns (job, start) and capacity rows of the MIP.
 

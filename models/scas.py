@@ -85,6 +85,15 @@ class SCASModel(AllocationModel):
         """First node id of each job."""
         return tuple(int(self.idle_nodes[int(s)]) for s in x)
 
+    def algebraic_size(self, formulation: str = "paper") -> tuple[int, int, int]:
+        """(variables, rows, nonzeros) of ``to_pyomo(formulation)``: what a solver build
+        costs (``compact``: y and the node rows; ``paper`` adds x and the rows (4))."""
+        jq, q = self.n_jobs * self.n_idle, self.n_idle
+        spans = q * int(np.sum(self.sizes))  # sum_j |Q| n_j: covers per node row, rows (4)
+        if formulation == "compact":
+            return jq, self.n_jobs + q, jq + spans
+        return 2 * jq, self.n_jobs + spans + q, jq + 2 * spans + jq
+
     def to_pyomo(self, formulation: str = "paper"):
         """A pyomo ``ConcreteModel`` with binary ``y[j, i]`` (job j starts at position i),
         objective ``obj``; ``"paper"`` adds ``x[j, k]`` and rows (4) plus the node rows."""

@@ -63,6 +63,8 @@ DEFAULT_MEMORY_MB = 400.0
 # the copies np.unique and the dominance sort make (measured: ~0.5 kB a state, one level)
 STATE_BYTES_PER_COLUMN = 128
 WORD = 64
+CERTIFY_SHARE = 0.3  # of the time left (at most 1 s) kept for the front scan's last chunk and
+# the registry's certification of every front point
 
 
 class _Stop(Exception):
@@ -112,7 +114,7 @@ def _merge_round_off(F: np.ndarray) -> np.ndarray:
 
 
 def _front_rows(F: np.ndarray, budget: _Budget, tie: np.ndarray,
-                chunk: int = 2048) -> tuple[np.ndarray, bool]:
+                chunk: int = 256) -> tuple[np.ndarray, bool]:
     """Indices of the distinct non-dominated rows of ``F`` (all maximized; of equal rows the
     one with the largest ``tie``), and whether the deadline cut the scan (then: the
     non-dominated rows among those scanned).
@@ -364,9 +366,11 @@ def states_front(model, budget: _Budget):
     decision per front point."""
     n = model.n_items
     if n > MAX_JOBS:
-        raise ModelError(f"pareto-exact: windows of at most {MAX_JOBS} jobs with the states "
-                         f"algorithm (four objectives or non-integer burst buffer), got {n}; "
-                         "use bbsched-ga or nsga2")
+        why = ("four objectives" if model.objectives == 4 else
+               "burst-buffer requests with more than 3 decimals" if bb_units(model) is None
+               else "algorithm 'states' was asked for")
+        raise ModelError(f"pareto-exact: the states algorithm ({why}) takes windows of at "
+                         f"most {MAX_JOBS} jobs, got {n}; use bbsched-ga or nsga2")
     four = model.objectives == 4
     demand = model._demand  # (n, levels): nodes each job puts on each demand level
     suffix_free = model._suffix_free
@@ -440,7 +444,7 @@ class ParetoExact(Solver):
     SUPPORTED_MODELS = ("bbsched",)
     REQUIRED_MODULES = ("pymoo",)
     EXACT = True
-    OPTIONS = ("algorithm", "max_memory_mb")
+    OPTIONS = ("algorithm",)
 
     def version(self) -> str:
         return ""
@@ -448,7 +452,10 @@ class ParetoExact(Solver):
     @staticmethod
     def pick(model, algorithm: str = "auto") -> str:
         """The algorithm ``auto`` means for ``model``: bitset for two objectives with burst
-        buffer in whole units (``bb_units``) and a table under 2^31 bits, else states."""
+        buffer in whole units (``bb_units``) and a table under 2^31 bits, else states; over
+        ``MAX_JOBS`` jobs (more than the states algorithm takes) bitset whatever its table:
+        it checks the memory cap as the table grows and stops there with the front of the
+        jobs done (FEASIBLE + MEMORY)."""
         if algorithm != "auto":
             return algorithm
         units = bb_units(model) if model.objectives == 2 else None
@@ -456,7 +463,9 @@ class ParetoExact(Solver):
             return "states"
         words = min(units[1], units[0].sum()) // WORD + 1
         rows = min(model.free_nodes + 1, 2 ** min(model.n_items, 40))  # node totals at most
-        return "bitset" if words * rows < 2**25 else "states"
+        if words * rows < 2**25 or model.n_items > MAX_JOBS:
+            return "bitset"
+        return "states"
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         o = dict(opts.solver_options)
@@ -464,10 +473,7 @@ class ParetoExact(Solver):
         if algorithm not in ALGORITHMS:
             raise SolverOptionError(f"pareto-exact: algorithm must be one of {ALGORITHMS}, "
                                     f"got {algorithm!r}")
-        max_mb = o.get("max_memory_mb", DEFAULT_MEMORY_MB)
-        if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not max_mb > 0:
-            raise SolverOptionError(f"pareto-exact: max_memory_mb must be a number > 0, got "
-                                    f"{max_mb!r}")
+        max_mb = DEFAULT_MEMORY_MB if opts.max_memory_mb is None else opts.max_memory_mb
         algorithm = self.pick(model, algorithm)
         if algorithm == "bitset" and model.objectives != 2:
             raise SolverOptionError("pareto-exact: algorithm 'bitset' needs the two-objective "
@@ -476,7 +482,9 @@ class ParetoExact(Solver):
             raise SolverOptionError("pareto-exact: algorithm 'bitset' needs burst-buffer "
                                     f"requests with at most {MAX_DECIMALS} decimals; use "
                                     "'states' (or 'auto')")
-        budget = _Budget(opts.time_limit, float(max_mb))
+        left = opts.left()  # the front's certification comes after: it keeps a reserve
+        budget = _Budget(None if left is None else left - min(CERTIFY_SHARE * left, 1.0),
+                         float(max_mb))
         if algorithm == "bitset":
             try:
                 X, limit, info = bitset_front(model, budget)

@@ -209,7 +209,7 @@ class BBSchedGA(Solver):
         G, P, pm = int(o["generations"]), int(o["population"]), float(o["mutation"])
         rng = np.random.default_rng(opts.seed)
         n = model.n_items
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         variant = o["variant"]
         fill = (variant == "seeded") if o["fill"] is None else bool(o["fill"])
         fill = fill and model.objectives == 2

@@ -9,11 +9,16 @@ in memory per path, so solving many windows loads it once.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from .dcas_sa import SA_DEFAULTS, run_annealing
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Footprint, Outcome, SolveOptions, Solver, register
+
+# importing torch and loading the operator, the first time in a process (measured 2-3 s on
+# a busy 2-core machine): a time limit shorter than this is answered by the greedy start
+TORCH_IMPORT_SECONDS = 3.0
 
 
 @functools.lru_cache(maxsize=8)
@@ -48,9 +53,15 @@ class NeuralSimulatedAnnealing(Solver):
 
     doc = "DCAS neural simulated annealing (PPO-learned repair operator); seedable"
     SUPPORTED_MODELS = ("dcas",)
+    GREEDY_START = True
     REQUIRED_MODULES = ("torch",)
     INSTALL_HINT = "pip install 'hpcopt[ml]'"
     OPTIONS = (*SA_DEFAULTS, "init", "checkpoint", "mode", "q")
+
+    def footprint(self, model, opts: SolveOptions) -> Footprint | None:
+        """Importing torch (once per process) cannot be stopped."""
+        return None if "torch" in sys.modules else Footprint(
+            TORCH_IMPORT_SECONDS, 0.0, "importing torch and loading the repair operator")
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         options = dict(opts.solver_options)

@@ -25,7 +25,7 @@ from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 from hpcopt.topology import take_block
 
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Outcome, SolveOptions, Solver, register, register_greedy
 
 SA_DEFAULTS = {"t_max": 500, "T_max": 2500.0, "T_min": 2.5, "n_remove": 2}
 
@@ -187,7 +187,7 @@ def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
     """The shared body of the ``sa`` and ``nsa`` backends (their own options taken out)."""
     params, rest = sa_options(opts.solver_options, backend)
     init = rest.pop("init", "scas-exact")
-    deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+    deadline = opts.deadline  # set when solve() was called: loading a repair counts
     start, how = initial_decision(model, opts.warm_start, init, backend, deadline)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
     return Outcome(Status.FEASIBLE, res.decision, objective=res.cost,
@@ -211,6 +211,7 @@ class SimulatedAnnealing(Solver):
 
     doc = "DCAS simulated annealing (remove 1..n_D jobs, repair, Metropolis); seedable"
     SUPPORTED_MODELS = ("dcas",)
+    GREEDY_START = True
     OPTIONS = (*SA_DEFAULTS, "init", "repair")
 
     def version(self) -> str:
@@ -223,6 +224,20 @@ class SimulatedAnnealing(Solver):
             raise SolverOptionError(f"sa: repair must be one of {sorted(REPAIRS)}, got {name!r}")
         return run_annealing("sa", model, replace(opts, solver_options=options),
                              REPAIRS[name]())
+
+
+@register_greedy("dcas")
+def _dcas_start(model, deadline):
+    """The greedy start of DCAS models: the ``sequential`` decision."""
+    return list(sequential_decision(model)), None
+
+
+@register_greedy("scas")
+def _scas_start(model, deadline):
+    """The greedy start of SCAS models: the ``sequential`` decision."""
+    from .scas_exact import sequential_starts
+
+    return sequential_starts(model.sizes), None
 
 
 @register("sequential")

@@ -287,8 +287,9 @@ class DynamicProgramming(Solver):
     most six decimals).  Returns the canonical optimum (``hpcopt.models.knapsack``).  Native
     statuses: ``STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}`` --
     "stopped" when ``time_limit`` passed (checked between items; ``Limit.TIME``) or the
-    tables would exceed ``solver_options["max_cells"]`` bytes (default ``MAX_CELLS`` = 2**26;
-    ``Limit.MEMORY``); the answer is then the greedy fill and ``Result.log`` says why.
+    tables would exceed ``solver_options["max_cells"]`` bytes (default ``MAX_CELLS`` = 2**26,
+    at most ``max_memory_mb``; ``Limit.MEMORY``); the answer is then the greedy fill and
+    ``Result.log`` says why.
     ``seed`` has no effect (the algorithm is deterministic).
     """
 
@@ -299,7 +300,7 @@ class DynamicProgramming(Solver):
     STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         red = model.reduced(integer_weights=True, backend=self.full_name)
         if not (red.values == np.round(red.values)).all():
             try:  # decimal values scaled to integers make ties exact
@@ -310,6 +311,8 @@ class DynamicProgramming(Solver):
         max_cells = opts.solver_options.get("max_cells", MAX_CELLS)
         if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
             raise SolverOptionError(f"dp: max_cells must be a positive integer, got {max_cells!r}")
+        if opts.max_memory_mb is not None:  # the tables are the DP's memory
+            max_cells = min(max_cells, max(1, int(opts.max_memory_mb * 2**20)))
         try:
             chosen, method = solve_arrays(red.values, red.weights, red.capacities,
                                           max_cells=max_cells, deadline=deadline)

@@ -12,7 +12,7 @@ import numpy as np
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Status
 
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Outcome, SolveOptions, Solver, register, register_greedy
 
 AGGREGATES = ("max", "sum")
 
@@ -40,6 +40,13 @@ class Greedy(Solver):
                 f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         red = model.reduced(backend=self.full_name)
         return Outcome(self.STATUS_MAP["filled"], red.lift(greedy_fill(red, aggregate)))
+
+
+@register_greedy("knapsack")
+def knapsack_start(model, deadline):
+    """The greedy start of knapsack models: what the ``greedy`` backend returns."""
+    red = model.reduced()
+    return red.lift(greedy_fill(red)), None
 
 
 def greedy_fill(red, aggregate: str = "max") -> np.ndarray:

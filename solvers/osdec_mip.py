@@ -17,37 +17,34 @@ cpsat 58,938 (gap 0.65%, the LP bound); at 300 s scip 59,147 (gap 0.26%), cpsat 
 0.40%).  A 2,000-job day (seed 2), 120 s: scip 37,477 (gap 0.30%), cpsat 37,312 (0.80%).  The
 dual bound hardly moves in branch and bound (root LP 59,316): days of this size end with a
 reported gap, not a proof; 72 slots and 150 jobs are proved in 6-15 s.  The first CP-SAT
-solve of a process also pays the OR-tools import (~0.4 s, more on a loaded machine) before
-the backend starts its clock.
+solve of a process also pays the OR-tools import, inside the time limit.
 
-``solver_options`` both take: ``greedy_start`` (default True): the ``osdec-greedy`` schedule
-(at most a fifth of the time limit) is handed to the solver as a first incumbent (SCIP) or a
-hint (CP-SAT), and the answer is never worse than it; its LP bound (``osdec-greedy``) is
-reported when it is tighter than the solver's own (CP-SAT's is often weaker than the LP's);
-a ``warm_start`` decision replaces it.
+``solver_options`` both take: ``greedy_start`` (default True): the model's greedy start (the
+``osdec-greedy`` schedule, computed by the registry within a share of the time limit) is
+handed to the solver as a first incumbent (SCIP) or a hint (CP-SAT); the registry returns it
+whenever the answer is worse, and reports its LP bound when tighter than the solver's own
+(CP-SAT's is often weaker than the LP's); a ``warm_start`` decision replaces it.
 Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
-build and the solve.  Statuses: the backend's own maps (``Scip.STATUS_MAP``,
-``CpSat.STATUS_MAP``); stopped by the limit with an incumbent -> FEASIBLE + TIME with the
-solver's dual bound.
+build (not started when its estimate cannot fit: ``Solver.footprint``) and the solve.
+Statuses: the backend's own maps (``Scip.STATUS_MAP``, ``CpSat.STATUS_MAP``); stopped by the
+limit with an incumbent -> FEASIBLE + TIME with the solver's dual bound.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
-from .osdec_greedy import greedy_schedule
+from . import cpsat
 from .registry import Outcome, SolveOptions
+from .scip_output import optimize, quiet
 
-GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy start
 
-
-def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
-    """(options without ours, the starting decision or None, the greedy's LP bound or None)."""
+def _start(model, opts: SolveOptions, backend: str):
+    """(options without ours, the starting decision or None): ``warm_start`` when given,
+    else the template's greedy start (``opts.start``) unless ``greedy_start`` is false."""
     options = dict(opts.solver_options)
     use = options.pop("greedy_start", True)
     if not isinstance(use, bool):
@@ -56,21 +53,10 @@ def _start(model, opts: SolveOptions, deadline: float | None, backend: str):
     if opts.warm_start is not None:
         if not model.evaluate(opts.warm_start).feasible:
             raise SolverOptionError(f"backend {backend!r}: warm_start is not a feasible decision")
-        return options, [int(s) for s in opts.warm_start], None
-    if not use or model.n_jobs == 0:
-        return options, None, None
-    budget = None
-    if deadline is not None:
-        budget = time.perf_counter() + GREEDY_SHARE * (deadline - time.perf_counter())
-    x, _, bound = greedy_schedule(model, deadline=budget, seed=opts.seed or 0)
-    return options, x, bound
-
-
-def _tighter(bound, lp_bound):
-    """The smaller of two upper bounds (either may be None)."""
-    if bound is None:
-        return lp_bound
-    return bound if lp_bound is None else min(bound, lp_bound)
+        return options, [int(s) for s in opts.warm_start]
+    if not use or model.n_jobs == 0 or opts.start is None:
+        return options, None
+    return options, [int(s) for s in opts.start]
 
 
 def _better(model, decision, incumbent):
@@ -88,13 +74,14 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
     """SCIP on the reduced time-indexed MIP (``solver`` is the registered ``Scip``)."""
     import pyscipopt
 
-    deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-    options, start, lp_bound = _start(model, opts, deadline, solver.full_name)
+    options, start = _start(model, opts, solver.full_name)
     ti = model.time_indexed()
     if ti.n_columns == 0:
         return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
     scip = pyscipopt.Model("osdec")
-    scip.hideOutput()
+    quiet(scip)
+    if opts.max_memory_mb is not None:
+        scip.setParam("limits/memory", opts.max_memory_mb)
     if opts.seed is not None:
         scip.setParam("randomization/randomseedshift", opts.seed)
     for key, val in options.items():
@@ -124,13 +111,12 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         for var, over in zip(v, ti.overload_of(chosen).tolist()):
             scip.setSolVal(sol, var, float(over))
         scip.addSol(sol, free=True)
-    if deadline is not None:
-        left = deadline - time.perf_counter()
+    left = opts.left()
+    if left is not None:
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
-                           bound=lp_bound, limit=Limit.TIME)
-        scip.setParam("limits/time", left)
-    scip.optimize()
+                           limit=Limit.TIME)
+    optimize(scip, left)
     native = scip.getStatus()
     status, limit = solver.STATUS_MAP.get(native, (Status.ERROR, None))
     decision = bound = None
@@ -143,7 +129,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         decision = _better(model, decision, start)
         if decision is not None and status == Status.NO_SOLUTION:
             status = Status.FEASIBLE
-    return Outcome(status, decision, bound=_tighter(bound, lp_bound), limit=limit,
+    return Outcome(status, decision, bound=bound, limit=limit,
                    extra={"native_status": native, "nodes": scip.getNNodes(),
                           "columns": ti.n_columns, "rows": len(ti.cols),
                           "nonzeros": ti.n_nonzeros})
@@ -155,8 +141,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
 
     from hpcopt.models.knapsack import integer_scale
 
-    deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
-    options, start, lp_bound = _start(model, opts, deadline, solver.full_name)
+    options, start = _start(model, opts, solver.full_name)
     ti = model.time_indexed()
     if ti.n_columns == 0:
         return Outcome(Status.OPTIMAL, [-1] * model.n_jobs)
@@ -182,29 +167,18 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
                 - cp_model.LinearExpr.weighted_sum(v, [penalty] * len(v)))
     if start is not None:
         chosen = ti.columns_of(start)
-        for var, c in zip(x, chosen.tolist()):
-            cp.add_hint(var, bool(c))
-        for var, over in zip(v, ti.overload_of(chosen).tolist()):
-            cp.add_hint(var, int(over))
-    from .ortools_backends import _parameters, _solve_stoppable
-
+        cpsat.add_hints(cp, x, chosen.tolist())
+        cpsat.add_hints(cp, v, ti.overload_of(chosen).tolist())
+    left = opts.left()
+    if left is not None and left <= 0:
+        return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
+                       limit=Limit.TIME)
     cps = cp_model.CpSolver()
-    _parameters(cps, opts, None, options)
-    if deadline is not None:
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
-                           bound=lp_bound, limit=Limit.TIME)
-        cps.parameters.max_time_in_seconds = left
-
-    code, stopped = _solve_stoppable(cps, cp)
+    cpsat.parameters(cps, opts, left, options)
+    code, stopped = cpsat.solve_stoppable(cps, cp)
     name = cps.status_name(code)
-    status = solver.STATUS_MAP.get(name, Status.ERROR)
-    limit = None
-    if status in (Status.FEASIBLE, Status.NO_SOLUTION) and stopped:
-        limit = Limit.INTERRUPT
-    elif status in (Status.FEASIBLE, Status.NO_SOLUTION) and opts.time_limit is not None:
-        limit = Limit.TIME
+    status = cpsat.STATUS_MAP.get(name, Status.ERROR)
+    limit = cpsat.limit_of(status, stopped, opts.deadline is not None)
     decision = bound = None
     if status.has_solution:
         values = np.asarray(list(cps.response_proto.solution))  # x are the first variables
@@ -214,7 +188,7 @@ def solve_cpsat(solver, model, opts: SolveOptions) -> Outcome:
         decision = _better(model, decision, start)
         if decision is not None and status == Status.NO_SOLUTION:
             status = Status.FEASIBLE
-    return Outcome(status, decision, bound=_tighter(bound, lp_bound), limit=limit,
+    return Outcome(status, decision, bound=bound, limit=limit,
                    log=cps.response_stats(),
                    extra={"native_status": name, "columns": ti.n_columns, "rows": len(ti.cols),
                           "nonzeros": ti.n_nonzeros})

@@ -96,8 +96,9 @@ class NSGA2(Solver):
                          crossover=SinglePointCrossover(), mutation=mutation,
                          eliminate_duplicates=True)
         term = get_termination("n_gen", int(o["generations"]) + 1)
-        if opts.time_limit is not None:
-            term = TerminationCollection(term, get_termination("time", opts.time_limit))
+        left = opts.left()  # after pymoo's import, which counts
+        if left is not None:
+            term = TerminationCollection(term, get_termination("time", max(left, 1e-3)))
         seed = None if opts.seed is None else int(opts.seed)
         res = minimize(Window(), algo, term, seed=seed, verbose=False)
         X = np.asarray(res.pop.get("X"), dtype=bool)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import sys
 import time
 
 import numpy as np
@@ -18,9 +19,15 @@ from hpcopt.errors import SolverUnavailableError, closest
 from hpcopt.result import Limit, Status
 
 from .knapsack_dp import canonical_tie_break, tie_break_option
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Footprint, Outcome, SolveOptions, Solver, register
+from .scip_output import stdout_to_stderr
 
 LEX_CHUNK = 24  # items per canonical tie-break solve: integer objectives below 2**24
+# building the pyomo model and handing it to the solver (appsi's set_instance), measured on
+# SCAS windows and an OSDEC day on a busy 2-core machine: ~5.6e-6 s and 2e-4 MB per nonzero,
+# ~5e-5 s and 8e-4 MB more per row; importing pyomo ~1 s.  With a margin:
+PYOMO_SECONDS_PER_NZ, PYOMO_SECONDS_PER_ROW, PYOMO_IMPORT_SECONDS = 8e-6, 7e-5, 1.5
+PYOMO_MB_PER_NZ, PYOMO_MB_PER_ROW = 3e-4, 1.2e-3
 
 _HIGHS = ("time_limit", "random_seed", "mip_rel_gap")
 _SCIP = ("limits/time", "randomization/randomseedshift", "limits/gap")
@@ -90,6 +97,10 @@ class Pyomo(Solver):
 
     FEASIBLE without a loaded solution becomes NO_SOLUTION.  The bound is
     ``results.problem.upper_bound`` (lower for minimization) when finite.
+
+    Pyomo's model build and the solver's load of it cannot be stopped, so ``footprint``
+    estimates them from the model's size (``PYOMO_*``): a build that cannot fit the time
+    left or ``max_memory_mb`` is not started, and the model's greedy decision is returned.
     """
 
     doc = "any pyomo solver on to_pyomo() (appsi_highs, scip_direct, cbc, gurobi, ...)"
@@ -97,12 +108,31 @@ class Pyomo(Solver):
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
     EXACT = True
+    GREEDY_START = True
     OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # options of the pyomo solver
 
     def check_ready(self) -> None:
         super().check_ready()
         self._solver()
+
+    def footprint(self, model, opts: SolveOptions) -> Footprint | None:
+        """Import, model build and solver load, by the formulation's nonzeros and rows."""
+        if model.kind == "scas":
+            _, rows, nz = model.algebraic_size(opts.solver_options.get("formulation", "paper"))
+        else:
+            _, rows, nz = model.algebraic_size()
+        seconds = nz * PYOMO_SECONDS_PER_NZ + rows * PYOMO_SECONDS_PER_ROW
+        if "pyomo.environ" not in sys.modules:
+            seconds += PYOMO_IMPORT_SECONDS
+        return Footprint(seconds, nz * PYOMO_MB_PER_NZ + rows * PYOMO_MB_PER_ROW)
+
+    def _run(self, opt, pm):
+        """``opt.solve``, with SCIP's C-level output (its Ctrl-C line) kept off stdout."""
+        if self.arg.startswith("scip"):
+            with stdout_to_stderr():
+                return opt.solve(pm, load_solutions=False)
+        return opt.solve(pm, load_solutions=False)
 
     def _solver(self):
         import pyomo.environ  # noqa: F401  (registers the solver plugins)
@@ -149,7 +179,14 @@ class Pyomo(Solver):
         for key, val in options.items():
             opt.options[key] = val
         pm = model.to_pyomo() if form is None else model.to_pyomo(form)
-        results = opt.solve(pm, load_solutions=False)
+        left = opts.left()
+        if left is not None:
+            if left <= 0:  # the build took the time: the greedy stands
+                return Outcome(Status.NO_SOLUTION, limit=Limit.TIME, log="no time left to solve")
+            time_name = OPTION_NAMES.get(self.arg, (None,))[0]
+            if time_name is not None:  # the solver gets what the build left
+                opt.options[time_name] = left
+        results = self._run(opt, pm)
         condition = results.solver.termination_condition
         status, limit = _termination_map().get(condition, (Status.ERROR, None))
         decision = None
@@ -176,7 +213,7 @@ class Pyomo(Solver):
         import pyomo.environ as pyo
         from pyomo.common.log import LoggingIntercept
 
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         opt = self._solver()
         red = model.reduced(backend=self.full_name)
         if red.size == 0:  # nothing to choose (and an empty pyomo objective)
@@ -201,7 +238,7 @@ class Pyomo(Solver):
                         return Status.NO_SOLUTION, Limit.TIME, None, None
                     if time_name is not None:
                         opt.options[time_name] = left
-                results = opt.solve(pm, load_solutions=False)
+                results = self._run(opt, pm)
                 condition = results.solver.termination_condition
                 conditions.append(str(condition))
                 status, limit = _termination_map().get(condition, (Status.ERROR, None))

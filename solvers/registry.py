@@ -5,6 +5,12 @@ Backends register by name with ``@register("dp")``; families with a parameter
 through the entry-point group ``hpcopt.solvers``.  ``Solver.solve`` is a template method: it
 validates options, times the backend, and certifies the answer with ``model.evaluate`` so no
 backend can report a decision the model does not accept.
+
+The template also owns the limits (docs/limits.md): the clock starts when ``solve`` is
+called, so the model's greedy start, the backend's model build and its certification all
+count; a backend whose estimated build (``Solver.footprint``) cannot fit the time left or
+the memory cap (``max_memory_mb``) is not started; and an anytime backend
+(``GREEDY_START``) never returns less than the model's greedy decision.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import functools
 import importlib.util
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, ClassVar
 
@@ -34,10 +40,20 @@ _FAMILIES: dict[str, type[Solver]] = {}
 # model kind -> canonical(model, decision, seconds_left) -> the canonical optimum of the same
 # cost, or None when it could not be found in time (see ``register_canonical``)
 _CANONICAL: dict[str, Any] = {}
+# model kind -> greedy(model, deadline) -> (a feasible decision, a dual bound or None): the
+# first complete pass of the model's registered greedy backend (see ``register_greedy``)
+_GREEDY: dict[str, Any] = {}
 _entry_points_loaded = False
 
 OBJECTIVE_TOL = 1e-6
 DEFAULT_SEED = 0  # the seed of every solve that names none: answers repeat, and say so
+# a solve returns within time_limit + OVERSHOOT_S (tests/test_limits.py, docs/limits.md): what
+# cannot be stopped (a greedy first pass, one build block, a solver's own stop) fits in it
+OVERSHOOT_S = 1.0
+GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy start
+# solver values at or beyond this magnitude are a solver's "infinity" (SCIP 1e20, HiGHS inf)
+SOLVER_INFINITY = 1e19
+COMMON_OPTIONS = ("max_memory_mb",)  # solver_options every backend takes (the registry's)
 
 
 class Availability(IntEnum):
@@ -56,6 +72,22 @@ class SolveOptions:
     warm_start: Any = None
     solver_options: dict = field(default_factory=dict)
     rule: Any = None
+    deadline: float | None = None  # time.perf_counter() at which the whole solve must end
+    max_memory_mb: float | None = None  # the memory cap (``solver_options["max_memory_mb"]``)
+    start: Any = None  # the model's greedy decision (GREEDY_START backends), or None
+
+    def left(self) -> float | None:
+        """Seconds left before the deadline (may be <= 0), None without a time limit."""
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+
+@dataclass
+class Footprint:
+    """A backend's estimate of one solve's model build: seconds and peak megabytes."""
+
+    seconds: float
+    megabytes: float
+    what: str = "the model build"
 
 
 @dataclass
@@ -94,6 +126,9 @@ class Solver:
     NATIVE_OPTIONS: ClassVar[bool] = False
     # True when the backend's OPTIMAL answers already are the model's canonical optimum
     CANONICAL: ClassVar[bool] = False
+    # anytime backends: the template computes the model's greedy decision first (``opts.start``,
+    # a hint or first incumbent) and returns it whenever the backend's answer is worse
+    GREEDY_START: ClassVar[bool] = False
 
     def __init__(self, arg: str | None = None) -> None:
         self.arg = arg
@@ -138,6 +173,11 @@ class Solver:
     ) -> Result:
         """Solve ``model``; hitting a limit is a normal return with status FEASIBLE.
 
+        Limits cover the whole call (docs/limits.md): ``time_limit`` seconds from here,
+        ``solver_options["max_memory_mb"]`` (any backend), and Ctrl-C (a ``KeyboardInterrupt``
+        during the backend is ``Limit.INTERRUPT``, with the greedy decision where the model
+        has one); the answer comes back within ``time_limit + OVERSHOOT_S``.
+
         ``seed`` defaults to ``DEFAULT_SEED``, so a randomized backend gives the same answer
         on every call, and ``Result.seed`` always records the seed used.
 
@@ -145,6 +185,7 @@ class Solver:
         ``hpcopt.models.pareto_rules.RULES``, a ``(name, options)`` pair or a callable;
         default ``"bbsched"``) picks the decision from it.
         """
+        t0 = time.perf_counter()
         if not self.supports(model):
             raise IncompatibleModelError(
                 f"backend {self.full_name!r} does not solve {model.kind!r} models; "
@@ -159,29 +200,74 @@ class Solver:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, float))
                                  or int(seed) != seed or seed < 0):
             raise SolverOptionError(f"seed must be a non-negative integer, got {seed!r}")
-        self.check_options(solver_options or {})
+        given = solver_options or {}
+        given = dict(given) if isinstance(given, dict) else given
+        memory = _memory_option(self.full_name, given)
+        self.check_options(given)
         opts = SolveOptions(time_limit, DEFAULT_SEED if seed is None else int(seed), warm_start,
-                            dict(solver_options or {}), rule)
-        t0 = time.perf_counter()
-        out = self._solve(model, opts)
+                            given, rule, deadline=None if time_limit is None else t0 + time_limit,
+                            max_memory_mb=memory)
+        greedy = _GREEDY.get(model.kind) if self.GREEDY_START else None
+        start = None
+        if greedy is not None:
+            share = None if time_limit is None else t0 + GREEDY_SHARE * time_limit
+            start = greedy(model, share)
+            opts.start = start[0]
+        out = self._refusal(model, opts)
+        if out is None:
+            if opts.deadline is not None:  # backends that time themselves get what is left
+                opts.time_limit = max(opts.left(), 1e-3)
+            try:
+                out = self._solve(model, opts)
+            except KeyboardInterrupt:  # Ctrl-C is a limit, as CP-SAT's and SCIP's own are
+                out = Outcome(Status.NO_SOLUTION, limit=Limit.INTERRUPT,
+                              extra={"interrupted": True})
+        if start is not None:
+            out = _no_worse_than(model, out, start)
         canonical = _CANONICAL.get(model.kind)
         if (canonical is not None and not self.CANONICAL and out.status == Status.OPTIMAL
                 and out.decision is not None):
-            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            left = opts.left()
             decision = None if left is not None and left <= 0 else canonical(
                 model, out.decision, left)
             out.extra["canonical"] = decision is not None
             if decision is not None:
                 out.decision, out.objective = decision, None
-        wall = time.perf_counter() - t0
-        return self._certify(model, out, wall, opts)
+        result = self._certify(model, out, 0.0, opts)
+        return replace(result, wall_time=time.perf_counter() - t0)
+
+    def footprint(self, model, opts: SolveOptions) -> Footprint | None:
+        """The estimated build of this solve (``None``: nothing worth refusing for)."""
+        return None
+
+    def _refusal(self, model, opts: SolveOptions) -> Outcome | None:
+        """NO_SOLUTION with the reason when the estimated build cannot fit the memory cap or
+        the time left; ``None`` when the backend may start."""
+        left = opts.left()
+        if left is not None and left <= 0:
+            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
+                           extra={"refused": "no time left after the greedy start"})
+        est = self.footprint(model, opts)
+        if est is None:
+            return None
+        if opts.max_memory_mb is not None and est.megabytes > opts.max_memory_mb:
+            reason = (f"{est.what} needs about {est.megabytes:.3g} MB, over "
+                      f"max_memory_mb={opts.max_memory_mb:g}")
+            return Outcome(Status.NO_SOLUTION, limit=Limit.MEMORY, log=reason,
+                           extra={"refused": reason})
+        if left is not None and est.seconds > left:
+            reason = (f"{est.what} takes about {est.seconds:.1f} s, more than the "
+                      f"{left:.1f} s left of the time limit")
+            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME, log=reason,
+                           extra={"refused": reason})
+        return None
 
     def check_options(self, solver_options: dict) -> None:
         """Refuse ``solver_options`` keys the backend does not take (one shared message)."""
         if not isinstance(solver_options, dict):
             raise SolverOptionError(f"backend {self.full_name!r}: solver_options must be an "
                                     f"object of name: value, got {solver_options!r}")
-        unknown = sorted(set(solver_options) - set(self.OPTIONS))
+        unknown = sorted(set(solver_options) - set(self.OPTIONS) - set(COMMON_OPTIONS))
         if unknown and not self.NATIVE_OPTIONS:
             accepted = ", ".join(sorted(self.OPTIONS)) or "none"
             raise SolverOptionError(f"backend {self.full_name!r}: unknown solver option(s) "
@@ -230,6 +316,8 @@ class Solver:
                 bound = objective
         elif status.has_solution:
             status = Status.NO_SOLUTION
+        if bound is not None and not abs(float(bound)) < SOLVER_INFINITY:
+            bound = None  # a solver's infinity (SCIP's 1e20, HiGHS's inf): no bound
         if bound is None:
             bound = math.inf if model.sense == "max" else -math.inf
         return Result(
@@ -287,6 +375,42 @@ def _dist_version(module: str) -> str:
         return ""
 
 
+def _memory_option(backend: str, options) -> float | None:
+    """Pop and check ``max_memory_mb`` (a number > 0) from ``options``."""
+    if not isinstance(options, dict) or "max_memory_mb" not in options:
+        return None
+    mb = options.pop("max_memory_mb")
+    if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not (
+            mb > 0 and math.isfinite(mb)):
+        raise SolverOptionError(f"backend {backend!r}: max_memory_mb must be a number of "
+                                f"megabytes > 0, got {mb!r}")
+    return float(mb)
+
+
+def _no_worse_than(model, out: Outcome, start) -> Outcome:
+    """``out`` with the greedy ``start = (decision, bound)`` folded in when ``out`` stopped
+    without a proof: the tighter bound, and the greedy decision when ``out`` holds nothing
+    better (by ``model.evaluate``, in the model's sense)."""
+    decision, bound = start
+    if out.status not in (Status.FEASIBLE, Status.NO_SOLUTION) or out.pareto is not None:
+        return out
+    if bound is not None:
+        mine = out.bound if out.bound is not None and abs(out.bound) < SOLVER_INFINITY else None
+        out.bound = bound if mine is None else (
+            min(bound, mine) if model.sense == "max" else max(bound, mine))
+    if decision is None:
+        return out
+    greedy = model.evaluate(decision).objective
+    sign = 1.0 if model.sense == "max" else -1.0
+    if out.decision is not None and out.status.has_solution:
+        cert = model.evaluate(out.decision)
+        if cert.feasible and sign * cert.objective >= sign * greedy - 1e-9 * max(1.0, abs(greedy)):
+            return out
+    out.status, out.decision, out.objective = Status.FEASIBLE, list(decision), None
+    out.extra["greedy_fallback"] = True
+    return out
+
+
 def register(name: str, *, family: bool = False):
     """Class decorator: register a backend under ``name`` (a family prefix if ``family``)."""
 
@@ -308,6 +432,20 @@ def register_canonical(kind: str):
     def deco(fn):
         refuse_duplicate("canonical tie-break of", kind, _CANONICAL, fn)
         _CANONICAL[kind] = fn
+        return fn
+
+    return deco
+
+
+def register_greedy(kind: str):
+    """Function decorator: the greedy start of model ``kind``.  ``fn(model, deadline)`` returns
+    ``(decision, bound)``: the first complete pass of the model's greedy backend (always
+    finished, whatever the deadline), improved until ``deadline``, and a dual bound or None.
+    ``GREEDY_START`` backends begin from it and never return less."""
+
+    def deco(fn):
+        refuse_duplicate("greedy start of", kind, _GREEDY, fn)
+        _GREEDY[kind] = fn
         return fn
 
     return deco

@@ -266,6 +266,7 @@ class ScasExact(Solver):
 
     doc = "exact SCAS: constrained-shortest-path DP over Q (dominance + bounds), proves optimality"
     SUPPORTED_MODELS = ("scas",)
+    GREEDY_START = True
     EXACT = True
     CANONICAL = True
 
@@ -283,7 +284,7 @@ class ScasExact(Solver):
         for cand in (greedy_starts(costs, model.sizes), (model.evaluate(seq).objective, seq)):
             if cand is not None and (incumbent is None or cand[0] < incumbent[0]):
                 incumbent = cand
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         labels = 0
         for beam, budget in SCHEDULE:
             if beam is not None:  # a better incumbent first: the exact pass prunes by it

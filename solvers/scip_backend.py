@@ -8,12 +8,17 @@ from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
 from .knapsack_dp import canonical_tie_break, tie_break_option
-from .registry import Outcome, SolveOptions, Solver, register
+from .registry import Footprint, Outcome, SolveOptions, Solver, register
+from .scip_output import optimize, quiet
 
 LEX_CHUNK = 24  # items per canonical tie-break solve: objectives below 2**24, exact in SCIP
 # above this capacity, knapsack rows stay linear rows: SCIP's knapsack separation ran 10 s
 # past a 2 s limit on a 300-item subset-sum window with capacity 8.6e7
 KNAPSACK_UPGRADE_CAP = 2**20
+# PySCIPOpt model build (measured on a 700-node SCAS window, busy 2-core machine: ~1.4e-6 s
+# and 1.3e-4 MB per nonzero, ~1e-5 s and 5e-4 MB more per row; with a margin)
+SCIP_SECONDS_PER_NZ, SCIP_SECONDS_PER_ROW = 2e-6, 1.5e-5
+SCIP_MB_PER_NZ, SCIP_MB_PER_ROW = 2e-4, 7e-4
 
 
 @register("scip")
@@ -38,7 +43,9 @@ class Scip(Solver):
         }
 
     A FEASIBLE status without a stored solution becomes NO_SOLUTION.  The bound is SCIP's dual
-    bound.
+    bound (none while SCIP's is its infinity).  The model's greedy decision (or ``warm_start``)
+    is SCIP's first incumbent; ``max_memory_mb`` -> ``limits/memory``.  SCIP's output is kept
+    off stdout (``scip_output``).
     """
 
     doc = "SCIP via PySCIPOpt (direct model; knapsack, SCAS ILP, OSDEC MIP); seedable"
@@ -46,6 +53,7 @@ class Scip(Solver):
     REQUIRED_MODULES = ("pyscipopt",)
     INSTALL_HINT = "pip install pyscipopt"
     EXACT = True
+    GREEDY_START = True
     OPTIONS = ("formulation", "tie_break")
     NATIVE_OPTIONS = True  # SCIP parameters
     STATUS_MAP = {
@@ -66,6 +74,18 @@ class Scip(Solver):
         "unknown": (Status.NO_SOLUTION, None),
     }
 
+    def footprint(self, model, opts: SolveOptions) -> Footprint | None:
+        """The PySCIPOpt build, by the formulation's nonzeros and rows."""
+        if model.kind == "scas":
+            _, rows, nz = model.algebraic_size(opts.solver_options.get("formulation", "paper"))
+        elif model.kind == "osdec":
+            _, rows, nz = model.algebraic_size()
+            rows, nz = rows // 4, nz // 4  # the reduced form is a few times smaller
+        else:
+            _, rows, nz = model.algebraic_size()
+        return Footprint(nz * SCIP_SECONDS_PER_NZ + rows * SCIP_SECONDS_PER_ROW,
+                         nz * SCIP_MB_PER_NZ + rows * SCIP_MB_PER_ROW)
+
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         import pyscipopt
 
@@ -78,9 +98,9 @@ class Scip(Solver):
 
             return solve_scip(self, model, opts)
         scip = pyscipopt.Model(model.kind)
-        scip.hideOutput()
-        if opts.time_limit is not None:
-            scip.setParam("limits/time", opts.time_limit)
+        quiet(scip)
+        if opts.max_memory_mb is not None:
+            scip.setParam("limits/memory", opts.max_memory_mb)
         if opts.seed is not None:
             scip.setParam("randomization/randomseedshift", opts.seed)
         for key, val in options.items():
@@ -88,15 +108,27 @@ class Scip(Solver):
                 scip.setParam(key, val)
             except (KeyError, ValueError, TypeError) as err:
                 raise SolverOptionError(f"scip: bad SCIP parameter {key}={val!r} ({err})") from None
-        decode, objective = _scas(scip, model, formulation)
-        scip.optimize()
+        decode, objective, y = _scas(scip, model, formulation)
+        start = opts.warm_start if opts.warm_start is not None else opts.start
+        if start is not None and model.evaluate(start).feasible:
+            sol = scip.createSol()
+            for row, i in zip(y, start):
+                scip.setSolVal(sol, row[int(i)], 1.0)
+            scip.addSol(sol, free=True)  # x (paper form) follows y: SCIP completes it
+        left = opts.left()
+        if left is not None:
+            if left <= 0:  # the build took the time: the greedy stands
+                return Outcome(Status.NO_SOLUTION, limit=Limit.TIME)
+        optimize(scip, left)
         native = scip.getStatus()
         status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
         decision = None
         if status.has_solution and scip.getNSols() > 0:
             sol = scip.getBestSol()
             decision = decode(lambda v: scip.getSolVal(sol, v))
-        return Outcome(status, decision, bound=objective(scip.getDualbound()), limit=limit,
+        dual = scip.getDualbound()
+        bound = None if scip.isInfinity(abs(dual)) else objective(dual)
+        return Outcome(status, decision, bound=bound, limit=limit,
                        extra={"native_status": native, "nodes": scip.getNNodes()})
 
 
@@ -118,13 +150,15 @@ class Scip(Solver):
         """
         import pyscipopt
 
-        deadline = None if opts.time_limit is None else time.perf_counter() + opts.time_limit
+        deadline = opts.deadline
         red = model.reduced(backend=self.full_name)
         if red.size == 0:
             return Outcome(Status.OPTIMAL, red.lift([]))
         values = red.values.tolist()
         scip = pyscipopt.Model("knapsack")
-        scip.hideOutput()
+        quiet(scip)
+        if opts.max_memory_mb is not None:
+            scip.setParam("limits/memory", opts.max_memory_mb)
         if opts.seed is not None:
             scip.setParam("randomization/randomseedshift", opts.seed)
         if red.capacities.max() > KNAPSACK_UPGRADE_CAP:
@@ -142,14 +176,19 @@ class Scip(Solver):
             scip.addCons(pyscipopt.quicksum(a * xi for a, xi in zip(row, x) if a) <= cap,
                          name=f"capacity{r}")
         scip.setMaximize()
+        start = opts.warm_start if opts.warm_start is not None else opts.start
+        if start is not None and model.evaluate(start).feasible:
+            sol = scip.createSol()
+            for var, i in zip(x, red.items.tolist()):
+                scip.setSolVal(sol, var, float(start[i]))
+            scip.addSol(sol, free=True)
         floor = [None]  # the optimal value once known: answers below it are cut off
 
         def run():
             """Optimize until the answer passes the exact checks: (status, limit, chosen)."""
             while True:
-                if deadline is not None:
-                    scip.setParam("limits/time", max(deadline - time.perf_counter(), 1e-3))
-                scip.optimize()
+                optimize(scip, None if deadline is None else
+                         max(deadline - time.perf_counter(), 1e-3))
                 native = scip.getStatus()
                 status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
                 if not status.has_solution or scip.getNSols() == 0:
@@ -173,7 +212,9 @@ class Scip(Solver):
                     scip.addCons(pyscipopt.quicksum(taken) <= len(taken) - 1)
 
         status, limit, chosen = run()
-        bound = red.objective(scip.getDualbound()) if chosen is not None else None
+        dual = scip.getDualbound()
+        bound = red.objective(dual) if chosen is not None and not scip.isInfinity(abs(dual)) \
+            else None
         if status != Status.OPTIMAL:
             return Outcome(status, None if chosen is None else red.lift(chosen), bound=bound,
                            limit=limit, extra={"native_status": scip.getStatus()})
@@ -243,4 +284,4 @@ def _scas(scip, model, formulation: str):
     def decode(val):
         return [max(range(q), key=lambda i: val(row[i])) for row in y]
 
-    return decode, (lambda scaled: float(scaled) / scale)
+    return decode, (lambda scaled: float(scaled) / scale), y

@@ -222,3 +222,18 @@ def test_train_osdec_speaks_before_building_its_pool(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", str(INSTANCES / "traces" / "demo.swf"), "--no-progress"],
+    ["demo"], ["sweep", "grid.json"], ["workload", "deferrable", "day.txt"],
+    ["train", "dras"], ["train", "nsa"], ["train", "osdec"],
+    ["workflow", "wf.json", "--trace", "t.swf"],
+])
+@pytest.mark.parametrize("out", ["", "  "])
+def test_a_blank_out_is_refused_before_any_work(argv, out, capsys):
+    """A blank --out would run the whole command and write nothing."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", out])
+    assert exit_.value.code == 2
+    assert "--out: expected a file or folder name" in capsys.readouterr().err

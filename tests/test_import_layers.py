@@ -155,10 +155,8 @@ def test_no_module_imports_from_a_layer_above_its_own():
     assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
-# The one cycle left, between two backends (solvers/ortools_backends.py uses osdec_mip's
-# formulation, osdec_mip uses ortools_backends' CP-SAT parameters): it goes away with the
-# CP-SAT helper module solvers/cpsat.py; then this entry must go (the test says so).
-KNOWN_CYCLES = [{"hpcopt.solvers.ortools_backends", "hpcopt.solvers.osdec_mip"}]
+# cycles still to remove (none: the CP-SAT helpers are solvers/cpsat.py)
+KNOWN_CYCLES: list[set] = []
 
 
 def test_no_import_cycle_between_modules():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..cliargs import out_path
 from .common import instances_dir, print_rows, print_summary
 
 
 def register(sub) -> None:
     d = sub.add_parser("demo", help="a short simulation and a batch solve on bundled data")
-    d.add_argument("--out", default=None, help="directory for the demo's outputs")
+    d.add_argument("--out", type=out_path, default=None, help="directory for the demo's outputs")
     d.set_defaults(run=run)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cliargs import positive_int
+from ..cliargs import out_path, positive_int
 from .common import add_policy_flags, policy_options, print_summary
 
 
@@ -44,7 +44,8 @@ def register(sub) -> None:
     m.add_argument("--warmup", type=float, default=0, help="jobs (or fraction) to trim at start")
     m.add_argument("--cooldown", type=float, default=0, help="jobs (or fraction) to trim at end")
     m.add_argument("--seed", type=int, default=None)
-    m.add_argument("--out", default=None, help="directory for jobs.csv and summary.json")
+    m.add_argument("--out", type=out_path, default=None,
+                   help="directory for jobs.csv and summary.json")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "

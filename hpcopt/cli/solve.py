@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from ..cliargs import positive_int
 from ..errors import HpcoptError
 from .common import add_executor_flags, executor, print_rows
 
@@ -22,6 +23,9 @@ def register(sub) -> None:
                    help="decision rule that picks from a Pareto set: bbsched (default), "
                         "weighted, lexicographic")
     s.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    s.add_argument("--max-memory-mb", type=positive_int, default=None, metavar="MB",
+                   help="memory cap per solve: a backend honours it or refuses up front "
+                        "(its build would not fit) and the model's greedy answer comes back")
     s.add_argument("--seed", type=int, default=None,
                    help="batch seed (default 0): each instance is solved with a seed derived "
                         "from (this seed, the instance name), the same on every executor")
@@ -76,7 +80,9 @@ def run(args) -> int:
                   f"{args.out} are skipped{cut}", file=info)
         batch = run_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
                           workers=args.workers, progress=not args.no_progress, rule=args.rule,
-                          writer=writer, handle_signals=True,
+                          writer=writer, handle_signals=True, solver_options=(
+                              None if args.max_memory_mb is None
+                              else {"max_memory_mb": args.max_memory_mb}),
                           executor=ex, chunk=args.chunk)
     finally:
         if writer is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from ..cliargs import out_path
 from .common import add_executor_flags, executor
 
 
@@ -15,7 +16,7 @@ def register(sub) -> None:
                    help='a JSON object of settings, lists are axes: {"trace": [...], "policy": '
                         '[...], "window": [...], "seed": [...], "options": {...}, "jobs": N} '
                         "(see hpcopt.sweep)")
-    w.add_argument("--out", required=True, metavar="F",
+    w.add_argument("--out", type=out_path, required=True, metavar="F",
                    help="write each run's row as soon as it ends to F.jsonl or F.csv (a new "
                         "file unless --resume); - streams JSONL to standard output")
     w.add_argument("--resume", action="store_true",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cliargs import positive_int
+from ..cliargs import out_path, positive_int
 from ..errors import HpcoptError
 
 
@@ -36,7 +36,8 @@ def register(sub) -> None:
                     help="best checkpoint by validation reward (paper) or by average wait "
                          "with max wait within 2x FCFS+EASY")
     td.add_argument("--seed", type=int, default=0)
-    td.add_argument("--out", default="dras-run", help="directory for checkpoints and curve")
+    td.add_argument("--out", type=out_path, default="dras-run",
+                    help="directory for checkpoints and curve")
     td.add_argument("--no-plot", action="store_true", help="skip curve.png")
     td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     tn = tsub.add_parser("nsa", help="NSA repair operator (PPO on generated DCAS windows)")
@@ -65,7 +66,8 @@ def register(sub) -> None:
     tn.add_argument("--temperature", type=float, default=2000.0,
                     help="the imitation teacher's temperature, in CH cost units")
     tn.add_argument("--seed", type=int, default=0)
-    tn.add_argument("--out", default="nsa-run", help="directory for checkpoints and curve")
+    tn.add_argument("--out", type=out_path, default="nsa-run",
+                    help="directory for checkpoints and curve")
     tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
     tn.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     to = tsub.add_parser("osdec", help="OSDEC agent (PPO, attention encoder, auxiliary "
@@ -88,7 +90,8 @@ def register(sub) -> None:
                     help="stop after M minutes (the learning rates still decay over "
                     "--iterations, so the run is the same as without a budget, cut short)")
     to.add_argument("--seed", type=int, default=0)
-    to.add_argument("--out", default="osdec-run", help="directory for checkpoints and curve")
+    to.add_argument("--out", type=out_path, default="osdec-run",
+                    help="directory for checkpoints and curve")
     to.add_argument("--no-plot", action="store_true", help="skip curve.png")
     to.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     t.set_defaults(run=run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliargs import nonneg_int, positive_int, unit_float
+from ..cliargs import nonneg_int, out_path, positive_int, unit_float
 
 
 def register(sub) -> None:
@@ -54,7 +54,8 @@ def register(sub) -> None:
     d.add_argument("--w1", type=float, default=2.0, help="delay penalty (default 2)")
     d.add_argument("--w2", type=float, default=10.0, help="violation penalty (default 10)")
     d.add_argument("--name", default=None, help="instance name (default: from the settings)")
-    d.add_argument("--out", required=True, metavar="W.json", help="instance file to write")
+    d.add_argument("--out", type=out_path, required=True, metavar="W.json",
+                   help="instance file to write")
     d.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     d.set_defaults(run=run)
 

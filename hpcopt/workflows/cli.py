@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cliargs import positive_int, probability, seconds
+from ..cliargs import out_path, positive_int, probability, seconds
 from .reader import WorkflowError
 from .runner import MODES, PLANS, STRATEGIES
 
@@ -69,7 +69,7 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--state", default=None, metavar="F",
                    help="ASA estimator state: loaded from F if it exists, saved to F after")
-    w.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    w.add_argument("--out", type=out_path, required=True, metavar="DIR", help="output directory")
     w.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return w
 
