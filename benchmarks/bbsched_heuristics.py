@@ -41,7 +41,7 @@ INSTANCE = Path(__file__).resolve().parents[1] / "instances" / "bbsched" / "tabl
 
 def recorded_jobs(n_jobs: int, workload: str, seed: int):
     """Theta's first ``n_jobs`` jobs under ``workload``, with their recorded starts."""
-    from hpcopt.workloads import bb_system, make_workload
+    from hpcopt.workloads.burst_buffer import bb_system, make_workload
 
     path = TRACES["Theta"]
     tr = hpcopt.load_trace(path, max_jobs=n_jobs)

@@ -3,7 +3,7 @@ Table 3).
 
 For each trace (KTH-SP2 and HPC2N by default; the first --jobs jobs) and workload every
 policy runs with EASY backfilling, window W = 20, starvation bound 50 and the base order of
---order.  Workloads (``hpcopt.workloads``):
+--order.  Workloads (``hpcopt.workloads.burst_buffer``):
 
 - ``original``, ``S1``-``S4``: the trace's jobs, with the paper's generated burst-buffer
   requests for S1-S4, on the trace's nodes and a shared burst buffer (``bb_system``); the
@@ -58,7 +58,7 @@ METRICS = {"node_usage": "utilization", "bb_usage": "bb_usage", "ssd_usage": "ss
 
 def load_jobs(trace: str, name: str, n_jobs: int | None, seed: int):
     """Jobs and system of ``trace``'s first ``n_jobs`` jobs under workload ``name``."""
-    from hpcopt.workloads import bb_system, load_batsim, make_workload
+    from hpcopt.workloads.burst_buffer import bb_system, load_batsim, make_workload
 
     if name == KOPANSKI:
         tr = load_batsim()

@@ -9,7 +9,8 @@ its three terms, started/dropped, utilization, gap to the offline reference and 
     python benchmarks/osdec_online.py --seeds 1 2 3 --out benchmarks/results/osdec_online
 
 Writes ``rows_<r>_<p>.csv`` and ``table_<r>_<p>.md`` under ``--out``; ``--on-demand-share 1
---machine-quantile 0.9`` gives the generator's default (looser) instances.
+--machine-quantile 0.9`` gives the whole region as one machine (a loose day).  Jobs run up to
+the whole day (``--max-duration``, default the horizon), unlike the generator's default cap.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import time
 from pathlib import Path
 
 from hpcopt.cloud import load_osdec, offline_reference, simulate_osdec
-from hpcopt.workloads import deferrable_workload, save_workload
+from hpcopt.workloads.deferrable import azure_path, deferrable_workload, save_workload
 
 HERE = Path(__file__).resolve().parent
-AZURE = HERE.parents[1] / "shared" / "data" / "cloud" / "azure_v1_vmtable_derived" / \
-    "v1.dev.txt.gz"
+AZURE = azure_path("v1.dev.txt.gz", "benchmarks/osdec_online.py")
 
 POLICIES = [
     ("fifo", {}),
@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     ap.add_argument("--azure", default=str(AZURE))
     ap.add_argument("--on-demand-share", type=float, default=0.05)
     ap.add_argument("--machine-quantile", type=float, default=0.5)
+    ap.add_argument("--max-duration", type=int, default=None,
+                    help="cap on job durations in slots (default: the horizon)")
     ap.add_argument("--offline-backend", default="scip")
     ap.add_argument("--offline-time-limit", type=float, default=60.0)
     ap.add_argument("--out", default=str(HERE / "results" / "osdec_online"))
@@ -61,7 +63,8 @@ def main(argv=None) -> int:
         if not path.exists():
             save_workload(deferrable_workload(args.azure, seed=seed,
                                               on_demand_share=args.on_demand_share,
-                                              machine_quantile=args.machine_quantile), path)
+                                              machine_quantile=args.machine_quantile,
+                                              max_duration=args.max_duration), path)
         model = load_osdec(path)
         off = offline_reference(model, args.offline_backend, args.offline_time_limit)
         ref = off["reference"]

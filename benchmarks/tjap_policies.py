@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 import hpcopt
 from hpcopt.traces.tjap import load_tjap_jobs
-from hpcopt.workloads import tjap_system
+from hpcopt.workloads.tjap import tjap_system
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc"

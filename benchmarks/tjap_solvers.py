@@ -35,7 +35,7 @@ from hpcopt.models.dcas import DCASModel
 from hpcopt.models.scas import SCASModel
 from hpcopt.policies.topology import generate_windows
 from hpcopt.solvers import get_solver
-from hpcopt.workloads import generate_tjap_jobs
+from hpcopt.workloads.tjap import generate_tjap_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

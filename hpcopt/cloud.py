@@ -4,7 +4,13 @@ The same file is the offline model (``hpcopt solve W.json``) and the online work
 (``hpcopt simulate W.json --policy NAME``).  ``osdec_workload`` turns the model into driver
 inputs: one ``Job`` per deferrable job (time unit: one slot; ``nodes = cores = c_i``,
 ``runtime = walltime = d_i``, ``submit = g_i``, ``earliest = e_i``, ``latest = min(l_i, T-1)``:
-the model starts jobs only in slots < T) and a ``System`` whose capacity profile is ``C_t``.
+the model starts jobs only in slots < T; a text id becomes a ``NumberedId``, so that the
+driver's base orders break ties by the id's numbers, ``"t:44"`` before ``"t:213"``) and a
+``System`` whose capacity profile is ``C_t``.  The system's size is the machine M, a constant
+known in advance (``C_t <= M``): the generator records it (``meta.machine_size``), which
+``simulate_osdec`` reads from an instance or file; without it the largest ``C_t`` of the day
+stands in, which a policy that reads the machine size (DRAS's state, BBSched's utilizations)
+would see ahead of time, so give ``machine=`` for such files.
 ``simulate_osdec`` runs the driver with a period of one slot and no backfilling: at each slot
 the capacity moves to ``C_t``, jobs whose ``earliest`` came join the queue (before that the
 policy sees them only as the future set, ``Simulator.upcoming``), jobs past ``latest`` are
@@ -24,7 +30,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .domain import Job, System
+from .domain import Job, NumberedId, System
 from .errors import InstanceError, SimulationError
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
@@ -62,8 +68,18 @@ def is_osdec_file(path) -> bool:
     return isinstance(doc, dict) and doc.get("model") == "osdec"
 
 
-def osdec_workload(model) -> tuple[list[Job], System]:
-    """Driver jobs and system of an OSDEC model (module docstring)."""
+def machine_size(source) -> int | None:
+    """The machine size M recorded with an instance (``meta.machine_size``), else None."""
+    if isinstance(source, (str, Path)):
+        from .instances import load_instance
+
+        source = load_instance(source)
+    size = (getattr(source, "meta", None) or {}).get("machine_size")
+    return int(size) if size is not None else None
+
+
+def osdec_workload(model, machine: int | None = None) -> tuple[list[Job], System]:
+    """Driver jobs and system of an OSDEC model (module docstring); ``machine`` is M."""
     from .sim.orders import total_ids
     from .sim.resources import CapacityProfile
 
@@ -76,12 +92,19 @@ def osdec_workload(model) -> tuple[list[Job], System]:
     jobs = []
     for i in range(model.n_jobs):
         c, d = int(model.cores[i]), int(model.duration[i])
-        jobs.append(Job(id=model.ids[i], submit=float(model.submit[i]), runtime=float(d),
+        jid = model.ids[i]
+        jobs.append(Job(id=NumberedId(jid) if isinstance(jid, str) else jid,
+                        submit=float(model.submit[i]), runtime=float(d),
                         walltime=float(d), nodes=c, cores=c,
                         earliest=float(model.earliest[i]),
                         latest=float(min(int(model.latest[i]), T - 1))))
     cap = [int(v) for v in model.capacity]
     size = max([1, *cap, *(int(c) for c in model.cores)])
+    if machine is not None:
+        if int(machine) < size:
+            raise SimulationError(f"osdec machine size {machine}: expected >= every capacity "
+                                  f"C_t and job's cores ({size})")
+        size = int(machine)
     jobs = total_ids(jobs)  # ids may mix integers and text (hpcopt.sim.orders.MixedId)
     return jobs, System(size, capacity=CapacityProfile(cap, period=1.0), name="osdec")
 
@@ -138,9 +161,10 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
 def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
                    offline_bound: float | None = None, offline_backend: str | None = None,
                    offline_time_limit: float | None = None, progress: bool = False,
-                   **policy_options):
+                   machine: int | None = None, **policy_options):
     """Run an OSDEC instance online under ``policy`` (module docstring); returns a
-    ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``)."""
+    ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``).
+    ``machine`` is the machine size M (default: the instance's ``meta.machine_size``)."""
     from .jsonsafe import json_safe
     from .policies import build_policy
     from .sim.driver import Simulator
@@ -148,7 +172,9 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     from .sim.result import SimulationResult
 
     model = load_osdec(source)
-    jobs, system = osdec_workload(model)
+    if machine is None and not hasattr(source, "slots"):  # an instance or a file, not a model
+        machine = machine_size(source)
+    jobs, system = osdec_workload(model, machine)
     pol = build_policy(policy, **policy_options)
     if hasattr(pol, "set_weights"):
         pol.set_weights(model.w1, model.w2, model.slots)
@@ -178,6 +204,7 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     return res
 
 
-__all__ = ["SUMMARY_KEYS", "gap", "is_osdec_file", "load_osdec", "offline_reference",
-           "online_decision", "online_summary", "osdec_workload", "simulate_osdec"]
+__all__ = ["SUMMARY_KEYS", "gap", "is_osdec_file", "load_osdec", "machine_size",
+           "offline_reference", "online_decision", "online_summary", "osdec_workload",
+           "simulate_osdec"]
 

@@ -8,6 +8,7 @@ multi-resource, topology-aware and cloud models plug in without changing these t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,3 +212,40 @@ class Decision:
         d["start"] = start
         d["reserve"] = reserve
         d["allocations"] = {} if allocations is _MISSING else allocations
+
+
+def id_order(job_id) -> tuple:
+    """Sort key of a job id that compares its numbers as numbers: ``"86400:44"`` before
+    ``"86400:213"`` (as text they sort the other way); otherwise text by code point (a run of
+    digits sorts where its first digit would), integers by value and before every text id (as
+    ``hpcopt.sim.orders.MixedId`` orders them).  Jobs submitted in the same slot are in
+    submission order by it when their ids count up (``"<t>:<index>"``)."""
+    if isinstance(job_id, str):  # split: text, digits, text, ... (odd places are digits)
+        return 1, tuple((_ZERO, int(p), "") if k % 2 else (ord(p[0]), 0, p)
+                        for k, p in enumerate(_DIGITS.split(job_id)) if p)
+    return 0, int(job_id)
+
+
+class NumberedId(str):
+    """A text job id that orders by ``id_order`` (equal and hashed as its text), so that the
+    driver's base orders, which break ties by id, put ``"t:44"`` before ``"t:213"``."""
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return id_order(self) < id_order(other)
+
+    def __gt__(self, other):
+        return id_order(self) > id_order(other)
+
+    def __le__(self, other):
+        return id_order(self) <= id_order(other)
+
+    def __ge__(self, other):
+        return id_order(self) >= id_order(other)
+
+    __hash__ = str.__hash__
+
+
+_DIGITS = re.compile(r"([0-9]+)")
+_ZERO = ord("0")

@@ -11,9 +11,10 @@ plain greedy builds the first schedule.
 Every core-slot a job runs earns 1 (``r_i = c_i d_i``), so "value density" is the same for
 all jobs at no delay; what differs is how a start slot pays: ``c_i d_i - w1 (s - e_i) - w2
 (increase of sum_t v_t)``.  The plain greedy takes the jobs largest ``c_i d_i`` first (ties:
-earliest start, then job order) and puts each at the start of largest marginal gain given the
-jobs already placed (violation-aware: the overload increase is computed exactly on the
-current load profile), or drops it when no start gains more than 0.  Local search then
+earliest start, then submission order: submission slot, then the id by its numbers) and puts
+each at the start of largest marginal gain given the jobs already placed (violation-aware:
+the overload increase is computed exactly on the current load profile), or drops it when no
+start gains more than 0.  Local search then
 re-inserts one job at a time (remove it, put it at its best start or drop it) while that
 strictly improves the objective, pass after pass (job order shuffled by ``seed`` after the
 first), until a pass changes nothing, ``passes`` passes ran, or the time limit.
@@ -28,6 +29,7 @@ import time
 
 import numpy as np
 
+from hpcopt.domain import id_order
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
@@ -138,11 +140,22 @@ def lp_relaxation(model, ti, deadline: float | None = None):
     return x, -float(h.getInfo().objective_function_value)
 
 
+def submission_rank(model) -> np.ndarray:
+    """Each job's place in submission order (slot, then id by its numbers): the tie-break."""
+    order = sorted(range(model.n_jobs), key=lambda i: (int(model.submit[i]),
+                                                       id_order(model.ids[i])))
+    rank = np.empty(model.n_jobs, dtype=np.int64)
+    rank[order] = np.arange(model.n_jobs)
+    return rank
+
+
 def lp_rounding(model, ti, x_lp, prof: _Profile) -> list[int]:
-    """Columns by LP value (largest first, ties: larger value c d - w1 delay): job i at
-    start s when i is still unplaced and s gains more than 0 on the profile so far."""
+    """Columns by LP value (largest first, ties: larger value c d - w1 delay, then submission
+    order): job i at start s when i is still unplaced and s gains more than 0 on the profile
+    so far."""
     x = [-1] * model.n_jobs
-    for k in np.lexsort((-ti.value, -x_lp)).tolist():
+    rank = submission_rank(model)[ti.job] if ti.n_columns else np.zeros(0, dtype=np.int64)
+    for k in np.lexsort((ti.start, rank, -ti.value, -x_lp)).tolist():
         if x_lp[k] < 1e-6:
             break
         i, s = int(ti.job[k]), int(ti.start[k])
@@ -164,10 +177,11 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
     prof = _Profile(model)
     n = model.n_jobs
     x = [-1] * n
+    rank = submission_rank(model)
     bound = None
     relaxed = None
-    # largest revenue first, then earliest start, then job order
-    order = np.lexsort((np.arange(n), model.earliest, -model.revenue)).tolist()
+    # largest revenue first, then earliest start, then submission order
+    order = np.lexsort((rank, model.earliest, -model.revenue)).tolist()
     share = None if deadline is None else LP_SHARE * (deadline - time.perf_counter())
     # the reduced form's nonzeros, estimated from the full form's without building either
     if start is None and lp and (share is None or model.algebraic_size()[2] // 4
@@ -207,7 +221,7 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
             prof.add(i, x[i])
         if not changed:
             break
-        order = rng.permutation(n).tolist()
+        order = np.argsort(rank)[rng.permutation(n)].tolist()  # shuffled submission order
     return x, True, bound
 
 

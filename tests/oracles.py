@@ -690,7 +690,7 @@ def knapsack_windows_from_trace(trace: str, n_jobs: int, *, value: str = "nodes"
     if workload is None:
         hpcopt.simulate(tr, policy=policy)
     else:
-        from hpcopt.workloads import bb_system, make_workload
+        from hpcopt.workloads.burst_buffer import bb_system, make_workload
 
         system = bb_system(tr.system.nodes)
         hpcopt.simulate(make_workload(tr.jobs, workload, system=system, seed=seed),
@@ -707,7 +707,7 @@ def bbsched_windows_from_trace(trace: str, n_jobs: int, workload: str, *, seed: 
     import hpcopt
     from hpcopt.models.bbsched import BBSchedModel
     from hpcopt.policies.multi_resource import BBSchedPolicy, window_model
-    from hpcopt.workloads import bb_system, make_workload
+    from hpcopt.workloads.burst_buffer import bb_system, make_workload
 
     models: list = []
 

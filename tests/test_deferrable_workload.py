@@ -15,13 +15,13 @@ import pytest
 from hpcopt.cli import main
 from hpcopt.errors import TraceError
 from hpcopt.instances import instance_from_dict, load_instance
-from hpcopt.workloads import (
+from hpcopt.traces.azure import read_azure_vms
+from hpcopt.workloads.deferrable import (
     AZURE,
     CORE_CASES,
     DURATION_CASES,
     deferrable_model,
     deferrable_workload,
-    read_azure_vms,
     save_workload,
 )
 
@@ -93,13 +93,14 @@ def test_parsing_matches_an_independent_reading_of_the_raw_lines(dev, raw):
 
 
 def test_capacity_is_the_machine_minus_the_on_demand_load(dev, raw):
+    whole = dict(on_demand_share=1.0, machine_quantile=0.9)  # the region as one machine
     inst = deferrable_workload(dev, slots=12, start=0, seed=0, deferrable_share=0.0,
-                               machine_size=100_000)
+                               machine_size=100_000, **whole)
     assert inst["data"]["jobs"] == []
     cap = np.array(inst["data"]["capacity"])
     assert (cap == 100_000 - _load(raw, 12)).all()
     # with deferrable VMs: they leave the load; the machine size follows its rule
-    inst = deferrable_workload(dev, slots=12, start=0, seed=4, deferrable_share=0.3)
+    inst = deferrable_workload(dev, slots=12, start=0, seed=4, deferrable_share=0.3, **whole)
     ids = {j["id"] for j in inst["data"]["jobs"]}
     load = _load(raw, 12, skip=ids)
     cap = np.array(inst["data"]["capacity"])
@@ -175,12 +176,12 @@ def test_synthetic_duration_mixes(dev, case):
 
 
 def test_real_time_variant(dev):
-    a = deferrable_workload(dev, slots=12, start=0, seed=1, deferrable_share=0.1)
-    b = deferrable_workload(dev, slots=12, start=0, seed=1, deferrable_share=0.1,
-                            real_time=True)
+    kw = dict(slots=12, start=0, seed=1, deferrable_share=0.1, machine_size=5000)
+    a = deferrable_workload(dev, **kw)
+    b = deferrable_workload(dev, real_time=True, **kw)
     assert all(j["submit"] == j["earliest"] == j["latest"] for j in b["data"]["jobs"])
     assert any(j["latest"] > j["submit"] for j in a["data"]["jobs"])
-    # the same jobs and capacity: only the start windows change
+    # the same jobs and, on a machine of a given size, capacity: only the start windows change
     assert [j["id"] for j in a["data"]["jobs"]] == [j["id"] for j in b["data"]["jobs"]]
     assert a["data"]["capacity"] == b["data"]["capacity"]
 
@@ -279,7 +280,7 @@ def test_cli_end_to_end_writes_a_file_that_osdec_greedy_solves(dev, tmp_path, ca
 
 def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
     kw = dict(slots=12, start=0, seed=2, deferrable_share=0.1)
-    full = deferrable_workload(dev, **kw)
+    full = deferrable_workload(dev, on_demand_share=1.0, **kw)
     none = deferrable_workload(dev, on_demand_share=0.0, machine_size=500, **kw)
     half = deferrable_workload(dev, on_demand_share=0.5, **kw)
     assert none["data"]["capacity"] == [500] * 12  # no on-demand VM on the machine
@@ -292,7 +293,7 @@ def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
 
 
 def test_deferrable_suite_is_seeded_split_and_family():
-    from hpcopt.workloads import DEFERRABLE_FAMILY, deferrable_suite
+    from hpcopt.workloads.deferrable import DEFERRABLE_FAMILY, deferrable_suite
 
     a = deferrable_suite("test", 2, seed=3)
     assert [x["data"] for x in a] == [x["data"] for x in deferrable_suite("test", 2, seed=3)]

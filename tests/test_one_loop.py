@@ -22,7 +22,7 @@ from hpcopt.policies import make_policy, policy_names  # noqa: E402
 from hpcopt.policies.base import declared_options  # noqa: E402
 from hpcopt.sim.driver import Simulator  # noqa: E402
 from hpcopt.sim.metrics import job_table  # noqa: E402
-from hpcopt.workloads import generate_tjap_jobs, tjap_system  # noqa: E402
+from hpcopt.workloads.tjap import generate_tjap_jobs, tjap_system  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
 

@@ -71,7 +71,7 @@ def test_no_job_seen_before_its_submit_slot(monkeypatch):
     seen = []
     real = osdec_agent.encode_slot
 
-    def spy(window, upcoming, cfg, last_started=(0, 0)):
+    def spy(window, upcoming, cfg, last_started=(0, 0), cap_seen=0):
         upcoming = list(upcoming)
         t = window.time
         for j in [*window.jobs, *upcoming, *(r.job for r in window.running)]:
@@ -81,7 +81,7 @@ def test_no_job_seen_before_its_submit_slot(monkeypatch):
         for j in upcoming:
             assert j.earliest > t
         seen.append(len(window.jobs) + len(upcoming))
-        return real(window, upcoming, cfg, last_started)
+        return real(window, upcoming, cfg, last_started, cap_seen)
 
     monkeypatch.setattr(osdec_agent, "encode_slot", spy)
     run_episode(OSDECAgent("osdec", seed=0), load_osdec(QUARTER), None, record=False)
@@ -170,7 +170,7 @@ def test_shipped_checkpoint_on_a_test_trajectory_below_a_scip_bound():
     pytest.importorskip("pyscipopt")
     from hpcopt.instances import instance_from_dict
     from hpcopt.solvers import solve
-    from hpcopt.workloads import deferrable_suite
+    from hpcopt.workloads.deferrable import deferrable_suite
 
     model = instance_from_dict(deferrable_suite("test", 1)[0]).model  # never trained on
     s = simulate_osdec(model, "osdec").summary

@@ -345,7 +345,7 @@ def test_exact_front_on_windows_the_simulated_policy_meets(workload):
     benchmarks/bbsched_solvers.py cuts them), each cut to its first 14 jobs (11 with SSD)."""
     import hpcopt
     from hpcopt.policies.multi_resource import BBSchedPolicy, window_model
-    from hpcopt.workloads import bb_system, make_workload
+    from hpcopt.workloads.burst_buffer import bb_system, make_workload
 
     seen = []
 

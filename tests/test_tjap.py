@@ -15,7 +15,7 @@ from hpcopt.policies.topology import generate_windows
 from hpcopt.sim.driver import Event, Simulator
 from hpcopt.sim.resources import TopologyPool
 from hpcopt.traces.tjap import load_tjap_jobs
-from hpcopt.workloads import generate_tjap_jobs, tjap_system
+from hpcopt.workloads.tjap import generate_tjap_jobs, tjap_system
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc" / \
     "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"

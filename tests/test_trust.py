@@ -16,7 +16,7 @@ from hpcopt.policies.topology import generate_windows
 from hpcopt.result import Limit, Result, SolutionStatus, Status, Termination
 from hpcopt.solvers import registry
 from hpcopt.topology import FatTree
-from hpcopt.workloads import generate_tjap_jobs, tjap_system
+from hpcopt.workloads.tjap import generate_tjap_jobs, tjap_system
 
 
 def _pair_cost(topology, nodes) -> float:

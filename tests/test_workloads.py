@@ -7,7 +7,7 @@ import pytest
 
 from hpcopt import load_trace, simulate
 from hpcopt.errors import TraceError
-from hpcopt.workloads import (
+from hpcopt.workloads.burst_buffer import (
     KOPANSKI,
     bb_system,
     load_batsim,

@@ -6,13 +6,18 @@ current job, ``e_i-t`` and ``l_i-e_i`` of a future job (slot differences divided
 the config's longest duration, 24).  For a job's cores ``C_max`` is the largest flavor
 (``core_scale``, 16), not the machine size: over a machine of ~600 cores ``c_i/C_max`` is
 ~1e-3, too small for a linear embedding to tell a 1-core job from an 8-core one.  A global
-vector ``[C_t/C_max, used/C_max, aux_low(5), aux_high(5)]`` (``C_max`` the machine size; the
-aux parts only in the variants that feed them, multiplied by ``aux_coef`` = 10) is
-concatenated to every token.  At most ``K_max`` tokens: all current jobs first in the
-window's (FIFO) order, then the running jobs in the driver's order (estimated end), then the
-future jobs by earliest start; what does not fit is left out (a current job left out gets the
-lowest score: it still starts when capacity is left after every scored job).  Padding is
-masked.
+vector ``[C_t/C_max, used/C_max, aux_low(5), aux_high(5)]`` (the aux parts only in the
+variants that feed them, multiplied by ``aux_coef`` = 10) is concatenated to every token.
+``C_max`` is the capacity known at slot t: the largest ``C_s`` of the slots the agent has been
+asked so far, this one included (the actor keeps it).  Not the machine size: on an OSDEC day
+that is the largest ``C_t`` of the whole day, so a capacity rise late in the day would change
+every earlier input; not ``C_t`` itself either, which would make ``C_t/C_max`` constant and
+divide by zero when the on-demand load takes everything.
+
+At most ``K_max`` tokens: all current jobs first in the window's (FIFO) order, then the
+running jobs in the driver's order (estimated end), then the future jobs by earliest start;
+what does not fit is left out (a current job left out gets the lowest score: it still starts
+when capacity is left after every scored job).  Padding is masked.
 
 **Networks** (``OSDECNet``): ``att`` — a linear embedding, a Transformer encoder
 (``nn.TransformerEncoder``: 1 head, 2 layers, d_model 64, FFN 128, post-norm as in the paper)
@@ -108,15 +113,22 @@ class SlotState:
     n_cur: int
 
 
-def encode_slot(window, upcoming, cfg: AgentConfig, last_started=(0, 0)) -> SlotState:
+def capacity_at(window) -> int:
+    """The capacity ``C_t`` of the window's slot (the machine size without a profile)."""
+    return int(getattr(window.resources, "capacity", window.system.nodes))
+
+
+def encode_slot(window, upcoming, cfg: AgentConfig, last_started=(0, 0),
+                cap_seen: float = 0) -> SlotState:
     """Tokens of the window's slot (module docstring).  ``upcoming`` is the future set
     (``Simulator.upcoming`` values); ``last_started`` is (jobs, cores) the previous step
-    started (the aux module's action input)."""
+    started (the aux module's action input); ``cap_seen`` the largest capacity of the earlier
+    slots (``C_max`` is it or ``C_t``, whichever is larger, at least 1)."""
     t = float(window.time)
-    cmax = float(max(1, window.system.nodes))
+    cap = float(capacity_at(window))
+    cmax = float(max(1.0, cap_seen, cap))
     dmax = cfg.d_max
     K = cfg.k_max
-    cap = float(getattr(window.resources, "capacity", window.system.nodes))
     running = window.running
     used = float(sum(r.job.nodes for r in running))
     cur_jobs = list(window.jobs)
@@ -331,6 +343,7 @@ class Actor:
         self._low = np.zeros(self.agent.config.aux_low, dtype=np.float32)
         self._high = np.zeros(self.agent.config.aux_high, dtype=np.float32)
         self._last_started = (0, 0)
+        self._cap_seen = 0  # the largest capacity of the slots asked so far (C_max)
         self.decision_seconds = 0.0
         self.decisions = 0
 
@@ -347,7 +360,8 @@ class Actor:
 
         t0 = time.perf_counter()
         agent = self.agent
-        state = encode_slot(window, upcoming, agent.config, self._last_started)
+        self._cap_seen = max(self._cap_seen, capacity_at(window))
+        state = encode_slot(window, upcoming, agent.config, self._last_started, self._cap_seen)
         glob = agent.global_vector(state.base, self._low, self._high)
         x = agent.inputs(state, glob)
         with torch.no_grad():
@@ -384,4 +398,4 @@ class Actor:
 
 __all__ = ["AUX_INPUT", "AUX_TARGET", "Actor", "AgentConfig", "AuxNet", "FORMAT",
            "JOB_FEATURES", "OSDECAgent", "OSDECNet", "SlotState", "Step", "VARIANTS",
-           "aux_targets", "check_variant", "encode_slot"]
+           "aux_targets", "capacity_at", "check_variant", "encode_slot"]

@@ -1,5 +1,5 @@
 """``hpcopt workload deferrable``: an OSDEC instance file from the Azure v1 derived files
-(the recipe: ``hpcopt.workloads``, section "Deferrable cloud jobs")."""
+(the recipe: ``hpcopt.workloads.deferrable``)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def register(sub) -> None:
                    help="share of VMs that are deferrable (seeded Bernoulli; default 0.05)")
     d.add_argument("--split-by", choices=["vm", "batch"], default="vm",
                    help="draw deferrable per VM (default) or per tenant batch")
-    d.add_argument("--on-demand-share", type=unit_float, default=1.0, metavar="R",
+    d.add_argument("--on-demand-share", type=unit_float, default=0.02, metavar="R",
                    help="share of the on-demand VMs that run on this machine (seeded; "
-                        "default 1: all of them)")
+                        "default 0.02; 1: the whole region, where capacity hardly binds)")
     d.add_argument("--max-defer", type=nonneg_int, default=6, metavar="A",
                    help="earliest = submit + U{0..A} (default 6)")
     d.add_argument("--window", type=nonneg_int, default=12, metavar="W",
@@ -41,10 +41,10 @@ def register(sub) -> None:
     d.add_argument("--machine-size", type=positive_int, default=None, metavar="CORES",
                    help="machine size M (default: max(on-demand peak, quantile of the total "
                         "demand))")
-    d.add_argument("--machine-quantile", type=unit_float, default=0.9, metavar="P",
-                   help="quantile of on-demand + deferrable demand for M (default 0.9)")
-    d.add_argument("--max-duration", type=positive_int, default=None, metavar="SLOTS",
-                   help="cap on job durations (default: the horizon)")
+    d.add_argument("--machine-quantile", type=unit_float, default=0.8, metavar="P",
+                   help="quantile of on-demand + deferrable demand for M (default 0.8)")
+    d.add_argument("--max-duration", type=positive_int, default=24, metavar="SLOTS",
+                   help="cap on job durations (default 24: two hours)")
     d.add_argument("--lifetimes", default=None, metavar="FILE",
                    help="lifetime file (default: the split's own beside AZURE_FILE; a flavor "
                         "file without one draws lifetimes per flavor from another split)")
@@ -61,7 +61,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..workloads import deferrable_workload, save_workload
+    from ..workloads.deferrable import deferrable_workload, loose_warning, save_workload
 
     inst = deferrable_workload(
         args.azure_file, slots=args.slots, seed=args.seed,
@@ -77,6 +77,8 @@ def run(args) -> int:
     print(f"wrote {path}: {m['jobs']} jobs, {m['slots']} slots, machine {m['machine_size']} "
           f"cores (on-demand peak {m['on_demand_peak']}), capacity mean "
           f"{m['capacity_mean']:.0f} min {m['capacity_min']}")
+    if loose_warning(inst):
+        print(f"warning: {loose_warning(inst)}", file=sys.stderr)
     return 0
 
 

@@ -5,9 +5,13 @@ backfilling, a capacity profile): each pass the window holds the current set B_c
 ``earliest <= t <= latest``, not started), ``window.running`` the history set, the driver's
 ``upcoming`` the future set, and ``window.resources`` the free capacity.  Every policy gives
 each current job a score and ``start_by_scores`` maps scores to starts the same way for all:
-highest score first (ties keep the base order), the longest prefix that fits the free capacity
-(``classic.prefix_fill``, the head-first rule).  SJF is the registered ``sjf`` policy: the
-prefix of the shortest-duration-first order, i.e. the same mapping with score ``-d_i``.
+highest score first, ties in submission order (``submission_order``: submission slot, then the
+id by its numbers, so ``"t:44"`` comes before ``"t:213"``), the longest prefix that fits the
+free capacity (``classic.prefix_fill``, the head-first rule).  SJF is the registered ``sjf``
+policy: the prefix of the shortest-duration-first order, i.e. the same mapping with score
+``-d_i`` (the driver's base order breaks its ties by submission and id, which
+``hpcopt.cloud`` makes numeric).  Every policy here decides from what is known at the slot:
+the rolling MIP's ``forecast=oracle`` is the one exception, an ablation by name.
 """
 
 from __future__ import annotations
@@ -15,19 +19,27 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from hpcopt.domain import Decision, Window
+from hpcopt.domain import Decision, Window, id_order
 from hpcopt.errors import PolicyOptionError
 
 from .base import Option, Policy, register_policy, window_solver
 from .classic import prefix_fill
 
 
+def submission_order(job) -> tuple:
+    """Sort key of submission order: the submission time, then the id by its numbers."""
+    return job.submit, id_order(job.id)
+
+
 def start_by_scores(window: Window, scores) -> Decision:
     """Start the window jobs by ``scores`` (one per window job; ``None`` = not a candidate):
-    highest first, stable on ties, the longest prefix that fits the free resources."""
+    highest first, ties in ``submission_order``, the longest prefix that fits the free
+    resources."""
+    jobs = window.jobs
     ranked = sorted((k for k, s in enumerate(scores) if s is not None),
-                    key=lambda k: scores[k], reverse=True)  # reverse sort keeps ties stable
-    return Decision(prefix_fill(window, [window.jobs[k] for k in ranked]))
+                    key=lambda k: submission_order(jobs[k]))
+    ranked.sort(key=lambda k: scores[k], reverse=True)  # stable: ties stay in that order
+    return Decision(prefix_fill(window, [jobs[k] for k in ranked]))
 
 
 def capacity_now(window: Window) -> int:
@@ -53,7 +65,8 @@ class ScorePolicy(Policy):
 
 @register_policy("fifo")
 class Fifo(ScorePolicy):
-    """Deferrable jobs by submission slot, earliest first (ties: earliest start, id)."""
+    """Deferrable jobs by submission slot, earliest first (ties: earliest start, then
+    submission order)."""
 
     def __init__(self, window: int | None = None) -> None:
         self.window = window
@@ -77,11 +90,12 @@ class Tetris(ScorePolicy):
         self.window = window
 
     def scores(self, window: Window) -> list:
-        """``knob * (free/C_max)(c_i/C_max) + (1 - knob) / d_i`` over the jobs that fit now;
-        jobs that do not fit score ``-inf`` (with one resource the alignment is the largest
-        job that fits first)."""
+        """``knob * (free/C_t)(c_i/C_t) + (1 - knob) / d_i`` over the jobs that fit now; jobs
+        that do not fit score ``-inf`` (with one resource the alignment is the largest job
+        that fits first).  ``C_t`` is the capacity now (the machine size without a profile),
+        not the day's largest, which is not known yet."""
         free = window.resources.free_nodes
-        cmax = max(1, window.system.nodes)
+        cmax = max(1, capacity_now(window))
         knob = self.knob
         out = []
         for j in window.jobs:
@@ -167,7 +181,7 @@ class RollingMIP(ScorePolicy):
         cur = list(window.jobs)
         fut = list(self._sim.upcoming.values()) if self._sim is not None else []
         plan = []  # (job, earliest, latest) relative to t, for jobs that may start within H
-        for j in cur + fut:
+        for j in sorted(cur + fut, key=submission_order):  # the sub-model's job order
             e = int(math.ceil((j.earliest if j.earliest is not None else t) - t))
             lo = int((j.latest if j.latest is not None else t + H - 1) - t)
             if max(e, 0) <= min(lo, H - 1):

@@ -6,7 +6,7 @@ idle nodes (a job that does not fit is skipped, the scan goes on), and placed by
 allocation model -- SCAS or DCAS on the sorted idle-node sequence -- solved by any of its
 backends.  Unselected jobs' NWP grows by one.  Jobs keep their nodes to completion; there is
 no reservation and no backfilling.  Run it on a system with a topology
-(``hpcopt.workloads.tjap_system``); the driver ticks every ``tau`` seconds.
+(``hpcopt.workloads.tjap.tjap_system``); the driver ticks every ``tau`` seconds.
 
 ``generate_windows`` runs this policy in the driver on a generated workload and returns the
 allocation windows it solved: the instances of the paper's Tables III and IV (also the
@@ -82,7 +82,7 @@ class WindowAllocation(Policy):
     def decide(self, window: Window) -> Decision:
         if window.system.topology is None:
             raise SimulationError("tjap-window needs a system with a topology "
-                                  "(hpcopt.workloads.tjap_system)")
+                                  "(hpcopt.workloads.tjap.tjap_system)")
         chosen = self.select(window)
         picked = {j.id for j in chosen}
         for job in window.jobs:
@@ -125,7 +125,7 @@ def generate_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
     """
     from hpcopt.models import model_class
     from hpcopt.sim.driver import Simulator
-    from hpcopt.workloads import generate_tjap_jobs, tjap_system
+    from hpcopt.workloads.tjap import generate_tjap_jobs, tjap_system
 
     system = tjap_system(topology)
     if jobs is None:  # about 3.4 arrivals per minute: generate well past n_windows periods

@@ -4,7 +4,7 @@ Whitespace text, one job a line: id, arrival s, runtime s, nodes (``#`` or ``;``
 lines and blank lines skipped; ``.gz`` allowed).  The files carry no requested walltime, so
 the walltime is the runtime (the window-period policy never plans with it).  The paper's
 generator of such workloads and the fat-tree system they run on are
-``hpcopt.workloads.generate_tjap_jobs`` and ``hpcopt.workloads.tjap_system``.
+``hpcopt.workloads.tjap``.
 """
 
 from __future__ import annotations
