@@ -285,9 +285,6 @@ def test_readme_is_a_front_door():
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(#[^)]*)?\)")
-# pages other parts of the project write; until they land, a link to them is not checked
-OTHERS_PAGES = {"limits.md", "inputs.md", "slurm.md", "workflows.md", "osdec.md",
-                "install-and-data.md"}
 
 
 @pytest.mark.parametrize("path", [p for p in doc_files() if p.exists()],
@@ -301,7 +298,7 @@ def test_doc_links_resolve(path: Path):
             target = m.group(1)
             if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
                 continue
-            if not (path.parent / target).exists() and Path(target).name not in OTHERS_PAGES:
+            if not (path.parent / target).exists():
                 missing.append(f"{path.relative_to(REPO)}:{number}: {target}")
     assert not missing, "links to files that do not exist:\n" + "\n".join(missing)
 
