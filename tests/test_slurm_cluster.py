@@ -8,7 +8,8 @@ the 7 others.  Every test cancels its own jobs.  Across the module, Slurm's own 
 no job released twice.
 
 Needs root and Slurm's daemons (Debian: slurm-wlm, munge); skipped with the reason where they
-are missing, except in CI (CI=true), where that is a failure.
+are missing, except in CI (CI=true), where that is a failure.  The slow tier (``-m slow``):
+about a minute and a half of real cluster time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from hpcopt.slurm.adapter import Adapter
 from hpcopt.slurm.state import Slurm, SlurmCommandError
 
 from .conftest import default_signals
+
+pytestmark = pytest.mark.slow
 
 HPCOPT = [str(Path(sys.executable).with_name("hpcopt"))]
 

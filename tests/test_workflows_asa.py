@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcopt.policies import build_policy
 from hpcopt.domain import Job, System
+from hpcopt.policies import build_policy
 from hpcopt.sim.driver import Simulator
 from hpcopt.workflows import (
     STRATEGIES,
