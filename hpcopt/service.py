@@ -352,8 +352,9 @@ def decide(state: dict, policy, **options) -> dict:
 
     ``options`` are the simulator's (``order``, ``backfill``, ``window``,
     ``starvation_bound``); ``None`` values take the policy's defaults."""
-    from .sim.driver import BACKFILLED, Event, Simulator
+    from .sim.driver import Simulator
     from .sim.orders import total_ids
+    from .sim.records import BACKFILLED, Event
 
     window = state
     now = _number(window, "time", where="window")

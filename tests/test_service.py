@@ -15,7 +15,8 @@ from hpcopt.batch import Item, solve_item
 from hpcopt.domain import System
 from hpcopt.policies import make_policy
 from hpcopt.service import PROTOCOL, decide, handle, handle_line, serve_lines
-from hpcopt.sim.driver import BACKFILLED, Event, Simulator
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.records import BACKFILLED, Event
 
 from .conftest import INSTANCES
 

@@ -82,7 +82,7 @@ class Policy(PolicyHooks):
 class OnePickPolicy(Policy):
     """A policy that picks one job at a time through the driver's pass protocol.
 
-    ``pick(request) -> Job | None`` gets a ``hpcopt.sim.driver.PickRequest`` and answers one
+    ``pick(request) -> Job | None`` gets a ``hpcopt.sim.picks.PickRequest`` and answers one
     of its choices (``None`` ends the current stage).  ``reserve_rule`` (``"picked"`` or
     ``"oldest"``) says which job is reserved when a pick does not fit; ``fit_only`` makes only
     jobs that fit now legal (and reserves nothing).  Built as is (``OnePickPolicy(window=W,

@@ -1,5 +1,9 @@
 """The event-driven rolling-horizon driver (a batch-scheduler simulator).
 
+This module is the event core and the decision pass; the EASY rule (reservation and
+backfill) is ``hpcopt.sim.easy``, the one-pick stages ``hpcopt.sim.picks``, and the job
+modes, events and per-job records ``hpcopt.sim.records``.
+
 Events are job submissions and completions (at the job's actual, capped runtime), plus
 optional periodic ticks.  At each event time the driver applies all completions, then all
 submissions, then runs one scheduling pass (or, in periodic mode, a pass only at ticks).
@@ -81,89 +85,26 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from enum import Enum
 from heapq import heappop, heappush
 from operator import attrgetter
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
+from .easy import EasyBackfill
 from .orders import STATIC_KEYS, get_order
+from .picks import RESERVE_RULES, OnePickPasses, PickRequest
 from .protocol import policy_hooks
+from .records import DROPPED, READY, RESERVED, Event, JobRecord
 from .resources import CapacityProfile, NodePool, fitting_prefix, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
-READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
-DROPPED = "dropped"  # the mode of a job whose latest start passed before it started
-SELECT, BACKFILL = "select", "backfill"  # the two stages of a one-pick pass
-RESERVE_RULES = ("picked", "oldest")
 
 # processing order of events that share a time stamp
 _COMPLETE, _SUBMIT, _TICK, _RELEASE = 0, 1, 2, 3  # release: a job's earliest start
 
 
-class Event(str, Enum):
-    """What subscribers can listen to; callbacks get ``(sim, event, payload)``."""
-
-    SUBMIT = "submit"  # payload: Job
-    START = "start"  # payload: JobRecord
-    COMPLETE = "complete"  # payload: JobRecord
-    RESERVE = "reserve"  # payload: (Job, shadow time)
-    PASS = "pass"  # payload: time of the pass
-    PICK = "pick"  # payload: Pick (after a one-pick policy's choice was carried out)
-    DROP = "drop"  # payload: JobRecord (a job whose latest start passed, never started)
-    END = "end"  # payload: None (every job has finished)
-
-
-@dataclass(frozen=True, slots=True)
-class PickRequest:
-    """One choice a one-pick policy makes inside a pass.
-
-    ``choices`` are the jobs it may pick from (at most W); ``mask`` marks the legal ones
-    (``None``: all are).  ``waiting`` are the jobs of this pass not started yet, in the base
-    order (a live list: read it before answering).  In stage ``backfill`` the pass reserved
-    ``reserved`` at ``shadow``.  ``pass_index`` counts the driver's passes.
-    """
-
-    stage: str
-    choices: Sequence[Job]
-    mask: Sequence[bool] | None
-    waiting: Sequence[Job]
-    reserved: Job | None
-    shadow: float | None
-    pass_index: int
-    sim: Simulator
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    """What became of a pick: ``mode`` is ``ready`` or ``backfilled`` when the job started,
-    ``reserved`` when it did not fit (the reservation then went to it or to the oldest job);
-    ``waiting`` are the jobs of the pass still waiting afterwards and ``longest_wait`` the
-    longest wait among those waiting before the pick (the picked job included)."""
-
-    job: Job
-    mode: str
-    waiting: Sequence[Job]
-    longest_wait: float
-
-
-class JobRecord:
-    """The driver's mutable bookkeeping of one job."""
-
-    __slots__ = ("job", "start", "end", "mode", "reserved_at", "passed", "allocation")
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.start = math.nan
-        self.end = math.nan
-        self.mode = ""
-        self.reserved_at: float | None = None  # first shadow time this job was given
-        self.passed = 0  # passes in which a job behind it started
-        self.allocation = None
-
-
-class Simulator:
+class Simulator(EasyBackfill, OnePickPasses):
     """Simulate ``jobs`` on ``system`` under a window ``policy``.
 
     Parameters
@@ -706,209 +647,6 @@ class Simulator:
         heappush(self._events, (end, _COMPLETE, seq, (job, key)))
         if self._subscribers and self._subscribers.get(Event.START):
             self._emit(Event.START, rec)
-
-    def reserve(self, job: Job):
-        """EASY reservation for ``job``: ``(shadow time, extra resources)``.
-
-        Walk running jobs by estimated end, releasing all that end at the same time together,
-        until ``job`` fits; the extra state is what is free then, minus ``job``'s demand.
-        """
-        shadow = self.now
-        keys, vals = self._run_keys, self._run_vals
-        i, n = 0, len(vals)
-        pool = self.pool
-        if type(pool) is NodePool and not (job.bb or job.ssd):  # the same walk on counts
-            need, avail = job.nodes, pool.free
-            while avail < need:
-                if i == n:
-                    raise SimulationError(f"job {job.id} can never fit the system")
-                shadow = keys[i][0]
-                while i < n and keys[i][0] == shadow:
-                    avail += keys[i][2]
-                    i += 1
-            tmp = pool.copy()
-            tmp.free = avail - need
-        else:
-            tmp = pool.copy()
-            while not tmp.fits(job):
-                if i == n:
-                    raise SimulationError(f"job {job.id} can never fit the system")
-                shadow = keys[i][0]
-                while i < n and keys[i][0] == shadow:
-                    tmp.give(vals[i].job, vals[i].allocation)
-                    i += 1
-            tmp.take(job)
-        rec = self.records[job.id]
-        if rec.reserved_at is None:
-            rec.reserved_at = shadow
-        if self._subscribers and self._subscribers.get(Event.RESERVE):
-            self._emit(Event.RESERVE, (job, shadow))
-        return shadow, tmp
-
-    def backfill(self, ordered: Sequence[Job], reserved: Job, shadow: float, extra,
-                 started: set[int]) -> None:
-        """EASY scan of ``ordered`` around the reservation of ``reserved``."""
-        if type(self.pool) is NodePool and self.pool.free == 0:
-            return  # nothing fits now (the candidate scan would stop at once)
-        start, counts = self.start, type(extra) is NodePool
-        for job, alloc in self.backfill_candidates(ordered, reserved, shadow, extra, started):
-            if alloc is not None:
-                if counts:
-                    extra.free -= alloc  # NodePool.take: the candidate test checked the fit
-                else:
-                    extra.take(job, alloc)
-            started.add(job.id)
-            start(job, BACKFILLED, alloc)
-
-    def backfill_candidates(self, jobs: Iterable[Job], reserved: Job, shadow: float, extra,
-                            skip: set | frozenset = frozenset()) -> Iterator[tuple]:
-        """The jobs of ``jobs`` (ids in ``skip`` and ``reserved`` aside) that may backfill now
-        around the reservation, as ``(job, allocation)``: the job fits now and either ends by
-        its walltime no later than ``shadow`` (allocation ``None``) or the very resources it
-        takes now (the allocation) are among the ``extra`` ones.  Lazy: each job is tested
-        against the state at the moment it is reached, so a caller that starts a candidate
-        before asking for the next gets the EASY scan."""
-        pool, now = self.pool, self.now
-        if type(pool) is NodePool and type(extra) is NodePool:
-            # the same test on node counts (a NodePool job asks for nodes only; its plan is
-            # its node count): no method call per queued job
-            free = pool.free
-            for job in jobs:
-                if free == 0:
-                    return
-                nodes = job.nodes
-                if nodes > free or job is reserved or job.id in skip:
-                    continue
-                if now + job.walltime <= shadow:
-                    yield job, None
-                elif nodes <= extra.free:
-                    yield job, nodes
-                else:
-                    continue
-                free = pool.free  # the caller may have started it
-            return
-        for job in jobs:
-            if pool.free_nodes == 0:
-                return
-            if job.id in skip or job is reserved or not pool.fits(job):
-                continue
-            if now + job.walltime <= shadow:
-                yield job, None
-            else:
-                # it will still run at the shadow time: the very resources it takes now
-                # must be left over by the reserved job then
-                alloc = pool.plan(job)
-                if extra.fits(job, alloc):
-                    yield job, alloc
-
-    # ------------------------------------------------------------------ one-pick passes
-    def _pick_pass(self) -> Iterator[PickRequest]:
-        """One pass of a one-pick policy (module docstring), as a generator of requests."""
-        if not self.queue:
-            return
-        self.passes += 1
-        ordered = self.ordered_queue()
-        waiting = list(ordered)
-        started: set[int] = set()
-        reserved: Job | None = None
-        if self.starvation_bound is not None:
-            reserved, _ = self._serve_starved(ordered, started)
-            if started:
-                waiting = [j for j in waiting if j.id not in started]
-        held = self._held
-        if reserved is None and held is not None:
-            if self.pool.fits(held):
-                self._start_waiting(held, READY, None, waiting, started)
-            else:
-                reserved = held
-        if reserved is None:
-            reserved = yield from self._select_stage(waiting, started)
-        if reserved is not None and self.backfilling:
-            shadow, extra = self.reserve(reserved)
-            yield from self._backfill_stage(waiting, reserved, shadow, extra, started)
-        if started:
-            self._drop_started(ordered, started)
-        if self._subscribers.get(Event.PASS):
-            self._emit(Event.PASS, self.now)
-
-    def _select_stage(self, waiting: list[Job], started: set[int]):
-        """Picks among the first W waiting jobs; returns the job reserved, if any."""
-        pool, w, fit_only = self.pool, self.window_size, self._fit_only
-        while waiting:
-            choices = waiting if w is None or w >= len(waiting) else waiting[:w]
-            mask = None
-            if fit_only:
-                mask = [pool.fits(j) for j in choices]
-                if not any(mask):
-                    return None
-            job = yield PickRequest(SELECT, choices, mask, waiting, None, None, self.passes,
-                                    self)
-            if job is None:
-                return None
-            self._check_pick(job, choices, mask)
-            longest = self._longest_wait(waiting)
-            if pool.fits(job):
-                self._start_waiting(job, READY, None, waiting, started)
-                self._emit_pick(job, READY, waiting, longest)
-                continue
-            target = job if self.reserve_rule == "picked" else waiting[0]
-            if target is not job and pool.fits(target):  # the oldest fits: start it, go on
-                self._start_waiting(target, READY, None, waiting, started)
-                self._emit_pick(job, RESERVED, waiting, longest)
-                continue
-            self._held = target
-            self._emit_pick(job, RESERVED, waiting, longest)
-            return target
-        return None
-
-    def _backfill_stage(self, waiting: list[Job], reserved: Job, shadow: float, extra,
-                        started: set[int]):
-        """Picks among the backfill candidates (the first W) until none is left."""
-        w = self.window_size
-        while True:
-            cands = self.backfill_candidates(waiting, reserved, shadow, extra)
-            found = [c for _, c in zip(range(w), cands)] if w is not None else list(cands)
-            if not found:
-                return
-            choices = [job for job, _ in found]
-            job = yield PickRequest(BACKFILL, choices, None, waiting, reserved, shadow,
-                                    self.passes, self)
-            if job is None:
-                return
-            self._check_pick(job, choices, None)
-            longest = self._longest_wait(waiting)
-            alloc = next(a for j, a in found if j is job)
-            if alloc is not None:
-                extra.take(job, alloc)
-            self._start_waiting(job, BACKFILLED, alloc, waiting, started)
-            self._emit_pick(job, BACKFILLED, waiting, longest)
-
-    def _check_pick(self, job, choices: Sequence[Job], mask) -> None:
-        for i, j in enumerate(choices):
-            if j is job:
-                if mask is not None and not mask[i]:
-                    raise InvalidDecisionError(
-                        f"policy {getattr(self.policy, 'name', '?')!r} picked job {job.id}, "
-                        "which does not fit now")
-                return
-        raise InvalidDecisionError(
-            f"policy {getattr(self.policy, 'name', '?')!r} picked "
-            f"{getattr(job, 'id', job)!r}, which is not among its choices")
-
-    def _start_waiting(self, job: Job, mode: str, alloc, waiting: list[Job],
-                       started: set[int]) -> None:
-        self.start(job, mode, alloc)
-        started.add(job.id)
-        waiting.remove(job)
-
-    def _longest_wait(self, waiting: list[Job]) -> float:
-        if not self._subscribers.get(Event.PICK):
-            return math.nan  # nobody listens: skip the O(queue) scan
-        return self.now - min(j.submit for j in waiting)
-
-    def _emit_pick(self, job: Job, mode: str, waiting: list[Job], longest: float) -> None:
-        if self._subscribers.get(Event.PICK):
-            self._emit(Event.PICK, Pick(job, mode, waiting, longest))
 
     # ------------------------------------------------------------------ internals
     def _check_deps(self, job: Job) -> None:

@@ -23,7 +23,9 @@ import numpy as np
 from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 
-from .driver import BACKFILL, SELECT, Event, Pick, PickRequest, Simulator
+from .driver import Simulator
+from .picks import BACKFILL, SELECT, Pick, PickRequest
+from .records import Event
 
 STAGE_LEVEL = {SELECT: 1, BACKFILL: 2}
 

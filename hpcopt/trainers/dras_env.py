@@ -24,8 +24,9 @@ from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 from hpcopt.policies.base import OnePickPolicy
 from hpcopt.policies.dras import DrasPolicy
-from hpcopt.sim.driver import RESERVE_RULES, Simulator
+from hpcopt.sim.driver import Simulator
 from hpcopt.sim.env import PickEnv
+from hpcopt.sim.picks import RESERVE_RULES
 
 LEVELS = ("dras", "decima")
 
