@@ -122,6 +122,7 @@ def collect(executor, n=8, chunk=4):
     return got
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_a_worker_that_dies_is_an_error_for_its_task_only(client):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:

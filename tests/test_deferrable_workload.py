@@ -292,6 +292,7 @@ def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
         deferrable_workload(dev, on_demand_share=-0.1, **kw)
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_deferrable_suite_is_seeded_split_and_family():
     from hpcopt.workloads.deferrable import DEFERRABLE_FAMILY, deferrable_suite
 

@@ -151,6 +151,7 @@ def test_dp_value_grid_path():
     assert result.status == Status.OPTIMAL and result.decision == canonical(model)
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_knapsack_policy_same_schedule_from_every_exact_backend():
     import hpcopt
 

@@ -166,6 +166,7 @@ def test_shipped_checkpoint_runs_below_the_offline_bound():
     assert again.decision == res.decision
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_shipped_checkpoint_on_a_test_trajectory_below_a_scip_bound():
     pytest.importorskip("pyscipopt")
     from hpcopt.instances import instance_from_dict

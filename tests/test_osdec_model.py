@@ -385,6 +385,7 @@ def test_bundled_instances_load_round_trip_and_have_their_optima():
             assert best is None or best == optima[inst.name]
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_cli_solve_with_scip(tmp_path, capsys):
     out = tmp_path / "rows.jsonl"
     code = main(["solve", str(OSDEC_DIR / "*.json"), "--backend", "scip", "--time-limit", "60",

@@ -76,6 +76,7 @@ def test_scas_exact_on_real_shapes_with_blocks_at_the_end(preset):
         checked += 1
 
 
+@pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_every_exact_scas_backend_gives_the_canonical_optimum():
     """Issue #10.5: ties between optimal placements are broken the same way everywhere."""
     windows = generate_windows(15, seed=3, model="scas", topology=FatTree.kary(8))
