@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import datetime, timezone
 
 import numpy as np
 
 from ..errors import TraceError
 from .swf import SwfHeader
-from .tables import id_array
+from .tables import id_array, iso_seconds
 
 SACCT_REQUIRED = ("JobID", "Submit", "Start", "NNodes", "State")
 SACCT_OPTIONAL = ("End", "Elapsed", "Timelimit", "Partition", "User", "NCPUS", "JobIDRaw",
@@ -69,14 +68,8 @@ def _time(text: str, where: str, col: str) -> float | None:
     text = text.strip()
     if text in UNKNOWN:
         return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise TraceError(f"{where}: field '{col}': expected a time like 2024-01-02T03:04:05 "
-                         f"or Unknown, got {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+    return iso_seconds(text, where, f"field '{col}': expected a time like "
+                                    "2024-01-02T03:04:05 or Unknown")
 
 
 def duration(text: str, where: str, col: str) -> float | None:

@@ -53,7 +53,8 @@ def _table_value(raw: Any, col: str, where: str) -> float | None:
             return None
         if not NUMBER.fullmatch(text):
             if col == "submit":
-                return _iso_seconds(text, where)
+                return iso_seconds(text, where, "column 'submit': expected seconds or an "
+                                   "ISO 8601 time (e.g. 2022-01-03T04:05:06Z)")
             raise TraceError(f"{where}: column '{col}': expected a number, got {text!r}")
         value = float(text)
         shown = repr(text)
@@ -68,13 +69,13 @@ def _table_value(raw: Any, col: str, where: str) -> float | None:
     return value
 
 
-def _iso_seconds(text: str, where: str) -> float:
-    """An ISO 8601 date-time as Unix epoch seconds; no offset means UTC (module doc)."""
+def iso_seconds(text: str, where: str, expected: str) -> float:
+    """An ISO 8601 date-time as Unix epoch seconds; no offset means UTC (module doc).  A text
+    that is none is a one-line error: ``where: expected, got 'text'``."""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise TraceError(f"{where}: column 'submit': expected seconds or an ISO 8601 time "
-                         f"(e.g. 2022-01-03T04:05:06Z), got {text!r}") from None
+        raise TraceError(f"{where}: {expected}, got {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
