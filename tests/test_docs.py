@@ -14,7 +14,9 @@ The rules (what a documentation writer can rely on):
 - An HTML comment on the line before a block gates it: ``<!-- doctest: needs slurm -->``
   (runs where Slurm's ``sbatch`` is installed), ``<!-- doctest: needs data -->`` (runs where
   the real-data folder exists; the environment variable HPCOPT_DATA points at it),
-  ``<!-- doctest: skip (reason) -->``. Without ``needs data``, HPCOPT_DATA is unset.
+  ``<!-- doctest: needs ml -->`` (runs where torch, the ``ml`` extra, is installed; needs
+  combine: ``needs ml data``), ``<!-- doctest: skip (reason) -->``. Without ``needs data``,
+  HPCOPT_DATA is unset.
 
 A block runs the file's earlier blocks first when they have not run yet, so each block is
 also a test of its own (file:line) in any order. The pages must also stay free of what
@@ -40,7 +42,7 @@ DATA_DIR = REPO.parent / "shared" / "data"
 COMMAND_TIMEOUT_S = 120
 RUN_LANGUAGES = ("python", "console")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
-GATE = re.compile(r"<!--\s*doctest:\s*(needs\s+slurm|needs\s+data|skip\b[^>]*?)\s*-->")
+GATE = re.compile(r"<!--\s*doctest:\s*(needs(?:\s+(?:slurm|data|ml))+|skip\b[^>]*?)\s*-->")
 
 
 def doc_files() -> list[Path]:
@@ -53,7 +55,12 @@ class Block:
     line: int          # 1-based line of the opening fence
     language: str
     text: str
-    gate: str = ""     # "", "needs slurm", "needs data", "skip (...)"
+    gate: str = ""     # "", "needs slurm", "needs data", "needs ml", "needs ml data", "skip (...)"
+
+    @property
+    def needs(self) -> set[str]:
+        """What the block needs: ``slurm``, ``data`` (the real-data folder), ``ml`` (torch)."""
+        return set(self.gate.split()[1:]) if self.gate.startswith("needs") else set()
 
     @property
     def where(self) -> str:
@@ -92,12 +99,15 @@ def gate_reason(block: Block) -> str | None:
     """Why the block does not run here, or None when it runs."""
     if block.gate.startswith("skip"):
         return f"{block.where}: {block.gate}"
-    if block.gate == "needs slurm" and shutil.which("sbatch") is None:
+    needs = block.needs
+    if "slurm" in needs and shutil.which("sbatch") is None:
         return f"{block.where}: needs Slurm (sbatch not on PATH)"
-    if block.gate == "needs slurm" and importlib.util.find_spec("hpcopt.slurm") is None:
+    if "slurm" in needs and importlib.util.find_spec("hpcopt.slurm") is None:
         return f"{block.where}: needs the Slurm adapter (hpcopt.slurm)"
-    if block.gate == "needs data" and not DATA_DIR.is_dir():
+    if "data" in needs and not DATA_DIR.is_dir():
         return f"{block.where}: needs the real-data folder {DATA_DIR}"
+    if "ml" in needs and importlib.util.find_spec("torch") is None:
+        return f"{block.where}: needs the ml extra (torch)"
     return None
 
 
@@ -193,7 +203,7 @@ def _env(block: Block) -> dict:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("HPCOPT_DATA", None)
-    if block.gate == "needs data":
+    if "data" in block.needs:
         env["HPCOPT_DATA"] = str(DATA_DIR)
     env.setdefault("MPLBACKEND", "Agg")
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -208,7 +218,7 @@ def _run_one(block: Block, run: FileRun, monkeypatch) -> None:
     with monkeypatch.context() as m:
         m.chdir(run.cwd)
         m.delenv("HPCOPT_DATA", raising=False)
-        if block.gate == "needs data":
+        if "data" in block.needs:
             m.setenv("HPCOPT_DATA", str(DATA_DIR))
         run_python(block, run.namespace)
 
@@ -319,8 +329,11 @@ def test_console_matching_rules():
 def test_parse_blocks_reads_gates(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("text\n\n<!-- doctest: needs data -->\n```console\n$ true\n```\n\n"
-                    "```text\nshown\n```\n<!-- doctest: skip (slow) -->\n```python\nx = 1\n```\n")
+                    "```text\nshown\n```\n<!-- doctest: skip (slow) -->\n```python\nx = 1\n```\n"
+                    "<!-- doctest: needs ml data -->\n```python\ny = 2\n```\n")
     blocks = parse_blocks(page)
     assert [(b.line, b.language, b.gate) for b in blocks] == [
-        (4, "console", "needs data"), (8, "text", ""), (12, "python", "skip (slow)")]
+        (4, "console", "needs data"), (8, "text", ""), (12, "python", "skip (slow)"),
+        (16, "python", "needs ml data")]
+    assert [b.needs for b in blocks] == [{"data"}, set(), set(), {"ml", "data"}]
     assert blocks[2].text == "x = 1\n"
