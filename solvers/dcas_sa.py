@@ -227,13 +227,13 @@ class SimulatedAnnealing(Solver):
 
 
 @register_greedy("dcas")
-def _dcas_start(model, deadline):
+def _dcas_start(model, deadline, seed):
     """The greedy start of DCAS models: the ``sequential`` decision."""
     return list(sequential_decision(model)), None
 
 
 @register_greedy("scas")
-def _scas_start(model, deadline):
+def _scas_start(model, deadline, seed):
     """The greedy start of SCAS models: the ``sequential`` decision."""
     from .scas_exact import sequential_starts
 

@@ -226,9 +226,10 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
 
 
 @register_greedy("osdec")
-def osdec_start(model, deadline):
-    """The greedy start of OSDEC models: ``greedy_schedule`` until ``deadline``."""
-    x, _, bound = greedy_schedule(model, deadline=deadline)
+def osdec_start(model, deadline, seed):
+    """The greedy start of OSDEC models: ``greedy_schedule`` until ``deadline``, seeded as
+    the solve."""
+    x, _, bound = greedy_schedule(model, deadline=deadline, seed=seed)
     return x, bound
 
 

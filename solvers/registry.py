@@ -211,7 +211,7 @@ class Solver:
         start = None
         if greedy is not None:
             share = None if time_limit is None else t0 + GREEDY_SHARE * time_limit
-            start = greedy(model, share)
+            start = greedy(model, share, opts.seed)
             opts.start = start[0]
         out = self._refusal(model, opts)
         if out is None:
@@ -438,9 +438,10 @@ def register_canonical(kind: str):
 
 
 def register_greedy(kind: str):
-    """Function decorator: the greedy start of model ``kind``.  ``fn(model, deadline)`` returns
-    ``(decision, bound)``: the first complete pass of the model's greedy backend (always
-    finished, whatever the deadline), improved until ``deadline``, and a dual bound or None.
+    """Function decorator: the greedy start of model ``kind``.  ``fn(model, deadline, seed)``
+    returns ``(decision, bound)``: the first complete pass of the model's greedy backend (always
+    finished, whatever the deadline), improved until ``deadline`` (randomized by the solve's
+    ``seed`` where it is), and a dual bound or None.
     ``GREEDY_START`` backends begin from it and never return less."""
 
     def deco(fn):
