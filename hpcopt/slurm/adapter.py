@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..domain import Job, System
 from ..errors import HpcoptError
+from ..sim.driver import one_pass
 from .state import Slurm, SlurmCommandError, Snapshot
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits, unavailable nodes
@@ -131,8 +132,6 @@ class Adapter:
 
     def cycle(self) -> dict:
         """One read-decide-release cycle; returns its log record (also written to ``log``)."""
-        from ..sim.driver import one_pass
-
         self.cycles += 1
         self._errors.clear()
         rec: dict = {"time": round(time.time(), 3), "cycle": self.cycles,
