@@ -296,7 +296,8 @@ def test_controller_briefly_unreachable(cluster, tmp_path):
         proc.wait(10)
     assert proc.returncode == 130
     failed = [r for r in records() if not r["ok"]]
-    assert failed and all("squeue" in r["error"] for r in failed)
+    # slurmctld may go between the cycle's two reads, so either read can be the one that failed
+    assert failed and all(r["error"].startswith(("squeue", "sinfo")) for r in failed)
     _check_records(records())
     c.wait(lambda: c.state(job) == "COMPLETED", 20)
 
