@@ -3,6 +3,7 @@ Slurm 22.05 prints them) to the driver-pass state, and the command wrapper's ret
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -170,3 +171,238 @@ def test_launch_delay_shifts_every_start_and_holds_the_nodes():
     sim.schedule()
     assert [(r.job.id, r.start, r.est_end) for r in sim.running] == [(7, 102.0, 107.0),
                                                                       (6, 100.0, 130.0)]
+
+
+# --- Slurm 23.02 and later: the data_parser layouts -------------------------------------------
+# Each document below is written from the field definitions in Slurm's own source,
+# src/plugins/data_parser/v0.0.NN/parsers.c (PARSER_ARRAY(JOB_INFO), (JOB_RES), (JOB_RES_NODE)
+# and (NODE), and the dumpers of their types) on the release branch named, and the CLI "meta"
+# from src/interfaces/data_parser.c (23.02) or PARSER_ARRAY(OPENAPI_META) (23.11 and later).
+# UINT32_NO_VAL and TIMESTAMP_NO_VAL print {set, infinite, number}: NO_VAL as set false,
+# INFINITE as set false and infinite true.
+
+
+def num(n):
+    """A set UINT32_NO_VAL / TIMESTAMP_NO_VAL value."""
+    return {"set": True, "infinite": False, "number": n}
+
+
+UNSET = {"set": False, "infinite": False, "number": 0}
+INFINITE = {"set": False, "infinite": True, "number": 0}
+ONE_MINUTE = num(1)
+RUNNING_22_05 = {  # Slurm 22.05: src/plugins/openapi/v0.0.38/jobs.c, the reference
+    "job_id": 5, "job_state": "RUNNING", "state_reason": "None", "priority": 4294901759,
+    "partition": "batch", "submit_time": NOW - 100, "start_time": NOW - 10, "time_limit": 1,
+    "node_count": 2, "nodes": "n[1-2]",
+    "job_resources": {"nodes": "n[1-2]", "allocated_hosts": 2,
+                      "allocated_nodes": [{"nodename": "n1", "cpus_used": 0},
+                                          {"nodename": "n2", "cpus_used": 0}]}}
+DRAINED_22_05 = {"name": "n3", "state": "idle", "state_flags": ["DRAIN"],  # v0.0.38/nodes.c
+                 "partitions": ["batch"]}
+
+
+def res_allocated_nodes(*names):
+    """job_resources up to 23.11 (v0.0.39, v0.0.40): JOB_RES_NODES at "allocated_nodes", a
+    list of {nodename, cpus_used, memory_used, memory_allocated, sockets}; "nodes" a string."""
+    return {"nodes": "n[1-2]", "allocated_cores": 2, "allocated_hosts": len(names),
+            "allocated_nodes": [{"nodename": n, "cpus_used": 0, "memory_used": 0,
+                                 "memory_allocated": 0, "sockets": {}} for n in names]}
+
+
+def res_nodes_allocation(*names):
+    """job_resources from 24.05 (v0.0.41 and later): "nodes" is {count, select_type, list,
+    whole, allocation}, allocation a list of JOB_RES_NODE {index, name, cpus, memory, sockets}."""
+    return {"select_type": ["CORE", "MEMORY"], "cpus": 2, "threads_per_core": num(1),
+            "nodes": {"count": len(names), "select_type": ["AVAILABLE"], "list": "n[1-2]",
+                      "whole": True,
+                      "allocation": [{"index": i, "name": n, "cpus": {"count": 1, "used": 1},
+                                      "memory": {"used": 0, "allocated": 0}, "sockets": []}
+                                     for i, n in enumerate(names)]}}
+
+
+def new_job(version, *, state, reason="None", priority=4294901759, submit=NOW - 100,
+            start=NOW - 10, limit=ONE_MINUTE, nodes=2, names=("n1", "n2")):
+    """A job as ``squeue --json`` prints it with data_parser ``version``."""
+    rec = {"job_id": 5, "state_reason": reason, "priority": num(priority),
+           "partition": "batch", "time_limit": limit, "node_count": num(nodes),
+           "nodes": ",".join(names), "name": "j5"}
+    if version == "v0.0.39":  # 23.02: JOB_STATE a string, start/submit UINT64 (plain)
+        rec.update(job_state=state, submit_time=submit, start_time=start)
+    else:  # 23.11+: JOB_STATE a flag array, start/submit TIMESTAMP_NO_VAL
+        rec.update(job_state=state if isinstance(state, list) else [state],
+                   submit_time=num(submit), start_time=num(start) if start else UNSET)
+    if names:
+        rec["job_resources"] = (res_allocated_nodes(*names) if version in ("v0.0.39", "v0.0.40")
+                                else res_nodes_allocation(*names))
+    return rec
+
+
+def new_node(name, state, partitions=("batch",)):
+    """NODE from 23.02 on: "state" a NODE_STATES flag array (base state and flags, no
+    "state_flags"), "partitions" a CSV_LIST / CSV_STRING printed as a list."""
+    return {"name": name, "state": state, "partitions": list(partitions), "cpus": 1,
+            "hostname": name, "reason": ""}
+
+
+def meta(version, release):
+    if version == "v0.0.39":  # 23.02: _populate_cli_response_meta in data_parser.c
+        return {"plugins": {"data_parser": "data_parser/v0.0.39"}, "command": ["squeue"],
+                "Slurm": {"version": {"major": 23, "micro": 7, "minor": 2},
+                          "release": release}}
+    major, minor, micro = release.split(".")  # 23.11+: OPENAPI_META, strings
+    return {"plugin": {"type": "", "name": "", "data_parser": f"data_parser/{version}",
+                       "accounting_storage": ""}, "client": {"source": "", "user": "",
+                                                             "group": ""},
+            "command": ["squeue", "--json"],
+            "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
+                      "release": release, "cluster": "testbed"}}
+
+
+VERSIONS = [("v0.0.39", "23.02.7"), ("v0.0.40", "23.11.10"), ("v0.0.41", "24.05.8"),
+            ("v0.0.42", "24.11.6"), ("v0.0.43", "25.05.3"), ("v0.0.44", "25.11.1")]
+
+
+def squeue(docs):
+    """A Slurm whose squeue/sinfo print the given documents."""
+    def run(cmd, **kw):
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(docs[cmd[0]]), "")
+    return Slurm(run=run, retries=0)
+
+
+@pytest.mark.parametrize("version,release", VERSIONS)
+def test_newer_layouts_read_as_the_same_jobs_and_nodes_as_22_05(version, release):
+    """Per data_parser version, a running job on two nodes and a drained idle node read as
+    the 22.05 documents do, and the release comes from that version's meta."""
+    slurm = squeue({"squeue": {"meta": meta(version, release), "errors": [], "warnings": [],
+                               "jobs": [new_job(version, state="RUNNING")]},
+                    "sinfo": {"meta": meta(version, release), "errors": [],
+                              "nodes": [new_node("n3", ["IDLE", "DRAIN"])]}})
+    jobs, got_release = slurm.jobs()
+    assert jobs == (parse_job(RUNNING_22_05),) and got_release == release
+    assert jobs[0].node_names == ("n1", "n2") and jobs[0].limit == 60.0
+    assert slurm.nodes() == (parse_node(DRAINED_22_05),)
+    assert not slurm.nodes()[0].usable
+
+
+def test_22_05_meta_and_a_missing_meta():
+    from hpcopt.slurm.state import _version
+
+    assert _version({"meta": {"plugin": {"type": "openapi/v0.0.38"},
+                              "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},
+                                        "release": "22.05.8"}}}) == "22.05.8"
+    assert _version({"meta": {"slurm": {"version": {"major": "24", "micro": "8",
+                                                    "minor": "05"}}}}) == "24.05.8"
+    assert _version({}) == "" and _version({"meta": {"Slurm": {}}}) == ""
+
+
+@pytest.mark.parametrize("version", [v for v, _ in VERSIONS])
+def test_held_pending_job_with_unset_start_under_every_layout(version):
+    """A held job (priority 0, pending, not started: TIMESTAMP_NO_VAL unset from 23.11, 0 in
+    22.05 and 23.02) and no job_resources."""
+    rec = new_job(version, state="PENDING", reason="JobHeldUser", priority=0, start=0,
+                  nodes=3, names=())
+    old = job(5, "PENDING", 0, 3, 1, 0, (), reason="JobHeldUser")
+    assert parse_job(rec) == old and old.held and old.start == 0.0
+
+
+def test_unlimited_time_limit_under_both_layouts():
+    """22.05 prints an UNLIMITED limit as null (and NO_VAL as 4294967294); 23.02+ as
+    {set: false, infinite: true}, NO_VAL as {set: false, infinite: false}."""
+    assert job(1, limit=None).limit is None and job(1, limit=4294967294).limit is None
+    for version, _ in VERSIONS:
+        assert parse_job(new_job(version, state="RUNNING", limit=INFINITE)).limit is None
+        assert parse_job(new_job(version, state="RUNNING", limit=UNSET)).limit is None
+        assert parse_job(new_job(version, state="RUNNING", limit=num(90))).limit == 5400.0
+    # a data_parser in "complex" mode prints "Infinity" and plain numbers
+    assert parse_job({"job_id": 1, "job_state": ["RUNNING"], "time_limit": "Infinity"}).limit \
+        is None
+
+
+def test_job_state_list_reads_as_22_05s_string():
+    """From 23.11 the state is [base, flags...]; 22.05 printed the first shown flag
+    (COMPLETING, CONFIGURING, ...) instead of the base state."""
+    def state(names):
+        return parse_job(new_job("v0.0.41", state=names)).state
+
+    assert state(["RUNNING", "COMPLETING"]) == "COMPLETING"
+    assert state(["COMPLETED", "COMPLETING"]) == "COMPLETING"  # still holds its nodes
+    assert state(["RUNNING", "CONFIGURING"]) == "CONFIGURING"
+    assert state(["PENDING", "REQUEUED"]) == "REQUEUED"
+    assert state(["RUNNING", "UPDATE_DB"]) == "RUNNING"  # a flag 22.05 never showed
+    assert state(["PENDING"]) == "PENDING"
+
+
+def test_drained_and_down_nodes_under_both_layouts():
+    pairs = [(["IDLE", "DRAIN"], ("idle", ["DRAIN"])),
+             (["MIXED", "DRAIN"], ("mixed", ["DRAIN"])),  # draining: still runs its jobs
+             (["DOWN", "NOT_RESPONDING"], ("down", ["NOT_RESPONDING"])),
+             (["DOWN"], ("down", [])),
+             (["IDLE", "COMPLETING"], ("idle", ["COMPLETING"])),
+             (["IDLE"], ("idle", [])), (["ALLOCATED"], ("allocated", []))]
+    for new, (state, flags) in pairs:
+        got, old = parse_node(new_node("a", new)), node("a", state, flags)
+        assert got == old, new
+    assert not node("a", "idle", ["DRAIN"]).usable and not node("a", "down").usable
+    assert not parse_node(new_node("a", ["IDLE", "DRAIN"])).usable
+    assert not parse_node(new_node("a", ["DOWN"])).usable
+    assert not parse_node(new_node("a", ["IDLE", "COMPLETING"])).idle
+    assert parse_node(new_node("a", ["IDLE"])).idle
+
+
+@pytest.mark.parametrize("field,value,found", [
+    ("time_limit", {"set": True, "number": "60"}, '{"set":true,"number":"60"}'),
+    ("time_limit", "60", '"60"'),
+    ("priority", [5], "[5]"),
+    ("node_count", True, "true"),
+    ("node_count", INFINITE, '{"set":false,"infinite":true,"number":0}'),
+    ("start_time", {"seconds": 5}, '{"seconds":5}'),
+    ("job_state", {"current": ["RUNNING"]}, '{"current":["RUNNING"]}'),
+    ("job_state", ["COMPLETING"], '["COMPLETING"]'),  # no base state: not 23.11+'s list
+    ("job_state", ["RUNNING", "PENDING"], '["RUNNING","PENDING"]'),
+    ("job_resources", "n1", '"n1"'),
+])
+def test_unknown_job_shape_is_a_one_line_error_naming_the_field(field, value, found):
+    rec = new_job("v0.0.42", state="RUNNING")
+    rec[field] = value
+    with pytest.raises(SlurmCommandError) as exc:
+        parse_job(rec)
+    assert str(exc.value) == f"squeue --json job 5: unreadable {field}: {found}"
+
+
+def test_unknown_shapes_of_ids_nodes_and_allocations():
+    with pytest.raises(SlurmCommandError, match=r'^squeue --json job: unreadable job_id: "5"$'):
+        parse_job({"job_id": "5", "job_state": "PENDING"})
+    with pytest.raises(SlurmCommandError, match=r"^squeue --json job: unreadable job_id: null$"):
+        parse_job({"job_state": "PENDING"})
+    rec = new_job("v0.0.41", state="RUNNING")
+    rec["job_resources"]["nodes"]["allocation"] = [{"nodename": "n1"}]
+    with pytest.raises(SlurmCommandError, match=r"^squeue --json job 5: unreadable "
+                       r'job_resources.nodes.allocation: \[\{"nodename":"n1"\}\]$'):
+        parse_job(rec)
+    rec = new_job("v0.0.40", state="RUNNING")
+    rec["job_resources"]["allocated_nodes"] = "n[1-2]"
+    with pytest.raises(SlurmCommandError, match=r"^squeue --json job 5: unreadable "
+                       r'job_resources.allocated_nodes: "n\[1-2\]"$'):
+        parse_job(rec)
+    for rec, field in [(new_node("a", ["DRAIN"]), "state"), (new_node("a", 5), "state"),
+                       (new_node("a", ["IDLE", "DOWN"]), "state"),
+                       ({"name": "a", "state": "idle", "state_flags": "DRAIN"}, "state_flags"),
+                       ({"name": "a", "state": ["IDLE"], "partitions": "batch"}, "partitions")]:
+        with pytest.raises(SlurmCommandError, match=rf"^sinfo --json node a: unreadable "
+                           rf"{field}: \S+$"):
+            parse_node(rec)
+    with pytest.raises(SlurmCommandError, match=r"^sinfo --json node: unreadable name: null$"):
+        parse_node({"state": ["IDLE"]})
+    long = {"set": True, "number": "x" * 200}
+    with pytest.raises(SlurmCommandError) as exc:
+        parse_job({"job_id": 1, "time_limit": long})
+    assert len(str(exc.value)) < 140 and str(exc.value).endswith("...")
+
+
+def test_errors_entry_reads_as_its_description():
+    doc = {"meta": {}, "errors": [{"description": "Invalid partition specified",
+                                   "source": "slurm_load_jobs", "error": "Invalid partition",
+                                   "error_number": 2037}], "jobs": []}
+    with pytest.raises(SlurmCommandError,
+                       match=r"^squeue --json: Invalid partition specified$"):
+        squeue({"squeue": doc}).jobs()

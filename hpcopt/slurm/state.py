@@ -1,16 +1,23 @@
 """Slurm's state, read through its own command-line tools.
 
 ``squeue --json`` gives every job (id, state, reason, priority, submit and start times, time
-limit, node count, allocated nodes) and ``sinfo --json`` every node with its state and flags
-(Slurm 22.05: OpenAPI data v0.0.38); ``scontrol release`` starts a held job.  Each command
-runs under a time limit and is retried with a growing pause; a command that still fails is a
-``SlurmCommandError`` (one line: the command, its exit status and Slurm's message), which the
-adapter logs and survives.  ``SLURM_CONF`` is honored as by Slurm's tools (they read it).
+limit, node count, allocated nodes) and ``sinfo --json`` every node with its state and flags;
+``scontrol release`` starts a held job.  Both layouts are read: Slurm 22.05's (OpenAPI data
+v0.0.38: plain numbers, a job state string, a node state string and a list of flags) and that of
+23.02 and later (data_parser v0.0.39 to v0.0.44: numbers as ``{set, infinite, number}``, node
+states as one list of names, job states too from 23.11, the allocated nodes under
+``job_resources.nodes.allocation`` from 24.05); each job and node reads as the equivalent 22.05
+record would.  A field in a shape neither layout has is a ``SlurmCommandError`` naming the
+field and what was there.  Each command runs under a time limit and is retried with a growing
+pause; a command that still fails is a ``SlurmCommandError`` (one line: the command, its exit
+status and Slurm's message), which the adapter logs and survives.  ``SLURM_CONF`` is honored as
+by Slurm's tools (they read it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import time
@@ -26,6 +33,18 @@ UNAVAILABLE = frozenset({"DRAIN", "DRAINING", "DRAINED", "FAIL", "FAILING", "MAI
                          "POWERING_DOWN", "POWER_DOWN", "POWERING_UP", "NOT_RESPONDING",
                          "INVALID_REG", "RESERVED", "PLANNED"})
 USABLE_STATES = frozenset({"idle", "allocated", "mixed"})
+#: node base states (the rest of a 23.02+ state list are flags, 22.05's ``state_flags``)
+NODE_BASE_STATES = frozenset({"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR",
+                              "MIXED", "FUTURE"})
+#: job base states, as a 23.02+ ``job_state`` list names them
+JOB_BASE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED",
+                             "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+                             "DEADLINE", "OUT_OF_MEMORY"})
+#: job state flags that Slurm 22.05 prints instead of the base state, first match wins
+#: (its ``job_state_string``); other flags leave the base state
+JOB_FLAGS_SHOWN = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED",
+                   "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED",
+                   "RESV_DEL_HOLD", "SIGNALING")
 
 
 class SlurmCommandError(HpcoptError):
@@ -134,7 +153,7 @@ class Slurm:
                                     f"{exc.lineno})") from None
         errors = doc.get("errors") or []
         if errors:
-            raise SlurmCommandError(f"{' '.join(args)}: {errors[0]}")
+            raise SlurmCommandError(f"{' '.join(args)}: {_error_text(errors[0])}")
         return doc
 
     def jobs(self) -> tuple[tuple[SlurmJob, ...], str]:
@@ -160,28 +179,158 @@ class Slurm:
 
 
 def parse_job(j: dict) -> SlurmJob:
-    limit = j.get("time_limit")
-    names = tuple(n["nodename"] for n in
-                  (j.get("job_resources") or {}).get("allocated_nodes") or ())
+    """One ``squeue --json`` job, in Slurm 22.05's layout or 23.02's and later."""
+    jid = _number(j.get("job_id"), "squeue --json job", "job_id")
+    if not isinstance(jid, int):
+        raise _unreadable("squeue --json job", "job_id", j.get("job_id"))
+    where = f"squeue --json job {jid}"
+    limit = _number(j.get("time_limit"), where, "time_limit")
+    priority = _number(j.get("priority"), where, "priority")
+    nodes = _number(j.get("node_count"), where, "node_count")
+    if nodes == math.inf:
+        raise _unreadable(where, "node_count", j.get("node_count"))
     return SlurmJob(
-        id=int(j["job_id"]),
-        state=str(j.get("job_state", "")),
+        id=jid,
+        state=_job_state(j.get("job_state", ""), where),
         reason=str(j.get("state_reason", "")),
-        priority=int(j.get("priority") or 0),
+        priority=0 if priority is None or priority == math.inf else int(priority),
         partition=str(j.get("partition", "")),
-        submit=float(j.get("submit_time") or 0),
-        start=float(j.get("start_time") or 0),
-        limit=None if limit is None or int(limit) >= NO_VALUE else int(limit) * 60.0,
-        nodes=max(1, int(j.get("node_count") or 1)),
-        node_names=names,
+        submit=_time(j.get("submit_time"), where, "submit_time"),
+        start=_time(j.get("start_time"), where, "start_time"),
+        limit=None if limit is None or limit >= NO_VALUE else int(limit) * 60.0,
+        nodes=max(1, int(nodes or 1)),
+        node_names=_allocated_nodes(j.get("job_resources"), where),
     )
 
 
 def parse_node(n: dict) -> SlurmNode:
-    return SlurmNode(name=str(n["name"]), state=str(n.get("state", "")).lower(),
-                     flags=frozenset(str(f).upper() for f in n.get("state_flags") or ()),
-                     partitions=tuple(n.get("partitions") or ()))
+    """One ``sinfo --json`` node, in Slurm 22.05's layout or 23.02's and later."""
+    name = n.get("name")
+    if not isinstance(name, str) or not name:
+        raise _unreadable("sinfo --json node", "name", name)
+    where = f"sinfo --json node {name}"
+    state, flags = _node_state(n.get("state", ""), n.get("state_flags"), where)
+    return SlurmNode(name=name, state=state, flags=flags,
+                     partitions=_names(n.get("partitions"), where, "partitions"))
 
 
 def _version(doc: dict) -> str:
-    return str(((doc.get("meta") or {}).get("Slurm") or {}).get("release", ""))
+    """Slurm's release: ``meta.Slurm.release`` (22.05, 23.02), ``meta.slurm.release`` (23.11
+    and later), else ``major.minor.micro`` from the version object; "" when none is there."""
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    for key in ("slurm", "Slurm"):
+        slurm = meta.get(key)
+        if not isinstance(slurm, dict):
+            continue
+        if slurm.get("release"):
+            return str(slurm["release"])
+        v = slurm.get("version")
+        if isinstance(v, dict) and all(v.get(k) not in (None, "")
+                                       for k in ("major", "minor", "micro")):
+            return f"{v['major']}.{v['minor']}.{v['micro']}"
+    return ""
+
+
+def _unreadable(where: str, field: str, found: object) -> SlurmCommandError:
+    """The one-line error for a field in a shape neither layout has."""
+    text = json.dumps(found, separators=(",", ":"), default=repr)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return SlurmCommandError(f"{where}: unreadable {field}: {text}")
+
+
+def _number(value: object, where: str, field: str) -> int | float | None:
+    """A plain number (22.05) or a ``{set, infinite, number}`` object (23.02 and later; a
+    data_parser in its "complex" mode prints null, a number or "Infinity"): the number,
+    ``None`` when unset (22.05's null), ``math.inf`` when infinite."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if value == "Infinity":
+        return math.inf
+    if isinstance(value, dict) and "set" in value and "number" in value:
+        if value.get("infinite") is True:
+            return math.inf
+        if value["set"] is False:
+            return None
+        num = value["number"]
+        if value["set"] is True and isinstance(num, (int, float)) and not isinstance(num, bool):
+            return num
+    raise _unreadable(where, field, value)
+
+
+def _time(value: object, where: str, field: str) -> float:
+    """Epoch seconds; 0 when unset, as 22.05 prints an unset time."""
+    t = _number(value, where, field)
+    return 0.0 if t is None or t == math.inf else float(t)
+
+
+def _job_state(value: object, where: str) -> str:
+    """22.05's (and 23.02's) state string, or a 23.11+ list of names (one base state and its
+    flags) turned into that string: the first of ``JOB_FLAGS_SHOWN`` present, else the base."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(s, str) for s in value):
+        names = {s.upper() for s in value}
+        base = names & JOB_BASE_STATES
+        if len(base) == 1:  # Slurm always lists exactly one base state
+            return next((f for f in JOB_FLAGS_SHOWN if f in names), base.pop())
+    raise _unreadable(where, "job_state", value)
+
+
+def _node_state(state: object, state_flags: object, where: str) -> tuple[str, frozenset[str]]:
+    """(base state in lower case, flags in upper case) from 22.05's ``state`` string and
+    ``state_flags`` list, or from a 23.02+ ``state`` list (one base state among the flags)."""
+    if isinstance(state, str):
+        flags = _names(state_flags, where, "state_flags")
+        return state.lower(), frozenset(f.upper() for f in flags)
+    if isinstance(state, list) and all(isinstance(s, str) for s in state):
+        names = {s.upper() for s in state}
+        base = names & NODE_BASE_STATES
+        if len(base) == 1:
+            flags = names - base
+            if state_flags is not None:  # not printed from 23.02 on; read it if present
+                flags |= {f.upper() for f in _names(state_flags, where, "state_flags")}
+            return base.pop().lower(), frozenset(flags)
+    raise _unreadable(where, "state", state)
+
+
+def _names(value: object, where: str, field: str) -> tuple[str, ...]:
+    """A list of strings (every version prints lists here); missing or null: empty."""
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(s, str) for s in value):
+        return tuple(value)
+    raise _unreadable(where, field, value)
+
+
+def _allocated_nodes(res: object, where: str) -> tuple[str, ...]:
+    """The names of a job's allocated nodes: ``job_resources.allocated_nodes[].nodename``
+    (22.05 to 23.11) or ``job_resources.nodes.allocation[].name`` (24.05 and later)."""
+    if res is None:
+        return ()
+    if not isinstance(res, dict):
+        raise _unreadable(where, "job_resources", res)
+    nodes = res.get("nodes")
+    if isinstance(nodes, dict):  # 24.05+: nodes is {count, select_type, list, whole, allocation}
+        items, key, field = nodes.get("allocation"), "name", "job_resources.nodes.allocation"
+    else:  # up to 23.11: nodes is the host list string
+        items, key = res.get("allocated_nodes"), "nodename"
+        field = "job_resources.allocated_nodes"
+    if items is None:
+        return ()
+    if isinstance(items, list) and all(isinstance(i, dict) and isinstance(i.get(key), str)
+                                       for i in items):
+        return tuple(i[key] for i in items)
+    raise _unreadable(where, field, items)
+
+
+def _error_text(error: object) -> str:
+    """One entry of a document's ``errors``: its description (or error name) when it is an
+    object, as Slurm prints them, else its text."""
+    if isinstance(error, dict):
+        text = error.get("description") or error.get("error")
+        if text:
+            return str(text)
+    return str(error)
