@@ -173,6 +173,30 @@ def test_launch_delay_shifts_every_start_and_holds_the_nodes():
                                                                       (6, 100.0, 130.0)]
 
 
+def test_launch_delay_per_start_from_a_callable():
+    """A callable gives each start its own delay (here by job id: 1, 0, 3 s); it is checked
+    like a number, and the running jobs of ``Simulator.at`` are not asked."""
+    from hpcopt.domain import Job, System
+    from hpcopt.errors import SimulationError
+    from hpcopt.sim.driver import Simulator
+
+    jobs = [Job(i, 0.0, 10.0, 20.0, 1) for i in range(3)]
+    delays = {0: 1.0, 1: 0.0, 2: 3.0}
+    sim = Simulator(jobs, System(1), make_policy("fcfs"),
+                    launch_delay=lambda job: delays[job.id]).run()
+    assert [(sim.records[i].start, sim.records[i].end) for i in range(3)] == [
+        (1.0, 11.0), (11.0, 21.0), (24.0, 34.0)]
+    with pytest.raises(SimulationError, match="launch delay of job 0: expected seconds"):
+        Simulator(jobs, System(1), make_policy("fcfs"), launch_delay=lambda job: -1).run()
+    asked = []
+    sim = Simulator.at(100.0, System(2), make_policy("fcfs"), [Job(7, 90.0, 5.0, 5.0, 1)],
+                       [(Job(6, 50.0, 0.0, 0.0, 1), 130.0)],
+                       launch_delay=lambda job: asked.append(job.id) or 2.0)
+    sim.schedule()
+    assert asked == [7]
+    assert [(r.job.id, r.start) for r in sim.running] == [(7, 102.0), (6, 100.0)]
+
+
 # --- Slurm 23.02 and later: the data_parser layouts -------------------------------------------
 # Each document below is written from the field definitions in Slurm's own source,
 # src/plugins/data_parser/v0.0.NN/parsers.c (PARSER_ARRAY(JOB_INFO), (JOB_RES), (JOB_RES_NODE)

@@ -123,6 +123,8 @@ class Simulator(EasyBackfill, OnePickPasses):
     launch_delay : seconds between a start decision and the job's real start (a real resource
         manager's launch latency, ``hpcopt slurm run``'s cycle): the job takes its resources at
         the decision and runs (and is planned) from the decision plus the delay; default 0.
+        A callable ``f(job) -> seconds`` gives each start its own delay (for example a draw
+        from measured latencies with the caller's seeded generator).
 
     A policy may define ``attach(sim)``: it is called once, first thing, so that it can
     prepare for the machine (a learned policy loads its checkpoint and sets its window) and
@@ -142,7 +144,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         starvation_bound: int | None = None,
         period: float | None = None,
         progress: bool = False,
-        launch_delay: float = 0.0,
+        launch_delay: float | Callable[[Job], float] = 0.0,
     ) -> None:
         self.system = system
         self.policy = policy
@@ -186,7 +188,10 @@ class Simulator(EasyBackfill, OnePickPasses):
             raise SimulationError(f"period must be > 0 seconds, got {period}")
         self.period = period
         self.progress = progress
-        if not (math.isfinite(launch_delay) and launch_delay >= 0):
+        self._delay_of = launch_delay if callable(launch_delay) else None
+        if self._delay_of is not None:
+            launch_delay = 0.0
+        elif not (math.isfinite(launch_delay) and launch_delay >= 0):
             raise SimulationError(f"launch delay must be >= 0 seconds, got {launch_delay!r}")
         self.launch_delay = float(launch_delay)
 
@@ -279,13 +284,15 @@ class Simulator(EasyBackfill, OnePickPasses):
                                       f"< earliest, got submit {job.submit:g}, earliest "
                                       f"{job.earliest}")
             sim.upcoming[job.id] = job
-        delay, sim.launch_delay = sim.launch_delay, 0.0  # the running ones started already
+        # the running ones started already: no delay for them
+        delay, delay_of = sim.launch_delay, sim._delay_of
+        sim.launch_delay, sim._delay_of = 0.0, None
         for job, est_end in running:
             remaining = max(0.0, float(est_end) - sim.now)
             job = replace(job, runtime=remaining, walltime=remaining, deps=())
             sim._register(job)
             sim.start(job, READY)
-        sim.launch_delay = delay
+        sim.launch_delay, sim._delay_of = delay, delay_of
         if sim._capacity:
             sim.pool.set_time(sim.now)
         for job in queue:
@@ -607,6 +614,14 @@ class Simulator(EasyBackfill, OnePickPasses):
         allocation until its predecessor ends).  ``None`` removes the hook."""
         self._start_hook = hook
 
+    def _drawn_delay(self, job: Job) -> float:
+        """The callable launch delay of ``job``'s start, checked."""
+        d = self._delay_of(job)
+        if not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
+            raise SimulationError(f"launch delay of job {job.id}: expected seconds >= 0, "
+                                  f"got {d!r}")
+        return float(d)
+
     def start(self, job: Job, mode: str, allocation=None) -> None:
         """Start a queued job now (the caller has checked that it fits)."""
         hook = self._start_hook
@@ -620,7 +635,8 @@ class Simulator(EasyBackfill, OnePickPasses):
                     self._held = new
                 job = new
         rec = self.records[job.id]
-        pool, now = self.pool, self.now + self.launch_delay  # it runs from then
+        pool, now = self.pool, self.now + (self.launch_delay if self._delay_of is None
+                                           else self._drawn_delay(job))  # it runs from then
         if type(pool) is NodePool and job.nodes <= pool.free and not (job.bb or job.ssd):
             pool.free -= job.nodes  # NodePool.take, without the method calls
             rec.allocation = alloc = job.nodes
