@@ -54,7 +54,8 @@ def test_online_policies_ignore_how_ids_are_spelled(days, name, options):
     b = simulate_osdec(instance_from_dict(padded), name, seed=0, **options)
     assert _by_job(plain, a.decision) == _by_job(padded, b.decision)
     assert a.summary["total_reward"] == b.summary["total_reward"]
-    assert a.summary["dropped"] > 0  # the capacity binds: the order matters on this day
+    # the capacity binds: jobs wait or are dropped, so the order matters on this day
+    assert a.summary["dropped"] > 0 or a.summary["delay_penalty"] > 0
 
 
 def test_the_greedy_backend_ignores_how_ids_are_spelled(days):
