@@ -10,22 +10,27 @@ testbed, scheduled by
   what hpcopt releases), and
 - Slurm's own ``sched/backfill`` (``bf_interval=1``), no hpcopt.
 
-Each run is compared with hpcopt's own simulation of the same jobs (Slurm's recorded submit
-times, the real run times end - start, the Slurm limits as walltimes; the policy the run
-used, FCFS+EASY for Slurm's backfill): Kendall tau of the start order, the sets of jobs that
-started ahead of an earlier-submitted job, start-time drift, and the deviation of mean wait
-and mean bounded slowdown (tau 10 s).  With ``--launch-delay`` the simulation also runs with
-each start delayed by that many seconds (the driver's ``launch_delay``: the adapter's cycle
-and Slurm's launch).
+Each run is compared with hpcopt's own simulation of the same jobs (the submit, start and
+end times Slurm recorded in its jobcomp log, the real run times end - start, the Slurm limits
+as walltimes; the policy the run used, FCFS+EASY for Slurm's backfill): Kendall tau of the
+start order, the sets of jobs that started ahead of an earlier-submitted job, start-time
+drift, and the deviation of mean wait and mean bounded slowdown (tau 10 s).  The simulation
+takes the start latency (a job's end to the next start, read off Slurm's records) as none,
+as a constant (its mean), with the adapter's cycle, and drawn per start (``--draws`` seeds);
+``--launch-delay`` adds constants of one's own (``analyze``).
 
 Part ``cost``: a testbed with N held jobs (10, 100, 1,000) and ``hpcopt slurm run --dry-run``
-cycles: Slurm read time and decision time per cycle.
+cycles: Slurm read time and decision time per cycle.  Part ``report``: the markdown table of
+saved replays.
 
-    python benchmarks/slurm_validation.py replay --out results/slurm   (root, Slurm installed)
+    python benchmarks/slurm_validation.py replay --parallel --out results/slurm   (root)
+    python benchmarks/slurm_validation.py replay --analyze-only --out results/slurm
+    python benchmarks/slurm_validation.py report results/slurm
     python benchmarks/slurm_validation.py cost --out results/slurm
 
-Writes ``OUT/replay_<run>.csv`` (one row per job: real and simulated start), ``OUT/*.json``
-and prints the tables of benchmarks/README.md ("real Slurm").
+Writes ``OUT/replay_<run>.json`` (the real times and the adapter's cycles), ``OUT/replay.json``
+(the comparison rows), ``OUT/replay_<run>_<model><delay>.csv`` (one row per job: real and
+simulated start) and prints the rows.
 """
 
 from __future__ import annotations
@@ -34,16 +39,19 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
+_STARTING = threading.Lock()
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpc_swf" / "pwa" / \
     "KTH-SP2-1996-2.1-cln.swf.gz"
 
@@ -88,10 +96,36 @@ def submit_all(jobs: list[dict], env: dict) -> None:
                        timeout=60)
 
 
-def finished(env: dict) -> dict[str, dict]:
-    out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, text=True,
-                         check=True, timeout=60).stdout
-    return {j["name"]: j for j in json.loads(out)["jobs"]}
+def completed_jobs(testbed_dir: Path) -> dict[str, dict]:
+    """The jobs the testbed finished, by name, from its ``jobcomp/filetxt`` log (Slurm's own
+    record of every finished job; ``squeue`` forgets a job ``MinJobAge`` after it ends)."""
+    from datetime import datetime
+
+    log = testbed_dir / "log" / "jobcomp.txt"
+    out = {}
+    for line in log.read_text().splitlines() if log.exists() else ():
+        rec = dict(re.findall(r"(\w+)=(\S*)", line))
+        if "Name" in rec:
+            out[rec["Name"]] = {"state": rec["JobState"], **{
+                k: datetime.fromisoformat(rec[f"{k.title()}Time"]).timestamp()
+                for k in ("submit", "start", "end")}}
+    return out
+
+
+def run_record(d: Path, n_jobs: int, kind: str) -> dict:
+    """A finished run, read from its testbed directory: {name: (submit, start, end)}, the
+    adapter's cycle log and the wall time from the first submission to the last end."""
+    done = completed_jobs(d)
+    if len(done) != n_jobs:
+        raise SystemExit(f"{kind}: {len(done)} of {n_jobs} jobs finished in {d}")
+    bad = [n for n, j in done.items() if j["state"] != "COMPLETED"]
+    if bad:
+        raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
+    real = {n: (j["submit"], j["start"], j["end"]) for n, j in done.items()}
+    log = d / "adapter.jsonl"
+    cycles = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    wall = max(e for _, _, e in real.values()) - min(s for s, _, _ in real.values())
+    return dict(real=real, cycles=cycles, wall=wall)
 
 
 def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
@@ -99,8 +133,10 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
     from hpcopt.slurm import testbed
 
     d = workdir / kind
-    conf = testbed.start(d, args.nodes, scheduler="backfill" if kind == "slurm" else "builtin",
-                         hold=kind != "slurm")
+    with _STARTING:  # one testbed starts at a time: each takes the next free ports
+        conf = testbed.start(d, args.nodes,
+                             scheduler="backfill" if kind == "slurm" else "builtin",
+                             hold=kind != "slurm")
     env = {**os.environ, "SLURM_CONF": str(conf)}
     log = d / "adapter.jsonl"
     proc = None
@@ -116,16 +152,10 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
                 time.sleep(0.2)
         t0 = time.time()
         submit_all(jobs, env)
-        while True:
-            state = finished(env)
-            if len(state) == len(jobs) and all(j["job_state"] not in
-                                               ("PENDING", "RUNNING", "COMPLETING")
-                                               for j in state.values()):
-                break
+        while len(completed_jobs(d)) < len(jobs):
             if time.time() - t0 > args.max_minutes * 60:
                 raise SystemExit(f"{kind}: not done in {args.max_minutes} minutes")
             time.sleep(1)
-        wall = time.time() - t0
     finally:
         try:
             if proc is not None:  # SIGTERM: a background shell ignores SIGINT for its jobs
@@ -133,33 +163,42 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
                 proc.wait(30)
         finally:
             testbed.stop(d)
-    bad = [n for n, j in state.items() if j["job_state"] != "COMPLETED"]
-    if bad:
-        raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
-    real = {n: (float(j["submit_time"]), float(j["start_time"]), float(j["end_time"]))
-            for n, j in state.items()}
-    cycles = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return dict(real=real, cycles=cycles, wall=wall)
+    return run_record(d, len(jobs), kind)
+
+
+def replay_all(jobs: list[dict], args, workdir: Path) -> dict[str, dict]:
+    """Every run of ``args.runs``: one after another, or with ``--parallel`` all at once,
+    each on its own testbed."""
+    if not args.parallel:
+        return {kind: replay(jobs, kind, args, workdir) for kind in args.runs}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(args.runs)) as pool:
+        futures = {kind: pool.submit(replay, jobs, kind, args, workdir) for kind in args.runs}
+        return {kind: f.result() for kind, f in futures.items()}
 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
-                  delay: float = 0.0) -> dict[str, float]:
+                  delay=0.0, period: float | None = None) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
-    start ``delay`` seconds after its decision (the driver's ``launch_delay``)."""
+    start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
+    callable giving each job its own) and, with
+    ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle)."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
 
     t0 = min(s for s, _, _ in real.values())
     by_name = {j["name"]: j for j in jobs}
-    names = sorted(real, key=lambda n: (real[n][0], n))
+    names = sorted(real, key=lambda n: (real[n][0], int(n[1:])))  # Slurm id order
     sim_jobs = []
     for i, name in enumerate(names):
         sub, start, end = real[name]
         limit = by_name[name]["limit"] * 60.0
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"]))
-    sim = Simulator(sim_jobs, System(nodes), make_policy(policy), launch_delay=delay).run()
+    sim = Simulator(sim_jobs, System(nodes), make_policy(policy), launch_delay=delay,
+                    period=period).run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
@@ -207,46 +246,99 @@ def compare(real: dict, sim: dict[str, float]) -> dict:
                 bsld_dev_pct=round(dev(bsld(w_real), bsld(w_sim)), 2))
 
 
-def measured_latency(run: dict, interval: float) -> float | None:
-    """The adapter's latency per start, from its own log and Slurm's start times (no fit):
-    release to start (Slurm's start times are whole seconds: + 0.5 s), plus half a cycle
-    (a job becomes startable on average that long before the next read) and the read."""
-    released = {j: c["time"] for c in run["cycles"] if c.get("ok") for j in c["released"]}
-    if not released:
-        return None
-    ids = {name: int(name[1:]) + 1 for name in run["real"]}  # submitted in order: ids 1..N
-    lag = [st - released[ids[n]] + 0.5 for n, (_, st, _) in run["real"].items()
-           if ids[n] in released]
-    read = float(np.mean([c["read_s"] for c in run["cycles"] if c.get("ok")]))
-    return round(float(np.mean(lag)) + interval / 2 + read, 2)
+def latency_sample(real: dict) -> np.ndarray:
+    """The start latencies, read off Slurm's own records (no fit): for every job that waited,
+    the gap from the last job end at or before its start to its start.  On a full queue a
+    waiting job starts because nodes came free, so the gap is everything between a real end
+    and the next start: the end's cleanup, the adapter's half cycle and read (or Slurm's
+    scheduling interval) and Slurm's launch.  Both times are whole seconds."""
+    ends = np.sort(np.array([e for _, _, e in real.values()]))
+    gaps = []
+    for sub, st, _ in real.values():
+        i = np.searchsorted(ends, st, side="right")
+        if st - sub >= 1 and i:
+            gaps.append(st - ends[i - 1])
+    return np.array(gaps, float)
+
+
+def latency_kept(real: dict) -> np.ndarray:
+    """``latency_sample`` trimmed by 10% on each side (a start some other event caused, long
+    after the last end, is not a latency); whole-second times round both ways, so its mean is
+    not biased by them."""
+    from scipy.stats import trimboth
+
+    gaps = latency_sample(real)
+    return np.sort(trimboth(gaps, 0.1)) if len(gaps) else gaps
+
+
+def measured_latency(real: dict) -> float | None:
+    """The mean of ``latency_kept``: the constant delay."""
+    kept = latency_kept(real)
+    return round(float(kept.mean()), 2) if len(kept) else None
+
+
+def cycle_length(run: dict) -> float | None:
+    """The adapter's cycle, from its log: the median time between two cycles' starts."""
+    times = [c["time"] for c in run["cycles"]]
+    return round(float(np.median(np.diff(times))), 3) if len(times) > 1 else None
 
 
 def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dict]:
-    """The comparison rows of one run (with and without the launch delay)."""
+    """The comparison rows of one run: the simulation with no latency, with each
+    ``--launch-delay``, with the measured latency as a constant delay, with each start's delay
+    drawn from the kept latencies (``--draws`` seeded simulations: their mean, and where
+    the real run falls among them) and (runs the adapter drove) with the adapter's cycle:
+    passes every measured cycle and the rest of the measured latency (less the half cycle the
+    passes now wait on average) as the delay."""
     rows = []
     real = {k: tuple(v) for k, v in run["real"].items()}
     policy = "fcfs" if kind == "slurm" else kind
-    delays = {0.0, *args.launch_delay}
-    measured = measured_latency(run, args.interval)
+    measured = measured_latency(real)
+    models = [("none", 0.0, None)] + [("given", d, None) for d in args.launch_delay]
     if measured is not None:
-        delays.add(measured)
-    for delay in sorted(delays):
-        sim = simulate_same(jobs, real, policy, args.nodes, delay)
-        row = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
-                   simulated=f"{policy}+easy" if policy == "fcfs" else policy,
-                   launch_delay=delay, measured=delay == measured,
-                   wall_s=round(run["wall"], 1), **compare(real, sim))
-        ok = [c for c in run["cycles"] if c.get("ok")]
-        if ok:
-            row.update(cycles=len(run["cycles"]), failed_cycles=len(run["cycles"]) - len(ok),
-                       read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
-                       decide_ms=round(1000 * float(np.mean([c["decide_s"] for c in ok])), 2))
+        models.append(("measured", measured, None))
+        cycle = cycle_length(run)
+        if cycle is not None:
+            models.append(("cycle", round(max(0.0, measured - cycle / 2), 2), cycle))
+    ok = [c for c in run["cycles"] if c.get("ok")]
+    label = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
+                 simulated=f"{policy}+easy" if policy == "fcfs" else policy)
+    adapter = {} if not ok else dict(
+        cycles=len(run["cycles"]), failed_cycles=len(run["cycles"]) - len(ok),
+        read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
+        decide_ms=round(1000 * float(np.mean([c["decide_s"] for c in ok])), 2))
+    for model, delay, period in models:
+        sim = simulate_same(jobs, real, policy, args.nodes, delay, period)
+        row = dict(label, model=model, launch_delay=delay, period=period,
+                   wall_s=round(run["wall"], 1), **compare(real, sim), **adapter)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        with open(out / f"replay_{kind}_delay{delay:g}.csv", "w") as f:
+        with open(out / f"replay_{kind}_{model}{delay:g}.csv", "w") as f:
             f.write("name,submit,real_start,real_end,sim_start\n")
             for name, (s, st, e) in sorted(real.items(), key=lambda kv: kv[1][0]):
                 f.write(f"{name},{s:.0f},{st:.0f},{e:.0f},{sim[name]:.1f}\n")
+    gaps = latency_kept(real)
+    if args.draws and len(gaps):
+        runs = []
+        for seed in range(args.draws):
+            rng = np.random.default_rng(seed)
+            sim = simulate_same(jobs, real, policy, args.nodes,
+                                lambda job, rng=rng: float(rng.choice(gaps)))
+            runs.append(compare(real, sim))
+        row = dict(label, model="drawn", launch_delay=round(float(gaps.mean()), 2),
+                   period=None, wall_s=round(run["wall"], 1), draws=args.draws, **adapter)
+        for key in runs[0]:
+            row[key] = round(float(np.mean([r[key] for r in runs])), 4)
+        sim_wait = np.array([r["wait_sim"] for r in runs])
+        sim_bsld = np.array([r["bsld_sim"] for r in runs])
+        row.update(wait_dev_pct=round(100 * (row["wait_real"] / sim_wait.mean() - 1), 2),
+                   bsld_dev_pct=round(100 * (row["bsld_real"] / sim_bsld.mean() - 1), 2),
+                   wait_sim_sd=round(float(sim_wait.std(ddof=1)), 2),
+                   bsld_sim_sd=round(float(sim_bsld.std(ddof=1)), 3),
+                   tau_min=min(r["tau"] for r in runs), tau_max=max(r["tau"] for r in runs),
+                   wait_real_rank=round(float((sim_wait < row["wait_real"]).mean()), 3))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     return rows
 
 
@@ -260,15 +352,19 @@ def cmd_replay(args) -> None:
           f"{min(j['sleep'] for j in jobs)}-{max(j['sleep'] for j in jobs)} s, limits "
           f"{min(j['limit'] for j in jobs)}-{max(j['limit'] for j in jobs)} min, arrivals over "
           f"{jobs[-1]['at']:.0f} s", flush=True)
+    if args.from_testbeds:  # the testbeds of an earlier run, kept: read them again
+        runs = {kind: run_record(Path(args.from_testbeds) / kind, len(jobs), kind)
+                for kind in args.runs}
+    elif not args.analyze_only:
+        work = Path(tempfile.mkdtemp(prefix="hpcopt-slurm-"))  # kept: each testbed's logs
+        print(f"testbeds in {work}", flush=True)
+        runs = replay_all(jobs, args, work)
+    if not args.analyze_only:
+        for kind, run in runs.items():
+            (out / f"replay_{kind}.json").write_text(json.dumps(run))
     rows = []
-    work = Path(tempfile.mkdtemp(prefix="hpcopt-slurm-"))  # kept: logs of each testbed
     for kind in args.runs:
-        saved = out / f"replay_{kind}.json"
-        if args.analyze_only:
-            run = json.loads(saved.read_text())
-        else:
-            run = replay(jobs, kind, args, work)
-            saved.write_text(json.dumps(run))
+        run = json.loads((out / f"replay_{kind}.json").read_text())
         rows += analyze(jobs, kind, run, args, out)
     (out / "replay.json").write_text(json.dumps(rows, indent=1))
 
@@ -313,6 +409,36 @@ def cmd_cost(args) -> None:
     (out / "cost.json").write_text(json.dumps(rows, indent=1))
 
 
+MODEL_NAMES = {"none": "no latency", "given": "given", "measured": "measured (constant)",
+               "cycle": "adapter cycle", "drawn": "drawn (20 seeds)"}
+
+
+def cmd_report(args) -> None:
+    """The markdown table of benchmarks/README.md ("real Slurm") from saved replays."""
+    print("| replay | run | latency model | delay (s) | tau | ahead real / sim / both (J) "
+          "| drift median / p90 (s) | wait real / sim (dev) | bsld real / sim (dev) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for d in args.dirs:
+        rows = json.loads((Path(d) / "replay.json").read_text())
+        for r in rows:
+            if r["model"] not in args.models:
+                continue
+            drawn = r["model"] == "drawn"
+            delay = f"{r['launch_delay']:g}" + (f", every {r['period']:g} s"
+                                                 if r.get("period") else "")
+            tau = (f"{r['tau']:.3f} ({r['tau_min']:.2f}-{r['tau_max']:.2f})" if drawn
+                   else f"{r['tau']:.3f}")
+            wait = (f"{r['wait_real']:.0f} / {r['wait_sim']:.0f} ± {r['wait_sim_sd']:.0f} "
+                    f"({r['wait_dev_pct']:+.1f}%, rank {r['wait_real_rank']:.2f})" if drawn
+                    else f"{r['wait_real']:.0f} / {r['wait_sim']:.0f} "
+                         f"({r['wait_dev_pct']:+.1f}%)")
+            print(f"| {Path(d).name} | {r['run']} | {MODEL_NAMES[r['model']]} | {delay} | {tau} "
+                  f"| {r['ahead_real']:.0f} / {r['ahead_sim']:.0f} / {r['ahead_both']:.0f} "
+                  f"({r['ahead_jaccard']:.2f}) | {r['drift_median']:.1f} / "
+                  f"{r['drift_abs_p90']:.0f} | {wait} | {r['bsld_real']:.2f} / "
+                  f"{r['bsld_sim']:.2f} ({r['bsld_dev_pct']:+.1f}%) |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
@@ -321,8 +447,8 @@ def main() -> None:
     r.add_argument("--first", type=int, default=5000, help="first record of the slice")
     r.add_argument("--jobs", type=int, default=150)
     r.add_argument("--nodes", type=int, default=8)
-    r.add_argument("--run-min", type=float, default=2)
-    r.add_argument("--run-max", type=float, default=12)
+    r.add_argument("--run-min", type=float, default=10)
+    r.add_argument("--run-max", type=float, default=60)
     r.add_argument("--limit-max", type=int, default=4, help="longest limit in minutes")
     r.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
     r.add_argument("--interval", type=float, default=0.5, help="adapter cycle, seconds")
@@ -330,17 +456,28 @@ def main() -> None:
                    help="also simulate with each start this many seconds later (the "
                         "adapter's cycle and Slurm's launch); several values allowed")
     r.add_argument("--runs", nargs="+", default=["fcfs", "knapsack", "slurm"])
-    r.add_argument("--max-minutes", type=float, default=10)
+    r.add_argument("--draws", type=int, default=20,
+                   help="simulations with each start's delay drawn from the measured "
+                        "latencies (seeds 0..N-1); 0 leaves them out")
+    r.add_argument("--max-minutes", type=float, default=60)
+    r.add_argument("--parallel", action="store_true",
+                   help="run the --runs at the same time, each on its own testbed")
     r.add_argument("--analyze-only", action="store_true",
                    help="compare the runs saved in --out again (no Slurm)")
+    r.add_argument("--from-testbeds", metavar="DIR",
+                   help="read the runs from the testbed directories an earlier replay kept "
+                        "(DIR/fcfs, ...: Slurm's jobcomp log and the adapter's log); no Slurm")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])
     c.add_argument("--policies", nargs="+", default=["fcfs", "knapsack"])
     c.add_argument("--cycles", type=int, default=5)
     c.add_argument("--out", default="results/slurm")
+    t = sub.add_parser("report")
+    t.add_argument("dirs", nargs="+", help="--out folders of earlier replays")
+    t.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
     args = p.parse_args()
-    (cmd_replay if args.part == "replay" else cmd_cost)(args)
+    {"replay": cmd_replay, "cost": cmd_cost, "report": cmd_report}[args.part](args)
 
 
 if __name__ == "__main__":
