@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -98,16 +97,18 @@ def submit_all(jobs: list[dict], env: dict) -> None:
 
 def completed_jobs(testbed_dir: Path) -> dict[str, dict]:
     """The jobs the testbed finished, by name, from its ``jobcomp/filetxt`` log (Slurm's own
-    record of every finished job; ``squeue`` forgets a job ``MinJobAge`` after it ends)."""
-    from datetime import datetime
+    record of every finished job; ``squeue`` forgets a job ``MinJobAge`` after it ends), read
+    as hpcopt's own jobcomp trace reader reads it."""
+    from hpcopt.traces.slurm import jobcomp_fields
+    from hpcopt.traces.tables import iso_seconds
 
     log = testbed_dir / "log" / "jobcomp.txt"
     out = {}
     for line in log.read_text().splitlines() if log.exists() else ():
-        rec = dict(re.findall(r"(\w+)=(\S*)", line))
+        rec = jobcomp_fields(line)
         if "Name" in rec:
             out[rec["Name"]] = {"state": rec["JobState"], **{
-                k: datetime.fromisoformat(rec[f"{k.title()}Time"]).timestamp()
+                k: iso_seconds(rec[f"{k.title()}Time"], str(log), f"{k.title()}Time")
                 for k in ("submit", "start", "end")}}
     return out
 
@@ -271,12 +272,6 @@ def latency_kept(real: dict) -> np.ndarray:
     return np.sort(trimboth(gaps, 0.1)) if len(gaps) else gaps
 
 
-def measured_latency(real: dict) -> float | None:
-    """The mean of ``latency_kept``: the constant delay."""
-    kept = latency_kept(real)
-    return round(float(kept.mean()), 2) if len(kept) else None
-
-
 def cycle_length(run: dict) -> float | None:
     """The adapter's cycle, from its log: the median time between two cycles' starts."""
     times = [c["time"] for c in run["cycles"]]
@@ -293,7 +288,8 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
     rows = []
     real = {k: tuple(v) for k, v in run["real"].items()}
     policy = "fcfs" if kind == "slurm" else kind
-    measured = measured_latency(real)
+    gaps = latency_kept(real)
+    measured = round(float(gaps.mean()), 2) if len(gaps) else None  # the constant delay
     models = [("none", 0.0, None)] + [("given", d, None) for d in args.launch_delay]
     if measured is not None:
         models.append(("measured", measured, None))
@@ -317,7 +313,6 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
             f.write("name,submit,real_start,real_end,sim_start\n")
             for name, (s, st, e) in sorted(real.items(), key=lambda kv: kv[1][0]):
                 f.write(f"{name},{s:.0f},{st:.0f},{e:.0f},{sim[name]:.1f}\n")
-    gaps = latency_kept(real)
     if args.draws and len(gaps):
         runs = []
         for seed in range(args.draws):

@@ -55,6 +55,11 @@ _DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 _PAIR = re.compile(r"(?:^|\s)([A-Za-z]+)=(\S*)")
 
 
+def jobcomp_fields(line: str) -> dict[str, str]:
+    """The ``Key=value`` fields of one ``jobcomp/filetxt`` line, as text."""
+    return dict(_PAIR.findall(line))
+
+
 def sniff(first_line: str) -> str | None:
     """``"sacct"``, ``"jobcomp"`` or ``None`` from a file's first line."""
     if first_line.startswith("JobID|") or "|JobID|" in first_line:
@@ -223,7 +228,7 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader,
         if max_jobs is not None and len(rows.ids) >= max_jobs:
             break
         where = f"{src}:{lineno}"
-        rec = dict(_PAIR.findall(line))
+        rec = jobcomp_fields(line)
         for key in ("JobId", "SubmitTime", "StartTime", "EndTime", "NodeCnt", "JobState"):
             if key not in rec:
                 raise TraceError(f"{where}: missing {key}=; expected a jobcomp/filetxt line "
