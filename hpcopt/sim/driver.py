@@ -86,6 +86,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
+from numbers import Real
 from operator import attrgetter
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
@@ -617,7 +618,7 @@ class Simulator(EasyBackfill, OnePickPasses):
     def _drawn_delay(self, job: Job) -> float:
         """The callable launch delay of ``job``'s start, checked."""
         d = self._delay_of(job)
-        if not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
+        if isinstance(d, bool) or not (isinstance(d, Real) and math.isfinite(d) and d >= 0):
             raise SimulationError(f"launch delay of job {job.id}: expected seconds >= 0, "
                                   f"got {d!r}")
         return float(d)
