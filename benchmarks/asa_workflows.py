@@ -20,7 +20,8 @@ waits between 5 minutes and 5 hours; kept candidates are at least 2 days apart; 
 
 Strategies (``hpcopt.workflows.runner``): Big Job, Per-Stage, and ASA with the estimator of
 the paper (policy ``tuned``, R = 50; one estimator per trace and variant kept across every
-workflow, scale and start, keyed by the stage's cores), in both plans (``submit``: planned
+workflow, scale and start, keyed by the workflow's geometry, the runner's default; keyed by
+each stage's cores in ``asa/skey``), in both plans (``submit``: planned
 at the predecessor's submission, the paper's; ``start``: at its start) and both accounting
 modes (``afterok``: nothing held early, the paper's Table 1; ``dependency``: an early
 allocation held and charged); ``eager`` (an infinite estimate: the bound on what any
@@ -78,9 +79,10 @@ VARIANTS = {
     "asa-alg1": ("asa", {}, {"policy": "default"}),
     "asa+prior": ("asa", {}, {"policy": "tuned", "prior": 0.5}),
     "asa-log": ("asa", {}, {"policy": "tuned", "distance": "log"}),
+    "asa/skey": ("asa", {"key": "stage"}, {"policy": "tuned"}),
 }
 ASA_VARIANTS = ("asa", "asa/start", "asa/dep", "asa/start/dep", "eager", "eager/start",
-                "asa-alg1", "asa+prior", "asa-log")
+                "asa-alg1", "asa+prior", "asa-log", "asa/skey")
 METRICS = ("makespan", "perceived_wait", "core_hours", "overhead_core_hours", "hits",
            "misses", "runtime")
 PROBE_RUNTIME = 3600.0
@@ -283,9 +285,9 @@ def means_md(ps, paper: bool) -> list[str]:
 
 
 def learned_md(learned) -> list[str]:
-    """What each estimator learned: per key (stage cores), its most likely wait at the end
-    and how many waits it observed."""
-    out = ["What the estimators learned (per stage size: the most likely wait at the end, "
+    """What each estimator learned: per key (cores), its most likely wait at the end and how
+    many waits it observed."""
+    out = ["What the estimators learned (per key: the most likely wait at the end, "
            "in minutes, and the observations):", "",
            "| trace | variant | learned waits (cores: min, observations) |", "|---|---|---|"]
     for (tr, v), keys in learned.items():

@@ -339,7 +339,10 @@ def test_asa_learns_from_observed_waits_and_is_deterministic():
     est = ASAEstimator(seed=5)
     a = _run("asa", runs=4, interval=3600, estimator=est, plan="start")
     assert sum(est.state(k)["observations"] for k in est.keys()) == 4 * 3
-    assert sorted(est.keys()) == sorted({s.cores for s in STAGES[1:]})
+    assert est.keys() == [max(s.cores for s in STAGES)]  # the workflow's geometry
+    by_stage = ASAEstimator(seed=5)
+    _run("asa", runs=4, interval=3600, estimator=by_stage, plan="start", key="stage")
+    assert sorted(by_stage.keys()) == sorted({s.cores for s in STAGES[1:]})
     b = _run("asa", runs=4, interval=3600, estimator=ASAEstimator(seed=5), plan="start")
     assert a.rows == b.rows and a.summary == b.summary
     c = _run("asa", runs=4, interval=3600, estimator=ASAEstimator(seed=6), plan="start")

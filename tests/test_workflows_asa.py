@@ -104,7 +104,8 @@ def _stage(res, y):
 def test_plan_submit_plans_from_the_expected_end_before_the_predecessor_starts():
     # stage 0 expected to start at once (wait 0) -> T = 1000, stage 1 due at 1000 - 500
     est = _Keyed({4: 0.0, 2: 500.0})
-    res = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=est, at=0.0, warmup=0.0)
+    res = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=est, at=0.0, warmup=0.0,
+                       key="stage")
     s0, s1 = _stage(res, 0), _stage(res, 1)
     assert s0["alloc_start"] == 5000  # the machine was busy
     assert s1["submit"] == 700  # the first pass at or after 500, long before stage 0 started
@@ -112,7 +113,7 @@ def test_plan_submit_plans_from_the_expected_end_before_the_predecessor_starts()
     assert s1["start"] == 6000 and s1["outcome"] == "hit"
     assert est.observed == [(4, 5000.0), (2, 5300.0)]  # stage 0's sampled wait is observed
     start = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=_Keyed({4: 0.0, 2: 500.0}),
-                         at=0.0, warmup=0.0, plan="start")
+                         at=0.0, warmup=0.0, plan="start", key="stage")
     assert _stage(start, 1)["submit"] == 5500  # today's rule: when stage 0 starts, T - a
     assert start.settings["plan"] == "start" and res.settings["plan"] == "submit"
 
@@ -121,9 +122,28 @@ def test_plan_submit_is_refined_when_the_predecessor_starts():
     # stage 0 expected to wait 10000 s -> T = 11000, due at 10500; it starts at 5000:
     # T = 6000 exactly, and stage 1 is injected at 5500 (not 10500)
     res = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=_Keyed({4: 10000.0, 2: 500.0}),
-                       at=0.0, warmup=0.0)
+                       at=0.0, warmup=0.0, key="stage")
     s1 = _stage(res, 1)
     assert s1["submit"] == 5500 and s1["start"] == 6000 and s1["perceived_wait"] == 0
+
+
+def test_key_workflow_shares_one_estimate_across_the_stages():
+    # key "workflow" (the default): both stages sample and observe under the workflow's
+    # geometry (4 cores), so stage 1 uses the 4-core wait (3000) instead of its own (500)
+    est = _Keyed({4: 3000.0, 2: 500.0})
+    res = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=est, at=0.0, warmup=0.0)
+    assert [k for k, _ in est.observed] == [4, 4]
+    s0, s1 = _stage(res, 0), _stage(res, 1)
+    # the next pass after 700 is stage 0's start at 5000, where T = 6000 exactly: stage 1 is
+    # due at 6000 - 3000 (past: submitted at once); keyed by its own cores, at 6000 - 500
+    assert s0["alloc_start"] == 5000
+    assert s1["submit"] == 5000 and s1["start"] == 6000
+    assert res.settings["key"] == "workflow"
+    stage = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=_Keyed({4: 3000.0, 2: 500.0}),
+                         at=0.0, warmup=0.0, key="stage")
+    assert _stage(stage, 1)["submit"] == 5500 and stage.settings["key"] == "stage"
+    with pytest.raises(WorkflowError, match="key: expected one of stage, workflow"):
+        WorkflowRun(TWO, BUSY, System(4), "asa", key="geometry")
 
 
 def test_an_infinite_estimate_submits_the_whole_chain_at_once():
@@ -156,7 +176,7 @@ def test_an_infinite_estimate_submits_the_whole_chain_at_once():
 def test_dependency_mode_plans_no_earlier_than_the_predecessors_start():
     # a hold needs its predecessor's end: in the dependency mode the plan waits for it
     res = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=_Keyed({4: 0.0, 2: 500.0}),
-                       at=0.0, warmup=0.0, mode="dependency")
+                       at=0.0, warmup=0.0, mode="dependency", key="stage")
     assert _stage(res, 1)["submit"] == 5500
 
 
@@ -269,7 +289,10 @@ def test_cli_plan_flag(tmp_path):
         assert main(base + ["--plan", plan, "--out", str(tmp_path / plan)]) == 0
         s = json.loads((tmp_path / plan / "summary.json").read_text())
         assert s["settings"]["plan"] == plan and s["settings"]["mode"] == "afterok"
-        assert s["overhead_core_hours"] == 0
+        assert s["overhead_core_hours"] == 0 and s["settings"]["key"] == "workflow"
+    assert main(base + ["--key", "stage", "--out", str(tmp_path / "skey")]) == 0
+    s = json.loads((tmp_path / "skey" / "summary.json").read_text())
+    assert s["settings"]["key"] == "stage"
     with pytest.raises(SystemExit):
         main(base + ["--plan", "never", "--out", str(tmp_path / "x")])
     d = tmp_path / "eager"

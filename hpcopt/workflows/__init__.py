@@ -14,6 +14,7 @@
 from .paper import PAPER_WORKFLOWS, paper_workflow
 from .reader import Task, Workflow, WorkflowError, load_wfformat
 from .runner import (
+    KEYS,
     MODES,
     PLANS,
     STRATEGIES,
@@ -27,7 +28,7 @@ from .runner import (
 from .stages import Stage, lpt_makespan, stages_of
 
 __all__ = [
-    "MODES", "PAPER_WORKFLOWS", "PLANS", "STRATEGIES", "Attempt", "Mode", "Stage", "Strategy",
-    "Task", "Workflow", "WorkflowError", "WorkflowResult", "WorkflowRun", "load_wfformat",
-    "lpt_makespan", "paper_workflow", "run_workflow", "stages_of",
+    "KEYS", "MODES", "PAPER_WORKFLOWS", "PLANS", "STRATEGIES", "Attempt", "Mode", "Stage",
+    "Strategy", "Task", "Workflow", "WorkflowError", "WorkflowResult", "WorkflowRun",
+    "load_wfformat", "lpt_makespan", "paper_workflow", "run_workflow", "stages_of",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..cliargs import out_path, positive_int, probability, seconds
 from .reader import WorkflowError
-from .runner import MODES, PLANS, STRATEGIES
+from .runner import KEYS, MODES, PLANS, STRATEGIES
 
 STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_cores",
                  "submit", "alloc_start", "start", "end", "alloc_end", "wait",
@@ -38,6 +38,10 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                    help="when asa/eager plan stage y: submit (default, the paper's): from "
                         "stage y-1's expected end as soon as it is submitted, so the lead "
                         "can exceed its runtime; start: when stage y-1 starts")
+    w.add_argument("--key", choices=list(KEYS), default="workflow",
+                   help="what the ASA estimator learns waits for: workflow (default, the "
+                        "paper's job geometry): the workflow's widest stage, one estimate "
+                        "for all its stages; stage: each stage's own core count")
     w.add_argument("--estimator-policy", choices=["default", "greedy", "tuned"],
                    default=None, help="ASA sampling policy (default: default, or the one in "
                                       "--state)")
@@ -129,8 +133,8 @@ def cmd_workflow(args) -> int:
     result = run_workflow(wf, (trace.jobs, system), args.strategy, cap=cap,
                           cores_per_node=int(cpn), runs=args.runs, interval=args.interval,
                           at=at, warmup=args.warmup, estimator=estimator, mode=args.mode,
-                          plan=args.plan, cancel_delay=args.cancel_delay, policy=args.policy,
-                          seed=args.seed, progress=not args.no_progress)
+                          plan=args.plan, key=args.key, cancel_delay=args.cancel_delay,
+                          policy=args.policy, seed=args.seed, progress=not args.no_progress)
     result.settings["trace"] = str(args.trace)
     result.settings["workflow_file"] = str(args.workflow)
     result.settings["cap"] = cap

@@ -16,9 +16,13 @@ Strategies (stage i: n_i cores for t_i seconds; run r submitted at a_r)
 * ``bigjob``: one job of max n_i cores for sum t_i, submitted at a_r.
 * ``perstage``: stage 1 at a_r, stage y when stage y-1 ends (its COMPLETE event).
 * ``asa``: stage 1 at a_r; stage y is submitted at ``T - a``, where T is the expected end of
-  stage y-1 and ``a`` a queue wait sampled from ``ASAEstimator`` (key = the stage's cores);
-  the estimator observes the stage job's queue wait (start - submit) when it starts.  When
-  stage y is planned is the ``plan`` rule:
+  stage y-1 and ``a`` a queue wait sampled from ``ASAEstimator``; the estimator observes the
+  stage job's queue wait (start - submit) when it starts.  Its key, the paper's "job
+  geometry", is the ``key`` rule: ``"workflow"`` (the default) the workflow's geometry (its
+  widest stage, what Big Job asks), so every stage of a workflow at one scale shares one
+  estimate, as the paper shares it "in a per job-geometry basis" and reports it per
+  workflow geometry (28 ... 640 cores, its Table 2); ``"stage"`` the stage's own cores, so
+  each stage size learns its own waits.  When stage y is planned is the ``plan`` rule:
 
   - ``plan="submit"`` (the default, the paper's algorithm): as soon as T is estimable, at
     stage y-1's submission: T = its estimated start + t_{y-1}, where the estimated start is
@@ -121,6 +125,7 @@ from .reader import Workflow, WorkflowError
 from .stages import Stage, stages_of
 
 PLANS = ("submit", "start")
+KEYS = ("stage", "workflow")
 
 
 @dataclass
@@ -312,7 +317,7 @@ class ASA(Strategy):
 
     def sample(self, run: WorkflowRun, stage: Stage, shadow=None) -> tuple:
         """(index, wait estimate) for a submission of ``stage``."""
-        return run.estimator.sample(stage.cores, estimate_s=shadow)
+        return run.estimator.sample(run.key_of(stage.cores), estimate_s=shadow)
 
     def started(self, run, att):
         if att.stage + 1 < len(run.stages):
@@ -417,15 +422,16 @@ class WorkflowRun:
     """One simulation of ``runs`` copies of a workflow in a background trace (see module).
 
     ``strategy`` is a name in ``STRATEGIES`` or a ``Strategy``; ``mode`` a name in ``MODES``
-    (default: the strategy's); ``plan`` the ASA decision point (``PLANS``)."""
+    (default: the strategy's); ``plan`` the ASA decision point (``PLANS``); ``key`` what
+    the ASA estimator is keyed by (``KEYS``)."""
 
     def __init__(self, stages, jobs, system: System, strategy, *, policy="fcfs",
                  policy_options: dict | None = None, cores_per_node: int = 1,
                  runs: int = 1, interval: float = 3600.0, at: float | None = None,
                  warmup: float = 2 * 86400.0, horizon: float = 7 * 86400.0,
                  estimator=None, mode: str | None = None, plan: str = "submit",
-                 cancel_delay: float = 0.0, oracle_steps: int = 10, seed: int = 0,
-                 progress: bool = False, name: str = "workflow") -> None:
+                 key: str = "workflow", cancel_delay: float = 0.0, oracle_steps: int = 10,
+                 seed: int = 0, progress: bool = False, name: str = "workflow") -> None:
         if isinstance(strategy, str):
             if strategy not in STRATEGIES:
                 from hpcopt.errors import closest
@@ -443,6 +449,8 @@ class WorkflowRun:
             raise WorkflowError(f"mode: {mode} is for {allowed}, not {strategy.name}")
         if plan not in PLANS:
             raise WorkflowError(f"plan: expected one of {', '.join(PLANS)}, got {plan!r}")
+        if key not in KEYS:
+            raise WorkflowError(f"key: expected one of {', '.join(KEYS)}, got {key!r}")
         self.stages: list[Stage] = list(stages)
         if not self.stages:
             raise WorkflowError("stages: the workflow has no stage")
@@ -462,7 +470,8 @@ class WorkflowRun:
                 raise WorkflowError(
                     f"cap: a stage of {st.cores} cores needs {self.nodes(st.cores)} nodes of "
                     f"{self.cpn} cores; the machine has {system.nodes}")
-        self.strategy, self.mode, self.plan = strategy, MODES[mode], plan
+        self.strategy, self.mode, self.plan, self.key = strategy, MODES[mode], plan, key
+        self.geometry = max(s.cores for s in self.stages)
         self.policy_name, self.policy_options = policy, dict(policy_options or {})
         self.runs, self.interval = int(runs), float(interval)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
@@ -486,6 +495,10 @@ class WorkflowRun:
     def nodes(self, cores: int) -> int:
         """Whole nodes a stage of ``cores`` cores asks for."""
         return max(1, -(-int(cores) // self.cpn))
+
+    def key_of(self, cores: int) -> int:
+        """The estimator's key for a stage of ``cores`` cores (the ``key`` rule)."""
+        return self.geometry if self.key == "workflow" else cores
 
     def _new_id(self):
         self._counter += 1
@@ -621,7 +634,7 @@ class WorkflowRun:
         if att.proactive:
             att.outcome = self.mode.outcome(now, ready)
         if att.sampled:
-            self.estimator.observe(att.cores, att.index, now - att.submit,
+            self.estimator.observe(self.key_of(att.cores), att.index, now - att.submit,
                                    estimate_s=att.start_estimate)
         if now < ready and y > 0 and self.mode.early_start(self, att, rec, ready):
             return
@@ -755,7 +768,7 @@ class WorkflowRun:
         summary["hit_ratio"] = (sum(p["hits"] for p in per_run) / n_pro) if n_pro else None
         settings = {
             "workflow": self.name, "strategy": self.strategy.name, "mode": self.mode.name,
-            "plan": self.plan,
+            "plan": self.plan, "key": self.key,
             "policy": self.policy_name, "order": self.sim.order_name,
             "backfill": "easy" if self.sim.backfilling else "none",
             "nodes": self.system.nodes, "cores_per_node": self.cpn, "runs": self.runs,
