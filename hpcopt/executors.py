@@ -430,6 +430,9 @@ def dask_client(spec: str, *, allowed_failures: int | None = None):
     except (OSError, TimeoutError) as exc:
         raise HpcoptError(f"--dask {spec}: cannot reach the scheduler ({one_line(exc)})") \
             from None
+    except ValueError as exc:  # an address Dask cannot parse (an unknown protocol)
+        raise HpcoptError(f"--dask {spec}: not a scheduler address Dask knows "
+                          f"({one_line(exc)}); expected e.g. tcp://HOST:8786") from None
 
 
 class DaskExecutor(Executor):

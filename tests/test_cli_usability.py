@@ -97,6 +97,11 @@ def test_policies_mark_the_ml_extra():
     assert rows["fcfs"]["needs"] is None and rows["knapsack"]["needs"] is None
     table = hpcopt_cli("policies").stdout.splitlines()
     assert any(line.split()[0] == "dras-pg" and line.split()[-1] == "ml" for line in table)
+    # each description is a whole sentence, not a docstring's first line cut mid-sentence
+    assert all(r["doc"].endswith(".") for r in rows.values()), \
+        [p for p, r in rows.items() if not r["doc"].endswith(".")]
+    assert rows["fifo"]["doc"].endswith("then submission order).")
+    assert rows["alignment-first"]["doc"].endswith("until none fits.")
 
 
 def test_learned_policies_without_torch_are_one_clean_line(tmp_path):

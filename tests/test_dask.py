@@ -174,6 +174,13 @@ def test_chunks_and_dask_specs():
     assert isinstance(SerialExecutor(), SerialExecutor)
 
 
+def test_an_address_dask_cannot_parse_is_a_user_error(capsys):
+    code = main(["solve", str(KNAPSACK / "ks1_tiny_5.json"), "--dask", "weird://x"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--dask weird://x: not a scheduler address" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_missing_dask_is_a_clear_message(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
     code = main(["solve", str(KNAPSACK / "ks1_tiny_5.json"), "--dask", "local:2"])

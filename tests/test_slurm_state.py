@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from hpcopt.errors import OptionError
 from hpcopt.policies import make_policy
 from hpcopt.sim.driver import one_pass
 from hpcopt.slurm.adapter import FAR, pass_state
@@ -110,8 +111,9 @@ def test_job_submit_lua_names_the_partition():
     text = job_submit_lua("gpu")
     assert 'local MANAGED = "gpu"' in text and "job_desc.priority = 0" in text
     assert "function slurm_job_modify" in text
-    with pytest.raises(ValueError):
-        job_submit_lua('a"b')
+    for bad in ('a"b', "a,b", ""):
+        with pytest.raises(OptionError, match="--partition: a Slurm partition name"):
+            job_submit_lua(bad)
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "knapsack", "sjf"])

@@ -1,7 +1,5 @@
-"""ASA: the adaptive queue-wait estimator (Algorithm 1 of seed paper 002, section 3.2).
-
-Paper: ../shared/papers/002_be0883a9f614b21d.txt (ASA, the Adaptive Scheduling Algorithm);
-its restatement and our resolutions: ../shared/specs/asa.md ("Algorithm 1 (exact)").  This
+"""ASA: the adaptive queue-wait estimator (Algorithm 1 of the ASA paper, Souza et al.,
+the Adaptive Scheduling Algorithm, section 3.2).  This
 module is the estimator only; proactive workflow submission is built on top of it.
 
 What it learns
@@ -190,7 +188,7 @@ class _KeyState:
 
 
 class ASAEstimator:
-    """Queue-wait estimator of ASA (Algorithm 1, paper 002 section 3.2; specs/asa.md).
+    """Queue-wait estimator of ASA (Algorithm 1 of the ASA paper, section 3.2).
 
     Parameters
     ----------

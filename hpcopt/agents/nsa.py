@@ -42,8 +42,8 @@ episodes from windows of seed 999).  This warm start is ours, not the paper's re
 scratch).  The first operator, PPO from scratch for 1,800 s (430,208 episodes, 3,361 updates,
 critic baseline, lr 3e-4, seed 0), learned little: in ``benchmarks/tjap_solvers.py --epochs 10
 --windows 100`` (the paper's 1,000 windows, sequential start) its NSA-500 was 2.8% worse than
-SA-1000; with the shipped operator NSA-500 is on par (-0.12% on the windows regenerated after
-issue #10, ``--big 0 --methods seq,sa-1000,sa-3500,nsa-500,scas-exact --tag _nsa``;
+SA-1000; with the shipped operator NSA-500 is on par (-0.12%,
+``--big 0 --methods seq,sa-1000,sa-3500,nsa-500,scas-exact --tag _nsa``;
 benchmarks/README.md).  The state only shows the first q = 100 positions of Q, and early windows
 hold hundreds of idle nodes, so the cheapest blocks are often out of the network's reach.
 NSA-500 takes ~0.28 s per window (one network call per inserted job), SA-1000 ~0.08 s (the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -278,6 +279,14 @@ def policy_names() -> list[str]:
     return sorted(_POLICIES)
 
 
+def _summary(doc: str | None) -> str:
+    """A docstring's first sentence (its first paragraph when no sentence ends there), on one
+    line: what a policy does, for the listing."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split())
+    end = re.search(r"\.\s+(?=[A-Z`])", para)  # a sentence ends; "a . b" is a dot product
+    return para if end is None else para[:end.start() + 1]
+
+
 def describe_policies() -> list[dict]:
     """One row per policy (name, default order, default window, the pip extra it needs
     (class attribute ``EXTRA``, e.g. ``"ml"``), options, doc) for ``hpcopt policies``."""
@@ -288,5 +297,5 @@ def describe_policies() -> list[dict]:
         opts = ", ".join(f"{o.name}={d!r}" for o, d in declared_options(name))
         rows.append(dict(policy=name, order=p.order or "fcfs", window=p.window,
                          needs=getattr(cls, "EXTRA", None), options=opts,
-                         doc=(cls.__doc__ or "").strip().splitlines()[0]))
+                         doc=_summary(cls.__doc__)))
     return rows

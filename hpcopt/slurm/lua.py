@@ -8,6 +8,8 @@ other partitions are left alone.
 
 from __future__ import annotations
 
+from ..errors import OptionError
+
 _TEMPLATE = """\
 -- job_submit.lua (hpcopt): hold every job submitted to partition "{partition}", so that
 -- only `hpcopt slurm run` starts it (scontrol release).  Install: JobSubmitPlugins=lua in
@@ -44,5 +46,6 @@ end
 def job_submit_lua(partition: str = "batch") -> str:
     """The script for ``partition`` (``hpcopt slurm job-submit-lua``)."""
     if not partition or any(c in partition for c in '"\\\n,'):
-        raise ValueError(f"partition name expected, got {partition!r}")
+        raise OptionError(f"--partition: a Slurm partition name expected (no comma, quote, "
+                          f"backslash or newline), got {partition!r}")
     return _TEMPLATE.format(partition=partition)

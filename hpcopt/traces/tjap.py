@@ -1,4 +1,5 @@
-"""TJAP job files (Lan et al., CLUSTER'23): ``../shared/data/topology_alloc``.
+"""TJAP job files (Lan et al., CLUSTER'23): the data directory's
+``topology_alloc``.
 
 Whitespace text, one job a line: id, arrival s, runtime s, nodes (``#`` or ``;`` comment
 lines and blank lines skipped; ``.gz`` allowed).  The files carry no requested walltime, so

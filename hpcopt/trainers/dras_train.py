@@ -5,7 +5,7 @@ test), draws the curriculum (sampled, real weeks, synthetic), and after every tr
 episode evaluates the agent greedily on the validation month.  It writes to ``out``:
 ``episode_NNN.pt`` per episode, ``best.pt`` (highest validation total reward, the paper's
 Figure 5 criterion; or, with ``select="avg_wait"``, the lowest validation average wait among
-the episodes whose maximum wait stays within twice FCFS+EASY's -- issue #5's target),
+the episodes whose maximum wait stays within twice FCFS+EASY's),
 ``curve.csv`` (one row per episode), ``train.json`` (settings, budget, references) and
 ``curve.png`` (validation reward per episode with the FCFS+EASY and Random references, the
 paper's Figures 4 and 5).

@@ -1,4 +1,4 @@
-"""Workflows in a simulated queue (seed paper 002, ASA; ``../shared/specs/asa.md``).
+"""Workflows in a simulated queue (the ASA paper, Souza et al.).
 
 * ``load_wfformat(path)`` -> ``Workflow``: the WfFormat reader (``reader``);
 * ``stages_of(workflow, cap)`` / ``lpt_makespan``: DAG levels as sequential stages

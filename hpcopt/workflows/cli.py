@@ -26,7 +26,7 @@ STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_c
 def add_workflow_parser(sub) -> argparse.ArgumentParser:
     """The ``workflow`` subcommand (called by ``hpcopt.cli``)."""
     w = sub.add_parser("workflow", help="a WfFormat workflow's stages in a real trace: Big "
-                                        "Job, Per-Stage, ASA (paper 002)")
+                                        "Job, Per-Stage, ASA")
     w.add_argument("workflow", metavar="WF.json[.gz]", help="WfFormat instance (WfCommons)")
     w.add_argument("--trace", required=True, help="background trace (SWF, CSV/JSON table)")
     w.add_argument("--nodes", type=positive_int, default=None, help="machine size in nodes")

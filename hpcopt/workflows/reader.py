@@ -6,7 +6,7 @@ instance, so it cannot run offline; this reader reads the documents directly.
 Schema versions read
 --------------------
 * **1.5** (and any version with ``workflow.specification``/``workflow.execution``, the
-  WfInstances snapshot in ``../shared/data/workflows/wfinstances``):
+  WfInstances snapshot in the data directory's ``workflows/wfinstances``):
   ``workflow.specification.tasks[{id, parents}]`` give the DAG,
   ``workflow.execution.tasks[{id, runtimeInSeconds, coreCount?}]`` the measured runtimes.
   Every specification task must have an execution record (and the other way round).

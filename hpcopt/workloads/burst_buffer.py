@@ -3,7 +3,7 @@
 Readers:
 
 - ``load_batsim(path)``: the Kopanski & Rzadca Batsim workloads (KTH-SP2 jobs with modelled
-  burst-buffer requests, ``../shared/data/burst_buffer/kopanski_kth_batsim``, the default
+  burst-buffer requests, the data directory's ``burst_buffer/kopanski_kth_batsim``, the default
   path); the reader and its rules are in ``hpcopt.traces.batsim``.
 - ``load_bb_swf(path)``: SWF whose records carry a 19th field (burst buffer, GB for the whole
   job) and optionally a 20th (SSD, GB per node); ``write_bb_swf`` writes them.

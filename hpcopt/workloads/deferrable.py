@@ -1,10 +1,10 @@
-"""Deferrable cloud jobs (OSDEC, seed paper 004; spec osdec.md, "Data").
+"""Deferrable cloud jobs (OSDEC).
 
 ``deferrable_workload(azure_file, slots=288, seed=...)`` returns a ``"model": "osdec"``
 instance dict (``deferrable_model`` the ``OSDECModel``, ``save_workload`` writes the file;
 CLI ``hpcopt workload deferrable``).  The paper's processed Azure data was never released; the
-recipe is ours, on the Azure v1 derived files of ``../shared/data/cloud/
-azure_v1_vmtable_derived`` (Azure Public Dataset V1 ``vmtable``, CC-BY-4.0, binned by
+recipe is ours, on the Azure v1 derived files in the data directory's
+``cloud/azure_v1_vmtable_derived`` (Azure Public Dataset V1 ``vmtable``, CC-BY-4.0, binned by
 huaweicloud/trace_generation_rnn):
 
 1. *Read* (``hpcopt.traces.azure``).  A split is a flavor file (``v1.train.txt.gz``,

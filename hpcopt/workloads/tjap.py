@@ -6,7 +6,7 @@
 - ``tjap_system``: a ``System`` whose nodes are the leaves of a fat-tree (default the paper's
   1,000 nodes).
 
-The job files of ``../shared/data/topology_alloc`` are read by
+The job files of the data directory's ``topology_alloc`` are read by
 ``hpcopt.traces.tjap.load_tjap_jobs``; the allocation windows that the window-period driver
 meets on such a workload (the instances of the paper's Tables III and IV) come from
 ``hpcopt.policies.topology.generate_windows``.
