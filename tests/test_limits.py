@@ -20,7 +20,13 @@ import pytest
 import hpcopt
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
-from hpcopt.solvers.registry import OVERSHOOT_S
+from hpcopt.solvers.registry import (
+    BUILD_MARGIN,
+    GREEDY_SHARE,
+    OVERSHOOT_S,
+    SolveOptions,
+    get_solver,
+)
 
 from .conftest import shared_file
 
@@ -110,6 +116,22 @@ def test_a_build_that_cannot_fit_is_not_started_and_says_why(scas):
     assert "takes about" in res.extra["refused"]
     assert res.extra["greedy_fallback"]
     assert res.decision == hpcopt.solve(scas, backend="sequential").decision
+
+
+@pytest.mark.parametrize("factor", [1.3, 1.9])
+def test_a_build_starts_only_with_its_margin_left(scas, factor):
+    """Just above its estimate the build would still overrun (estimates are means), so it
+    starts only when ``BUILD_MARGIN`` times the estimate fits: the same refusal, in time."""
+    backend = get_solver("pyomo:appsi_highs")
+    est = backend.footprint(scas, SolveOptions())
+    limit = factor * est.seconds  # more than the estimate, less than the margin
+    res, wall = timed(scas, "pyomo:appsi_highs", limit=limit)
+    assert est.seconds < (1 - GREEDY_SHARE) * limit and BUILD_MARGIN * est.seconds > limit
+    assert "cannot be stopped" in res.extra["refused"] and res.extra["greedy_fallback"]
+    assert wall <= 1.0 + OVERSHOOT_S  # refused at once, not after the build
+    mem = hpcopt.solve(scas, backend="pyomo:appsi_highs", time_limit=60,
+                       solver_options={"max_memory_mb": factor * est.megabytes})
+    assert mem.limit == Limit.MEMORY and "half of max_memory_mb" in mem.extra["refused"]
 
 
 # ------------------------------------------------------------------ memory cap
