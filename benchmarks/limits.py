@@ -119,9 +119,14 @@ INSTANCES = {"scas700": lambda: allocation_window("scas"),
              "bbsched50x4": lambda: bbsched(50, four=True)}
 
 
-def one(name: str, backend: str, limit: float) -> dict:
-    """Solve one instance with one backend (in this process) and return the row."""
+def one(name: str, backend: str, limit: float, margin: float | None = None) -> dict:
+    """Solve one instance with one backend (in this process) and return the row; ``margin``
+    replaces the registry's ``BUILD_MARGIN`` (1: a build starts when its estimate fits)."""
     import hpcopt
+    from hpcopt.solvers import registry
+
+    if margin is not None:
+        registry.BUILD_MARGIN = margin
 
     model = INSTANCES[name]()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -148,17 +153,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--only", default=",".join(INSTANCES))
+    ap.add_argument("--backends", default=None, help="only these backends (comma-separated)")
+    ap.add_argument("--build-margin", type=float, default=None,
+                    help="start a build when this many times its estimate fits (default: "
+                         "the registry's BUILD_MARGIN; 1 is the rule before it)")
     ap.add_argument("--one", nargs=2, metavar=("INSTANCE", "BACKEND"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(*args.one, args.time_limit)))
+        print(json.dumps(one(*args.one, args.time_limit, args.build_margin)))
         return
     OUT.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.only.split(","):
         for backend in BACKENDS[name]:
+            if args.backends and backend not in args.backends.split(","):
+                continue
+            margin = [] if args.build_margin is None else ["--build-margin",
+                                                           str(args.build_margin)]
             proc = subprocess.run([sys.executable, __file__, "--one", name, backend,
-                                   "--time-limit", str(args.time_limit)],
+                                   "--time-limit", str(args.time_limit), *margin],
                                   capture_output=True, text=True, cwd=REPO)
             if proc.returncode:
                 row = {"instance": name, "backend": backend, "limit_s": args.time_limit,
@@ -170,7 +183,8 @@ def main() -> None:
                 "instance", "backend", "limit_s", "wall_s", "peak_rss_mb", "status", "limit",
                 "objective", "greedy", "bound", "note")), flush=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    path = OUT / f"limits_{args.time_limit:g}s.csv"
+    tag = "" if args.build_margin is None else f"_margin{args.build_margin:g}"
+    path = OUT / f"limits_{args.time_limit:g}s{tag}.csv"
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()

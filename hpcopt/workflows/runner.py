@@ -281,9 +281,8 @@ class BigJob(Strategy):
     default_mode = "dependency"
 
     def begin(self, run, r, a_r):
-        n = max(s.cores for s in run.stages)
         total = sum(s.runtime for s in run.stages)
-        run.submit_job(r, -1, a_r, n, total, total, ready=a_r)
+        run.submit_job(r, -1, a_r, run.geometry, total, total, ready=a_r)
 
 
 class PerStage(Strategy):
@@ -465,13 +464,13 @@ class WorkflowRun:
             raise WorkflowError(f"cancel_delay: expected seconds >= 0, got {cancel_delay!r}")
         self.cpn = int(cores_per_node)
         self.system = system
-        for st in self.stages + [Stage(-1, 0, max(s.cores for s in self.stages), 0, 0)]:
+        self.geometry = max(s.cores for s in self.stages)  # the widest stage: Big Job's size
+        for st in self.stages:  # the widest one is Big Job's allocation too
             if self.nodes(st.cores) > system.nodes:
                 raise WorkflowError(
                     f"cap: a stage of {st.cores} cores needs {self.nodes(st.cores)} nodes of "
                     f"{self.cpn} cores; the machine has {system.nodes}")
         self.strategy, self.mode, self.plan, self.key = strategy, MODES[mode], plan, key
-        self.geometry = max(s.cores for s in self.stages)
         self.policy_name, self.policy_options = policy, dict(policy_options or {})
         self.runs, self.interval = int(runs), float(interval)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
