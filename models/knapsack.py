@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -309,10 +310,10 @@ class KnapsackModel(Model):
         sel = self._decision(x)
         xf = sel.astype(float)
         over = self.weights @ xf - self.capacities
-        feasible = bool((over <= self._tolerance).all())
-        for r in self._exact_rows:  # integer rows whose sums pass 2^53: Python ints
+        for r in self._exact_rows:  # integer rows whose sums pass 2^53: Python ints, exactly
             load = sum(int(a) for a in self.weights[r, sel].tolist())
-            feasible &= load <= float(self.capacities[r])  # int <= float compares exactly
+            over[r] = float(Fraction(load) - Fraction(float(self.capacities[r])))
+        feasible = bool((over <= self._tolerance).all())
         return Evaluation(feasible, (float(self.values @ xf),), tuple(over.clip(0.0).tolist()))
 
     def canonical_key(self, x) -> tuple:

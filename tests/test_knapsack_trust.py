@@ -65,6 +65,8 @@ def test_evaluate_is_exact_on_integer_data():
     assert not KnapsackModel([1, 1], [1, 1], 1).evaluate([1, 1]).feasible
     huge = KnapsackModel([1, 1], [2**60, 1], 2**60)  # sums past 2^53: Python integers
     assert not huge.evaluate([1, 1]).feasible and huge.evaluate([1, 0]).feasible
+    assert huge.evaluate([1, 1]).violations == (1.0,)  # the overrun, exactly (float sums 0.0)
+    assert huge.evaluate([1, 0]).violations == (0.0,)
 
 
 def test_evaluate_float_tolerance_never_admits_an_item():
