@@ -45,10 +45,12 @@ AZURE = DATA / "cloud" / "azure_v1_vmtable_derived" / "v1.dev.txt.gz"
 OUT = REPO / "benchmarks" / "results" / "limits"
 
 BACKENDS = {
-    "scas700": ["sequential", "scas-exact", "cpsat", "scip", "pyomo:appsi_highs"],
+    "scas700": ["sequential", "scas-exact", "cpsat", "scip", "pyomo:appsi_highs",
+                "pyomo:scip_direct"],
     "dcas700": ["sequential", "sa", "nsa"],
-    "osdec-day": ["osdec-greedy", "cpsat", "scip", "pyomo:appsi_highs"],
-    "knapsack500": ["greedy", "dp", "ortools", "cpsat", "scip", "pyomo:appsi_highs"],
+    "osdec-day": ["osdec-greedy", "cpsat", "scip", "pyomo:appsi_highs", "pyomo:scip_direct"],
+    "knapsack500": ["greedy", "dp", "ortools", "cpsat", "scip", "pyomo:appsi_highs",
+                    "pyomo:scip_direct"],
     "bbsched300": ["pareto-exact", "bbsched-ga", "nsga2"],
     "bbsched50x4": ["pareto-exact", "bbsched-ga", "nsga2"],
 }

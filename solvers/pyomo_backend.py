@@ -12,6 +12,7 @@ import io
 import math
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,11 +24,61 @@ from .registry import Footprint, Outcome, SolveOptions, Solver, register
 from .scip_output import stdout_to_stderr
 
 LEX_CHUNK = 24  # items per canonical tie-break solve: integer objectives below 2**24
-# building the pyomo model and handing it to the solver (appsi's set_instance), measured on
-# SCAS windows and an OSDEC day on a busy 2-core machine: ~5.6e-6 s and 2e-4 MB per nonzero,
-# ~5e-5 s and 8e-4 MB more per row; importing pyomo ~1 s.  With a margin:
-PYOMO_SECONDS_PER_NZ, PYOMO_SECONDS_PER_ROW, PYOMO_IMPORT_SECONDS = 8e-6, 7e-5, 1.5
-PYOMO_MB_PER_NZ, PYOMO_MB_PER_ROW = 3e-4, 1.2e-3
+# Build estimates, fitted to ``benchmarks/pyomo_build.py`` (SCAS windows in both formulations,
+# OSDEC days of 96 and 288 slots, a knapsack; benchmarks/README "Limits"): 1.7 to 3.4 times
+# the builds measured on an idle machine.  The pyomo model (``to_pyomo``), any solver: seconds per
+# nonzero and per row.  Importing pyomo the first time in a process: ~0.7 s.
+PYOMO_BUILD_S = (4e-6, 6e-6)
+PYOMO_IMPORT_SECONDS = 1.5
+
+
+class LoadCosts(NamedTuple):
+    """A solver's load of a built pyomo model, and how late it stops, per unit of size."""
+
+    s_per_nz: float
+    s_per_row: float
+    s: float  # once: creating the solver's model
+    mb_per_nz: float  # the megabytes cover the pyomo model too
+    mb_per_row: float
+    mb: float  # once: the solver's library
+    stop_s_per_nz: float  # how far past its own time limit the solver may run
+    read_s_per_var: float  # reading its answer back into the pyomo model
+
+
+# By solver and model kind ("*": any kind).  appsi's HiGHS pays per row; PySCIPOpt
+# (``scip_direct``) adds a row's terms one by one, so a long row costs more per term: 3.6e-5 s
+# a term in the OSDEC day's capacity rows (~2,800 terms each), 6.1e-6 s in SCAS's compact
+# rows (~640).
+# The solvers check their clocks between phases that can be seconds apart on these models
+# (``pyomo_build.py --late``): HiGHS stopped up to 6.8 s late on the OSDEC day (880k
+# nonzeros) and 4.3 s on the 700-node SCAS window; SCIP up to 11.6 s on the OSDEC day (its
+# presolve of the unreduced model) and within 0.06 s on the SCAS window.  A solver not
+# listed gets the costliest coefficient of the listed ones.
+PYOMO_LOAD = {
+    "appsi_highs": {"*": LoadCosts(6e-6, 5e-5, 0.05, 3.5e-4, 1.0e-3, 10.0, 1e-5, 5e-6)},
+    "scip_direct": {"osdec": LoadCosts(6e-5, 1.5e-5, 0.1, 6e-4, 1.5e-3, 30.0, 1.5e-5, 5e-6),
+                    "*": LoadCosts(1e-5, 1.5e-5, 0.1, 5e-4, 1.5e-3, 30.0, 5e-7, 5e-6)},
+}
+
+
+class BuildEstimate(NamedTuple):
+    """A pyomo solve's estimated seconds: model build, solver load, and the time kept off the
+    solver's limit for its late stop and the answer's readback; and the build's megabytes."""
+
+    build_s: float
+    load_s: float
+    stop_s: float
+    megabytes: float
+
+
+def load_costs(solver: str, kind: str) -> LoadCosts:
+    """``PYOMO_LOAD``'s coefficients for ``solver`` on a ``kind`` model."""
+    if solver in PYOMO_LOAD:
+        table = PYOMO_LOAD[solver]
+        return table.get(kind, table["*"])
+    known = [t.get(kind, t["*"]) for t in PYOMO_LOAD.values()]
+    return LoadCosts(*(max(costs) for costs in zip(*known)))
+
 
 _HIGHS = ("time_limit", "random_seed", "mip_rel_gap")
 _SCIP = ("limits/time", "randomization/randomseedshift", "limits/gap")
@@ -99,8 +150,11 @@ class Pyomo(Solver):
     ``results.problem.upper_bound`` (lower for minimization) when finite.
 
     Pyomo's model build and the solver's load of it cannot be stopped, so ``footprint``
-    estimates them from the model's size (``PYOMO_*``): a build that cannot fit the time
-    left or ``max_memory_mb`` is not started, and the model's greedy decision is returned.
+    estimates them from the model's size (``PYOMO_BUILD_S``, ``PYOMO_LOAD``): a build that
+    cannot fit the time left or ``max_memory_mb`` is not started, and the model's greedy
+    decision is returned.  The solver's own time limit is what the build and load leave
+    (appsi solvers load before it starts; other interfaces load inside ``solve``, and their
+    estimated load is taken off), less the time the solver may run past it.
     """
 
     doc = "any pyomo solver on to_pyomo() (appsi_highs, scip_direct, cbc, gurobi, ...)"
@@ -116,16 +170,40 @@ class Pyomo(Solver):
         super().check_ready()
         self._solver()
 
+    def build_estimate(self, model, form: str | None = None) -> BuildEstimate:
+        """Seconds of the pyomo build and of the solver's load, and their megabytes, from
+        the formulation's nonzeros and rows (``PYOMO_BUILD_S``, ``PYOMO_LOAD``)."""
+        if model.kind == "scas":
+            vars_, rows, nz = model.algebraic_size(form or "paper")
+        else:
+            vars_, rows, nz = model.algebraic_size()
+        c = load_costs(self.arg, model.kind)
+        return BuildEstimate(nz * PYOMO_BUILD_S[0] + rows * PYOMO_BUILD_S[1],
+                             c.s + nz * c.s_per_nz + rows * c.s_per_row,
+                             nz * c.stop_s_per_nz + vars_ * c.read_s_per_var,
+                             c.mb + nz * c.mb_per_nz + rows * c.mb_per_row)
+
     def footprint(self, model, opts: SolveOptions) -> Footprint | None:
         """Import, model build and solver load, by the formulation's nonzeros and rows."""
-        if model.kind == "scas":
-            _, rows, nz = model.algebraic_size(opts.solver_options.get("formulation", "paper"))
-        else:
-            _, rows, nz = model.algebraic_size()
-        seconds = nz * PYOMO_SECONDS_PER_NZ + rows * PYOMO_SECONDS_PER_ROW
+        est = self.build_estimate(model, opts.solver_options.get("formulation"))
+        seconds = est.build_s + est.load_s
         if "pyomo.environ" not in sys.modules:
             seconds += PYOMO_IMPORT_SECONDS
-        return Footprint(seconds, nz * PYOMO_MB_PER_NZ + rows * PYOMO_MB_PER_ROW)
+        return Footprint(seconds, est.megabytes)
+
+    @staticmethod
+    def _load(opt, pm, est: BuildEstimate, build_s: float) -> float:
+        """Hand ``pm`` to the solver now where its interface can (appsi's ``set_instance``),
+        so that its time limit starts after the load; otherwise the load happens inside
+        ``solve``, before the solver's clock starts: its estimate, scaled up by how much
+        longer than estimated the build took (a busy machine), is returned, to be taken off
+        the solver's time limit."""
+        if hasattr(opt, "set_instance") and hasattr(opt, "update_config"):  # appsi
+            opt.set_instance(pm)
+            for check in opt.update_config:  # nothing changes before the solve: no rescan
+                setattr(opt.update_config, check, False)
+            return 0.0
+        return est.load_s * max(1.0, build_s / max(est.build_s, 1e-9))
 
     def _run(self, opt, pm):
         """``opt.solve``, with SCIP's C-level output (its Ctrl-C line) kept off stdout."""
@@ -178,13 +256,18 @@ class Pyomo(Solver):
         form = options.pop("formulation", None)
         for key, val in options.items():
             opt.options[key] = val
+        est = self.build_estimate(model, form)
+        t0 = time.perf_counter()
         pm = model.to_pyomo() if form is None else model.to_pyomo(form)
+        to_come = self._load(opt, pm, est, time.perf_counter() - t0)
         left = opts.left()
         if left is not None:
+            left -= to_come + est.stop_s
             if left <= 0:  # the build took the time: the greedy stands
-                return Outcome(Status.NO_SOLUTION, limit=Limit.TIME, log="no time left to solve")
+                return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
+                               log="no time left to solve after the build")
             time_name = OPTION_NAMES.get(self.arg, (None,))[0]
-            if time_name is not None:  # the solver gets what the build left
+            if time_name is not None:  # the solver gets what the build, load and stop leave
                 opt.options[time_name] = left
         results = self._run(opt, pm)
         condition = results.solver.termination_condition
