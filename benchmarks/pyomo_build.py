@@ -69,9 +69,7 @@ def late(solver: str, opt, pm, limit: float) -> float:
         ScipDirect().solve(pm, time_limit=limit, timer=timer, load_solutions=False,
                            raise_exception_on_nonoptimal_result=False)
         return timer.timers["optimize"].total_time - limit
-    for check in opt.update_config:  # appsi: loaded, unchanged
-        setattr(opt.update_config, check, False)
-    opt.options["time_limit"] = limit
+    opt.options["time_limit"] = limit  # appsi's HiGHS, loaded by the backend's ``_load``
     t0 = time.perf_counter()
     opt.solve(pm, load_solutions=False)
     return time.perf_counter() - t0 - limit
@@ -82,6 +80,7 @@ def one(name: str, solver: str, limits: list[float]) -> dict:
     import pyomo.environ  # noqa: F401  (imported before the clock, as in a second solve)
     from pyomo.opt import SolverFactory
 
+    from hpcopt.solvers.pyomo_backend import OPTION_NAMES, Pyomo, loads_first
     from hpcopt.solvers.registry import get_solver
 
     make, form = instances()[name]
@@ -94,10 +93,10 @@ def one(name: str, solver: str, limits: list[float]) -> dict:
     build = time.perf_counter() - t0
     opt = SolverFactory(solver)
     t1 = time.perf_counter()
-    if hasattr(opt, "set_instance"):
-        opt.set_instance(pm)
+    if loads_first(opt):  # the backend's own load
+        Pyomo._load(opt, pm, est, build)
     else:  # the direct interfaces load inside solve: a solve stopped at once
-        opt.options[{"scip_direct": "limits/time"}.get(solver, "time_limit")] = 0.01
+        opt.options[OPTION_NAMES[solver][0]] = 0.01
         opt.solve(pm, load_solutions=False)
     load = time.perf_counter() - t1
     mb = rss_mb() - before

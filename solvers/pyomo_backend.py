@@ -71,6 +71,12 @@ class BuildEstimate(NamedTuple):
     megabytes: float
 
 
+def loads_first(opt) -> bool:
+    """Whether the pyomo solver takes the model before its solve (appsi's ``set_instance``),
+    so that its clock starts after the load; other interfaces load inside ``solve``."""
+    return hasattr(opt, "set_instance") and hasattr(opt, "update_config")
+
+
 def load_costs(solver: str, kind: str) -> LoadCosts:
     """``PYOMO_LOAD``'s coefficients for ``solver`` on a ``kind`` model."""
     if solver in PYOMO_LOAD:
@@ -191,6 +197,20 @@ class Pyomo(Solver):
             seconds += PYOMO_IMPORT_SECONDS
         return Footprint(seconds, est.megabytes)
 
+    def _give_time(self, opt, opts: SolveOptions, held: float) -> bool:
+        """Set the solver's own time limit to what is left of the solve's, less ``held``
+        seconds (a load still to come, the solver's late stop); False when nothing is
+        left.  Without a time limit, nothing is set."""
+        left = opts.left()
+        if left is None:
+            return True
+        if left - held <= 0:
+            return False
+        time_name = OPTION_NAMES.get(self.arg, (None,))[0]
+        if time_name is not None:
+            opt.options[time_name] = left - held
+        return True
+
     @staticmethod
     def _load(opt, pm, est: BuildEstimate, build_s: float) -> float:
         """Hand ``pm`` to the solver now where its interface can (appsi's ``set_instance``),
@@ -198,7 +218,7 @@ class Pyomo(Solver):
         ``solve``, before the solver's clock starts: its estimate, scaled up by how much
         longer than estimated the build took (a busy machine), is returned, to be taken off
         the solver's time limit."""
-        if hasattr(opt, "set_instance") and hasattr(opt, "update_config"):  # appsi
+        if loads_first(opt):
             opt.set_instance(pm)
             for check in opt.update_config:  # nothing changes before the solve: no rescan
                 setattr(opt.update_config, check, False)
@@ -260,15 +280,9 @@ class Pyomo(Solver):
         t0 = time.perf_counter()
         pm = model.to_pyomo() if form is None else model.to_pyomo(form)
         to_come = self._load(opt, pm, est, time.perf_counter() - t0)
-        left = opts.left()
-        if left is not None:
-            left -= to_come + est.stop_s
-            if left <= 0:  # the build took the time: the greedy stands
-                return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
-                               log="no time left to solve after the build")
-            time_name = OPTION_NAMES.get(self.arg, (None,))[0]
-            if time_name is not None:  # the solver gets what the build, load and stop leave
-                opt.options[time_name] = left
+        if not self._give_time(opt, opts, to_come + est.stop_s):  # the greedy stands
+            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
+                           log="no time left to solve after the build")
         results = self._run(opt, pm)
         condition = results.solver.termination_condition
         status, limit = _termination_map().get(condition, (Status.ERROR, None))
@@ -287,12 +301,13 @@ class Pyomo(Solver):
 
     def _knapsack(self, model, opts: SolveOptions) -> Outcome:
         """Knapsack on ``to_pyomo()``: the time limit counts the model build and every
-        re-solve (each gets what is left); answers ``model.evaluate`` refuses get a cover cut
-        and a re-solve; an optimum is then made canonical: by ``canonical_tie_break`` (the
-        dp on integer data, checked against the solver's optimal value; ``solver_options``
-        ``{"tie_break": "dp"}``, the default), otherwise (or ``"resolve"``) the value is
-        kept (``>= z - 1/2`` for integer values) and the 0-1 vector maximized
-        lexicographically, ``LEX_CHUNK`` items per solve, items worth <= 0 fixed at 0."""
+        re-solve (each gets what is left, less the solver's late stop); answers
+        ``model.evaluate`` refuses get a cover cut and a re-solve; an optimum is then made
+        canonical: by ``canonical_tie_break`` (the dp on integer data, checked against the
+        solver's optimal value; ``solver_options`` ``{"tie_break": "dp"}``, the default),
+        otherwise (or ``"resolve"``) the value is kept (``>= z - 1/2`` for integer values)
+        and the 0-1 vector maximized lexicographically, ``LEX_CHUNK`` items per solve,
+        items worth <= 0 fixed at 0."""
         import pyomo.environ as pyo
         from pyomo.common.log import LoggingIntercept
 
@@ -302,7 +317,7 @@ class Pyomo(Solver):
         if red.size == 0:  # nothing to choose (and an empty pyomo objective)
             return Outcome(Status.OPTIMAL, red.lift([]))
         notes = self._common_options(opt, opts)
-        time_name = OPTION_NAMES.get(self.arg, (None,))[0]
+        stop_s = self.build_estimate(model).stop_s
         mode = tie_break_option(opts.solver_options, self.full_name)
         for key, val in opts.solver_options.items():
             if key not in self.OPTIONS:
@@ -315,12 +330,8 @@ class Pyomo(Solver):
         def run():
             """Solve until the answer passes ``model.evaluate``: (status, limit, x, results)."""
             while True:
-                if deadline is not None:
-                    left = deadline - time.perf_counter()
-                    if left <= 0:
-                        return Status.NO_SOLUTION, Limit.TIME, None, None
-                    if time_name is not None:
-                        opt.options[time_name] = left
+                if not self._give_time(opt, opts, stop_s):
+                    return Status.NO_SOLUTION, Limit.TIME, None, None
                 results = self._run(opt, pm)
                 condition = results.solver.termination_condition
                 conditions.append(str(condition))

@@ -52,8 +52,9 @@ DEFAULT_SEED = 0  # the seed of every solve that names none: answers repeat, and
 OVERSHOOT_S = 1.0
 GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy start
 # a build that cannot be stopped starts only when this many times its estimate fits the time
-# left and the memory cap: the estimates are fitted on an idle machine, and a busy 2-core one
-# built the large SCAS and OSDEC models about twice as slowly (benchmarks/README "Limits")
+# left and the memory cap: the estimates are fitted on an idle machine, and with both of its
+# two cores kept busy the pyomo builds of the large SCAS and OSDEC models took 1.4-2.0x as
+# long, up to 1.19x their estimate (benchmarks/README "Limits")
 BUILD_MARGIN = 2.5
 # solver values at or beyond this magnitude are a solver's "infinity" (SCIP 1e20, HiGHS inf)
 SOLVER_INFINITY = 1e19

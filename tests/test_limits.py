@@ -126,8 +126,8 @@ def test_a_build_that_cannot_fit_is_not_started_and_says_why(scas):
 
 @pytest.mark.parametrize("factor", [1.3, 1.9])
 def test_a_build_starts_only_with_its_margin_left(scas, factor):
-    """Just above its estimate the build would still overrun (estimates are means), so it
-    starts only when ``BUILD_MARGIN`` times the estimate fits: the same refusal, in time."""
+    """Just above its estimate a build on a busy machine could still overrun, so it starts
+    only when ``BUILD_MARGIN`` times the estimate fits: the same refusal, in time."""
     backend = get_solver("pyomo:appsi_highs")
     est = backend.footprint(scas, SolveOptions())
     limit = factor * est.seconds  # more than the estimate, less than the margin
