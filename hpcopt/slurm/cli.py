@@ -73,15 +73,18 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     j = ss.add_parser("job-submit-lua", help="print the job_submit.lua that holds every job "
                                              "of the partition for hpcopt")
     j.add_argument("--partition", default="batch", help="the managed partition (default batch)")
+    j.add_argument("--admin", action="append", default=[], metavar="USER",
+                   help="a user (name or uid) who, besides root, may release and change the "
+                        "partition's jobs: give SlurmUser and the adapter's user; repeatable")
     return s
 
 
 def cmd_slurm(args, policy_options: dict) -> int:
     """Run ``hpcopt slurm``; ``policy_options`` are the policy flags given (``{name: value}``)."""
     if args.slurm_command == "job-submit-lua":
-        from .lua import job_submit_lua
+        from .lua import admin_uids, job_submit_lua
 
-        print(job_submit_lua(args.partition), end="")
+        print(job_submit_lua(args.partition, admin_uids(args.admin)), end="")
         return 0
     if args.slurm_command == "testbed":
         return _testbed(args)

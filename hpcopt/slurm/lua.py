@@ -1,51 +1,147 @@
-"""The ``job_submit.lua`` that holds every job submitted to the partition hpcopt schedules.
+"""The ``job_submit.lua`` that holds every job submitted to the partition hpcopt schedules,
+and keeps its users from starting or reshaping those jobs themselves.
 
 Slurm runs ``slurm_job_submit`` for each submission when ``JobSubmitPlugins=lua`` is set and
-the script lies beside ``slurm.conf``.  Setting the priority to 0 holds the job, so users
-submit as usual and only ``hpcopt slurm run`` (``scontrol release``) starts their jobs; jobs of
-other partitions are left alone.
+the script lies beside ``slurm.conf``.  Setting the priority to 0 holds the job and the
+admin comment ``hpcopt:held`` marks it as hpcopt's, so users submit as usual and only
+``hpcopt slurm run`` (``scontrol release``) starts their jobs; jobs of other partitions are
+left alone.  Slurm shows such a hold as JobHeldUser, which the job's owner could lift:
+``slurm_job_modify`` therefore refuses every change by a user who is not one of the admins
+(root always; the site adds SlurmUser and the adapter's user) that would start a managed
+job, reshape it (nodes, tasks, CPUs, memory, time limit raised, licenses, array throttle,
+nodes asked or excluded, features, GRES/TRES, QOS, reservation) or move it into or out of
+the managed partition.  A lower time limit is allowed (a smaller request only helps);
+renaming, comments, mail, dependencies and begin times stay the user's.
 """
 
 from __future__ import annotations
 
+import pwd
+from collections.abc import Iterable
+
 from ..errors import OptionError
 
+MARK = "hpcopt:held"
+
 _TEMPLATE = """\
--- job_submit.lua (hpcopt): hold every job submitted to partition "{partition}", so that
+-- job_submit.lua (hpcopt): hold every job submitted to partition "@PARTITION@", so that
 -- only `hpcopt slurm run` starts it (scontrol release).  Install: JobSubmitPlugins=lua in
 -- slurm.conf, this file beside slurm.conf, then `scontrol reconfigure`.
-local MANAGED = "{partition}"
+local MANAGED = "@PARTITION@"
+-- uids that may release and change the partition's jobs: root, SlurmUser, the adapter's user
+local ADMINS = { @ADMINS@ }
+local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
+
+local NO_VAL = slurm.NO_VAL or 4294967294  -- what a field left alone reads as
+local NO_VAL16 = slurm.NO_VAL16 or 65534
+local NO_VAL64 = slurm.NO_VAL64 or 18446744073709551614
+local INFINITE = slurm.INFINITE or 4294967295
+local DENIED = slurm.ESLURM_ACCESS_DENIED or 2002  -- "Access/permission denied"
+
+local function names_managed(parts)  -- a comma-separated partition list names MANAGED
+   if parts == nil then return false end
+   for name in string.gmatch(parts, "[^,%s]+") do
+      if name == MANAGED then return true end
+   end
+   return false
+end
 
 local function managed(job_desc, part_list)
-   local part = job_desc.partition
-   if part == nil then  -- no --partition: the cluster's default partition
-      for _, p in pairs(part_list) do
-         if p.flag_default == 1 then part = p.name end
-      end
-   end
-   if part == nil then return false end
-   for name in string.gmatch(part, "[^,]+") do
-      if name == MANAGED then return true end
+   if job_desc.partition ~= nil then return names_managed(job_desc.partition) end
+   for _, p in pairs(part_list) do  -- no --partition: the cluster's default partition
+      if p.flag_default == 1 then return p.name == MANAGED end
    end
    return false
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
    if managed(job_desc, part_list) then
+      if job_desc.partition ~= nil and job_desc.partition ~= MANAGED then
+         slurm.log_user("hpcopt: partitions %s narrowed to %s, whose jobs the scheduler starts",
+                        job_desc.partition, MANAGED)
+         job_desc.partition = MANAGED
+      end
       job_desc.priority = 0
+      job_desc.admin_comment = MARK
    end
    return slurm.SUCCESS
 end
 
+-- what a user may not change on a managed job: field = its value when left alone
+-- (nil for text); a time limit may be lowered (below)
+local GUARDED = {
+   priority = NO_VAL, nice = NO_VAL, min_nodes = NO_VAL, max_nodes = NO_VAL,
+   num_tasks = NO_VAL, min_cpus = NO_VAL, max_cpus = NO_VAL, time_min = NO_VAL,
+   site_factor = NO_VAL, req_switch = NO_VAL, wait4switch = NO_VAL,
+   cpus_per_task = NO_VAL16, ntasks_per_node = NO_VAL16, pn_min_cpus = NO_VAL16,
+   shared = NO_VAL16, contiguous = NO_VAL16, pn_min_memory = NO_VAL64,
+   "licenses", "burst_buffer", "array_inx", "req_nodes", "exc_nodes", "features",
+   "cluster_features", "prefer", "gres", "tres_per_node", "tres_per_job", "tres_per_task",
+   "tres_per_socket", "cpus_per_tres", "mem_per_tres", "qos", "reservation",
+   "admin_comment", "partition",
+}
+
+local function unlimited(t) return t == nil or t == NO_VAL or t == INFINITE end
+
+local function refused_field(job_desc, job_rec)
+   for k, v in pairs(GUARDED) do
+      local field, unset = k, v
+      if type(k) == "number" then field, unset = v, nil end
+      local value = job_desc[field]
+      if value ~= nil and value ~= unset then return field end
+   end
+   local t = job_desc.time_limit
+   if t ~= nil and t ~= NO_VAL then
+      local now = job_rec.time_limit
+      if t == INFINITE or not (unlimited(now) or t < now) then return "time_limit" end
+   end
+   return nil
+end
+
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   return slurm.SUCCESS
+   if ADMINS[modify_uid] then return slurm.SUCCESS end
+   if not (names_managed(job_rec.partition) or names_managed(job_desc.partition)) then
+      return slurm.SUCCESS
+   end
+   local field = refused_field(job_desc, job_rec)
+   if field == nil then return slurm.SUCCESS end
+   slurm.log_user("hpcopt: jobs of partition %s are started by the scheduler; changing %s " ..
+                  "of job %s is reserved to the administrator", MANAGED, field,
+                  tostring(job_rec.job_id))
+   slurm.log_info("hpcopt: refused uid %s changing %s of job %s", tostring(modify_uid), field,
+                  tostring(job_rec.job_id))
+   return DENIED
 end
 """
 
 
-def job_submit_lua(partition: str = "batch") -> str:
-    """The script for ``partition`` (``hpcopt slurm job-submit-lua``)."""
-    if not partition or any(c in partition for c in '"\\\n,'):
-        raise OptionError(f"--partition: a Slurm partition name expected (no comma, quote, "
-                          f"backslash or newline), got {partition!r}")
-    return _TEMPLATE.format(partition=partition)
+def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,)) -> str:
+    """The script for ``partition`` (``hpcopt slurm job-submit-lua``): only the uids in
+    ``admins`` (root always among them) may release or change the partition's jobs."""
+    if not partition or any(c.isspace() or not c.isprintable() or c in "\"'\\,"
+                            for c in partition):
+        raise OptionError(f"--partition: a Slurm partition name expected (no space, comma, "
+                          f"quote, backslash or newline), got {partition!r}")
+    uids = {0}
+    for uid in admins:
+        if isinstance(uid, bool) or not isinstance(uid, int) or not 0 <= uid < 2**32 - 2:
+            raise OptionError(f"--admin: a user id expected, got {uid!r}")
+        uids.add(uid)
+    table = ", ".join(f"[{uid}] = true" for uid in sorted(uids))
+    return (_TEMPLATE.replace("@PARTITION@", partition).replace("@ADMINS@", table)
+            .replace("@MARK@", MARK))
+
+
+def admin_uids(users: Iterable[str]) -> tuple[int, ...]:
+    """The uids of ``--admin`` users, each a name or a uid (names looked up here, now)."""
+    uids = []
+    for user in users:
+        if user.isdigit():
+            uids.append(int(user))
+            continue
+        try:
+            uids.append(pwd.getpwnam(user).pw_uid)
+        except KeyError:
+            raise OptionError(f"--admin: no user {user!r} on this machine "
+                              "(give a user name or a uid)") from None
+    return tuple(uids)
