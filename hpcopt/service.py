@@ -351,10 +351,12 @@ def decide(state: dict, policy, **options) -> dict:
     ``{"start": [...], "reserve": {"id", "time"} | None, "backfill": [...]}``.
 
     ``options`` are the simulator's (``order``, ``backfill``, ``window``,
-    ``starvation_bound``); ``None`` values take the policy's defaults."""
-    from .sim.driver import Simulator
-    from .sim.orders import total_ids
-    from .sim.records import BACKFILLED, Event
+    ``starvation_bound``); ``None`` values take the policy's defaults.  The WINDOW is read
+    into a ``ClusterState`` and decided by ``hpcopt.sim.decide``, the core every embedding
+    calls."""
+    from .sim.decide import ClusterState
+    from .sim.decide import decide as decide_state
+    from .sim.records import BACKFILLED
 
     window = state
     now = _number(window, "time", where="window")
@@ -369,42 +371,29 @@ def decide(state: dict, policy, **options) -> dict:
               for i, (job, q) in enumerate(zip(queue, queue_rows))}
     upcoming = [_job(u, f"window.upcoming[{i}]", now)
                 for i, u in enumerate(_field(window, "upcoming", list, [], where="window"))]
-    # ids may mix integers and text: one total order over them (hpcopt.sim.orders.MixedId)
-    n_run, n_queue = len(running), len(queue)
-    jobs = total_ids([job for job, _ in running] + queue + upcoming)
-    running = [(job, end) for job, (_, end) in zip(jobs, running)]
-    queue, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
     weights = _field(window, "weights", dict, None, where="window")
-    if weights is not None and hasattr(policy, "set_weights"):
-        end = _field(weights, "end", int, None, where="window.weights")
-        policy.set_weights(_number(weights, "w1", where="window.weights"),
-                           _number(weights, "w2", where="window.weights"), end)
-    if system.capacity is not None:  # cloud slots: no backfilling, one pass per slot
-        options = {**options, "backfill": "none"}
-    sim = Simulator.at(now, system, policy, queue, running, passed=passed, upcoming=upcoming,
-                       **{k: v for k, v in options.items() if v is not None})
+    if weights is not None:
+        weights = (_number(weights, "w1", where="window.weights"),
+                   _number(weights, "w2", where="window.weights"),
+                   _field(weights, "end", int, None, where="window.weights"))
     free = window.get("free")
+    if free is not None and not isinstance(free, dict):
+        _fail("window.free", "an object like {\"nodes\": F}", free)
+    cluster = ClusterState(now, system, tuple(queue), tuple(running), passed=passed,
+                           upcoming=tuple(upcoming), weights=weights)
+    decision = decide_state(cluster, policy, **options)
     if free is not None:
-        nodes = _field(free, "nodes", int, where="window.free") if isinstance(free, dict) \
-            else _fail("window.free", "an object like {\"nodes\": F}", free)
-        if nodes != sim.pool.free_nodes:
+        nodes = _field(free, "nodes", int, where="window.free")
+        if nodes != decision.free:
             raise RequestError(f"window.free.nodes: {nodes}, but the running jobs leave "
-                               f"{sim.pool.free_nodes} of {system.nodes} nodes free")
-    start, backfill, reserve = [], [], None
-
-    def plain(jid):  # a MixedId back to the int it came as
-        return jid if type(jid) is str else int(jid)
-
-    def on_start(s, e, rec):
-        (backfill if rec.mode == BACKFILLED else start).append(plain(rec.job.id))
-
-    def on_reserve(s, e, payload):
-        nonlocal reserve
-        reserve = {"id": plain(payload[0].id), "time": payload[1]}
-
-    sim.subscribe(Event.START, on_start)
-    sim.subscribe(Event.RESERVE, on_reserve)
-    sim.schedule()
+                               f"{decision.free} of {system.nodes} nodes free")
+    if decision.set_aside:
+        job, why = decision.set_aside[0]
+        raise RequestError(f"window.queue: job {job.id} {why}: it can never start")
+    start = [job.id for job, mode in decision.started if mode != BACKFILLED]
+    backfill = [job.id for job, mode in decision.started if mode == BACKFILLED]
+    reserve = None if decision.reserved is None else \
+        {"id": decision.reserved.id, "time": decision.shadow}
     return {"start": start, "reserve": reserve, "backfill": backfill}
 
 

@@ -8,10 +8,11 @@ import subprocess
 
 import pytest
 
+from hpcopt.domain import Job, System
 from hpcopt.errors import OptionError
 from hpcopt.policies import make_policy
-from hpcopt.sim.driver import one_pass
-from hpcopt.slurm.adapter import FAR, pass_state
+from hpcopt.sim.decide import ClusterState, decide
+from hpcopt.slurm.adapter import FAR, array_task_ids, cycle_state, parse_mark
 from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.state import Slurm, SlurmCommandError, Snapshot, parse_job, parse_node
 
@@ -19,10 +20,16 @@ NOW = 1_000_000.0
 
 
 def job(jid, state="PENDING", priority=0, nodes=1, limit=1, start=0, names=(),
-        partition="batch", submit=NOW - 100, reason="None"):
+        partition="batch", submit=NOW - 100, reason=None, mark=None, **more):
+    """A squeue --json record; a held job is marked by the submit script unless ``mark``
+    says otherwise."""
+    if reason is None:
+        reason = "JobHeldUser" if state == "PENDING" and priority == 0 else "None"
+    if mark is None:
+        mark = "hpcopt:held" if state == "PENDING" and priority == 0 else "hpcopt:released:0"
     rec = {"job_id": jid, "job_state": state, "state_reason": reason, "priority": priority,
            "partition": partition, "submit_time": submit, "start_time": start,
-           "time_limit": limit, "node_count": nodes}
+           "time_limit": limit, "node_count": nodes, "admin_comment": mark, **more}
     if names:
         rec["job_resources"] = {"allocated_nodes": [{"nodename": n} for n in names]}
     return parse_job(rec)
@@ -46,26 +53,85 @@ def snapshot():
     return Snapshot(NOW, tuple(jobs), tuple(nodes), 0.01)
 
 
-def test_pass_state_sees_exactly_the_idle_nodes_as_free():
-    s = pass_state(snapshot(), "batch")
-    assert s.system.nodes == 8 and s.time == NOW
-    got = sorted((j.id, j.nodes, end) for j, end in s.running)
-    assert got == sorted([(5, 2, NOW + 50), (-1, 1, NOW), (-2, 2, NOW + FAR),
-                          (6, 2, NOW + 180)])
-    assert s.free == 1 and s.released_waiting == [6, 12] and s.n_running == 1
+def ids(jobs):
+    return [(str(j.id), j.nodes) for j in jobs]
+
+
+def test_cycle_state_sees_exactly_the_idle_nodes_as_free():
+    s = cycle_state(snapshot(), "batch")
+    c = s.cluster
+    assert c.system.nodes == 8 and c.time == NOW
+    assert sorted((str(j.id), j.nodes, end) for j, end in c.running) == [("5", 2, NOW + 50)]
+    assert c.unavailable == 2 and c.completing == 1  # n3 drained, n4 down; n5 completing
+    assert ids(c.starting) == [("6", 2)] and s.starting == ["6", "12"] and s.n_running == 1
     assert "job 12 released, waiting: Dependency" in s.notes
-    assert [(j.id, j.nodes, j.walltime) for j in s.queue] == [(7, 1, 120.0), (11, 3, FAR)]
-    assert "job 8 asks 9 nodes, the partition has 8: left held" in s.notes
-    assert "unavailable nodes: n3,n4" in s.notes
-    out = one_pass(s.time, s.system, make_policy("fcfs"), s.queue, s.running)
-    assert [(j.id, m) for j, m in out.started] == [(7, "ready")]  # FCFS: the head fits
-    out = one_pass(s.time, s.system, make_policy("sjf"), s.queue, s.running)
-    assert [j.id for j, _ in out.started] == [7]
+    assert [(str(j.id), j.nodes, j.walltime) for j in c.queue] == [
+        ("7", 1, 120.0), ("8", 9, 60.0), ("11", 3, FAR)]
+    assert "unavailable nodes: n3 (idle+drain),n4 (down)" in s.notes
+    out = decide(c, make_policy("fcfs"))
+    assert [(str(j.id), m) for j, m in out.started] == [("7", "ready")]  # the head fits
+    assert [(str(j.id), why) for j, why in out.set_aside] == [("8", "asks 9 nodes, 6 available")]
+    assert out.free == 1
+    out = decide(c, make_policy("sjf"))
+    assert [str(j.id) for j, _ in out.started] == ["7"]
+
+
+def test_every_job_shape_is_sized_by_what_slurm_allocates():
+    """Arrays task by task up to the throttle, a node range at its maximum, tasks without a
+    maximum pinned to the minimum, a hetjob as the sum of its components; admin holds,
+    unmarked jobs and unmet dependencies stay held; a requeued job is held again."""
+    nodes = tuple(node(f"n{i}") for i in range(1, 9))
+    jobs = (job(20, array_job_id=20, array_task_string="1-9:4,12%3", array_max_tasks=3),
+            job(21, "RUNNING", 5, start=NOW - 5, names=("n1",), array_job_id=20,
+                array_task_id=2),
+            job(22, nodes=1, max_nodes=8), job(23, nodes=2, tasks=8),
+            job(24, nodes=2, partition="batch,debug"),
+            job(30, nodes=1, het_job_id=30, het_job_offset=0),
+            job(31, nodes=2, limit=5, het_job_id=30, het_job_offset=1),
+            job(40, reason="JobHeldAdmin"), job(41, mark=""),
+            job(42, dependency="afterok:5(unfulfilled)"),
+            job(43, "PENDING", 5, reason="BeginTime", mark="hpcopt:released:0", restart_cnt=1),
+            job(44, "PENDING", 5, reason="BeginTime", mark="hpcopt:held:1", restart_cnt=1))
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch")
+    assert ids(s.cluster.queue) == [("20_1", 1), ("20_5", 1), ("22", 8), ("23", 2),
+                                    ("24", 2), ("30", 3)]
+    assert s.entries["23"].pins == {23: {"NumNodes": "2-2"}}
+    assert s.entries["24"].pins == {24: {"Partition": "batch"}}
+    assert s.entries["30"].job.walltime == 300.0 and s.entries["30"].key == "30"
+    assert [j.id for j in s.rehold] == [43]
+    assert s.starting == ["44"]  # an admin's release after a requeue and re-hold: not ours
+    text = " | ".join(s.notes)
+    for what in ("job 40 is held by the administrator", "job 41 is not marked",
+                 "job 42 waits for a dependency"):
+        assert what in text
+
+
+def test_array_task_text_and_marks():
+    assert array_task_ids("1-9:4,12%3") == [1, 5, 9, 12]
+    assert array_task_ids("[3-5]") == [3, 4, 5]
+    for bad in ("", "a-b", "5-1", "1-9:0", "0-999999"):
+        assert array_task_ids(bad) is None, bad
+    assert parse_mark("hpcopt:held") == ("held", 0)
+    assert parse_mark("hpcopt:released:3") == ("released", 3)
+    for other in ("", "hpcopt", "hpcopt:other:1", "hpcopt:held:x", "site note"):
+        assert parse_mark(other) is None
+
+
+def test_unavailable_nodes_are_nodes_not_jobs():
+    """Two of four nodes down: a three-node job is set aside (it cannot fit what is left),
+    a two-node job starts; no job stands for the down nodes."""
+    c = ClusterState(0.0, System(4), (Job(1, 0.0, 9.0, 9.0, 3), Job(2, 0.0, 9.0, 9.0, 2)),
+                     unavailable=2)
+    out = decide(c, make_policy("fcfs"))
+    assert [j.id for j, _ in out.started] == [2] and out.free == 2
+    assert [(j.id, why) for j, why in out.set_aside] == [(1, "asks 3 nodes, 2 available")]
+    with pytest.raises(Exception, match="unavailable and 1 completing nodes, but"):
+        decide(ClusterState(0.0, System(4), unavailable=4, completing=1), make_policy("fcfs"))
 
 
 def test_unknown_partition_is_an_error():
     with pytest.raises(Exception, match="partition 'gpu' has no nodes"):
-        pass_state(snapshot(), "gpu")
+        cycle_state(snapshot(), "gpu")
 
 
 def test_parse_limits_and_flags():
@@ -117,8 +183,8 @@ def test_job_submit_lua_names_the_partition():
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "knapsack", "sjf"])
-def test_one_pass_is_the_simulators_pass(policy):
-    """At every pass of a simulation of the bundled demo trace, ``one_pass`` on that state
+def test_the_core_decides_as_the_simulators_pass(policy):
+    """At every pass of a simulation of the bundled demo trace, ``decide`` on that state
     (what the adapter runs on Slurm's state) starts the same jobs in the same modes and makes
     the same reservation: one rule, not a copy."""
     from hpcopt import load_trace
@@ -138,7 +204,8 @@ def test_one_pass_is_the_simulators_pass(policy):
         started.clear()
         reserved.clear()
         sim.schedule()
-        out = one_pass(state[0], trace.system, make_policy(policy), state[1], state[2])
+        out = decide(ClusterState(state[0], trace.system, tuple(state[1]), tuple(state[2])),
+                     make_policy(policy))
         assert [(j.id, m) for j, m in out.started] == [
             (jid, "ready" if m == "reserved" else m) for jid, m in started], sim.now
         if reserved and out.reserved is not None:
@@ -165,8 +232,9 @@ def test_launch_delay_shifts_every_start_and_holds_the_nodes():
     with pytest.raises(SimulationError, match="launch delay must be >= 0"):
         Simulator(jobs, System(1), make_policy("fcfs"), launch_delay=-1)
     # Simulator.at: the running jobs started already (no delay); the new start is delayed
-    out = one_pass(100.0, System(2), make_policy("fcfs"), [Job(7, 90.0, 5.0, 5.0, 1)],
-                   [(Job(6, 50.0, 0.0, 0.0, 1), 130.0)], launch_delay=2.0)
+    out = decide(ClusterState(100.0, System(2), (Job(7, 90.0, 5.0, 5.0, 1),),
+                              ((Job(6, 50.0, 0.0, 0.0, 1), 130.0),)),
+                 make_policy("fcfs"), launch_delay=2.0)
     assert [j.id for j, _ in out.started] == [7]
     sim = Simulator.at(100.0, System(2), make_policy("fcfs"), [Job(7, 90.0, 5.0, 5.0, 1)],
                        [(Job(6, 50.0, 0.0, 0.0, 1), 130.0)], launch_delay=2.0)
@@ -219,7 +287,10 @@ ONE_MINUTE = num(1)
 RUNNING_22_05 = {  # Slurm 22.05: src/plugins/openapi/v0.0.38/jobs.c, the reference
     "job_id": 5, "job_state": "RUNNING", "state_reason": "None", "priority": 4294901759,
     "partition": "batch", "submit_time": NOW - 100, "start_time": NOW - 10, "time_limit": 1,
-    "node_count": 2, "nodes": "n[1-2]",
+    "node_count": 2, "nodes": "n[1-2]", "admin_comment": "hpcopt:released:0",
+    "array_job_id": 0, "array_task_id": None, "array_max_tasks": 0, "array_task_string": "",
+    "het_job_id": 0, "het_job_offset": 0, "max_nodes": 0, "tasks": 1, "restart_cnt": 0,
+    "dependency": "",
     "job_resources": {"nodes": "n[1-2]", "allocated_hosts": 2,
                       "allocated_nodes": [{"nodename": "n1", "cpus_used": 0},
                                           {"nodename": "n2", "cpus_used": 0}]}}
@@ -249,9 +320,15 @@ def res_nodes_allocation(*names):
 def new_job(version, *, state, reason="None", priority=4294901759, submit=NOW - 100,
             start=NOW - 10, limit=ONE_MINUTE, nodes=2, names=("n1", "n2")):
     """A job as ``squeue --json`` prints it with data_parser ``version``."""
+    held = priority == 0 and state == "PENDING"
     rec = {"job_id": 5, "state_reason": reason, "priority": num(priority),
            "partition": "batch", "time_limit": limit, "node_count": num(nodes),
-           "nodes": ",".join(names), "name": "j5"}
+           "nodes": ",".join(names), "name": "j5",
+           # the fields that size and mark a job (arrays, hetjobs, ranges; AdminComment)
+           "admin_comment": "hpcopt:held" if held else "hpcopt:released:0",
+           "array_job_id": num(0), "array_task_id": UNSET, "array_max_tasks": num(0),
+           "array_task_string": "", "het_job_id": num(0), "het_job_offset": UNSET,
+           "max_nodes": num(0), "tasks": num(1), "restart_cnt": 0, "dependency": ""}
     if version == "v0.0.39":  # 23.02: JOB_STATE a string, start/submit UINT64 (plain)
         rec.update(job_state=state, submit_time=submit, start_time=start)
     else:  # 23.11+: JOB_STATE a flag array, start/submit TIMESTAMP_NO_VAL

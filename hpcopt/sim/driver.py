@@ -84,7 +84,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from heapq import heappop, heappush
 from numbers import Real
 from operator import attrgetter
@@ -845,37 +845,6 @@ class Simulator(EasyBackfill, OnePickPasses):
     def _emit(self, event: Event, payload) -> None:
         for cb in list(self._subscribers[event]):
             cb(self, event, payload)
-
-
-@dataclass(frozen=True, slots=True)
-class PassOutcome:
-    """What one pass did: the jobs it started, in order, with their modes (``ready``,
-    ``reserved``, ``backfilled``), and the reservation it left (job and shadow time)."""
-
-    started: tuple[tuple[Job, str], ...]
-    reserved: Job | None
-    shadow: float | None
-
-
-def one_pass(time: float, system: System, policy, queue: Sequence[Job],
-             running: Sequence[tuple[Job, float]] = (), **options) -> PassOutcome:
-    """The pass the driver runs at ``time`` in the given state (``Simulator.at``, then
-    ``schedule``): the same window, policy call, reservation and backfilling as in a
-    simulation, for a scheduler outside it (``hpcopt slurm run``)."""
-    sim = Simulator.at(time, system, policy, queue, running, **options)
-    started: list[tuple[Job, str]] = []
-    reservation: list = [None, None]
-
-    def on_start(s, e, rec):
-        started.append((rec.job, rec.mode))
-
-    def on_reserve(s, e, payload):
-        reservation[:] = payload
-
-    sim.subscribe(Event.START, on_start)
-    sim.subscribe(Event.RESERVE, on_reserve)
-    sim.schedule()
-    return PassOutcome(tuple(started), *reservation)
 
 
 _by_submit_id = attrgetter("submit", "id")

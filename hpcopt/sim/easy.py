@@ -1,6 +1,7 @@
 """The EASY reservation and backfill rule of the driver (``Simulator``'s ``reserve``,
 ``backfill`` and ``backfill_candidates``): the one copy of the rule, used by the decision
-passes, the one-pick passes and, through ``one_pass``, by schedulers outside the simulator."""
+passes, the one-pick passes and, through ``hpcopt.sim.decide``, by schedulers outside the
+simulator."""
 
 from __future__ import annotations
 

@@ -1,111 +1,286 @@
-"""The adapter's cycle: read Slurm, run the driver's pass on what it read, release.
+"""The adapter's cycle: read Slurm, decide with the core, re-read, pin, release.
 
-Each cycle reads every job and node (``hpcopt.slurm.state``) and turns the managed
-partition into the state of one driver pass (``hpcopt.sim.driver.one_pass``, the very pass a
-simulation runs: the same ``Window``, policy call, EASY reservation and backfilling):
+Each cycle reads every job and node (``hpcopt.slurm.state``) and turns the managed partition
+into a ``ClusterState`` (``hpcopt.sim.decide``, the core every embedding calls: the driver's
+own pass, with its window, policy call, EASY reservation and backfilling):
 
-- the machine is the partition's nodes;
-- the queue is the partition's *held* pending jobs (submit time, time limit as walltime,
-  node count);
-- running are the jobs on the partition's nodes (estimated end: start + time limit, on the
-  nodes of theirs that are usable), the jobs released earlier that Slurm has not started yet
-  (they take idle nodes from now, unless they wait for a dependency or a begin time), nodes
-  busy without a job (completing: free now) and the nodes that are down, drained or failing
-  (free "never": a year from now), so that the pass sees exactly Slurm's idle nodes as free.
+- the machine is the partition's nodes; down, drained, failing and reserved nodes are
+  *unavailable*, nodes still completing a job are *completing* (free from now on), the rest
+  are free or busy;
+- busy are the jobs on its nodes (estimated end: start + time limit);
+- planned (*starting*) are the jobs hpcopt released that Slurm has not started yet (they take
+  free nodes from now, unless they wait for a dependency or a begin time);
+- the queue is the partition's jobs that the submit script holds (``hpcopt.slurm.lua``: held,
+  reason JobHeldUser, AdminComment ``hpcopt:held``), each sized by what Slurm will allocate:
+  a pending array is one entry per task (up to its throttle), a node range reserves its
+  maximum, a job whose node count Slurm could raise (tasks but no maximum) is pinned to its
+  minimum before release, a hetjob is the sum of its components and is released once.
 
-The jobs the pass starts (ready, reserved or backfilled) are released one by one with
-``scontrol release``; every other job stays held.  Nothing is kept between cycles: a restarted
-adapter reads the same state from Slurm.  A released job is no longer held, so it is never
-released twice, and a job released from a pass fits the idle nodes that the read saw (a job
-that ended since only freed more).  A failed read skips the cycle; a failed release (the job
-was cancelled or ended meanwhile) is logged and the cycle goes on.
+A job held by the administrator (JobHeldAdmin), one without the mark, one whose size cannot be
+read, or one waiting for an unmet dependency stays held, with a note in the log.  A job that
+comes back after a requeue (its restart count passed the one in its mark) is held again.
+
+The jobs the decision starts are re-read right before their release; one that changed since
+the read (size, limit, state, hold, partition) goes back to the next cycle.  Each is then
+pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and released (``scontrol
+release``); every other job stays held.  Nothing is kept between cycles: a restarted adapter
+reads the same state from Slurm, and a released job is no longer held, so it is never released
+twice.  A failed read skips the cycle; a failed release (the job was cancelled meanwhile) is
+logged and the cycle goes on.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..domain import Job, System
+from ..domain import Job, NumberedId, System
 from ..errors import HpcoptError
-from ..sim.driver import one_pass
-from .state import Slurm, SlurmCommandError, Snapshot
+from ..sim.decide import ClusterState, decide
+from .lock import PartitionLock
+from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 
-FAR = 365 * 86400.0  # "no known end": unlimited time limits, unavailable nodes
+FAR = 365 * 86400.0  # "no known end": unlimited time limits
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
 STARTING = frozenset({"None", "Priority", "Resources"})  # pending reasons of a job about to start
+MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
+ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One queue entry: what one release starts.  ``job`` is the core's view (its id is the
+    Slurm job id as text, ``"A_T"`` for an array task, ordered by its numbers:
+    ``hpcopt.domain.NumberedId``); ``key`` what ``scontrol release`` takes;
+    ``records`` the records it stands for (re-read before the release); ``pins`` the
+    ``scontrol update`` fields per record id set right before the release."""
+
+    job: Job
+    key: str
+    records: tuple[SlurmJob, ...]
+    pins: dict[int, dict[str, str]]
 
 
 @dataclass
-class PassState:
-    """One cycle's input to the pass, and what was set aside (as log notes)."""
+class CycleState:
+    """One cycle's reading of Slurm: the core's input, the entries behind its queue, and what
+    was set aside or must be held again (log notes)."""
 
-    time: float
-    system: System
-    queue: list[Job]
-    running: list[tuple[Job, float]]
+    cluster: ClusterState
+    entries: dict
     n_running: int = 0
-    free: int = 0  # idle nodes left for the pass
-    released_waiting: list[int] = field(default_factory=list)
+    starting: list[str] = field(default_factory=list)
+    rehold: list[SlurmJob] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def pass_state(snap: Snapshot, partition: str) -> PassState:
-    """The driver-pass state of ``partition`` in ``snap`` (module docstring)."""
+def names_partition(text: str, partition: str) -> bool:
+    """Whether Slurm's partition field (one name, or a pending job's comma list) names it."""
+    return partition in text.split(",")
+
+
+def parse_mark(text: str) -> tuple[str, int] | None:
+    """``("held" | "released", restart count)`` from an AdminComment hpcopt wrote, else None
+    (``hpcopt:held`` is the submit script's: count 0)."""
+    if not text.startswith(MARK):
+        return None
+    kind, _, count = text[len(MARK):].partition(":")
+    if kind not in ("held", "released") or not (count.isdigit() or count == ""):
+        return None
+    return kind, int(count or 0)
+
+
+def cycle_state(snap: Snapshot, partition: str) -> CycleState:
+    """The core's state of ``partition`` in ``snap`` and the entries behind its queue
+    (module docstring)."""
     nodes = [n for n in snap.nodes if partition in n.partitions]
     if not nodes:
         raise HpcoptError(f"partition {partition!r} has no nodes (sinfo lists "
                           f"{sorted({p for n in snap.nodes for p in n.partitions})})")
-    names = {n.name for n in nodes}
     usable = {n.name for n in nodes if n.usable}
     idle = {n.name for n in nodes if n.idle}
-    held = [j for j in snap.jobs if j.partition == partition and j.held]
+    notes = ["unavailable nodes: " + ",".join(
+        f"{n.name} ({n.state}{''.join('+' + f.lower() for f in sorted(n.flags))})"
+        for n in nodes if not n.usable)] if len(usable) < len(nodes) else []
+    ours = [j for j in snap.jobs if names_partition(j.partition, partition)]
+    held = [j for j in ours if j.held]
     now = max([snap.time, *(j.submit for j in held)])
-    state = PassState(now, System(len(nodes), name=partition), [], [])
+    running: list[tuple[Job, float]] = []
     covered: set[str] = set()
+    n_running = 0
     for j in snap.jobs:
         if j.state not in ACTIVE:
             continue
-        state.n_running += j.partition == partition
+        n_running += names_partition(j.partition, partition)
         take = (set(j.node_names) & usable) - idle - covered
-        if not take:
-            continue
-        covered |= take
-        end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
-        state.running.append((_job(j.id, j.submit, len(take)), end))
-    busy = usable - idle - covered
-    if busy:  # completing or held by a job the read did not show: free from now on
-        state.running.append((_job(-1, now, len(busy)), now))
-    down = names - usable
-    if down:
-        state.running.append((_job(-2, now, len(down)), now + FAR))
-        state.notes.append(f"unavailable nodes: {','.join(sorted(down))}")
+        if take:
+            covered |= take
+            end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
+            job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take))
+            running.append((job, end))
+    state = CycleState(None, {}, n_running=n_running, notes=notes)  # type: ignore[arg-type]
     free = len(idle)
-    for j in sorted((j for j in snap.jobs if j.partition == partition
-                     and j.state == "PENDING" and not j.held), key=lambda j: (j.submit, j.id)):
-        state.released_waiting.append(j.id)
-        if j.reason not in STARTING:  # waits for a dependency, a begin time, ...: no nodes
-            state.notes.append(f"job {j.id} released, waiting: {j.reason}")
+    starting: list[Job] = []
+    for j in sorted((j for j in ours if j.state == "PENDING" and not j.held),
+                    key=lambda j: (j.submit, j.id)):
+        mark = parse_mark(j.mark)
+        if mark is not None and j.restarts > mark[1]:
+            state.rehold.append(j)  # requeued: Slurm would start it again without hpcopt
             continue
-        take = min(j.nodes, free)  # released (or never held): Slurm starts it next
+        state.starting.append(j.key)
+        if mark is None or mark[0] != "released":
+            state.notes.append(f"job {j.key} pending and not held by hpcopt (released by "
+                               "someone else, or never held): Slurm starts it")
+        if j.reason not in STARTING:  # waits for a dependency, a begin time, ...: no nodes
+            state.notes.append(f"job {j.key} released, waiting: {j.reason}")
+            continue
+        take = min(_upper(j) or j.nodes, free)
         if take:
             free -= take
-            state.running.append((_job(j.id, j.submit, take), now + (j.limit or FAR)))
-    state.free = free
-    for j in held:
-        if j.nodes > len(nodes):
-            state.notes.append(f"job {j.id} asks {j.nodes} nodes, the partition has "
-                               f"{len(nodes)}: left held")
-            continue
-        wall = j.limit if j.limit is not None else FAR
-        state.queue.append(Job(j.id, j.submit, wall, wall, j.nodes))
+            starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
+                                j.limit if j.limit is not None else FAR, take))
+    for entry in _entries(held, ours, partition, state.notes):
+        state.entries[entry.job.id] = entry
+    queue = tuple(e.job for e in state.entries.values())
+    state.cluster = ClusterState(now, System(len(nodes), name=partition), queue,
+                                 tuple(running), tuple(starting),
+                                 completing=len(usable - idle - covered),
+                                 unavailable=len(nodes) - len(usable))
     return state
 
 
-def _job(jid: int, submit: float, nodes: int) -> Job:
-    return Job(jid, submit, 0.0, 0.0, nodes)  # Simulator.at sets the remaining time
+def _upper(j: SlurmJob) -> int | None:
+    """The most nodes Slurm may give ``j``: its maximum, else its minimum when it has no more
+    tasks than that; None when Slurm could spread its tasks over more nodes."""
+    if j.max_nodes:
+        return max(j.max_nodes, j.nodes)
+    return j.nodes if j.tasks <= j.nodes else None
+
+
+def _sized(j: SlurmJob, partition: str) -> tuple[int, dict[str, str]]:
+    """The nodes ``j`` is reserved (its upper bound, or its minimum pinned) and the fields
+    pinned before its release (node count; the managed partition for a multi-partition job)."""
+    pins: dict[str, str] = {}
+    upper = _upper(j)
+    if upper is None:
+        upper = j.nodes
+        pins["NumNodes"] = f"{j.nodes}-{j.nodes}"
+    if j.partition != partition:
+        pins["Partition"] = partition
+    return upper, pins
+
+
+def _walltime(j: SlurmJob) -> float:
+    return j.limit if j.limit is not None else FAR
+
+
+def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: list[str]):
+    """The queue entries of the held jobs (module docstring), notes for the ones left held."""
+    components: dict[int, list[SlurmJob]] = defaultdict(list)
+    for j in ours:
+        if j.het_id:
+            components[j.het_id].append(j)
+    active_tasks: dict[int, int] = defaultdict(int)
+    for j in ours:
+        if j.array_task is not None and (j.state in ACTIVE or not j.held) \
+                and j.state in ACTIVE | {"PENDING"}:
+            active_tasks[j.array_id] += 1
+    for j in sorted(held, key=lambda j: (j.submit, j.id)):
+        if j.het_id and j.het_offset:
+            continue  # a hetjob is read once, at its leader
+        why = _left_held(j)
+        if why:
+            notes.append(f"job {j.key} {why}: left held")
+            continue
+        if j.het_id:
+            parts = sorted(components[j.het_id], key=lambda c: c.het_offset)
+            bad = next((c for c in parts if not c.held or _left_held(c)
+                        or c.partition != j.partition), None)
+            if bad is not None:
+                notes.append(f"hetjob {j.id}: component {bad.id} is not held by hpcopt in "
+                             "the same partition: left held")
+                continue
+            sizes = [_sized(c, partition) for c in parts]
+            wall = max(map(_walltime, parts))
+            yield Entry(Job(NumberedId(j.id), min(c.submit for c in parts), wall, wall,
+                            sum(n for n, _ in sizes)),
+                        str(j.id), tuple(parts),
+                        {c.id: pins for c, (_, pins) in zip(parts, sizes)})
+            continue
+        nodes, pins = _sized(j, partition)
+        wall = _walltime(j)
+        if j.array_tasks and j.array_task is None:  # a pending array: one entry per task
+            tasks = array_task_ids(j.array_tasks)
+            if tasks is None:
+                notes.append(f"job {j.id}: array tasks {j.array_tasks!r} unreadable: left held")
+                continue
+            if j.array_max:
+                tasks = tasks[:max(0, j.array_max - active_tasks[j.id])]
+            for t in tasks:
+                key = f"{j.id}_{t}"
+                yield Entry(Job(NumberedId(key), j.submit, wall, wall, nodes), key, (j,),
+                            {j.id: pins})
+            continue
+        if j.array_task is not None and j.array_max and active_tasks[j.array_id] >= j.array_max:
+            continue  # a split-out task held again: waits for its array's throttle
+        yield Entry(Job(NumberedId(j.key), j.submit, wall, wall, nodes), j.key, (j,),
+                    {j.id: pins})
+
+
+def _left_held(j: SlurmJob) -> str | None:
+    """Why a held job is not hpcopt's to release now (None: it is)."""
+    if j.reason == "JobHeldAdmin":
+        return "is held by the administrator"
+    mark = parse_mark(j.mark)
+    if mark is None:
+        return f"is not marked by the submit script (AdminComment {j.mark!r})"
+    if "unfulfilled" in j.dependency or "failed" in j.dependency:
+        return f"waits for a dependency ({j.dependency})"
+    return None
+
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+
+
+def array_task_ids(text: str) -> list[int] | None:
+    """The task ids of Slurm's array text (``1-9:2,12``, a ``%N`` throttle after it, in
+    brackets or not); None when unreadable or over ``ARRAY_LIMIT`` tasks."""
+    body = text.split("%", 1)[0].strip().strip("[]")
+    ids: list[int] = []
+    for part in body.split(","):
+        m = _RANGE.match(part.strip())
+        if m is None:
+            return None
+        a = int(m[1])
+        b = int(m[2]) if m[2] is not None else a
+        step = int(m[3]) if m[3] is not None else 1
+        if b < a or step < 1 or len(ids) + (b - a) // step >= ARRAY_LIMIT:
+            return None
+        ids.extend(range(a, b + 1, step))
+    return ids
+
+
+def _fingerprint(records: tuple[SlurmJob, ...], key: str, jobs: dict[int, SlurmJob]):
+    """What must not change between the read and a release: each record's state, hold,
+    reason, mark, partition, size and limit, and for an array task that it is still pending in
+    its array."""
+    out = []
+    for r in records:
+        now = jobs.get(r.id)
+        if now is None:
+            return None
+        task_pending = True
+        if r.array_tasks and r.array_task is None:
+            tasks = array_task_ids(now.array_tasks) or []
+            task_pending = int(key.rsplit("_", 1)[1]) in tasks
+        out.append((now.state, now.held, now.reason, now.mark, now.partition, now.nodes,
+                    now.max_nodes, now.tasks, now.limit, now.dependency, now.array_max,
+                    task_pending))
+    return out
 
 
 class Adapter:
@@ -113,16 +288,18 @@ class Adapter:
 
     ``policy`` is a policy object; ``options`` the driver's (``order``, ``backfill``,
     ``window``); ``log`` a text file taking one JSON line per cycle; ``say`` prints one
-    human line per cycle that released something (or would, with ``dry_run``).
+    human line per cycle that released something (or would, with ``dry_run``); ``lock`` the
+    partition's lock file (``hpcopt.slurm.lock``), taken by ``run``.
     """
 
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
-                 **options) -> None:
+                 lock=None, **options) -> None:
         self.policy = policy
         self.partition = partition
         self.dry_run = dry_run
         self.log = log
+        self.lock = lock
         self.say = say if say is not None else (lambda s: print(s, flush=True))
         self.options = {k: v for k, v in options.items() if v is not None}
         self._errors: list[str] = []
@@ -138,60 +315,126 @@ class Adapter:
                      "partition": self.partition, "dry_run": self.dry_run}
         try:
             snap = self.slurm.snapshot()
-            state = pass_state(snap, self.partition)
+            state = cycle_state(snap, self.partition)
         except SlurmCommandError as exc:
-            rec.update(ok=False, error=str(exc), errors=list(self._errors))
-            self._write(rec)
-            self.say(f"cycle {self.cycles}: cannot read Slurm: {exc} (cycle skipped)")
-            return rec
-        rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(state.queue),
-                   running=state.n_running, waiting_start=state.released_waiting,
-                   free_nodes=state.free)
+            return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
+        cluster = state.cluster
+        rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(cluster.queue),
+                   running=state.n_running, waiting_start=state.starting,
+                   free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
+                                   and n.idle]) - sum(j.nodes for j in cluster.starting))
         c0 = time.perf_counter()
         try:
-            outcome = one_pass(state.time, state.system, self.policy, state.queue,
-                               state.running, **self.options)
+            decision = decide(cluster, self.policy, **self.options)
         except HpcoptError as exc:  # the policy failed on this state: nothing is released
-            rec.update(ok=False, error=f"policy: {exc}", errors=list(self._errors))
-            self._write(rec)
-            self.say(f"cycle {self.cycles}: the policy failed: {exc}")
-            return rec
+            return self._failed(rec, f"policy: {exc}", f"the policy failed: {exc}")
         rec["decide_s"] = round(time.perf_counter() - c0, 4)
-        released, failed = [], []
+        notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
+        picked = [(state.entries[job.id], mode) for job, mode in decision.started]
         c0 = time.perf_counter()
-        for job, mode in outcome.started:
+        reheld, changed = self._rehold(state.rehold, notes), []
+        if picked and not self.dry_run:
+            picked, changed = self._reread(picked, notes)
+        self._write({"time": round(time.time(), 3), "cycle": self.cycles, "event": "releasing",
+                     "ids": [e.key for e, _ in picked]})
+        released, failed = [], []
+        for entry, mode in picked:
             if not self.dry_run:
                 try:
-                    self.slurm.release(job.id)
+                    self._release(entry)
                 except SlurmCommandError as exc:
-                    failed.append({"id": job.id, "error": str(exc)})
+                    failed.append({"id": entry.key, "error": str(exc)})
                     continue
-            released.append({"id": job.id, "mode": mode, "nodes": job.nodes})
+            released.append({"id": entry.key, "mode": mode, "nodes": entry.job.nodes})
         rec["release_s"] = round(time.perf_counter() - c0, 4)
-        rec.update(ok=True, released=[r["id"] for r in released],
+        reserved = decision.reserved
+        rec.update(ok=True, released=[_id(r["id"]) for r in released],
                    released_nodes=sum(r["nodes"] for r in released),
-                   backfilled=[r["id"] for r in released if r["mode"] == "backfilled"],
-                   reserved=None if outcome.reserved is None else
-                   {"id": outcome.reserved.id, "shadow": round(outcome.shadow, 3)},
-                   release_failed=failed, notes=state.notes, errors=list(self._errors))
+                   backfilled=[_id(r["id"]) for r in released if r["mode"] == "backfilled"],
+                   reserved=None if reserved is None else
+                   {"id": _id(state.entries[reserved.id].key),
+                    "shadow": round(decision.shadow, 3)},
+                   release_failed=failed, changed=changed, reheld=reheld, notes=notes,
+                   errors=list(self._errors))
         self._write(rec)
         if released or failed:
             verb = "would release" if self.dry_run else "released"
             text = ", ".join(f"{r['id']}" + (" (backfilled)" if r["mode"] == "backfilled"
                                              else "") for r in released) or "nothing"
-            if outcome.reserved is not None:
-                text += (f"; reserved {outcome.reserved.id} at "
-                         f"+{max(0.0, outcome.shadow - state.time):.0f} s")
+            if reserved is not None:
+                text += (f"; reserved {state.entries[reserved.id].key} at "
+                         f"+{max(0.0, decision.shadow - cluster.time):.0f} s")
             if failed:
                 text += "; not released: " + ", ".join(str(f["id"]) for f in failed)
             self.say(f"cycle {self.cycles}: {verb} {text}")
+        elif changed or reheld:
+            self.say(f"cycle {self.cycles}: released nothing" +
+                     (f"; changed since the read: {', '.join(map(str, changed))}"
+                      if changed else "") +
+                     (f"; held again after a requeue: {', '.join(map(str, reheld))}"
+                      if reheld else ""))
         return rec
+
+    def _failed(self, rec: dict, error: str, said: str) -> dict:
+        rec.update(ok=False, error=error, errors=list(self._errors))
+        self._write(rec)
+        self.say(f"cycle {self.cycles}: {said}")
+        return rec
+
+    def _reread(self, picked: list, notes: list[str]) -> tuple[list, list]:
+        """The picked entries unchanged since the read (read again now), and the keys of those
+        that changed (they go back to the next cycle)."""
+        try:
+            jobs, _ = self.slurm.jobs()
+        except SlurmCommandError as exc:
+            notes.append(f"cannot read the picked jobs again ({exc}): none released")
+            return [], [_id(e.key) for e, _ in picked]
+        now = {j.id: j for j in jobs}
+        keep, changed = [], []
+        for entry, mode in picked:
+            before = _fingerprint(entry.records, entry.key, {r.id: r for r in entry.records})
+            if _fingerprint(entry.records, entry.key, now) == before:
+                keep.append((entry, mode))
+            else:
+                changed.append(_id(entry.key))
+                notes.append(f"job {entry.key} changed since the read: back to the next cycle")
+        return keep, changed
+
+    def _release(self, entry: Entry) -> None:
+        """Pin and mark each record of ``entry`` (one ``scontrol update`` each), then release
+        it once."""
+        for r in entry.records:
+            key = entry.key if r.array_tasks and r.array_task is None else r.key
+            self.slurm.update(key, AdminComment=f"{MARK}released:{r.restarts}",
+                              **entry.pins.get(r.id, {}))
+        self.slurm.release(entry.key)
+
+    def _rehold(self, jobs: list[SlurmJob], notes: list[str]) -> list:
+        """Hold again the jobs that came back from a requeue, and mark them held."""
+        done = []
+        for j in jobs:
+            if self.dry_run:
+                notes.append(f"job {j.key} requeued: would be held again")
+                continue
+            try:
+                self.slurm.hold(j.key)
+                self.slurm.update(j.key, AdminComment=f"{MARK}held:{j.restarts}")
+            except SlurmCommandError as exc:
+                notes.append(f"job {j.key} requeued, not held again: {exc}")
+                continue
+            done.append(_id(j.key))
+            notes.append(f"job {j.key} requeued: held again")
+        return done
 
     def run(self, interval: float = 5.0, *, once: bool = False,
             release_on_exit: bool = False) -> int:
-        """Cycle every ``interval`` seconds until interrupted (or once).  On SIGINT/SIGTERM
+        """Cycle every ``interval`` seconds until interrupted (or once), holding the
+        partition's lock (when one is given) all along.  On SIGINT/SIGTERM
         (``KeyboardInterrupt``) the held jobs stay held, or with ``release_on_exit`` are all
         released to Slurm's own scheduler; the interrupt then goes on to the caller."""
+        lock = PartitionLock(self.lock, self.partition) if self.lock is not None else None
+        if lock is not None:
+            lock.acquire()
         try:
             while True:
                 t0 = time.monotonic()
@@ -203,9 +446,12 @@ class Adapter:
             if release_on_exit and not self.dry_run:
                 self.release_all()
             raise
+        finally:
+            if lock is not None:
+                lock.release()
 
-    def release_all(self) -> list[int]:
-        """Release every held job of the partition (``--release-on-exit``)."""
+    def release_all(self) -> list[str]:
+        """Release every job of the partition that hpcopt holds (``--release-on-exit``)."""
         try:
             jobs, _ = self.slurm.jobs()
         except SlurmCommandError as exc:
@@ -213,12 +459,13 @@ class Adapter:
             return []
         done = []
         for j in jobs:
-            if j.partition == self.partition and j.held:
+            if names_partition(j.partition, self.partition) and j.held and \
+                    _left_held(j) is None and not (j.het_id and j.het_offset):
                 try:
-                    self.slurm.release(j.id)
-                    done.append(j.id)
+                    self.slurm.release(j.key)
+                    done.append(j.key)
                 except SlurmCommandError as exc:
-                    self.say(f"job {j.id} not released: {exc}")
+                    self.say(f"job {j.key} not released: {exc}")
         self._write({"time": round(time.time(), 3), "event": "exit",
                      "released_on_exit": done})
         self.say(f"released {len(done)} held job(s) to Slurm's scheduler")
@@ -229,3 +476,7 @@ class Adapter:
             self.log.write(json.dumps(rec) + "\n")
             self.log.flush()
 
+
+def _id(key: str):
+    """A Slurm job id as the log writes it: an integer, or the text of an array task."""
+    return int(key) if key.isdigit() else key

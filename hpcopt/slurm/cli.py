@@ -47,6 +47,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     r.add_argument("--window", type=positive_int, default=None,
                    help="W, the queued jobs the policy sees (default: the policy's)")
     r.add_argument("--seed", type=int, default=None, help="the policy's seed")
+    r.add_argument("--lock", default=None, metavar="FILE",
+                   help="the partition's lock file: one adapter per partition (default: one "
+                        "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
+                        "need a file on a file system they share)")
     r.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -67,6 +71,12 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                     help="Slurm's own scheduler for released jobs (default builtin: FIFO)")
     ts.add_argument("--no-hold", action="store_true",
                     help="without the job_submit.lua: jobs are not held at submission")
+    ts.add_argument("--slurm", choices=["22.05", "24.11"], default="22.05",
+                    help="Slurm version: 22.05 the host's packages (default), 24.11 Debian "
+                         "13's in a chroot (built on first use: debootstrap, network)")
+    ts.add_argument("--chroot-cache", default=None, metavar="DIR",
+                    help="where the 24.11 chroot is built and kept (default "
+                         "/var/cache/hpcopt/slurm-24.11; reused when present)")
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
 
@@ -99,23 +109,32 @@ def _testbed(args) -> int:
         print(f"stopped the testbed in {args.dir}")
         return 0
     conf = testbed.start(args.dir, args.nodes, cpus=args.cpus, port=args.port,
-                         scheduler=args.scheduler, hold=not args.no_hold)
-    print(f"{args.nodes} nodes up; use it with:\nexport SLURM_CONF={conf}")
+                         scheduler=args.scheduler, hold=not args.no_hold, slurm=args.slurm,
+                         chroot_cache=args.chroot_cache, say=print)
+    print(f"{args.nodes} nodes up; use it with:\n"
+          f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0
 
 
 def _run(args, options: dict) -> int:
+    from ..errors import OptionError
     from ..policies import build_policy
     from .adapter import Adapter
+    from .lock import default_lock_path
     from .state import Slurm
 
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.isfile(conf):
+        raise OptionError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the cluster's "
+                          "configuration from it)")
+    lock = None if args.dry_run else (args.lock or default_lock_path(args.partition, conf))
     policy = build_policy(args.policy, **options)
     policy.reset(args.seed)
     slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
     log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
     try:
         adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
-                          log=log, order=args.order, backfill=args.backfill,
+                          log=log, lock=lock, order=args.order, backfill=args.backfill,
                           window=args.window)
         return adapter.run(args.interval, once=args.once,
                            release_on_exit=args.release_on_exit)

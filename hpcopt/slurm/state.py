@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from ..errors import HpcoptError
 
 NO_VALUE = 0xFFFFFFFE  # Slurm's INFINITE (and NO_VAL - 1) for a time limit in minutes
-#: node state flags that keep a node from taking new jobs (it stays out of the capacity)
+#: node state flags that keep a node from taking new jobs (it stays out of the capacity);
+#: PLANNED is not one: Slurm's backfill plans an idle node for a job about to start
 UNAVAILABLE = frozenset({"DRAIN", "DRAINING", "DRAINED", "FAIL", "FAILING", "MAINTENANCE",
                          "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERED_DOWN",
                          "POWERING_DOWN", "POWER_DOWN", "POWERING_UP", "NOT_RESPONDING",
-                         "INVALID_REG", "RESERVED", "PLANNED"})
+                         "INVALID_REG", "RESERVED"})
 USABLE_STATES = frozenset({"idle", "allocated", "mixed"})
 #: node base states (the rest of a 23.02+ state list are flags, 22.05's ``state_flags``)
 NODE_BASE_STATES = frozenset({"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR",
@@ -53,7 +54,15 @@ class SlurmCommandError(HpcoptError):
 
 @dataclass(frozen=True, slots=True)
 class SlurmJob:
-    """One job as ``squeue --json`` shows it (times in epoch seconds, limit in seconds)."""
+    """One job as ``squeue --json`` shows it (times in epoch seconds, limit in seconds).
+
+    ``nodes`` is Slurm's minimum node count and ``max_nodes`` the maximum asked (0: none
+    asked).  A pending array is one record: its tasks in ``array_tasks`` (Slurm's text,
+    ``1-9:2,12%4``), ``array_id`` its job id and ``array_max`` the throttle (0: none); a task
+    split out of it has ``array_task`` set.  A hetjob is one record per component, all with
+    ``het_id`` the leader's id and ``het_offset`` 0, 1, ...  ``mark`` is the job's
+    AdminComment (the submit script's ``hpcopt:held``).
+    """
 
     id: int
     state: str
@@ -65,11 +74,31 @@ class SlurmJob:
     limit: float | None  # None: no time limit
     nodes: int
     node_names: tuple[str, ...]
+    max_nodes: int = 0
+    tasks: int = 1
+    array_id: int = 0
+    array_task: int | None = None
+    array_tasks: str = ""
+    array_max: int = 0
+    het_id: int = 0
+    het_offset: int = 0
+    restarts: int = 0
+    mark: str = ""
+    user_id: int = -1
+    dependency: str = ""
 
     @property
     def held(self) -> bool:
         """Pending with priority 0: held (``sbatch -H``, the job_submit.lua, scontrol hold)."""
         return self.state == "PENDING" and self.priority == 0
+
+    @property
+    def key(self) -> str:
+        """The id Slurm's commands take: ``123``, an array task ``123_4``, a pending
+        array's remaining tasks ``123_[1-9]``."""
+        if self.array_task is not None:
+            return f"{self.array_id}_{self.array_task}"
+        return str(self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,23 +149,37 @@ class Slurm:
         self.on_error = on_error
         self._run = run
 
-    def call(self, *args: str, retry: bool = True) -> str:
-        """Run one command; its standard output, or ``SlurmCommandError`` after the retries."""
+    def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None):
+        """Run one command; its standard output (or ``parse(output)``), or
+        ``SlurmCommandError`` after the retries.  A ``parse`` that raises
+        ``SlurmCommandError`` (an answer with errors in it) counts as a failed try."""
+        conf = self.env.get("SLURM_CONF")
+        if conf and not os.path.isfile(conf):
+            raise SlurmCommandError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the "
+                                    "cluster's configuration from it)")
         tries = self.retries + 1 if retry else 1
         pause = self.backoff
         for attempt in range(tries):
             try:
                 proc = self._run(list(args), env=self.env, capture_output=True, text=True,
                                  timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                msg = f"{args[0]}: no answer in {self.timeout:g} s"
+            except subprocess.TimeoutExpired as exc:
+                said = _decoded(exc.stderr).strip().splitlines()
+                msg = f"{args[0]}: no answer in {self.timeout:g} s" + \
+                    (f" ({said[-1].strip()})" if said else "")
             except OSError as exc:
                 msg = f"{args[0]}: {exc.strerror or exc}"
             else:
                 if proc.returncode == 0:
-                    return proc.stdout
-                text = (proc.stderr or proc.stdout).strip().replace("\n", "; ")
-                msg = f"{' '.join(args[:2])}: exit {proc.returncode}: {text}"
+                    if parse is None:
+                        return proc.stdout
+                    try:
+                        return parse(proc.stdout)
+                    except SlurmCommandError as exc:
+                        msg = str(exc)
+                else:
+                    text = (proc.stderr or proc.stdout).strip().replace("\n", "; ")
+                    msg = f"{' '.join(args[:2])}: exit {proc.returncode}: {text}"
             if self.on_error is not None:
                 self.on_error(msg + (f" (try {attempt + 1} of {tries})" if tries > 1 else ""))
             if attempt + 1 < tries:
@@ -145,25 +188,28 @@ class Slurm:
         raise SlurmCommandError(msg)
 
     def _json(self, *args: str) -> dict:
-        out = self.call(*args)
-        try:
-            doc = json.loads(out)
-        except json.JSONDecodeError as exc:
-            raise SlurmCommandError(f"{' '.join(args)}: not JSON ({exc.msg} at line "
-                                    f"{exc.lineno})") from None
-        errors = doc.get("errors") or []
-        if errors:
-            raise SlurmCommandError(f"{' '.join(args)}: {_error_text(errors[0])}")
-        return doc
+        def parse(out: str) -> dict:
+            try:
+                doc = json.loads(out)
+            except json.JSONDecodeError as exc:
+                raise SlurmCommandError(f"{' '.join(args)}: not JSON ({exc.msg} at line "
+                                        f"{exc.lineno})") from None
+            if not isinstance(doc, dict):
+                raise SlurmCommandError(f"{' '.join(args)}: not a JSON object")
+            errors = doc.get("errors") or []
+            if errors:  # slurmctld down: exit 0 with the error in the document
+                raise SlurmCommandError(f"{' '.join(args)}: {_error_text(errors[0])}")
+            return doc
+
+        return self.call(*args, parse=parse)
 
     def jobs(self) -> tuple[tuple[SlurmJob, ...], str]:
         """Every job Slurm knows (all partitions and states), and Slurm's version."""
         doc = self._json("squeue", "--json")
-        return tuple(parse_job(j) for j in doc.get("jobs", [])), _version(doc)
+        return parse_squeue(doc), _version(doc)
 
     def nodes(self) -> tuple[SlurmNode, ...]:
-        doc = self._json("sinfo", "--json")
-        return tuple(parse_node(n) for n in doc.get("nodes", []))
+        return parse_sinfo(self._json("sinfo", "--json"))
 
     def snapshot(self) -> Snapshot:
         """Jobs, then nodes (a job that ends between the two reads leaves an idle node that
@@ -173,9 +219,25 @@ class Slurm:
         nodes = self.nodes()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
-    def release(self, job_id: int) -> None:
-        """Release a held job (once: a release is not retried, so it never happens twice)."""
-        self.call("scontrol", "release", str(job_id), retry=False)
+    def release(self, key: str | int) -> None:
+        """Release a held job (once: a release is not retried, so it never happens twice);
+        ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
+        self.call("scontrol", "release", str(key), retry=False)
+
+    def hold(self, key: str | int) -> None:
+        """Hold a pending job again as a user hold (JobHeldUser, which ``release`` lifts)."""
+        self.call("scontrol", "uhold", str(key), retry=False)
+
+    def update(self, key: str | int, **fields: str | int) -> None:
+        """``scontrol update JobId=key Field=value ...`` (not retried)."""
+        self.call("scontrol", "update", f"JobId={key}",
+                  *(f"{k}={v}" for k, v in fields.items()), retry=False)
+
+
+def _decoded(data: object) -> str:
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""
 
 
 def parse_job(j: dict) -> SlurmJob:
@@ -189,6 +251,9 @@ def parse_job(j: dict) -> SlurmJob:
     nodes = _number(j.get("node_count"), where, "node_count")
     if nodes == math.inf:
         raise _unreadable(where, "node_count", j.get("node_count"))
+    array_task = _number(j.get("array_task_id"), where, "array_task_id")
+    max_nodes = _number(j.get("max_nodes"), where, "max_nodes")
+    tasks = _number(j.get("tasks"), where, "tasks")
     return SlurmJob(
         id=jid,
         state=_job_state(j.get("job_state", ""), where),
@@ -200,7 +265,39 @@ def parse_job(j: dict) -> SlurmJob:
         limit=None if limit is None or limit >= NO_VALUE else int(limit) * 60.0,
         nodes=max(1, int(nodes or 1)),
         node_names=_allocated_nodes(j.get("job_resources"), where),
+        max_nodes=0 if max_nodes is None or not 0 < max_nodes < NO_VALUE else int(max_nodes),
+        tasks=1 if tasks is None or not 0 < tasks < NO_VALUE else int(tasks),
+        array_id=_int(j.get("array_job_id"), where, "array_job_id"),
+        array_task=None if array_task is None or not 0 <= array_task < NO_VALUE
+        else int(array_task),
+        array_tasks=_text(j.get("array_task_string"), where, "array_task_string"),
+        array_max=_int(j.get("array_max_tasks"), where, "array_max_tasks"),
+        het_id=_int(j.get("het_job_id"), where, "het_job_id"),
+        het_offset=_int(j.get("het_job_offset"), where, "het_job_offset"),
+        restarts=_int(j.get("restart_cnt"), where, "restart_cnt"),
+        mark=_text(j.get("admin_comment"), where, "admin_comment"),
+        user_id=_int(j.get("user_id"), where, "user_id", -1),
+        dependency=_text(j.get("dependency"), where, "dependency"),
     )
+
+
+def _int(value: object, where: str, field: str, unset: int = 0) -> int:
+    """A count or id field: ``unset`` when missing, unset or infinite (NO_VAL)."""
+    v = _number(value, where, field)
+    if v is None or v == math.inf or not -1 < v < NO_VALUE:
+        return unset
+    if int(v) != v:
+        raise _unreadable(where, field, value)
+    return int(v)
+
+
+def _text(value: object, where: str, field: str) -> str:
+    """A string field; missing or null: empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise _unreadable(where, field, value)
 
 
 def parse_node(n: dict) -> SlurmNode:
@@ -212,6 +309,80 @@ def parse_node(n: dict) -> SlurmNode:
     state, flags = _node_state(n.get("state", ""), n.get("state_flags"), where)
     return SlurmNode(name=name, state=state, flags=flags,
                      partitions=_names(n.get("partitions"), where, "partitions"))
+
+
+def parse_squeue(doc: dict) -> tuple[SlurmJob, ...]:
+    """Every job of a ``squeue --json`` document.  A document without its ``jobs`` list, or a
+    job in a shape the parser does not know, is a ``SlurmCommandError`` naming the Slurm
+    version and the field (never "no jobs")."""
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list):
+        raise _in_version(doc, _unreadable("squeue --json", "jobs",
+                                           jobs if "jobs" in doc else sorted(doc)))
+    try:
+        return tuple(parse_job(j) for j in jobs)
+    except SlurmCommandError as exc:
+        raise _in_version(doc, exc) from None
+
+
+def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
+    """Every node of a ``sinfo --json`` document: its ``nodes`` list (Slurm 22.05 to 23.11:
+    one record per node with its ``partitions``) or its ``sinfo`` list (24.11, seen live:
+    one record per partition and node state, ``{partition: {name}, node: {state}, nodes:
+    {nodes: [names], total}}``; a node in several partitions is in several records, merged
+    here).  A document without either list, records naming no nodes, or nodes that are in
+    no partition at all (a renamed key would read so) are a ``SlurmCommandError`` naming
+    the Slurm version and the field, never "no nodes"."""
+    try:
+        if isinstance(doc.get("sinfo"), list):
+            nodes = _sinfo_groups(doc["sinfo"])
+        elif isinstance(doc.get("nodes"), list):
+            nodes = tuple(parse_node(n) for n in doc["nodes"])
+        else:
+            raise _unreadable("sinfo --json", "nodes", sorted(doc))
+        if nodes and not any(n.partitions for n in nodes):
+            raise _unreadable("sinfo --json", "partitions",
+                              "no node is in a partition")
+    except SlurmCommandError as exc:
+        raise _in_version(doc, exc) from None
+    return nodes
+
+
+def _sinfo_groups(groups: list) -> tuple[SlurmNode, ...]:
+    """The nodes of 24.11's grouped ``sinfo`` records, each node once with all its
+    partitions (in the order they come)."""
+    merged: dict[str, dict] = {}
+    for g in groups:
+        where = "sinfo --json sinfo[]"
+        part = g.get("partition") if isinstance(g, dict) else None
+        name = part.get("name") if isinstance(part, dict) else None
+        if not isinstance(name, str):
+            raise _unreadable(where, "partition.name", part)
+        where = f"sinfo --json sinfo[partition {name}]"
+        state = g["node"].get("state") if isinstance(g.get("node"), dict) else None
+        if state is None:
+            raise _unreadable(where, "node.state", g.get("node"))
+        nodes = g.get("nodes")
+        names = _names(nodes.get("nodes") if isinstance(nodes, dict) else nodes, where,
+                       "nodes.nodes")
+        total = _number(nodes.get("total"), where, "nodes.total") \
+            if isinstance(nodes, dict) else None
+        if not names and total:
+            raise _unreadable(where, "nodes.nodes", nodes)
+        for n in names:
+            rec = merged.setdefault(n, {"name": n, "state": state, "partitions": []})
+            if name not in rec["partitions"]:
+                rec["partitions"].append(name)
+    return tuple(parse_node(r) for r in merged.values())
+
+
+def _in_version(doc: dict, exc: SlurmCommandError) -> SlurmCommandError:
+    """``exc`` with the Slurm version of the document (and its data_parser) appended."""
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    plugin = meta.get("plugin") if isinstance(meta.get("plugin"), dict) else {}
+    parser = plugin.get("data_parser") or ""
+    version = _version(doc) or "version unknown"
+    return SlurmCommandError(f"{exc} (Slurm {version}" + (f", {parser})" if parser else ")"))
 
 
 def _version(doc: dict) -> str:
