@@ -35,3 +35,8 @@ try:  # keep torch to one thread on these 2-core machines, if it is installed
     torch.set_num_threads(1)
 except ImportError:
     pass
+
+
+# the real Slurm cluster fixture (``cluster``, module scope, over Slurm 22.05 and 24.11), for
+# every test module: tests/slurm_fixtures.py
+from .slurm_fixtures import cluster  # noqa: E402,F401

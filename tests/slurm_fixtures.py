@@ -1,0 +1,168 @@
+"""The real Slurm cluster fixture, for every test module that drives one.
+
+``cluster`` (module scope) starts one testbed of 8 emulated nodes per module and per Slurm
+version: 22.05 (the host's packages) and 24.11 (Debian 13's, in the chroot that
+``hpcopt.slurm.testbed.build_chroot`` builds once and caches; every later module and run
+reuses it).  It yields a ``Cluster``: ``.dir`` (the testbed's directory), ``.env`` (SLURM_CONF
+and PATH with the testbed's client commands first), ``.version`` ("22.05" or "24.11"),
+``.run()``, ``.submit()``, ``.jobs()``/``.state()`` (squeue records flattened to 22.05's
+shapes: numbers plain, ``job_state`` a string, whatever the version), ``.wait()``,
+``.cancel()``, ``.adapter()``, ``.cli()``, ``.releases()``.  Released first thing is a
+one-node job with a one-minute limit that sleeps five (``.timeout_job``), for a module's
+last test to check its TIMEOUT; a module that does not want it can cancel it.
+
+Skips, with the reason: Slurm 22.05 or root missing (a failure in CI, CI=true); the 24.11
+chroot that cannot be built (no debootstrap, Debian 13's packages unreachable), also in CI,
+where the reason is printed by ``pytest -rs``.  ``HPCOPT_SLURM_VERSIONS=22.05`` (comma list)
+runs only those versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcopt.policies import make_policy
+from hpcopt.slurm import testbed
+from hpcopt.slurm.adapter import Adapter
+from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number
+
+from .conftest import default_signals
+
+HPCOPT = [str(Path(sys.executable).with_name("hpcopt"))]
+VERSIONS = [v for v in os.environ.get("HPCOPT_SLURM_VERSIONS", "22.05,24.11").split(",")
+            if v in testbed.VERSIONS]
+_chroot_failed: list[str] = []  # why the 24.11 chroot could not be built (once per session)
+
+
+def _requirements(version: str) -> str | None:
+    if os.geteuid() != 0:
+        return "the Slurm testbed runs its daemons as root"
+    missing = testbed.missing_tools(version)
+    if missing and version == "22.05":
+        return "Slurm is not installed (missing " + ", ".join(missing) + \
+            "; apt-get install slurm-wlm munge)"
+    if missing:
+        return "the Slurm 24.11 testbed needs " + ", ".join(missing)
+    return None
+
+
+def _chroot() -> str | None:
+    """None when the 24.11 chroot is there (built now if need be), else why not."""
+    if _chroot_failed:
+        return _chroot_failed[0]
+    try:
+        t0 = time.monotonic()
+        root = testbed.build_chroot()
+        took = time.monotonic() - t0
+        if took > 1:
+            print(f"\nbuilt the Slurm 24.11 chroot in {took:.0f} s ({root})", file=sys.stderr)
+    except testbed.TestbedError as exc:
+        _chroot_failed.append(f"Slurm 24.11 skipped: {exc}")
+        return _chroot_failed[0]
+    return None
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def cluster(request, tmp_path_factory):
+    version = request.param
+    why = _requirements(version)
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Slurm tests: {why}")
+        pytest.skip(why)
+    if version == "24.11":
+        why = _chroot()
+        if why:  # Debian 13 unreachable: a skip with its reason, in CI too (printed by -rs)
+            pytest.skip(why)
+    d = tmp_path_factory.mktemp(f"slurm{version}")
+    testbed.start(d, 8, slurm=version)
+    c = Cluster(d, testbed.env(d), version)
+    try:
+        # the time-limit job: one node, limit one minute, sleeps five; checked by a last test
+        c.timeout_job = c.submit("-t", "1", "-N", "1", sleep=300)
+        c.run("scontrol", "release", str(c.timeout_job))
+        c.wait(lambda: c.state(c.timeout_job) == "RUNNING", 10)
+        yield c
+    finally:
+        testbed.stop(d)
+
+
+def flat(job: dict) -> dict:
+    """A ``squeue --json`` job with 22.05's shapes: ``{set, infinite, number}`` numbers
+    plain (None when unset), a 23.11+ ``job_state`` list as its state string."""
+    out = dict(job)
+    for k, v in job.items():
+        if isinstance(v, dict) and "set" in v and "number" in v:
+            n = _number(v, "squeue job", k)
+            out[k] = None if n is None else (NO_VAL_SHOWN if n == float("inf") else n)
+    out["job_state"] = _job_state(job.get("job_state", ""), "squeue job")
+    return out
+
+
+NO_VAL_SHOWN = 4294967294  # how 22.05 prints an infinite number
+
+
+class Cluster:
+    def __init__(self, d: Path, env: dict, version: str = "22.05") -> None:
+        self.dir, self.env, self.version = d, env, version
+        self.timeout_job = None
+
+    def run(self, *cmd: str, check: bool = True) -> str:
+        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
+        if check and p.returncode:
+            raise AssertionError(f"{cmd}: {p.stderr}")
+        return p.stdout
+
+    def submit(self, *args: str, sleep: float = 2) -> int:
+        out = self.run("sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap",
+                       f"sleep {sleep}")
+        return int(out.strip().split(";")[0])
+
+    def jobs(self) -> dict[int, dict]:
+        """Every job, by id, finished ones included, flattened to 22.05's shapes (``flat``).
+        ``--states=all``: 24.11's ``squeue --json`` leaves finished jobs out (22.05's shows
+        them until MinJobAge)."""
+        out = self.run("squeue", "--json", "--states=all")
+        return {j["job_id"]: flat(j) for j in json.loads(out)["jobs"]}
+
+    def state(self, jid: int) -> str:
+        return self.jobs()[jid]["job_state"]
+
+    def wait(self, cond, timeout: float, step: float = 0.3) -> None:
+        end = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > end:
+                raise AssertionError(f"not reached in {timeout} s: {self.jobs()}")
+            time.sleep(step)
+
+    def cancel(self, ids) -> None:
+        ids = [str(i) for i in ids]
+        if ids:
+            self.run("scancel", *ids, check=False)
+            self.wait(lambda: all(self.jobs()[int(i)]["job_state"] not in
+                                  ("PENDING", "RUNNING", "COMPLETING") for i in ids), 20)
+
+    def adapter(self, policy="fcfs", slurm: Slurm | None = None, **kw) -> Adapter:
+        slurm = slurm or Slurm(env=self.env, timeout=5, retries=1, backoff=0.2)
+        return Adapter(make_policy(policy), slurm=slurm, say=lambda s: None, **kw)
+
+    def releases(self) -> list[int]:
+        """Job ids in Slurm's log lines 'release hold on JobId=...', in order."""
+        text = (self.dir / "log" / "slurmctld.log").read_text(errors="replace")
+        return [int(m) for m in re.findall(r"release hold on JobId=(\d+)", text)]
+
+    def cli(self, *args: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen([*HPCOPT, "slurm", *args], env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=default_signals, **kw)
+
+
+__all__ = ["HPCOPT", "Cluster", "SlurmCommandError", "cluster", "flat"]
