@@ -34,8 +34,6 @@ from hpcopt.slurm import testbed
 from hpcopt.slurm.adapter import Adapter
 from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number
 
-from .conftest import default_signals
-
 HPCOPT = [str(Path(sys.executable).with_name("hpcopt"))]
 VERSIONS = [v for v in os.environ.get("HPCOPT_SLURM_VERSIONS", "22.05,24.11").split(",")
             if v in testbed.VERSIONS]
@@ -160,6 +158,8 @@ class Cluster:
         return [int(m) for m in re.findall(r"release hold on JobId=(\d+)", text)]
 
     def cli(self, *args: str, **kw) -> subprocess.Popen:
+        from .conftest import default_signals  # here: conftest imports this module
+
         return subprocess.Popen([*HPCOPT, "slurm", *args], env=self.env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 preexec_fn=default_signals, **kw)

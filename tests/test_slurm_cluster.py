@@ -2,11 +2,11 @@
 adapter end to end under three policies, and every fault of the adapter on the real cluster.
 
 One testbed serves the whole module, once per Slurm version (the ``cluster`` fixture of
-tests/slurm_fixtures.py: 22.05 from the host's packages, 24.11 from a Debian 13 chroot).  A job with a one-minute limit that sleeps longer is
-released first thing and checked last (killed at its limit, state TIMEOUT), so the minute
-Slurm needs passes while the other tests run; it holds node-count 1, so the tests plan with
-the 7 others.  Every test cancels its own jobs.  Across the module, Slurm's own log must show
-no job released twice.
+tests/slurm_fixtures.py: 22.05 from the host's packages, 24.11 from a Debian 13 chroot). A
+job with a one-minute limit that sleeps longer is released first thing and checked last
+(killed at its limit, state TIMEOUT), so the minute Slurm needs passes while the other tests
+run; it holds node-count 1, so the tests plan with the 7 others. Every test cancels its own
+jobs. Across the module, Slurm's own log must show no job released twice.
 
 Needs root and Slurm's daemons (Debian: slurm-wlm, munge); skipped with the reason where they
 are missing, except in CI (CI=true), where that is a failure; 24.11 skips with the reason when
