@@ -48,6 +48,12 @@ def _drive(c: Cluster, adapter: Adapter, ids: list[int], timeout: float = 40) ->
         time.sleep(0.3)
 
 
+def cycles(log) -> list[dict]:
+    """The cycle records of an adapter's log (the lines of other events aside: the ids a cycle
+    is about to release, the exit)."""
+    return [r for r in map(json.loads, log.read_text().splitlines()) if "event" not in r]
+
+
 def _check_records(records: list[dict]) -> None:
     """No cycle released more nodes than were idle, nor one job twice."""
     seen: set[int] = set()
@@ -195,8 +201,7 @@ def test_controller_briefly_unreachable(cluster, tmp_path):
                  "--retries", "0", "--log", str(log))
 
     def records():
-        return [json.loads(line) for line in log.read_text().splitlines()] \
-            if log.exists() else []
+        return cycles(log) if log.exists() else []
 
     try:
         c.wait(lambda: records(), 30)  # the adapter runs
@@ -237,7 +242,7 @@ def test_kill_and_restart_the_adapter(cluster, tmp_path):
         proc.terminate()
         proc.wait(10)
     assert proc.returncode == 143
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = cycles(log)
     _check_records(records)
     released = [j for r in records if r.get("ok") for j in r["released"]]
     assert sorted(released) == sorted(ids)
@@ -282,7 +287,7 @@ def test_once_dry_run_and_log(cluster, tmp_path):
     p = subprocess.run([*HPCOPT, "slurm", "run", "--policy", "knapsack", "--once", "--log",
                         str(log)], env=c.env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and f"released {job}" in p.stdout
-    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    recs = cycles(log)
     assert [r["dry_run"] for r in recs] == [True, False]
     for key in ("time", "pending", "running", "released", "reserved", "decide_s", "read_s"):
         assert key in recs[1]

@@ -78,18 +78,21 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     queue, set_aside = [], []
     for job in state.queue:
         why = _never_fits(job, machine)
-        (set_aside.append((job, why)) if why else queue.append(job))
+        if why:
+            set_aside.append((job, why))
+        else:
+            queue.append(job)
     if machine is None:
         return WindowDecision((), None, None, tuple(set_aside), 0)
     running = [*state.running, *((job, now + job.walltime) for job in state.starting)]
     if state.completing:  # busy nodes with no job: one stand-in job ending now
         taken = [job for job, _ in running] + queue + list(state.upcoming)
         running.append((Job(_fresh_id(taken), now, 0.0, 0.0, state.completing), now))
-    jobs = total_ids([job for job, _ in running] + queue + list(state.upcoming))  # integer and text ids may mix: one total order over them
+    # integer and text ids may mix: one total order over them
+    jobs = total_ids([job for job, _ in running] + queue + list(state.upcoming))
     n_run, n_queue = len(running), len(queue)
     running = [(job, end) for job, (_, end) in zip(jobs, running)]
-    queued, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:n_run + n_queue
-                                                          + len(state.upcoming)]
+    queued, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
     if state.weights is not None and hasattr(policy, "set_weights"):
         policy.set_weights(*state.weights)
     options = {k: v for k, v in options.items() if v is not None}

@@ -336,14 +336,14 @@ class Adapter:
         if picked and not self.dry_run:
             picked, changed = self._reread(picked, notes)
         self._write({"time": round(time.time(), 3), "cycle": self.cycles, "event": "releasing",
-                     "ids": [e.key for e, _ in picked]})
+                     "ids": [_id(e.key) for e, _ in picked]})
         released, failed = [], []
         for entry, mode in picked:
             if not self.dry_run:
                 try:
                     self._release(entry)
                 except SlurmCommandError as exc:
-                    failed.append({"id": entry.key, "error": str(exc)})
+                    failed.append({"id": _id(entry.key), "error": str(exc)})
                     continue
             released.append({"id": entry.key, "mode": mode, "nodes": entry.job.nodes})
         rec["release_s"] = round(time.perf_counter() - c0, 4)
