@@ -93,8 +93,9 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     n_run, n_queue = len(running), len(queue)
     running = [(job, end) for job, (_, end) in zip(jobs, running)]
     queued, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
-    if state.weights is not None and hasattr(policy, "set_weights"):
-        policy.set_weights(*state.weights)
+    set_weights = getattr(policy, "set_weights", None)  # a hook of the policy protocol
+    if state.weights is not None and set_weights is not None:
+        set_weights(*state.weights)
     options = {k: v for k, v in options.items() if v is not None}
     if machine.capacity is not None:
         options["backfill"] = "none"

@@ -43,6 +43,12 @@ class PolicyHooks:
         """Called once by the driver's constructor, before any other hook is read (load a
         checkpoint, fix the window, subscribe to events)."""
 
+    def set_weights(self, w1: float, w2: float, end: int | None = None) -> None:
+        """The prices of a cloud day, set by whoever knows them (``hpcopt.cloud``, the
+        service's ``window.weights``, ``hpcopt.sim.decide``): ``w1`` per unit of delay, ``w2``
+        per unit of capacity overload, up to slot ``end``.  Ignored by a policy that prices
+        neither."""
+
 
 HOOKS = tuple(name for name, value in vars(PolicyHooks).items()
               if not name.startswith("_") and not callable(value))
