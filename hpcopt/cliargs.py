@@ -39,6 +39,11 @@ def seconds(text: str) -> float:
     return _number(text, float, "seconds >= 0", lambda v: math.isfinite(v) and v >= 0)
 
 
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (an interval, a time limit of one command)."""
+    return _number(text, float, "seconds > 0", lambda v: math.isfinite(v) and v > 0)
+
+
 def out_path(text: str) -> str:
     """An output file or folder: a blank name would run the whole command and write nothing."""
     if not text.strip():

@@ -173,6 +173,78 @@ def test_command_retries_and_time_limit():
     assert released == [["scontrol", "release", "7"]]  # a release is never retried
 
 
+def test_an_error_in_the_answer_is_a_failed_try_and_a_missing_conf_is_named():
+    """slurmctld down: squeue --json exits 0 with the error in its document; that try fails,
+    is heard, and the next try reads.  SLURM_CONF naming no file fails at once, untried; a
+    tool that hangs says what it printed."""
+    calls, heard = [], []
+    down = json.dumps({"errors": [{"description": "Unable to contact slurm controller",
+                                   "error_number": 1007}], "jobs": []})
+
+    def flaky(cmd, **kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, down if len(calls) < 2 else '{"jobs": []}',
+                                           "")
+
+    assert Slurm(run=flaky, retries=2, backoff=0.01, on_error=heard.append).jobs() == ((), "")
+    assert len(calls) == 2 and "Unable to contact slurm controller (try 1 of 3)" in heard[0]
+    with pytest.raises(SlurmCommandError, match=r"^SLURM_CONF=/nowhere/slurm.conf: no such "):
+        Slurm(run=flaky, env={"SLURM_CONF": "/nowhere/slurm.conf"}).jobs()
+    assert len(calls) == 2
+
+    def hangs(cmd, **kw):
+        raise subprocess.TimeoutExpired(cmd, kw["timeout"], stderr=b"squeue: error: "
+                                        b"Couldn't find the specified plugin name\n")
+
+    with pytest.raises(SlurmCommandError, match=r"no answer in 0.1 s \(squeue: error: Couldn't"):
+        Slurm(run=hangs, timeout=0.1, retries=0).jobs()
+
+
+def test_cli_refuses_a_missing_slurm_conf_and_a_zero_interval(tmp_path, capsys, monkeypatch):
+    from hpcopt.cli import main
+
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "none.conf"))
+    assert main(["slurm", "run", "--policy", "fcfs", "--once"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "none.conf: no such file" in err
+    with pytest.raises(SystemExit):
+        main(["slurm", "run", "--policy", "fcfs", "--interval", "0"])
+    assert "expected seconds > 0, got '0'" in capsys.readouterr().err
+
+
+def test_one_adapter_per_partition_lock(tmp_path):
+    """The lock names its holder; it is free again when the holder's process ends, however
+    it ends (a killed adapter does not block a restart)."""
+    import sys
+
+    from hpcopt.slurm.lock import LockedError, PartitionLock, default_lock_path
+
+    path = tmp_path / "batch.lock"
+    with PartitionLock(path, "batch"):
+        with pytest.raises(LockedError, match=r"partition 'batch' is scheduled by another "
+                                              r"adapter \(pid \d+ on host .+ since "):
+            PartitionLock(path, "batch").acquire()
+    again = PartitionLock(path, "batch")  # free once the with-block has ended
+    again.acquire()
+    again.release()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from hpcopt.slurm."
+                               f"lock import PartitionLock; lock = PartitionLock({str(path)!r}, "
+                               "'b'); lock.acquire(); print(1, flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "1"
+        with pytest.raises(LockedError, match=f"pid {holder.pid} on host"):
+            PartitionLock(path, "b").acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = PartitionLock(path, "b")
+    lock.acquire()
+    lock.release()
+    assert default_lock_path("batch", "/a/slurm.conf") != default_lock_path("batch", "/b/x")
+    assert default_lock_path("batch", None).name.endswith("-batch.lock")
+
+
 def test_job_submit_lua_names_the_partition():
     text = job_submit_lua("gpu")
     assert 'local MANAGED = "gpu"' in text and "job_desc.priority = 0" in text

@@ -7,14 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..cliargs import nonneg_int, positive_int, seconds
-
-
-def _positive_seconds(text: str) -> float:
-    value = seconds(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
-    return value
+from ..cliargs import nonneg_int, positive_int, positive_seconds
 
 
 def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
@@ -29,7 +22,7 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     r.add_argument("--policy", required=True, help="a registered policy (hpcopt policies)")
     r.add_argument("--partition", default="batch",
                    help="the partition hpcopt schedules (default batch)")
-    r.add_argument("--interval", type=_positive_seconds, default=5.0, metavar="S",
+    r.add_argument("--interval", type=positive_seconds, default=5.0, metavar="S",
                    help="seconds between cycles (default 5)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
     r.add_argument("--dry-run", action="store_true",
@@ -51,7 +44,7 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the partition's lock file: one adapter per partition (default: one "
                         "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
                         "need a file on a file system they share)")
-    r.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="S",
+    r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
                    help="further tries of a failed Slurm read (default 2)")

@@ -65,6 +65,8 @@ class PartitionLock:
             os.close(self._fd)  # closing drops the flock
             self._fd = None
 
+    __del__ = release
+
     def __enter__(self) -> PartitionLock:
         self.acquire()
         return self
