@@ -25,7 +25,7 @@ import pytest
 
 from hpcopt.slurm import testbed
 from hpcopt.slurm.lua import MARK
-from hpcopt.slurm.state import Slurm
+from hpcopt.slurm.state import Slurm, parse_sinfo
 
 from .slurm_fixtures import VERSIONS, Cluster, _chroot, _requirements, flat
 
@@ -390,10 +390,8 @@ def test_planned_nodes_are_idle_nodes(backfill):
     other = c.submit("-p", "debug", "-N", "8", "-t", "1", sleep=1)
     try:
         def planned():
-            doc = json.loads(c.run("sinfo", "--json"))
-            return [n["name"] for n in doc["nodes"]
-                    if "PLANNED" in (n.get("state_flags") or []) + list(
-                        n["state"] if isinstance(n["state"], list) else [])]
+            nodes = parse_sinfo(json.loads(c.run("sinfo", "--json")))
+            return [n.name for n in nodes if "PLANNED" in n.flags]
 
         end = time.monotonic() + 15
         while not planned() and time.monotonic() < end:
