@@ -8,10 +8,14 @@ OSDEC training pool.  They are looked up by their path relative to one data dire
 1. the environment variable ``HPCOPT_DATA`` (``hpcopt --data-dir DIR`` sets it for the
    command and its worker processes);
 2. else, when hpcopt runs from a source checkout, the ``shared/data`` folder beside the
-   checkout (the project's development layout; an installed wheel has no such fallback).
+   checkout (the project's development layout; an installed wheel has no such fallback);
+3. else the per-user data directory (``user_data_dir()``: ``$XDG_DATA_HOME/hpcopt/data``,
+   by default ``~/.local/share/hpcopt/data``) when it exists.
 
-A file that is not there is a ``DataNotFoundError`` saying which file, what needs it and how
-to point hpcopt at it.
+``hpcopt data fetch`` writes into ``fetch_dir()``: ``HPCOPT_DATA`` when set, else the per-user
+data directory (never a checkout's shared folder).  A file that is not there is a
+``DataNotFoundError`` saying which file, what needs it, how to point hpcopt at it and which
+``hpcopt data fetch`` brings it.
 """
 
 from __future__ import annotations
@@ -34,12 +38,31 @@ def _checkout_data() -> Path | None:
     return None
 
 
+def user_data_dir() -> Path:
+    """The per-user data directory: ``$XDG_DATA_HOME/hpcopt/data`` (default
+    ``~/.local/share/hpcopt/data``); it may not exist yet."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
+    return Path(base).expanduser() / "hpcopt" / "data"
+
+
 def data_dir() -> Path | None:
-    """The data directory in force (``HPCOPT_DATA``, else a checkout's), or None."""
+    """The data directory in force (``HPCOPT_DATA``, else a checkout's, else the per-user one
+    when it exists), or None."""
     env = os.environ.get(ENV)
     if env:
         return Path(env).expanduser()
-    return _checkout_data()
+    checkout = _checkout_data()
+    if checkout is not None:
+        return checkout
+    user = user_data_dir()
+    return user if user.is_dir() else None
+
+
+def fetch_dir() -> Path:
+    """Where ``hpcopt data fetch`` writes: ``HPCOPT_DATA`` when set, else the per-user data
+    directory."""
+    env = os.environ.get(ENV)
+    return Path(env).expanduser() if env else user_data_dir()
 
 
 def data_path(relative: str | Path, needed_by: str) -> Path:
@@ -50,8 +73,13 @@ def data_path(relative: str | Path, needed_by: str) -> Path:
         return base / relative
     where = f"not in the data directory {base}" if base is not None else \
         "no data directory is set"
+    from .datasets import dataset_of
+
+    name = dataset_of(str(relative))
+    fetch = f"; 'hpcopt data fetch {name}' downloads it" if name else ""
     raise DataNotFoundError(f"{relative}: not found ({where}), needed by {needed_by}; set "
-                            f"{ENV}=DIR or pass --data-dir DIR (the folder that holds it)")
+                            f"{ENV}=DIR or pass --data-dir DIR (the folder that holds it)"
+                            f"{fetch}")
 
 
 def use_data_dir(path: str | Path) -> Path:

@@ -9,7 +9,8 @@ Layers, bottom to top (an entry is a module or a package with everything under i
 
 1. base: the package's front module ``hpcopt`` (``__version__``; its lazy names resolve
    through ``importlib`` on first use, not by import statements), ``errors``, ``datadir``,
-   ``domain``, ``topology`` (the fat-tree of the allocation models), ``result`` (solver
+   ``datasets`` (the catalogue of real data sets, their fetch and check), ``domain``,
+   ``topology`` (the fat-tree of the allocation models), ``result`` (solver
    results and the outcome vocabulary), ``jsonsafe``, ``cliargs`` (argparse value types),
    ``envs`` (gymnasium registration by name).
 2. traces: reading and writing workload traces (``hpcopt.traces.*``).
@@ -47,7 +48,8 @@ SOURCES = {"hpcopt": ROOT / "hpcopt", "hpcopt.models": ROOT / "models",
            "hpcopt.solvers": ROOT / "solvers"}
 
 LAYERS = [
-    ("base", ["hpcopt", "hpcopt.errors", "hpcopt.datadir", "hpcopt.domain", "hpcopt.topology",
+    ("base", ["hpcopt", "hpcopt.errors", "hpcopt.datadir", "hpcopt.datasets", "hpcopt.domain",
+              "hpcopt.topology",
               "hpcopt.result", "hpcopt.jsonsafe", "hpcopt.cliargs", "hpcopt.envs"]),
     ("traces", ["hpcopt.traces"]),
     ("models", ["hpcopt.models"]),

@@ -65,6 +65,7 @@ def test_package_data_covers_what_the_library_reads():
     for family in FAMILIES:
         needed += [Path(p) for p in glob.glob(str(bundled_path(family) / "*.json"))]
     needed += list((REPO / "hpcopt" / "agents" / "checkpoints").iterdir())
+    needed.append(REPO / "hpcopt" / "data_catalogue.json")  # hpcopt data list | fetch | verify
     assert len(needed) >= 15
     assert [p for p in needed if p.resolve() not in shipped] == []
     # every family folder of instances/ is one FAMILIES lists (hpcopt instances), and no
@@ -117,6 +118,7 @@ from pathlib import Path
 import hpcopt, hpcopt.models, hpcopt.solvers
 from hpcopt.cli import instances_dir
 from hpcopt.datadir import data_dir
+from hpcopt.datasets import catalogue
 from hpcopt.errors import DataNotFoundError
 from hpcopt.instances import SCHEMA_PATH, bundled_instances, bundled_path, load_instance, schema
 from hpcopt.workloads import load_batsim
@@ -140,6 +142,7 @@ print(json.dumps({{
     "by_name": [load_instance(r["name"]).name for r in bundled_instances()],
     "data_dir": None if data_dir() is None else str(data_dir()),
     "no_data": no_data(),
+    "catalogue": len(catalogue()),
 }}))
 """
     run_dir = tmp_path / "elsewhere"
@@ -147,7 +150,8 @@ print(json.dumps({{
     proc = subprocess.run([sys.executable, "-c", probe], cwd=run_dir, capture_output=True,
                           text=True, timeout=120, env={**{k: v for k, v in os.environ.items()
                                                          if k != "HPCOPT_DATA"},
-                                                      "PYTHONPATH": str(lib)})
+                                                      "PYTHONPATH": str(lib),
+                                                      "XDG_DATA_HOME": str(tmp_path / "xdg")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["found"] == dict.fromkeys(RUNTIME_FILES, True)
@@ -161,7 +165,8 @@ print(json.dumps({{
                                        .glob("*.json")])
     assert got["data_dir"] is None
     assert "not found (no data directory is set)" in got["no_data"] and "HPCOPT_DATA" in \
-        got["no_data"]
+        got["no_data"] and "hpcopt data fetch kopanski-bb" in got["no_data"]
+    assert got["catalogue"] >= 20  # the data catalogue is package data
 
 
 def test_resources_api_in_this_install():

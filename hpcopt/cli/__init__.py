@@ -20,6 +20,7 @@ import sys
 from ..errors import HpcoptError, one_line
 from . import (
     backends,
+    data,
     decide,
     demo,
     instances,
@@ -49,6 +50,7 @@ REGISTRARS = [
     workflow.register,
     slurm.register,
     workload.register,
+    data.register,
     plot.register,
     demo.register,
 ]

@@ -146,7 +146,8 @@ def print_listing(rows: list[dict], columns: list[str], texts: list[str],
             value = str(row.get(key) or "")
             if value:
                 body = value if i == 0 else f"{key}: {value}"
-                for part in textwrap.wrap(body, WIDTH - 4, subsequent_indent="  " * (i > 0)):
+                for part in textwrap.wrap(body, WIDTH - 4, subsequent_indent="  " * (i > 0),
+                                          break_on_hyphens=False):
                     print("    " + part)
 
 
