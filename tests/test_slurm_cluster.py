@@ -178,7 +178,7 @@ def test_failing_and_hanging_commands(cluster, tmp_path):
         f"if [ $n -lt 2 ]; then echo 'squeue: error: injected' >&2; exit 1; fi\n"
         f'exec {real_squeue} "$@"\n')
     (fake / "squeue").chmod(0o755)
-    env = {**c.env, "PATH": f"{fake}:{os.environ['PATH']}"}
+    env = {**c.env, "PATH": f"{fake}:{c.env['PATH']}"}
     job = c.submit("-N", "1", sleep=1)
     rec = c.adapter(slurm=Slurm(env=env, timeout=5, retries=2, backoff=0.1)).cycle()
     assert rec["ok"] and rec["released"] == [job]
