@@ -26,6 +26,9 @@ from hpcopt.errors import OptionError
 from hpcopt.slurm import testbed
 from hpcopt.slurm.lua import MARK, admin_uids, job_submit_lua
 
+from .slurm_fixtures import VERSIONS, _chroot, flat
+from .slurm_fixtures import _requirements as slurm_requirements
+
 USER = "hpcopt-test-user"
 
 
@@ -159,24 +162,18 @@ def test_modify_and_submit_decide_as_documented(tmp_path):
 
 # --- slow tier: a real user against the real testbed -------------------------------------
 
-def _requirements() -> str | None:
-    missing = testbed.missing_tools()
-    if missing:
-        return "Slurm is not installed (missing " + ", ".join(missing) + \
-            "; apt-get install slurm-wlm munge)"
-    if os.geteuid() != 0:
-        return "the Slurm testbed runs its daemons as root"
-    if shutil.which("runuser") is None or shutil.which("useradd") is None:
+def _requirements(version: str) -> str | None:
+    why = slurm_requirements(version)
+    if why is None and (shutil.which("runuser") is None or shutil.which("useradd") is None):
         return "runuser and useradd are needed to act as an unprivileged user"
-    return None
+    return why
 
 
 class Guarded:
     """The testbed, and its tools run as root or as the test user."""
 
-    def __init__(self, d: Path, conf: Path) -> None:
-        self.dir, self.conf = d, conf
-        self.env = {**os.environ, "SLURM_CONF": str(conf)}
+    def __init__(self, d: Path, env: dict, version: str) -> None:
+        self.dir, self.env, self.version = d, env, version
 
     def root(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
         p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
@@ -185,8 +182,9 @@ class Guarded:
         return p
 
     def user(self, *cmd: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["runuser", "-u", USER, "--", "env", f"SLURM_CONF={self.conf}",
-                               *cmd], capture_output=True, text=True, timeout=30, cwd="/tmp")
+        env = [f"{k}={self.env[k]}" for k in ("SLURM_CONF", "PATH")]
+        return subprocess.run(["runuser", "-u", USER, "--", "env", *env, *cmd],
+                              capture_output=True, text=True, timeout=30, cwd="/tmp")
 
     def submit(self, *args: str, sleep: int = 100) -> int:
         p = self.user("sbatch", "--parsable", "-D", "/tmp", "-o", "/dev/null", *args,
@@ -195,8 +193,9 @@ class Guarded:
         return int(p.stdout.strip().split(";")[0])
 
     def job(self, jid: int) -> dict:
+        """The job's squeue record in 22.05's shapes, whatever the version."""
         jobs = json.loads(self.root("squeue", "--json").stdout)["jobs"]
-        return next(j for j in jobs if j["job_id"] == jid)
+        return flat(next(j for j in jobs if j["job_id"] == jid))
 
     def wait(self, cond, timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -205,11 +204,12 @@ class Guarded:
             time.sleep(0.3)
 
 
-@pytest.fixture(scope="module")
-def guarded():
-    why = _requirements()
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def guarded(request):
+    version = request.param
+    why = _requirements(version) or (_chroot() if version == "24.11" else None)
     if why:
-        if os.environ.get("CI") == "true":
+        if os.environ.get("CI") == "true" and version == "22.05":
             pytest.fail(f"CI must run the Slurm tests: {why}")
         pytest.skip(why)
     made = False
@@ -219,25 +219,15 @@ def guarded():
         subprocess.run(["useradd", "-M", "-s", "/bin/sh", USER], check=True,
                        capture_output=True)
         made = True
-    # outside pytest's tmp dirs (mode 0700): the user reads slurm.conf and talks to munge
     d = Path(tempfile.mkdtemp(prefix="hpcopt-guard-"))
     try:
-        conf = testbed.start(d, 4)
-        for p in (d, d / "munge"):  # until the testbed opens them to users itself
-            os.chmod(p, 0o755)
-        text = conf.read_text()
-        if "PartitionName=debug" not in text:  # a second partition, on the same nodes
-            conf.write_text(text + "PartitionName=debug Nodes=n[1-4] MaxTime=INFINITE "
-                                   "State=UP OverSubscribe=EXCLUSIVE\n")
-        g = Guarded(d, conf)
-        g.root("scontrol", "reconfigure")
-        g.wait(lambda: "debug" in g.root("sinfo", "-h", "-o", "%P").stdout, 20)
+        testbed.start(d, 4, slurm=version)  # partitions batch (managed) and debug
+        g = Guarded(d, testbed.env(d), version)
         yield g
     finally:
         try:
             if testbed.running(d):
-                subprocess.run(["scancel", "--quiet", "--user", USER],
-                               env={**os.environ, "SLURM_CONF": str(d / "slurm.conf")},
+                subprocess.run(["scancel", "--quiet", "--user", USER], env=testbed.env(d),
                                capture_output=True, timeout=10)
             testbed.stop(d)
         finally:
