@@ -14,7 +14,15 @@ from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
 from hpcopt.slurm.adapter import FAR, array_task_ids, cycle_state, parse_mark
 from hpcopt.slurm.lua import job_submit_lua
-from hpcopt.slurm.state import Slurm, SlurmCommandError, Snapshot, parse_job, parse_node
+from hpcopt.slurm.state import (
+    Slurm,
+    SlurmCommandError,
+    Snapshot,
+    job_licenses,
+    parse_job,
+    parse_licenses,
+    parse_node,
+)
 
 NOW = 1_000_000.0
 
@@ -104,6 +112,49 @@ def test_every_job_shape_is_sized_by_what_slurm_allocates():
     for what in ("job 40 is held by the administrator", "job 41 is not marked",
                  "job 42 waits for a dependency"):
         assert what in text
+
+
+def test_burst_buffer_from_a_license():
+    """``bb`` license of 100 (60 used: 40 by a job on the partition's nodes, 20 elsewhere):
+    the machine's burst buffer is 100 with 20 unavailable; each job asks its count; a job
+    asking another license, or an unreadable one, stays held; the pass never releases more
+    burst buffer than is free (bbsched: one rule, the driver's)."""
+    nodes = tuple(node(f"n{i}") for i in range(1, 5)) + (node("n5", "allocated"),)
+    jobs = (job(1, "RUNNING", 5, start=NOW - 5, names=("n5",), licenses="bb:40"),
+            job(2, "RUNNING", 5, start=NOW - 5, names=("x9",), partition="other",
+                licenses="bb:20"),
+            job(3, licenses="bb:30"), job(4, licenses="bb:20"), job(5, licenses="bb*15"),
+            job(6, licenses="bb:10,matlab:1"), job(7, licenses="bb:x"))
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {"bb": (100, 60)}, "bb")
+    c = s.cluster
+    assert c.system.bb == 100 and c.unavailable_bb == 20
+    assert [(str(j.id), j.bb) for j, _ in c.running] == [("1", 40.0)]
+    assert [(str(j.id), j.bb) for j in c.queue] == [("3", 30.0), ("4", 20.0), ("5", 15.0)]
+    text = " | ".join(s.notes)
+    assert "job 6 asks licenses matlab, which hpcopt does not schedule" in text
+    assert "job 7 asks licenses 'bb:x', which cannot be read" in text
+    for policy in ("fcfs", "bbsched", "constrained-bb"):
+        out = decide(c, make_policy(policy))
+        assert sum(j.bb for j, _ in out.started) <= 40, policy  # 100 - 40 - 20 free
+    assert [str(j.id) for j, _ in decide(c, make_policy("fcfs")).started] == ["3"]
+    # without --bb-license a job asking any license is left held
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch")
+    assert [str(j.id) for j in s.cluster.queue] == []
+    assert "(--bb-license names the burst buffer's)" in " ".join(s.notes)
+    with pytest.raises(Exception, match="license 'bb' is not configured"):
+        cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {}, "bb")
+
+
+def test_license_text():
+    assert parse_licenses("LicenseName=bb Total=100 Used=60 Free=40 Reserved=0 Remote=no\n"
+                          "LicenseName=m Total=2 Used=0 Free=2 Reserved=0 Remote=no\n") == {
+        "bb": (100, 60), "m": (2, 0)}
+    assert parse_licenses("No licenses configured in Slurm.\n") == {}
+    with pytest.raises(SlurmCommandError, match="unreadable line"):
+        parse_licenses("LicenseName=bb Total=x\n")
+    assert job_licenses("") == {} and job_licenses("bb:60,m") == {"bb": 60, "m": 1}
+    assert job_licenses("bb*3,bb:2") == {"bb": 5} and job_licenses("bb@db:4") == {"bb": 4}
+    assert job_licenses("bb:") is None and job_licenses("bb:-1") is None
 
 
 def test_array_task_text_and_marks():

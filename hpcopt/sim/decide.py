@@ -32,7 +32,8 @@ class ClusterState:
     - completing: ``completing`` nodes are still busy with a job that ended (free from now on,
       not yet to start on);
     - unavailable: ``unavailable`` nodes take no job (down, drained, failing, reserved to
-      others); they are out of the machine for this decision.
+      others); they are out of the machine for this decision, and so are ``unavailable_bb``
+      GB of the burst buffer (held by jobs outside the machine, or reserved).
 
     ``queue`` are the waiting jobs the policy may start, each at the size the resource manager
     will give it.  ``passed`` maps queued ids to the times they were passed over (the
@@ -47,6 +48,7 @@ class ClusterState:
     starting: tuple[Job, ...] = ()
     completing: int = 0
     unavailable: int = 0
+    unavailable_bb: float = 0.0
     passed: Mapping = field(default_factory=dict)
     upcoming: tuple[Job, ...] = ()
     weights: tuple[float, float, int | None] | None = None
@@ -74,7 +76,8 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     with a ``capacity`` profile) run without backfilling, as ``hpcopt simulate`` runs them.
     """
     now = float(state.time)
-    machine = _available(state.system, state.unavailable, state.completing)
+    machine = _available(state.system, state.unavailable, state.completing,
+                         state.unavailable_bb)
     queue, set_aside = [], []
     for job in state.queue:
         why = _never_fits(job, machine)
@@ -113,15 +116,18 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     return WindowDecision(tuple(started), *reservation, tuple(set_aside), free)
 
 
-def _available(system: System, unavailable: int, completing: int) -> System | None:
-    """The machine of the decision: ``system`` without its unavailable nodes (``None`` when
-    none is left)."""
-    if unavailable < 0 or completing < 0:
-        raise HpcoptError(f"unavailable and completing nodes must be >= 0, got {unavailable} "
-                          f"and {completing}")
+def _available(system: System, unavailable: int, completing: int,
+               unavailable_bb: float = 0.0) -> System | None:
+    """The machine of the decision: ``system`` without its unavailable nodes and burst buffer
+    (``None`` when no node is left)."""
+    if unavailable < 0 or completing < 0 or not 0 <= unavailable_bb < float("inf"):
+        raise HpcoptError(f"unavailable nodes and burst buffer and completing nodes must be "
+                          f">= 0, got {unavailable}, {unavailable_bb} and {completing}")
     if unavailable + completing > system.nodes:
         raise HpcoptError(f"{unavailable} unavailable and {completing} completing nodes, but "
                           f"the system has {system.nodes}")
+    if unavailable_bb:
+        system = replace(system, bb=max(0.0, system.bb - unavailable_bb))
     if not unavailable:
         return system
     if system.ssd_classes or system.topology is not None or system.capacity is not None:

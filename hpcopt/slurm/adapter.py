@@ -42,7 +42,7 @@ from ..domain import Job, NumberedId, System
 from ..errors import HpcoptError
 from ..sim.decide import ClusterState, decide
 from .lock import PartitionLock
-from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
+from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot, job_licenses
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
@@ -94,9 +94,17 @@ def parse_mark(text: str) -> tuple[str, int] | None:
     return kind, int(count or 0)
 
 
-def cycle_state(snap: Snapshot, partition: str) -> CycleState:
+def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
+                bb_license: str | None = None) -> CycleState:
     """The core's state of ``partition`` in ``snap`` and the entries behind its queue
-    (module docstring)."""
+    (module docstring).  With ``bb_license``, that license of ``licenses`` (``{name: (total,
+    used)}``) is the burst buffer: its total the machine's, each job's count its request."""
+    bb_total = used_bb = 0
+    if bb_license is not None:
+        if licenses is None or bb_license not in licenses:
+            raise HpcoptError(f"license {bb_license!r} is not configured (scontrol show "
+                              f"licenses lists {sorted(licenses or {})})")
+        bb_total, used_bb = licenses[bb_license]
     nodes = [n for n in snap.nodes if partition in n.partitions]
     if not nodes:
         raise HpcoptError(f"partition {partition!r} has no nodes (sinfo lists "
@@ -120,7 +128,8 @@ def cycle_state(snap: Snapshot, partition: str) -> CycleState:
         if take:
             covered |= take
             end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
-            job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take))
+            job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take),
+                      bb=_bb(j, bb_license)[0] if bb_license else 0.0)
             running.append((job, end))
     state = CycleState(None, {}, n_running=n_running, notes=notes)  # type: ignore[arg-type]
     free = len(idle)
@@ -142,14 +151,17 @@ def cycle_state(snap: Snapshot, partition: str) -> CycleState:
         if take:
             free -= take
             starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
-                                j.limit if j.limit is not None else FAR, take))
-    for entry in _entries(held, ours, partition, state.notes):
+                                j.limit if j.limit is not None else FAR, take,
+                                bb=_bb(j, bb_license)[0] if bb_license else 0.0))
+    for entry in _entries(held, ours, partition, state.notes, bb_license):
         state.entries[entry.job.id] = entry
     queue = tuple(e.job for e in state.entries.values())
-    state.cluster = ClusterState(now, System(len(nodes), name=partition), queue,
+    listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
+    state.cluster = ClusterState(now, System(len(nodes), bb=bb_total, name=partition), queue,
                                  tuple(running), tuple(starting),
                                  completing=len(usable - idle - covered),
-                                 unavailable=len(nodes) - len(usable))
+                                 unavailable=len(nodes) - len(usable),
+                                 unavailable_bb=max(0.0, used_bb - listed_bb))
     return state
 
 
@@ -178,7 +190,21 @@ def _walltime(j: SlurmJob) -> float:
     return j.limit if j.limit is not None else FAR
 
 
-def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: list[str]):
+def _bb(j: SlurmJob, bb_license: str | None) -> tuple[float, str | None]:
+    """The burst buffer ``j`` asks (its count of ``bb_license``) and why it cannot be
+    scheduled (None: it can): a license hpcopt does not schedule, or an unreadable request."""
+    asked = job_licenses(j.licenses)
+    if asked is None:
+        return 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
+    other = sorted(set(asked) - {bb_license})
+    if other:
+        return 0.0, (f"asks licenses {','.join(other)}, which hpcopt does not schedule"
+                     + ("" if bb_license else " (--bb-license names the burst buffer's)"))
+    return float(asked.get(bb_license, 0)), None
+
+
+def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: list[str],
+             bb_license: str | None = None):
     """The queue entries of the held jobs (module docstring), notes for the ones left held."""
     components: dict[int, list[SlurmJob]] = defaultdict(list)
     for j in ours:
@@ -192,27 +218,29 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
     for j in sorted(held, key=lambda j: (j.submit, j.id)):
         if j.het_id and j.het_offset:
             continue  # a hetjob is read once, at its leader
-        why = _left_held(j)
+        why = _left_held(j) or _bb(j, bb_license)[1]
         if why:
             notes.append(f"job {j.key} {why}: left held")
             continue
         if j.het_id:
             parts = sorted(components[j.het_id], key=lambda c: c.het_offset)
             bad = next((c for c in parts if not c.held or _left_held(c)
-                        or c.partition != j.partition), None)
+                        or _bb(c, bb_license)[1] or c.partition != j.partition), None)
             if bad is not None:
                 notes.append(f"hetjob {j.id}: component {bad.id} is not held by hpcopt in "
-                             "the same partition: left held")
+                             "the same partition, or asks what hpcopt does not schedule: "
+                             "left held")
                 continue
             sizes = [_sized(c, partition) for c in parts]
             wall = max(map(_walltime, parts))
             yield Entry(Job(NumberedId(j.id), min(c.submit for c in parts), wall, wall,
-                            sum(n for n, _ in sizes)),
+                            sum(n for n, _ in sizes),
+                            bb=sum(_bb(c, bb_license)[0] for c in parts)),
                         str(j.id), tuple(parts),
                         {c.id: pins for c, (_, pins) in zip(parts, sizes)})
             continue
         nodes, pins = _sized(j, partition)
-        wall = _walltime(j)
+        wall, bb = _walltime(j), _bb(j, bb_license)[0]
         if j.array_tasks and j.array_task is None:  # a pending array: one entry per task
             tasks = array_task_ids(j.array_tasks)
             if tasks is None:
@@ -222,12 +250,12 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
                 tasks = tasks[:max(0, j.array_max - active_tasks[j.id])]
             for t in tasks:
                 key = f"{j.id}_{t}"
-                yield Entry(Job(NumberedId(key), j.submit, wall, wall, nodes), key, (j,),
+                yield Entry(Job(NumberedId(key), j.submit, wall, wall, nodes, bb=bb), key, (j,),
                             {j.id: pins})
             continue
         if j.array_task is not None and j.array_max and active_tasks[j.array_id] >= j.array_max:
             continue  # a split-out task held again: waits for its array's throttle
-        yield Entry(Job(NumberedId(j.key), j.submit, wall, wall, nodes), j.key, (j,),
+        yield Entry(Job(NumberedId(j.key), j.submit, wall, wall, nodes, bb=bb), j.key, (j,),
                     {j.id: pins})
 
 
@@ -279,7 +307,7 @@ def _fingerprint(records: tuple[SlurmJob, ...], key: str, jobs: dict[int, SlurmJ
             task_pending = int(key.rsplit("_", 1)[1]) in tasks
         out.append((now.state, now.held, now.reason, now.mark, now.partition, now.nodes,
                     now.max_nodes, now.tasks, now.limit, now.dependency, now.array_max,
-                    task_pending))
+                    now.licenses, task_pending))
     return out
 
 
@@ -289,14 +317,16 @@ class Adapter:
     ``policy`` is a policy object; ``options`` the driver's (``order``, ``backfill``,
     ``window``); ``log`` a text file taking one JSON line per cycle; ``say`` prints one
     human line per cycle that released something (or would, with ``dry_run``); ``lock`` the
-    partition's lock file (``hpcopt.slurm.lock``), taken by ``run``.
+    partition's lock file (``hpcopt.slurm.lock``), taken by ``run``; ``bb_license`` the Slurm
+    license that is the burst buffer (its count per job the job's request).
     """
 
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
-                 lock=None, **options) -> None:
+                 lock=None, bb_license: str | None = None, **options) -> None:
         self.policy = policy
         self.partition = partition
+        self.bb_license = bb_license
         self.dry_run = dry_run
         self.log = log
         self.lock = lock
@@ -315,7 +345,8 @@ class Adapter:
                      "partition": self.partition, "dry_run": self.dry_run}
         try:
             snap = self.slurm.snapshot()
-            state = cycle_state(snap, self.partition)
+            licenses = self.slurm.licenses() if self.bb_license else None
+            state = cycle_state(snap, self.partition, licenses, self.bb_license)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -323,6 +354,9 @@ class Adapter:
                    running=state.n_running, waiting_start=state.starting,
                    free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
                                    and n.idle]) - sum(j.nodes for j in cluster.starting))
+        if self.bb_license:
+            rec["free_bb"] = cluster.system.bb - cluster.unavailable_bb - sum(
+                j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
         c0 = time.perf_counter()
         try:
             decision = decide(cluster, self.policy, **self.options)
@@ -345,11 +379,14 @@ class Adapter:
                 except SlurmCommandError as exc:
                     failed.append({"id": _id(entry.key), "error": str(exc)})
                     continue
-            released.append({"id": entry.key, "mode": mode, "nodes": entry.job.nodes})
+            released.append({"id": entry.key, "mode": mode, "nodes": entry.job.nodes,
+                             "bb": entry.job.bb})
         rec["release_s"] = round(time.perf_counter() - c0, 4)
         reserved = decision.reserved
         rec.update(ok=True, released=[_id(r["id"]) for r in released],
                    released_nodes=sum(r["nodes"] for r in released),
+                   **({"released_bb": sum(r["bb"] for r in released)} if self.bb_license
+                      else {}),
                    backfilled=[_id(r["id"]) for r in released if r["mode"] == "backfilled"],
                    reserved=None if reserved is None else
                    {"id": _id(state.entries[reserved.id].key),

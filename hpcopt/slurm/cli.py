@@ -40,6 +40,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     r.add_argument("--window", type=positive_int, default=None,
                    help="W, the queued jobs the policy sees (default: the policy's)")
     r.add_argument("--seed", type=int, default=None, help="the policy's seed")
+    r.add_argument("--bb-license", default=None, metavar="NAME",
+                   help="the Slurm license that is the burst buffer (Licenses=NAME:GB in "
+                        "slurm.conf; sbatch -L NAME:GB): its total is the machine's burst "
+                        "buffer, each job's count its request (bbsched, constrained-bb)")
     r.add_argument("--lock", default=None, metavar="FILE",
                    help="the partition's lock file: one adapter per partition (default: one "
                         "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
@@ -127,7 +131,8 @@ def _run(args, options: dict) -> int:
     log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
     try:
         adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
-                          log=log, lock=lock, order=args.order, backfill=args.backfill,
+                          log=log, lock=lock, bb_license=args.bb_license,
+                          order=args.order, backfill=args.backfill,
                           window=args.window)
         return adapter.run(args.interval, once=args.once,
                            release_on_exit=args.release_on_exit)

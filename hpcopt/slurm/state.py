@@ -86,6 +86,7 @@ class SlurmJob:
     mark: str = ""
     user_id: int = -1
     dependency: str = ""
+    licenses: str = ""
 
     @property
     def held(self) -> bool:
@@ -219,6 +220,11 @@ class Slurm:
         nodes = self.nodes()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
+    def licenses(self) -> dict[str, tuple[int, int]]:
+        """Each license of the cluster: name -> (total, used) (``scontrol -o show
+        licenses``, one ``LicenseName=... Total=... Used=...`` line each)."""
+        return self.call("scontrol", "-o", "show", "licenses", parse=parse_licenses)
+
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
         ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
@@ -232,6 +238,35 @@ class Slurm:
         """``scontrol update JobId=key Field=value ...`` (not retried)."""
         self.call("scontrol", "update", f"JobId={key}",
                   *(f"{k}={v}" for k, v in fields.items()), retry=False)
+
+
+def parse_licenses(text: str) -> dict[str, tuple[int, int]]:
+    """``scontrol -o show licenses`` -> {name: (total, used)}; a line without the three
+    fields is a ``SlurmCommandError`` naming it."""
+    out = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("No licenses"):
+            continue
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        try:
+            out[fields["LicenseName"]] = (int(fields["Total"]), int(fields["Used"]))
+        except (KeyError, ValueError):
+            raise SlurmCommandError(f"scontrol show licenses: unreadable line "
+                                    f"{line.strip()[:80]!r}") from None
+    return out
+
+
+def job_licenses(text: str) -> dict[str, int] | None:
+    """A job's license request as ``squeue`` prints it (``bb:60,matlab:1``; ``bb*60`` and a
+    bare name, one, as Slurm accepts them) -> {name: count}; None when unreadable."""
+    out: dict[str, int] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, sep, count = item.replace("*", ":").partition(":")
+        name = name.split("@", 1)[0]  # a remote license's server
+        if not name or (sep and not count.isdigit()):
+            return None
+        out[name] = out.get(name, 0) + (int(count) if sep else 1)
+    return out
 
 
 def _decoded(data: object) -> str:
@@ -278,6 +313,7 @@ def parse_job(j: dict) -> SlurmJob:
         mark=_text(j.get("admin_comment"), where, "admin_comment"),
         user_id=_int(j.get("user_id"), where, "user_id", -1),
         dependency=_text(j.get("dependency"), where, "dependency"),
+        licenses=_text(j.get("licenses"), where, "licenses"),
     )
 
 
