@@ -38,7 +38,7 @@ def hpcopt_cli(*args, env=None, cwd=None, timeout=300) -> subprocess.CompletedPr
 
 def test_every_subcommand_registers_itself():
     names = ["solve", "sweep", "simulate", "train", "serve", "decide", "backends", "policies",
-             "instances", "workflow", "workload", "plot", "demo", "slurm", "data"]
+             "instances", "workflow", "workload", "plot", "demo", "slurm", "data", "trace"]
     assert len(REGISTRARS) == len(names)
     proc = hpcopt_cli("--help")
     assert proc.returncode == 0 and all(n in proc.stdout for n in names)

@@ -43,7 +43,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_sacct_folds_steps_keeps_array_ids_and_reports_every_value(tmp_path):
-    t = hpcopt.load_trace(_write(tmp_path, "history.txt", SACCT))  # recognized by content
+    t = hpcopt.load_trace(_write(tmp_path, "history.txt", SACCT),  # recognized by content
+                          tz="UTC")
     r = t.report
     assert r.fmt == "sacct" and r.records_read == 7 and r.kept == 4
     assert r.dropped["runtime_unknown"] == 3  # pending array, cancelled, running

@@ -65,6 +65,8 @@ def load_trace(
     fmt: str | None = None,
     rebase: bool = False,
     extra_fields: str = "error",
+    tz: str | None = None,
+    sizes: str = "nodes",
 ) -> Trace:
     """Read and clean a workload trace.
 
@@ -87,6 +89,14 @@ def load_trace(
     rebase : shift submit times so that the first kept job is submitted at 0.
     extra_fields : ``"error"`` (default) or ``"ignore"``: SWF lines with more than 18 fields
         (MetaCentrum's 21) keep their first 18 (counted in the report).
+    tz : Slurm formats (sacct, jobcomp): the time zone their times were printed in, an IANA
+        name (``"Europe/Berlin"``, daylight saving time by its rules) or ``"UTC"``; default
+        (``None``): the local zone of this process (``TZ`` or the system's).  Other formats
+        read zone-less times as UTC.
+    sizes : Slurm formats: ``"nodes"`` (default: ``NNodes``/``NodeCnt``) or ``"cores"``
+        (``NCPUS``/``ProcCnt``), for a partition whose jobs share nodes core by core; the
+        machine is then ``nodes`` x ``cores_per_node`` cores (both given), else as large as
+        the largest job.
 
     Raises ``TraceError`` (one line naming file, line and field) for unreadable input.
     """
@@ -100,6 +110,26 @@ def load_trace(
         raise TraceError(f"extra_fields must be 'error' or 'ignore', got {extra_fields!r}")
     nodes = None if nodes is None else whole("nodes", nodes, 1)
     max_jobs = None if max_jobs is None else whole("max_jobs", max_jobs, 0)
+    slurm = fmt in ("sacct", "jobcomp")
+    if sizes not in ("nodes", "cores"):
+        raise TraceError(f"sizes must be 'nodes' or 'cores', got {sizes!r}")
+    if not slurm and (sizes != "nodes" or tz is not None):
+        raise TraceError(f"{src}: {'tz' if tz is not None else 'sizes'}= applies to Slurm's "
+                         f"sacct and jobcomp formats, not {fmt}")
+    machine_notes: list[str] = []
+    if sizes == "cores":  # job sizes in cores: the machine's unit is a core
+        if nodes is not None:
+            if cores_per_node is None:
+                raise TraceError(f"{src}: sizes='cores' with nodes={nodes} needs "
+                                 "cores_per_node (the machine's cores per node)")
+            cpn_machine = whole("cores_per_node", cores_per_node, 1)
+            machine_notes.append(f"sizes in cores: the machine is {nodes:,} nodes x "
+                                 f"{cpn_machine} cores = {nodes * cpn_machine:,} cores")
+            nodes = nodes * cpn_machine
+        else:
+            machine_notes.append("sizes in cores: the machine is as many cores as the largest "
+                                 "job (pass nodes and cores_per_node for the machine's)")
+        cores_per_node = None
 
     text = read_text(p, src)
     header = SwfHeader()
@@ -126,8 +156,11 @@ def load_trace(
         cols, ignored = parse_json(doc, src, header, max_jobs)
     else:  # Slurm accounting: hpcopt.traces.slurm
         parse = parse_sacct if fmt == "sacct" else parse_jobcomp
-        cols, ignored, slurm_notes = parse(text, src, header, max_jobs)
-        notes = [*notes, *slurm_notes]
+        cols, ignored, slurm_notes = parse(text, src, header, max_jobs, tz=tz, sizes=sizes)
+        notes = [*notes, *machine_notes, *slurm_notes]
+        if sizes == "cores":
+            header["Sizes"] = "cores"
+            cpn_source = "sizes='cores': a job's size is its cores, the machine's unit a core"
     return clean(
         cols,
         src=src,

@@ -3,16 +3,20 @@
 sacct (format ``sacct``): the output of ::
 
     sacct --allusers --parsable2 --starttime ... --endtime ... \\
+          --state BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO \\
           --format JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,Partition,User
 
 with its header line (``JobID|Submit|...``); the columns may come in any order, ``JobID``,
 ``Submit``, ``Start``, ``NNodes``, ``State`` and one of ``Elapsed`` or ``End`` are required,
-``Timelimit``, ``Partition``, ``User`` and the others optional (others are listed as ignored).
+``Timelimit``, ``NCPUS``, ``Partition``, ``User`` and the others optional (others are
+listed as ignored).  ``--state`` with every state: without it sacct's window leaves out the
+jobs that were never eligible (held, or waiting for a begin time, and cancelled so).
 
 jobcomp (format ``jobcomp``): the file ``JobCompLoc`` names under
 ``JobCompType=jobcomp/filetxt``, one ``Key=Value ...`` line per finished job (``JobId``,
-``SubmitTime``, ``StartTime``, ``EndTime``, ``NodeCnt``, ``TimeLimit`` in minutes,
-``JobState``, ``Partition``, ``UserId``, ``ArrayJobId``/``ArrayTaskId`` for array tasks).
+``SubmitTime``, ``StartTime``, ``EndTime``, ``NodeCnt``, ``ProcCnt``, ``TimeLimit`` in
+minutes, ``JobState``, ``Partition``, ``UserId``, ``ArrayJobId``/``ArrayTaskId`` for array
+tasks).
 
 Rules (each counted in the cleaning report's notes; drops also in its drop counts):
 
@@ -25,10 +29,22 @@ Rules (each counted in the cleaning report's notes; drops also in its drop count
   cancelled before it started (or never started, with its state); one not finished (state
   RUNNING, PENDING, SUSPENDED, ...) likewise, counted apart;
 - Timelimit ``UNLIMITED``, ``Partition_Limit``, ``None``, ``Unknown`` or empty: no walltime
-  (the run time stands in, counted as ``walltime_from_runtime``), counted per value;
-- times are ``YYYY-MM-DDTHH:MM:SS`` in the cluster's local time (Slurm prints no zone) and are
-  read as UTC, like every zone-less time of ``hpcopt.traces``; ``Unknown``/``None`` submit
+  (the run time stands in, counted as ``walltime_from_runtime``), counted per value; so is
+  ``365-00:00:00`` (jobcomp: ``TimeLimit=525600``), which Slurm records for a job without
+  ``-t`` on a ``MaxTime=INFINITE`` partition when accounting is on (a job that really asked
+  for 365 days reads the same);
+- times are ``YYYY-MM-DDTHH:MM:SS`` (or with a space for the ``T``), wall-clock times of
+  the zone sacct ran in (of slurmctld for jobcomp; Slurm prints no zone): ``tz`` says
+  which, default the local zone of the process that reads them; an IANA name such as
+  ``Europe/Berlin`` follows its daylight saving rules (a time in the hour repeated when DST
+  ends reads as its first occurrence: run times come from ``Elapsed`` when the file has it,
+  so only submit times can be an hour off there); ``TZ=UTC sacct ...`` and ``tz="UTC"``
+  avoid the question.  Whole seconds since the epoch (``SLURM_TIME_FORMAT=%s``) are read
+  as such.  Times without seconds or without a time of day (a ``SLURM_TIME_FORMAT`` such as
+  ``%Y-%m-%d %H:%M`` or ``%F``) are refused, naming the setting; ``Unknown``/``None`` submit
   times are dropped as ``submit_unknown``;
+- sizes are nodes (``NNodes``, ``NodeCnt``); ``sizes="cores"`` takes ``NCPUS`` (jobcomp:
+  ``ProcCnt``) instead, for a partition whose jobs share nodes (see ``load_trace``);
 - partitions and users become small integers (``queue``, ``user``) in order of appearance;
   the mapping is in the header (``partitions``, ``users``).
 """
@@ -42,7 +58,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .swf import SwfHeader
-from .tables import id_array, iso_seconds
+from .tables import id_array, iso_seconds, time_zone
 
 SACCT_REQUIRED = ("JobID", "Submit", "Start", "NNodes", "State")
 SACCT_OPTIONAL = ("End", "Elapsed", "Timelimit", "Partition", "User", "NCPUS", "JobIDRaw",
@@ -51,7 +67,14 @@ NO_LIMIT = frozenset({"UNLIMITED", "Partition_Limit", "None", "Unknown", "INVALI
 UNKNOWN = frozenset({"Unknown", "None", "unknown", ""})
 UNFINISHED = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING",
                         "CONFIGURING", "COMPLETING"})
+#: what Slurm records as the limit of a job without one on a MaxTime=INFINITE partition
+YEAR_LIMIT = frozenset({"365-00:00:00"})
+YEAR_MINUTES = "525600"
+SIZES = ("nodes", "cores")
 _DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
+_FULL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
+_SHORT_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}(?::\d{2})?)?")
+_EPOCH = re.compile(r"\d{9,11}")
 _PAIR = re.compile(r"(?:^|\s)([A-Za-z]+)=(\S*)")
 
 
@@ -69,12 +92,24 @@ def sniff(first_line: str) -> str | None:
     return None
 
 
-def _time(text: str, where: str, col: str) -> float | None:
+def slurm_time(text: str, where: str, col: str, tz="local") -> float | None:
+    """One of Slurm's times (module doc) as Unix epoch seconds, ``None`` for
+    ``Unknown``/``None``; ``tz`` as ``tables.time_zone`` gives it."""
     text = text.strip()
     if text in UNKNOWN:
         return None
-    return iso_seconds(text, where, f"field '{col}': expected a time like "
-                                    "2024-01-02T03:04:05 or Unknown")
+    if _FULL_TIME.fullmatch(text):
+        return iso_seconds(text, where, f"field '{col}': expected a valid date and time", tz)
+    if _EPOCH.fullmatch(text):
+        return float(text)
+    if _SHORT_TIME.fullmatch(text):
+        lost = "seconds" if ":" in text else "the time of day"
+        raise TraceError(f"{where}: field '{col}': {text!r} has no {lost}: Slurm printed it "
+                         "under a SLURM_TIME_FORMAT that loses precision (such as "
+                         "'%Y-%m-%d %H:%M' or '%F'); write it again with SLURM_TIME_FORMAT "
+                         "unset or =standard")
+    raise TraceError(f"{where}: field '{col}': expected a time like 2024-01-02T03:04:05 "
+                     f"(SLURM_TIME_FORMAT unset or =standard), Unknown or None, got {text!r}")
 
 
 def duration(text: str, where: str, col: str) -> float | None:
@@ -114,7 +149,8 @@ class _Rows:
         return float(table.setdefault(name, len(table)))
 
     def add(self, jid: int | str, submit, start, end, elapsed, limit, nodes: int,
-            state: str, partition: str, user: str) -> None:
+            state: str, partition: str, user: str, size: int | None = None) -> None:
+        """One job; ``size`` (default ``nodes``) is its size in the trace's unit."""
         state = state.split()[0] if state else ""
         if start is None or (state == "CANCELLED" and nodes == 0):
             runtime = -1.0  # never ran
@@ -129,7 +165,7 @@ class _Rows:
         c = self.cols
         c["submit"].append(-1.0 if submit is None else submit)
         c["runtime"].append(runtime)
-        c["req_size"].append(float(nodes))
+        c["req_size"].append(float(nodes if size is None else size))
         c["req_time"].append(-1.0 if limit is None else limit)
         c["user"].append(self.code("users", user))
         c["queue"].append(self.code("partitions", partition))
@@ -164,9 +200,33 @@ def _job_id(text: str, where: str) -> tuple[int | str, bool]:
     return (int(base) if base.isdigit() else base), bool(dot)
 
 
-def parse_sacct(text: str, src: str, header: SwfHeader,
-                max_jobs: int | None) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
-    """Columns, ignored fields and report notes of ``sacct --parsable2`` output."""
+def _sizes(sizes: str) -> str:
+    if sizes not in SIZES:
+        raise TraceError(f"sizes must be 'nodes' or 'cores', got {sizes!r}")
+    return sizes
+
+
+def _limit(text: str, where: str, col: str, counts: Counter) -> float | None:
+    """A Timelimit in seconds, ``None`` (counted) for none or Slurm's 365 days."""
+    if text in NO_LIMIT:
+        counts[f"{col} {text or 'empty'}: walltime from run time"] += 1
+        return None
+    if text in YEAR_LIMIT or (col == "TimeLimit" and text == YEAR_MINUTES):
+        counts[f"{col} {text} (Slurm's 365 days for no limit): walltime from run time"] += 1
+        return None
+    if col == "TimeLimit":
+        return _count(text, where, col) * 60.0
+    return duration(text, where, col)
+
+
+def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
+                tz="local", sizes: str = "nodes",
+                ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
+    """Columns, ignored fields and report notes of ``sacct --parsable2`` output; ``tz``:
+    the zone of its times (``tables.time_zone``), ``sizes``: ``"nodes"`` (``NNodes``) or
+    ``"cores"`` (``NCPUS``)."""
+    tz = time_zone(tz)
+    sizes = _sizes(sizes)
     lines = text.splitlines()
     if not lines:
         raise TraceError(f"{src}: empty file; expected sacct --parsable2 output with its "
@@ -175,10 +235,12 @@ def parse_sacct(text: str, src: str, header: SwfHeader,
     missing = [c for c in SACCT_REQUIRED if c not in names]
     if "Elapsed" not in names and "End" not in names:
         missing.append("Elapsed or End")
+    if sizes == "cores" and "NCPUS" not in names:
+        missing.append("NCPUS (sizes in cores)")
     if missing:
         raise TraceError(f"{src}:1: missing sacct field(s) {', '.join(missing)}; expected "
                          f"--format {','.join(SACCT_REQUIRED)},End,Elapsed,Timelimit,"
-                         "Partition,User")
+                         "NCPUS,Partition,User")
     ignored = tuple(n for n in names if n not in SACCT_REQUIRED + SACCT_OPTIONAL)
     rows = _Rows()
     steps = orphans = 0
@@ -202,15 +264,14 @@ def parse_sacct(text: str, src: str, header: SwfHeader,
         if max_jobs is not None and len(rows.ids) >= max_jobs:
             break
         seen.add(jid)
-        limit_text = rec.get("Timelimit", "").strip()
-        if limit_text in NO_LIMIT:
-            rows.counts[f"Timelimit {limit_text or 'empty'}: walltime from run time"] += 1
-        rows.add(jid, _time(rec["Submit"], where, "Submit"), _time(rec["Start"], where, "Start"),
-                 _time(rec["End"], where, "End") if "End" in rec else None,
+        limit = _limit(rec.get("Timelimit", "").strip(), where, "Timelimit", rows.counts)
+        rows.add(jid, slurm_time(rec["Submit"], where, "Submit", tz),
+                 slurm_time(rec["Start"], where, "Start", tz),
+                 slurm_time(rec["End"], where, "End", tz) if "End" in rec else None,
                  duration(rec["Elapsed"], where, "Elapsed") if "Elapsed" in rec else None,
-                 duration(limit_text, where, "Timelimit"),
-                 _count(rec["NNodes"], where, "NNodes"), rec["State"].strip(),
-                 rec.get("Partition", "").strip(), rec.get("User", "").strip())
+                 limit, _count(rec["NNodes"], where, "NNodes"), rec["State"].strip(),
+                 rec.get("Partition", "").strip(), rec.get("User", "").strip(),
+                 _count(rec["NCPUS"], where, "NCPUS") if sizes == "cores" else None)
     cols, notes = rows.finish(header)
     if steps:
         notes.insert(0, f"{steps:,} job step line(s) folded into their jobs"
@@ -218,9 +279,13 @@ def parse_sacct(text: str, src: str, header: SwfHeader,
     return cols, ignored, notes
 
 
-def parse_jobcomp(text: str, src: str, header: SwfHeader,
-                  max_jobs: int | None) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
-    """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log."""
+def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
+                  tz="local", sizes: str = "nodes",
+                  ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
+    """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log; ``tz``
+    and ``sizes`` (``ProcCnt`` for cores) as for ``parse_sacct``."""
+    tz = time_zone(tz)
+    sizes = _sizes(sizes)
     rows = _Rows()
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -229,27 +294,24 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader,
             break
         where = f"{src}:{lineno}"
         rec = jobcomp_fields(line)
-        for key in ("JobId", "SubmitTime", "StartTime", "EndTime", "NodeCnt", "JobState"):
+        for key in ("JobId", "SubmitTime", "StartTime", "EndTime", "NodeCnt", "JobState",
+                    *(("ProcCnt",) if sizes == "cores" else ())):
             if key not in rec:
                 raise TraceError(f"{where}: missing {key}=; expected a jobcomp/filetxt line "
                                  "(JobId=... SubmitTime=... StartTime=... EndTime=... "
-                                 "NodeCnt=... JobState=...)")
+                                 "NodeCnt=... ProcCnt=... JobState=...)")
         jid: int | str = _count(rec["JobId"], where, "JobId")
         if rec.get("ArrayJobId") and rec.get("ArrayTaskId"):
             jid = f"{rec['ArrayJobId']}_{rec['ArrayTaskId']}"
-        limit_text = rec.get("TimeLimit", "")
-        if limit_text in NO_LIMIT:
-            limit = None
-            rows.counts[f"TimeLimit {limit_text or 'empty'}: walltime from run time"] += 1
-        else:
-            limit = _count(limit_text, where, "TimeLimit") * 60.0
+        limit = _limit(rec.get("TimeLimit", ""), where, "TimeLimit", rows.counts)
         nodes = _count(rec["NodeCnt"], where, "NodeCnt")
-        start = _time(rec["StartTime"], where, "StartTime")
+        start = slurm_time(rec["StartTime"], where, "StartTime", tz)
         if nodes == 0:
             start = None  # it never ran (StartTime is its end)
         user = rec.get("UserId", "").split("(")[0]
-        rows.add(jid, _time(rec["SubmitTime"], where, "SubmitTime"), start,
-                 _time(rec["EndTime"], where, "EndTime"), None, limit, nodes,
-                 rec["JobState"], rec.get("Partition", ""), user)
+        rows.add(jid, slurm_time(rec["SubmitTime"], where, "SubmitTime", tz), start,
+                 slurm_time(rec["EndTime"], where, "EndTime", tz), None, limit, nodes,
+                 rec["JobState"], rec.get("Partition", ""), user,
+                 _count(rec["ProcCnt"], where, "ProcCnt") if sizes == "cores" else None)
     cols, notes = rows.finish(header)
     return cols, (), notes

@@ -24,8 +24,9 @@ import csv
 import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
@@ -69,16 +70,41 @@ def _table_value(raw: Any, col: str, where: str) -> float | None:
     return value
 
 
-def iso_seconds(text: str, where: str, expected: str) -> float:
-    """An ISO 8601 date-time as Unix epoch seconds; no offset means UTC (module doc).  A text
-    that is none is a one-line error: ``where: expected, got 'text'``."""
+def iso_seconds(text: str, where: str, expected: str,
+                tz: tzinfo | str = timezone.utc) -> float:
+    """An ISO 8601 date-time as Unix epoch seconds.  A time without an offset is in ``tz``:
+    UTC by default (module doc), a ``tzinfo`` (``zoneinfo.ZoneInfo``: daylight saving time
+    by its rules), or ``"local"``, this process's local zone (``TZ`` or the system's, by the
+    C library's rules).  A wall time that occurs twice (the hour repeated when DST ends) is
+    read as its first occurrence.  A text that is none is a one-line error: ``where:
+    expected, got 'text'``."""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise TraceError(f"{where}: {expected}, got {text!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        if tz == "local":
+            return moment.timestamp()  # a naive datetime: the local zone
+        moment = moment.replace(tzinfo=tz)
     return moment.timestamp()
+
+
+def time_zone(name: str | tzinfo | None) -> tzinfo | str:
+    """The zone of zone-less times: ``None`` or ``"local"``: this process's local zone
+    (``"local"``); ``"UTC"``; an IANA name such as ``"Europe/Berlin"`` (``ZoneInfo``); a
+    ``tzinfo`` as it is.  An unknown name is a one-line ``TraceError``."""
+    if name is None or name == "local":
+        return "local"
+    if isinstance(name, tzinfo):
+        return name
+    text = str(name).strip()
+    if text.upper() in ("UTC", "Z", "ETC/UTC"):
+        return timezone.utc
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise TraceError(f"tz {text!r}: unknown time zone; expected an IANA name such as "
+                         "Europe/Berlin or America/Chicago, UTC, or local") from None
 
 
 def job_id(raw: Any, where: str) -> int | str:

@@ -1,0 +1,50 @@
+"""``hpcopt trace convert``: a trace (SWF, a job table, Slurm's sacct or jobcomp) written
+again as SWF or CSV (``hpcopt.traces.convert``)."""
+
+from __future__ import annotations
+
+from ..cliargs import out_path, positive_int
+
+
+def register(sub) -> None:
+    t = sub.add_parser("trace", help="convert workload traces")
+    ts = t.add_subparsers(dest="trace_command", required=True)
+    c = ts.add_parser("convert", help="write a trace (sacct, jobcomp, SWF, CSV, JSON) as SWF "
+                                      "or CSV, cleaned as every command reads it")
+    c.add_argument("input", metavar="IN", help="the trace to read")
+    c.add_argument("output", metavar="OUT", type=out_path, help="the file to write")
+    c.add_argument("--to", required=True, choices=["swf", "csv"],
+                   help="swf: SWF v2.2 (text ids such as Slurm array tasks numbered 1, 2, "
+                        "... with the map in OUT.ids.csv); csv: a job table")
+    c.add_argument("--format", default=None,
+                   choices=["swf", "csv", "json", "batsim", "sacct", "jobcomp"],
+                   help="the input's format (default: from its name or first line)")
+    c.add_argument("--tz", default=None, metavar="ZONE",
+                   help="sacct/jobcomp: the zone their times were printed in (an IANA name "
+                        "such as Europe/Berlin, or UTC; default: the local zone)")
+    c.add_argument("--sizes", choices=["nodes", "cores"], default="nodes",
+                   help="sacct/jobcomp: job sizes in nodes (NNodes, default) or in cores "
+                        "(NCPUS: a partition whose jobs share nodes)")
+    c.add_argument("--nodes", type=positive_int, default=None,
+                   help="the machine's size in nodes (default: from the trace)")
+    c.add_argument("--cores-per-node", type=positive_int, default=None,
+                   help="SWF: processors per node; with --sizes cores: the machine's cores "
+                        "per node (its size is then --nodes x this many cores)")
+    c.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..traces import load_trace
+    from ..traces.convert import convert
+
+    trace = load_trace(args.input, nodes=args.nodes, cores_per_node=args.cores_per_node,
+                       fmt=args.format, tz=args.tz, sizes=args.sizes)
+    report = trace.report
+    print(f"{args.input}: {report.fmt}, {report.machine_text()}")
+    for note in report.notes:
+        print(f"  note: {note}")
+    print(report.dropped_text())
+    written = convert(trace, args.output, args.to)
+    print(f"wrote {written[0]} ({len(trace.jobs):,} jobs)"
+          + (f" and the id map {written[1]}" if len(written) > 1 else ""))
+    return 0
