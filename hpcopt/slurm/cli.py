@@ -62,8 +62,8 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--nodes", type=positive_int, default=8, help="nodes (default 8)")
     ts.add_argument("--cpus", type=positive_int, default=4, help="CPUs per node (default 4)")
     ts.add_argument("--port", type=positive_int, default=None,
-                    help="slurmctld port; the nodes take the next ones (default: the first "
-                         "free block from 16900)")
+                    help="slurmctld port; the nodes take the next ones, then slurmdbd and "
+                         "MariaDB (default: a free block from a random port in 16900-29999)")
     ts.add_argument("--scheduler", choices=["builtin", "backfill"], default="builtin",
                     help="Slurm's own scheduler for released jobs (default builtin: FIFO)")
     ts.add_argument("--no-hold", action="store_true",
@@ -74,6 +74,19 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--chroot-cache", default=None, metavar="DIR",
                     help="where the 24.11 chroot is built and kept (default "
                          "/var/cache/hpcopt/slurm-24.11; reused when present)")
+    ts.add_argument("--accounting", action="store_true",
+                    help="also start slurmdbd with a MariaDB of its own, so that sacct works "
+                         "(22.05: packages slurmdbd and mariadb-server; 24.11: installed in "
+                         "the chroot)")
+    ts.add_argument("--licenses", default=None, metavar="NAME:N[,NAME:N...]",
+                    help="Slurm licenses, e.g. bb:100 (slurm.conf Licenses=; jobs ask with "
+                         "sbatch -L bb:60)")
+    ts.add_argument("--switch-size", type=positive_int, default=None, metavar="K",
+                    help="a fat tree (topology/tree): ceil(nodes/K) leaf switches s1, s2, ... "
+                         "of K nodes each, in node order, under one root switch s0")
+    ts.add_argument("--shared", action="store_true",
+                    help="a third partition 'shared' on the same nodes whose jobs share nodes "
+                         "core by core (OverSubscribe=NO)")
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
 
@@ -107,7 +120,9 @@ def _testbed(args) -> int:
         return 0
     conf = testbed.start(args.dir, args.nodes, cpus=args.cpus, port=args.port,
                          scheduler=args.scheduler, hold=not args.no_hold, slurm=args.slurm,
-                         chroot_cache=args.chroot_cache, say=print)
+                         chroot_cache=args.chroot_cache, accounting=args.accounting,
+                         licenses=args.licenses, switch_size=args.switch_size,
+                         shared=args.shared, say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0

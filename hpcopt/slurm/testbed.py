@@ -27,6 +27,14 @@ default one) is held until ``hpcopt slurm run`` releases it; a second partition 
 (same nodes, not held) is there for jobs of another partition.  ``scheduler="backfill"``
 runs Slurm's own backfill scheduler (``bf_interval=1``) instead of the FIFO
 ``sched/builtin``.
+
+Options of ``start``: ``accounting=True`` runs slurmdbd with a MariaDB server of the
+testbed's own (data in ``directory/db``, its own socket and loopback port, a database user
+with a random password in ``slurmdbd.conf``, mode 600), so that ``sacct`` works: 22.05 uses
+the host's ``slurmdbd`` and ``mariadb-server`` packages, 24.11 the chroot's (installed into
+a chroot built without them on first use).  ``licenses="bb:100"`` sets ``Licenses=``;
+``switch_size=K`` a two-level fat tree (``topology/tree``); ``shared=True`` a partition
+``shared`` whose jobs share nodes core by core.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -46,17 +55,24 @@ from pathlib import Path
 from ..errors import HpcoptError
 from .lua import job_submit_lua
 
-DAEMONS = ("slurmctld", "slurmd", "munged")
+DAEMONS = ("slurmctld", "slurmd", "munged", "slurmdbd", "mariadbd")
 PARTITION = "batch"
 #: the second partition: the same nodes, not managed (its jobs are not held)
 OTHER_PARTITION = "debug"
+#: the partition of ``shared=True``: the same nodes, shared by jobs core by core
+SHARED_PARTITION = "shared"
 VERSIONS = ("22.05", "24.11")
 #: where the Debian 13 chroot of Slurm 24.11 is built and kept
 CHROOT_CACHE = Path("/var/cache/hpcopt/slurm-24.11")
 DEBIAN_MIRROR = os.environ.get("HPCOPT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 #: the client commands put in ``directory/bin``
-CLIENTS = ("squeue", "sinfo", "scontrol", "sbatch", "scancel", "sacct", "srun", "salloc",
-           "sprio", "sshare", "sstat", "sdiag", "strigger")
+CLIENTS = ("squeue", "sinfo", "scontrol", "sbatch", "scancel", "sacct", "sacctmgr", "srun",
+           "salloc", "sprio", "sshare", "sstat", "sdiag", "strigger")
+#: Debian's packages of accounting: slurmdbd and its MariaDB (host for 22.05, chroot for 24.11)
+ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server", "mariadb-client")
+_ACCOUNTING_PROGRAMS = ("slurmdbd", "mariadbd", "mariadb-install-db", "mariadb")
+#: the chroot's packages: Slurm, munge and accounting
+CHROOT_PACKAGES = ("slurm-wlm", "slurm-client", "munge", *ACCOUNTING_PACKAGES)
 #: where the host's /etc is mounted inside the chroot (its passwd and group link there)
 HOST_ETC = "/run/hpcopt-host-etc"
 _READY = ".hpcopt-ready"
@@ -69,26 +85,34 @@ class TestbedError(HpcoptError):
     """The testbed cannot start or stop (a missing package, a port in use, a daemon died)."""
 
 
-def missing_tools(slurm: str = "22.05") -> list[str]:
+def missing_tools(slurm: str = "22.05", accounting: bool = False) -> list[str]:
     """The programs the testbed of that Slurm version needs that are not installed (24.11:
-    the tools that build and enter the chroot; its Slurm comes from the chroot)."""
+    the tools that build and enter the chroot; its Slurm comes from the chroot, and so do
+    slurmdbd and MariaDB, installed there on demand)."""
     if slurm == "24.11":
         need = ("unshare", "nsenter", "chroot", "mount")
         if not (CHROOT_CACHE / _READY).exists():
             need += ("debootstrap",)
         return [t for t in need if shutil.which(t) is None]
-    return [t for t in (*DAEMONS, "scontrol", "squeue", "sinfo", "sbatch")
-            if shutil.which(t) is None]
+    need = ("slurmctld", "slurmd", "munged", "scontrol", "squeue", "sinfo", "sbatch")
+    if accounting:
+        need += _ACCOUNTING_PROGRAMS
+    return [t for t in need if shutil.which(t) is None]
 
 
-def free_port_block(n: int, first: int = 16_900) -> int:
-    """The first port P >= ``first`` such that P..P+n-1 are all free on loopback."""
-    port = first
-    while port + n < 65_000:
+def free_port_block(n: int, first: int | None = None) -> int:
+    """The first port P >= ``first`` such that P..P+n-1 are all free on loopback; without
+    ``first``, from a random port in 16900..29999 (testbeds started at the same moment by
+    several processes then rarely race for one block), wrapping round to 16900."""
+    if first is not None:
+        starts = range(first, 65_000 - n, n)
+    else:
+        pick = secrets.randbelow(13_100) + 16_900
+        starts = [*range(pick, 65_000 - n, n), *range(16_900, pick, n)]
+    for port in starts:
         if all(_free(p) for p in range(port, port + n)):
             return port
-        port += n
-    raise TestbedError(f"no block of {n} free ports from {first}")
+    raise TestbedError(f"no block of {n} free ports from {first or 16_900}")
 
 
 def _free(port: int) -> bool:
@@ -104,10 +128,12 @@ def _free(port: int) -> bool:
 
 
 def build_chroot(cache: str | Path = CHROOT_CACHE, say=None, timeout: float = 900.0) -> Path:
-    """The Debian 13 chroot with Slurm 24.11 and munge in ``cache``: built when it is not
-    there (debootstrap, then apt-get in the chroot; about 30-60 s and network), reused when
-    it is (``cache/.hpcopt-ready`` names the Slurm package installed).  Concurrent callers
-    wait for one build (a lock file beside ``cache``)."""
+    """The Debian 13 chroot with Slurm 24.11, munge, slurmdbd and MariaDB in ``cache``: built
+    when it is not there (debootstrap, then apt-get in the chroot; about 30-60 s and
+    network), reused when it is (``cache/.hpcopt-ready`` names the Slurm package installed;
+    a chroot built before accounting was part of it gets slurmdbd and MariaDB from
+    ``chroot_accounting`` when a testbed with accounting first needs them).  Concurrent
+    callers wait for one build (a lock file beside ``cache``)."""
     root = Path(cache).resolve()
     if (root / _READY).exists():
         return root
@@ -133,14 +159,11 @@ def build_chroot(cache: str | Path = CHROOT_CACHE, say=None, timeout: float = 90
         for f in ("resolv.conf", "hosts"):
             shutil.copyfile(f"/etc/{f}", tmp / "etc" / f)
         # apt inside the chroot, with /proc and /dev mounted in a private namespace only
-        script = (f"set -e; R={shlex.quote(str(tmp))}; mount -t proc proc $R/proc; "
-                  "mount --bind /dev $R/dev; mount --bind /dev/pts $R/dev/pts; "
-                  "chroot $R apt-get update -qq; DEBIAN_FRONTEND=noninteractive chroot $R "
-                  "apt-get install -y -qq --no-install-recommends slurm-wlm slurm-client "
-                  "munge >/dev/null; chroot $R dpkg-query -W -f '${Version}' slurm-wlm")
+        script = _apt_script(tmp, CHROOT_PACKAGES) + \
+            "; chroot $R dpkg-query -W -f '${Version}' slurm-wlm"
         version = _build_step(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               script], "apt-get install slurm-wlm munge (in the chroot)",
-                              timeout)
+                               script], "apt-get install " + " ".join(CHROOT_PACKAGES)
+                              + " (in the chroot)", timeout)
         # users: the host's, live (the host's /etc is mounted at HOST_ETC when it runs)
         (tmp / HOST_ETC.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for f in ("passwd", "group"):
@@ -154,15 +177,73 @@ def build_chroot(cache: str | Path = CHROOT_CACHE, say=None, timeout: float = 90
     return root
 
 
-def _build_step(cmd: list[str], what: str, timeout: float) -> str:
+def _apt_script(root: Path, packages) -> str:
+    """Shell text that installs ``packages`` with apt-get inside the chroot ``root`` ($R),
+    with /proc and /dev mounted (run it in a private mount namespace) and no service started
+    (a policy-rc.d that says no while apt runs)."""
+    return (f"set -e; R={shlex.quote(str(root))}; mount -t proc proc $R/proc; "
+            "mount --bind /dev $R/dev; mount --bind /dev/pts $R/dev/pts; "
+            "printf '#!/bin/sh\\nexit 101\\n' > $R/usr/sbin/policy-rc.d; "
+            "chmod 755 $R/usr/sbin/policy-rc.d; "
+            "chroot $R apt-get update -qq; DEBIAN_FRONTEND=noninteractive chroot $R "
+            "apt-get install -y -qq --no-install-recommends "
+            f"{' '.join(packages)} >/dev/null; rm -f $R/usr/sbin/policy-rc.d")
+
+
+def _has_accounting(root: Path) -> bool:
+    return all((root / "usr" / sub / prog).exists() for sub, prog in (
+        ("sbin", "slurmdbd"), ("sbin", "mariadbd"), ("bin", "mariadb-install-db"),
+        ("bin", "mariadb")))
+
+
+def chroot_accounting(cache: str | Path = CHROOT_CACHE, say=None,
+                      timeout: float = 900.0) -> Path:
+    """The 24.11 chroot (``build_chroot``) with slurmdbd and MariaDB: a chroot built without
+    them gets them now (apt-get in the chroot: about 30 s and network).  While they are
+    installed the chroot's own ``passwd`` and ``group`` stand in /etc (the packages add
+    system users there); the links to the host's come back after."""
+    root = build_chroot(cache, say=say, timeout=timeout)
+    if _has_accounting(root):
+        return root
+    if os.geteuid() != 0:
+        raise TestbedError("installing slurmdbd and MariaDB into the Slurm 24.11 chroot "
+                           "needs root")
+    with open(root.with_name(root.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _has_accounting(root):
+            return root
+        if say:
+            say(f"installing {' '.join(ACCOUNTING_PACKAGES)} into {root}")
+        t0 = time.monotonic()
+        etc = root / "etc"
+        for f in ("passwd", "group"):
+            if (etc / f).is_symlink() and (etc / f"{f}.chroot").exists():
+                (etc / f).unlink()
+                (etc / f"{f}.chroot").rename(etc / f)
+        try:
+            _build_step(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                         _apt_script(root, ACCOUNTING_PACKAGES)],
+                        "apt-get install " + " ".join(ACCOUNTING_PACKAGES) + " (in the chroot)",
+                        timeout, "add accounting to")
+        finally:
+            for f in ("passwd", "group"):
+                if not (etc / f).is_symlink():
+                    (etc / f).rename(etc / f"{f}.chroot")
+                    (etc / f).symlink_to(f"{HOST_ETC}/{f}")
+        if say:
+            say(f"installed in {time.monotonic() - t0:.0f} s")
+    return root
+
+
+def _build_step(cmd: list[str], what: str, timeout: float, verb: str = "build") -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise TestbedError(f"cannot build the Slurm 24.11 chroot: {what} took over "
+        raise TestbedError(f"cannot {verb} the Slurm 24.11 chroot: {what} took over "
                            f"{timeout:g} s") from None
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
-        raise TestbedError(f"cannot build the Slurm 24.11 chroot: {what} failed (exit "
+        raise TestbedError(f"cannot {verb} the Slurm 24.11 chroot: {what} failed (exit "
                            f"{proc.returncode}): {lines[-1]}")
     return proc.stdout
 
@@ -187,9 +268,21 @@ def _prepare_root(root: Path, d: Path) -> None:
 
 
 def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
-               hold: bool, plugin_dir: Path | None = None) -> str:
-    """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd)."""
+               hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
+               licenses: dict[str, int] | None = None, topology: bool = False,
+               shared: bool = False) -> str:
+    """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
+    ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
+    ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
+    partition ``shared`` whose jobs share nodes core by core)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
+    if dbd_port is None:
+        accounting = ["AccountingStorageType=accounting_storage/none"]
+    else:
+        accounting = ["AccountingStorageType=accounting_storage/slurmdbd",
+                      "AccountingStorageHost=localhost", f"AccountingStoragePort={dbd_port}",
+                      # the munge socket for slurmdbd (AuthInfo's is not used for it)
+                      f"AccountingStoragePass={d}/munge/munge.socket"]
     lines = [
         "ClusterName=hpcopt",
         "SlurmctldHost=localhost",
@@ -218,7 +311,7 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         if scheduler == "backfill" else "SchedulerParameters=sched_min_interval=100000",
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d}/log/jobcomp.txt",
-        "AccountingStorageType=accounting_storage/none",
+        *accounting,
         "JobAcctGatherType=jobacct_gather/none",
         "MinJobAge=600",
         "OverTimeLimit=0",
@@ -234,6 +327,10 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append(f"PluginDir={plugin_dir}")
     if hold:
         lines.append("JobSubmitPlugins=lua")
+    if licenses:
+        lines.append("Licenses=" + ",".join(f"{k}:{v}" for k, v in licenses.items()))
+    if topology:
+        lines.append("TopologyPlugin=topology/tree")
     last = port + nodes
     lines += [
         f"NodeName=n[1-{nodes}] NodeHostname=localhost Port=[{port + 1}-{last}] "
@@ -243,6 +340,43 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         f"PartitionName={OTHER_PARTITION} Nodes=n[1-{nodes}] Default=NO MaxTime=INFINITE "
         "State=UP OverSubscribe=EXCLUSIVE",
     ]
+    if shared:
+        lines.append(f"PartitionName={SHARED_PARTITION} Nodes=n[1-{nodes}] Default=NO "
+                     "MaxTime=INFINITE State=UP OverSubscribe=NO")
+    return "\n".join(lines) + "\n"
+
+
+def parse_licenses(text: str | dict | None) -> dict[str, int]:
+    """``bb:100,ssd:4`` (or a dict) as ``{name: count}``: names of letters, digits, ``_``
+    and ``-``, counts whole numbers >= 1; a one-line ``TestbedError`` otherwise."""
+    if not text:
+        return {}
+    items = text.items() if isinstance(text, dict) else \
+        [part.partition(":")[::2] for part in str(text).split(",")]
+    out: dict[str, int] = {}
+    for name, count in items:
+        name, count = str(name).strip(), str(count).strip()
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name) or not count.isdigit() \
+                or int(count) < 1 or name in out:
+            raise TestbedError(f"licenses: expected NAME:COUNT[,NAME:COUNT...] (distinct "
+                               f"names, counts >= 1; e.g. bb:100), got {text!r}")
+        out[name] = int(count)
+    return out
+
+
+def topology_conf(nodes: int, switch_size: int) -> str:
+    """A two-level fat tree over ``n1..n{nodes}``: leaf switches ``s1..sL`` of
+    ``switch_size`` nodes each in order (the last may have fewer; L = ceil(nodes /
+    switch_size)) under one root switch ``s0``."""
+    if switch_size < 1:
+        raise TestbedError(f"switch_size must be >= 1, got {switch_size}")
+    leaves = -(-nodes // switch_size)
+    lines = ["# hpcopt testbed: a two-level fat tree, "
+             f"{leaves} leaf switch(es) of {switch_size} node(s) under s0"]
+    for i in range(leaves):
+        lo, hi = i * switch_size + 1, min(nodes, (i + 1) * switch_size)
+        lines.append(f"SwitchName=s{i + 1} Nodes=" + (f"n{lo}" if lo == hi else f"n[{lo}-{hi}]"))
+    lines.append("SwitchName=s0 Switches=" + ("s1" if leaves == 1 else f"s[1-{leaves}]"))
     return "\n".join(lines) + "\n"
 
 
@@ -308,30 +442,43 @@ def _traversable(d: Path) -> None:
 def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | None = None,
           scheduler: str = "builtin", hold: bool = True, timeout: float = 60.0,
           slurm: str = "22.05", chroot_cache: str | Path | None = None,
-          say=None) -> Path:
+          accounting: bool = False, licenses: str | dict | None = None,
+          switch_size: int | None = None, shared: bool = False, say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
-    ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there."""
+    ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
+
+    ``accounting=True`` also starts a MariaDB server and slurmdbd of the testbed's own
+    (``accounting``), so that ``sacct`` works; ``licenses`` (``"bb:100,ssd:4"`` or a dict)
+    become ``Licenses=``; ``switch_size=K`` writes a ``topology.conf`` (``topology_conf``:
+    ceil(nodes / K) leaf switches of K nodes under one root) and sets
+    ``TopologyPlugin=topology/tree``; ``shared=True`` adds the partition ``shared`` (the same
+    nodes, ``OverSubscribe=NO``: jobs share nodes core by core)."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
         raise TestbedError(f"slurm must be one of {', '.join(VERSIONS)}, got {slurm!r}")
     if not 1 <= nodes <= 64:
         raise TestbedError(f"nodes must be 1..64, got {nodes}")
+    lic = parse_licenses(licenses)
+    if switch_size is not None and not 1 <= switch_size <= nodes:
+        raise TestbedError(f"switch_size must be 1..{nodes} (the nodes), got {switch_size}")
     if os.geteuid() != 0:
         raise TestbedError("the testbed runs its daemons as root (several slurmd on one host)")
-    missing = missing_tools(slurm)
+    missing = missing_tools(slurm, accounting)
     if missing and slurm == "22.05":
         raise TestbedError("not installed: " + ", ".join(missing) + " (Debian/Ubuntu: "
-                           "apt-get install slurm-wlm munge)")
+                           "apt-get install slurm-wlm munge"
+                           + (" slurmdbd mariadb-server" if accounting else "") + ")")
     if missing:
         raise TestbedError("not installed: " + ", ".join(missing) + " (Debian/Ubuntu: "
                            "apt-get install util-linux mount debootstrap)")
     d = Path(directory).resolve()
-    if running(d):
+    if pids(d):
         raise TestbedError(f"{d}: a testbed is running there already (stop it first)")
     root = None
     if slurm == "24.11":
-        root = build_chroot(chroot_cache or CHROOT_CACHE, say=say)
+        cache = chroot_cache or CHROOT_CACHE
+        root = chroot_accounting(cache, say=say) if accounting else build_chroot(cache, say=say)
     for sub in ("munge", "state", "spool", "run", "log"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     # users reach the socket (0755: the directory is listable, the key is root's alone)
@@ -341,17 +488,23 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     if not key.exists():
         key.write_bytes(secrets.token_bytes(1024))
     os.chmod(key, 0o400)
-    port = free_port_block(nodes + 2) if port is None else port
+    # ports: slurmctld, one per slurmd, then slurmdbd and MariaDB
+    port = free_port_block(nodes + 3) if port is None else port
+    dbd_port = port + nodes + 1 if accounting else None
     conf = d / "slurm.conf"
     conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
-                               root / _PLUGINS if root else None))
+                               root / _PLUGINS if root else None, dbd_port=dbd_port,
+                               licenses=lic, topology=switch_size is not None, shared=shared))
+    if switch_size is not None:
+        (d / "topology.conf").write_text(topology_conf(nodes, switch_size))
     if root is not None:
         # 24.11's slurmd needs cgroups unless told not to use them
         (d / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
         _prepare_root(root, d)
     (d / "job_submit.lua").write_text(job_submit_lua(PARTITION))
-    (d / "testbed.json").write_text(json.dumps({"slurm": slurm,
-                                                "root": str(root) if root else None}))
+    (d / "testbed.json").write_text(json.dumps({
+        "slurm": slurm, "root": str(root) if root else None, "accounting": accounting,
+        "dbd_port": dbd_port, "db_port": dbd_port + 1 if accounting else None}))
     _write_clients(d, root)
     e = env(d)
     munged = ["munged", "--force", f"--socket={d}/munge/munge.socket",
@@ -371,6 +524,12 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                   f"exec chroot $R /usr/sbin/{shlex.join(munged)}")
         _run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mounts], e)
     try:
+        if accounting:
+            t0 = time.monotonic()
+            _start_accounting(d, e, dbd_port, dbd_port + 1, timeout)
+            if say:
+                say(f"accounting up in {time.monotonic() - t0:.1f} s (slurmdbd on port "
+                    f"{dbd_port}, MariaDB on port {dbd_port + 1})")
         _run([*daemon(d, "slurmctld"), "-i", "-f", str(conf)], e)  # -i: no saved state
         for i in range(1, nodes + 1):
             (d / "spool" / f"n{i}").mkdir(exist_ok=True)
@@ -383,9 +542,10 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
 
 
 def daemon(directory: str | Path, name: str) -> list[str]:
-    """The command that starts the testbed's daemon ``name`` (``slurmctld``, ``slurmd``;
-    arguments to add): the host's program, or for 24.11 the chroot's, in the testbed's
-    mount namespace (munged must be running)."""
+    """The command that starts the testbed's daemon ``name`` (``slurmctld``, ``slurmd``,
+    ``slurmdbd``, ``mariadbd``, or a program of /usr/bin such as ``mariadb``; arguments to
+    add): the host's program, or for 24.11 the chroot's, in the testbed's mount namespace
+    (munged must be running)."""
     d = Path(directory).resolve()
     root = info(d).get("root")
     if not root:
@@ -393,14 +553,94 @@ def daemon(directory: str | Path, name: str) -> list[str]:
     munged = pids(d).get("munged")
     if munged is None:
         raise TestbedError(f"{d}: munged is not running (the 24.11 daemons join its mounts)")
-    return ["nsenter", f"--mount=/proc/{munged}/ns/mnt", "chroot", root, f"/usr/sbin/{name}"]
+    where = "/usr/sbin" if name in DAEMONS else "/usr/bin"
+    return ["nsenter", f"--mount=/proc/{munged}/ns/mnt", "chroot", root, f"{where}/{name}"]
 
 
-def _run(cmd: list[str], env: dict) -> None:
+def _start_accounting(d: Path, e: dict, dbd_port: int, db_port: int, timeout: float) -> None:
+    """MariaDB (a data directory ``d/db``, its socket ``d/db/mariadb.sock``, port
+    ``db_port`` on 127.0.0.1; root by the socket only), a database ``slurm_acct_db`` and a
+    user ``slurm`` with a random password, then slurmdbd (``d/slurmdbd.conf``, mode 600, port
+    ``dbd_port``), waited for until it listens.  Logs in ``d/log``; pids in ``d/run``."""
+    db = d / "db"
+    sock = db / "mariadb.sock"
+    data = db / "data"
+    if not (data / "mysql").is_dir():
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        _run([*daemon(d, "mariadb-install-db"), "--no-defaults", f"--datadir={data}",
+              "--user=root", "--auth-root-authentication-method=socket", "--skip-test-db",
+              "--skip-name-resolve", "--innodb-log-file-size=8M"], e, "mariadb-install-db")
+    with open(d / "log" / "mariadbd.out", "ab") as out:
+        subprocess.Popen([*daemon(d, "mariadbd"), "--no-defaults", f"--datadir={data}",
+                          f"--socket={sock}", f"--port={db_port}", "--bind-address=127.0.0.1",
+                          f"--pid-file={d}/run/mariadbd.pid",
+                          f"--log-error={d}/log/mariadbd.log", "--user=root", "--skip-log-bin",
+                          "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
+                          "--innodb-log-file-size=8M"],
+                         env=e, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                         start_new_session=True)
+    password = secrets.token_hex(16)
+    sql = ("CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+           + " ".join(f"CREATE OR REPLACE USER 'slurm'@'{h}' IDENTIFIED BY '{password}'; "
+                      f"GRANT ALL ON slurm_acct_db.* TO 'slurm'@'{h}';"
+                      for h in ("127.0.0.1", "localhost")))
+    client = [*daemon(d, "mariadb"), "--no-defaults", f"--socket={sock}", "-u", "root"]
+    _wait(lambda: subprocess.run([*client, "-e", "SELECT 1"], env=e, capture_output=True,
+                                 timeout=10).returncode == 0,
+          timeout, f"{d}: MariaDB did not start in {timeout:g} s (log: {d}/log/mariadbd.log)",
+          d / "log" / "mariadbd.log")
+    _run([*client, "-e", sql], e, "mariadb")
+    root = info(d).get("root")
+    dbd = d / "slurmdbd.conf"
+    dbd.touch(mode=0o600)
+    os.chmod(dbd, 0o600)
+    dbd.write_text("\n".join([
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={d}/munge/munge.socket",
+        "DbdHost=localhost",
+        f"DbdPort={dbd_port}",
+        "SlurmUser=root",
+        f"PidFile={d}/run/slurmdbd.pid",
+        f"LogFile={d}/log/slurmdbd.log",
+        "DebugLevel=info",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=127.0.0.1",
+        f"StoragePort={db_port}",
+        "StorageUser=slurm",
+        f"StoragePass={password}",
+        "StorageLoc=slurm_acct_db",
+        *([f"PluginDir={Path(root) / _PLUGINS}"] if root else []),
+    ]) + "\n")
+    _run(daemon(d, "slurmdbd"), e)  # it reads slurmdbd.conf beside SLURM_CONF
+
+    def listening() -> bool:
+        with socket.socket() as s:
+            s.settimeout(1)
+            return s.connect_ex(("127.0.0.1", dbd_port)) == 0
+
+    _wait(listening, timeout, f"{d}: slurmdbd did not listen on port {dbd_port} in "
+          f"{timeout:g} s", d / "log" / "slurmdbd.log")
+
+
+def _wait(cond, timeout: float, message: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            try:
+                last = log.read_text(errors="replace").strip().splitlines()[-1]
+            except (OSError, IndexError):
+                last = "(no log)"
+            raise TestbedError(f"{message}; its log's last line: {last}")
+        time.sleep(0.2)
+
+
+def _run(cmd: list[str], env: dict, what: str | None = None) -> None:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
-        name = next((c for c in cmd if c.rsplit("/", 1)[-1] in DAEMONS), cmd[0])
-        raise TestbedError(f"{name.rsplit('/', 1)[-1]} failed to start: "
+        name = what or next((c for c in cmd if c.rsplit("/", 1)[-1] in DAEMONS), cmd[0])
+        raise TestbedError(f"{name.rsplit('/', 1)[-1]} failed"
+                           + ("" if what else " to start") + ": "
                            + (proc.stderr or proc.stdout).strip().replace("\n", "; "))
 
 
@@ -439,7 +679,7 @@ def running(directory: str | Path) -> bool:
     return "slurmctld" in pids(directory)
 
 
-def _alive(pid: int, names: tuple[bytes, ...] = (b"slurmctld", b"slurmd", b"munged")) -> bool:
+def _alive(pid: int, names: tuple[bytes, ...] = tuple(n.encode() for n in DAEMONS)) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -506,8 +746,9 @@ def stop(directory: str | Path, timeout: float = 20.0) -> None:
     """Shut the cluster in ``directory`` down: cancel every job of the cluster (all
     partitions), ``scontrol shutdown``, then SIGTERM (and after half of ``timeout`` SIGKILL)
     to the daemons its pid files named when ``stop`` began and to any ``slurmstepd`` of the
-    testbed left (with its job's processes); munged last (with it, for 24.11, the mounts of
-    its namespace go).  Returns once those processes have ended."""
+    testbed left (with its job's processes); then slurmdbd and MariaDB; munged last (with
+    it, for 24.11, the mounts of its namespace go).  Returns once those processes have
+    ended."""
     d = Path(directory).resolve()
     conf = d / "slurm.conf"
     e = env(d)
@@ -528,12 +769,16 @@ def stop(directory: str | Path, timeout: float = 20.0) -> None:
             subprocess.run(["scontrol", "shutdown"], env=e, capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             pass
-    for munge in (False, True):
-        mine = {n: p for n, p in daemons.items() if (n == "munged") == munge}
+    # Slurm's daemons (and the jobs' slurmstepds) first, then slurmdbd (slurmctld has sent
+    # it what it had), MariaDB, munged last
+    last = ("slurmdbd", "mariadbd", "munged")
+    for stage in (None, *last):
+        mine = {n: p for n, p in daemons.items()
+                if n == stage or (stage is None and n not in last)}
         start_t = time.monotonic()
         while True:
             left = {n: p for n, p in mine.items() if _alive(p)}
-            if not munge:
+            if stage is None:
                 left.update({f"slurmstepd {p}": p for p in _descendants(stepds(d))})
             if not left:
                 break

@@ -1,0 +1,64 @@
+"""The testbed's configuration text (fast tier: no Slurm is started): licenses, the fat
+tree of topology.conf, accounting and the shared partition in slurm.conf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpcopt.slurm import testbed
+from hpcopt.slurm.testbed import TestbedError as BedError
+from hpcopt.slurm.testbed import parse_licenses, slurm_conf, topology_conf
+
+
+def test_licenses():
+    assert parse_licenses("bb:100") == {"bb": 100}
+    assert parse_licenses("bb:100, ssd:4") == {"bb": 100, "ssd": 4}
+    assert parse_licenses({"bb": 10}) == {"bb": 10}
+    assert parse_licenses(None) == {}
+    for bad in ("bb", "bb:0", "bb:x", "1bb:3", "bb:1,bb:2", "b b:3"):
+        with pytest.raises(BedError, match=r"licenses: expected NAME:COUNT"):
+            parse_licenses(bad)
+
+
+def test_fat_tree():
+    assert topology_conf(8, 4).splitlines()[1:] == [
+        "SwitchName=s1 Nodes=n[1-4]", "SwitchName=s2 Nodes=n[5-8]",
+        "SwitchName=s0 Switches=s[1-2]"]
+    assert topology_conf(7, 3).splitlines()[1:] == [
+        "SwitchName=s1 Nodes=n[1-3]", "SwitchName=s2 Nodes=n[4-6]", "SwitchName=s3 Nodes=n7",
+        "SwitchName=s0 Switches=s[1-3]"]
+    assert topology_conf(4, 4).splitlines()[1:] == ["SwitchName=s1 Nodes=n[1-4]",
+                                                    "SwitchName=s0 Switches=s1"]
+    with pytest.raises(BedError, match="switch_size must be >= 1"):
+        topology_conf(4, 0)
+
+
+def test_slurm_conf_options():
+    d = Path("/tb")
+    plain = slurm_conf(d, 8, 4, 20000, "builtin", True)
+    assert "AccountingStorageType=accounting_storage/none" in plain
+    assert "Licenses=" not in plain and "TopologyPlugin" not in plain
+    assert "PartitionName=shared" not in plain
+    full = slurm_conf(d, 8, 4, 20000, "backfill", False, dbd_port=20009,
+                      licenses={"bb": 100, "ssd": 4}, topology=True, shared=True).splitlines()
+    assert "AccountingStorageType=accounting_storage/slurmdbd" in full
+    assert "AccountingStoragePort=20009" in full
+    assert "AccountingStoragePass=/tb/munge/munge.socket" in full
+    assert "Licenses=bb:100,ssd:4" in full and "TopologyPlugin=topology/tree" in full
+    assert ("PartitionName=shared Nodes=n[1-8] Default=NO MaxTime=INFINITE State=UP "
+            "OverSubscribe=NO") in full
+
+
+def test_start_checks_its_options_first(tmp_path):
+    with pytest.raises(BedError, match="licenses: expected"):
+        testbed.start(tmp_path, licenses="bb")
+    with pytest.raises(BedError, match=r"switch_size must be 1..4 \(the nodes\), got 5"):
+        testbed.start(tmp_path, 4, switch_size=5)
+
+
+def test_free_port_block_from_a_given_port():
+    port = testbed.free_port_block(3, 40_000)
+    assert 40_000 <= port < 65_000
+    assert 16_900 <= testbed.free_port_block(3) < 30_000 + 3
