@@ -107,7 +107,7 @@ def drive(c: Cluster, adapter, until, timeout: float = 40, records: list | None 
     end = time.monotonic() + timeout
     while True:
         records.append(adapter.cycle())
-        assert records[-1]["ok"], records[-1]
+        assert records[-1]["ok"], (records[-1].get("error"), records[-1].get("errors"))
         if until():
             return records
         assert time.monotonic() < end, f"not reached in {timeout} s: {records[-1]}"
@@ -414,3 +414,50 @@ def test_job_records_read_flat(cluster):
         assert j["admin_comment"] == MARK and flat(j)["job_state"] == "PENDING"
     finally:
         cleanup(cluster, [jid])
+
+
+# ------------------------------------------------------------------ the burst buffer
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def licensed(request, tmp_path_factory):
+    """A testbed of 8 nodes whose burst buffer is the license ``bb:100``."""
+    version = request.param
+    why = _requirements(version) or (_chroot() if version == "24.11" else None)
+    if why:
+        if os.environ.get("CI") == "true" and version == "22.05":
+            pytest.fail(f"CI must run the Slurm tests: {why}")
+        pytest.skip(why)
+    d = tmp_path_factory.mktemp(f"licensed{version}")
+    testbed.start(d, 8, slurm=version, licenses="bb:100")
+    try:
+        yield Cluster(d, testbed.env(d), version)
+    finally:
+        testbed.stop(d)
+
+
+@pytest.mark.parametrize("policy", ["bbsched", "fcfs"])
+def test_released_jobs_fit_the_burst_buffer(licensed, policy):
+    """Five held 2-node jobs asking bb 80/70/30/20/10 of a 100 license: no cycle releases more
+    than is free, no released job waits with reason Licenses, all five run."""
+    c = licensed
+    ids = [c.submit("-N", "2", "-t", "1", "-L", f"bb:{bb}", sleep=2)
+           for bb in (80, 70, 30, 20, 10)]
+    adapter = c.adapter(policy, bb_license="bb")
+    waited = []
+
+    def done():
+        jobs = c.jobs()
+        waited.extend(i for i in ids if jobs[i]["state_reason"] == "Licenses")
+        return all(jobs[i]["job_state"] in ENDED for i in ids)
+
+    try:
+        records = drive(c, adapter, done, 60)
+        assert not waited, f"released jobs waited for the license: {sorted(set(waited))}"
+        for rec in records:
+            assert rec["released_bb"] <= rec["free_bb"] + 1e-9, rec
+        assert sorted(str(k) for k in released(records)) == sorted(map(str, ids))
+        assert all(c.jobs()[i]["job_state"] == "COMPLETED" for i in ids)
+        check_nothing_unreleased(c, records, ids)
+    finally:
+        cleanup(c, ids)

@@ -145,6 +145,19 @@ def test_burst_buffer_from_a_license():
         cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {}, "bb")
 
 
+def test_reads_that_disagree_on_the_burst_buffer_never_break_the_decision():
+    """The license read counts a job's 70 GB that the jobs' read still shows as released
+    and not started: it is counted once, and the pass decides (nothing fits)."""
+    nodes = tuple(node(f"n{i}") for i in range(1, 5)) + (node("n5", "allocated"),)
+    jobs = (job(1, "RUNNING", 5, start=NOW - 5, names=("n5",), licenses="bb:30"),
+            job(2, "PENDING", 5, reason="None", licenses="bb:70"), job(3, licenses="bb:10"))
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {"bb": (100, 100)}, "bb")
+    c = s.cluster
+    assert c.unavailable_bb + sum(j.bb for j, _ in c.running) + sum(
+        j.bb for j in c.starting) <= 100
+    assert decide(c, make_policy("fcfs")).started == ()
+
+
 def test_license_text():
     assert parse_licenses("LicenseName=bb Total=100 Used=60 Free=40 Reserved=0 Remote=no\n"
                           "LicenseName=m Total=2 Used=0 Free=2 Reserved=0 Remote=no\n") == {

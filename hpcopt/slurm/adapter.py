@@ -133,6 +133,9 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             running.append((job, end))
     state = CycleState(None, {}, n_running=n_running, notes=notes)  # type: ignore[arg-type]
     free = len(idle)
+    listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
+    unavailable_bb = max(0.0, used_bb - listed_bb)
+    free_bb = max(0.0, bb_total - max(used_bb, listed_bb))
     starting: list[Job] = []
     for j in sorted((j for j in ours if j.state == "PENDING" and not j.held),
                     key=lambda j: (j.submit, j.id)):
@@ -148,20 +151,19 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             state.notes.append(f"job {j.key} released, waiting: {j.reason}")
             continue
         take = min(_upper(j) or j.nodes, free)
-        if take:
-            free -= take
+        bb = min(_bb(j, bb_license)[0], free_bb) if bb_license else 0.0
+        if take:  # the reads may disagree for a moment: never more than is free
+            free, free_bb = free - take, free_bb - bb
             starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
-                                j.limit if j.limit is not None else FAR, take,
-                                bb=_bb(j, bb_license)[0] if bb_license else 0.0))
+                                j.limit if j.limit is not None else FAR, take, bb=bb))
     for entry in _entries(held, ours, partition, state.notes, bb_license):
         state.entries[entry.job.id] = entry
     queue = tuple(e.job for e in state.entries.values())
-    listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
     state.cluster = ClusterState(now, System(len(nodes), bb=bb_total, name=partition), queue,
                                  tuple(running), tuple(starting),
                                  completing=len(usable - idle - covered),
                                  unavailable=len(nodes) - len(usable),
-                                 unavailable_bb=max(0.0, used_bb - listed_bb))
+                                 unavailable_bb=unavailable_bb)
     return state
 
 
@@ -344,8 +346,10 @@ class Adapter:
         rec: dict = {"time": round(time.time(), 3), "cycle": self.cycles,
                      "partition": self.partition, "dry_run": self.dry_run}
         try:
-            snap = self.slurm.snapshot()
+            # licenses first: a job that starts between the reads is then counted once (the
+            # jobs' read lists it), and one that ends leaves its use counted (the safe side)
             licenses = self.slurm.licenses() if self.bb_license else None
+            snap = self.slurm.snapshot()
             state = cycle_state(snap, self.partition, licenses, self.bb_license)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
