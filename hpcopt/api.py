@@ -66,6 +66,7 @@ def simulate(
     bb: float | None = None,
     ssd_classes=None,
     topology: str | None = None,
+    events=None,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a trace (path, ``Trace`` or list of ``Job``) under a policy.
@@ -79,6 +80,8 @@ def simulate(
     default to the policy's own (EASY and none for most).  ``workload`` (S1-S7, seeded by
     ``workload_seed``, default ``seed``), ``bb``, ``ssd_classes`` and ``topology`` shape the
     trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too).
+    ``events`` (a path, or a callable taking a dict) gets one row per driver event: submit,
+    start (with how the job started), reserve, complete, drop (``hpcopt.sim.eventlog``).
     Returns a ``SimulationResult``.
 
     An ``osdec`` instance (file, ``Instance`` or model) runs online slot by slot
@@ -88,13 +91,15 @@ def simulate(
     from .cloud import is_osdec_file, simulate_osdec
     from .policies import build_policy
     from .sim.driver import Simulator, fewer_collections
+    from .sim.eventlog import run_logged
     from .sim.metrics import job_columns, summarize
 
     if getattr(trace, "kind", None) == "osdec" or getattr(getattr(trace, "model", None),
                                                           "kind", None) == "osdec" \
             or (isinstance(trace, (str, Path)) and is_osdec_file(trace)):
         # a deferrable-job instance: the cloud-slot run (hpcopt.cloud), driver settings fixed
-        return simulate_osdec(trace, policy, seed=seed, progress=progress, **policy_options)
+        return simulate_osdec(trace, policy, seed=seed, progress=progress, events=events,
+                              **policy_options)
     cleaning, shaped = None, {}
     if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path, Trace, Scenario
         if not isinstance(trace, Scenario):  # (a Scenario is already shaped: used as it is)
@@ -121,7 +126,8 @@ def simulate(
     with fewer_collections():  # records, running jobs, events and the table: no cycles
         sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
                         starvation_bound=starvation_bound, period=period,
-                        progress=progress).run()
+                        progress=progress)
+        run_logged(sim, events)
         table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,

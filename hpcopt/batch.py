@@ -49,7 +49,7 @@ COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap"
 # every field a row can have, in file order (CSV header)
 ROW_COLUMNS = ["file", "instance", "model", "backend", "status", "termination", "solution",
                "objective", "bound", "gap", "wall_time_s", "certified", "decision", "limit",
-               "seed", "backend_version", "error", "rule", "pareto"]
+               "seed", "backend_version", "error", "rule", "pareto", "history", "log"]
 STDIN = "-"
 
 
@@ -235,11 +235,21 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
                 res = solve(inst.model, backend, time_limit=time_limit, seed=seed,
                             solver_options=solver_options, rule=rule)
             row = {"file": item.file, "instance": inst.name, **res.to_row(), "error": ""}
+            if isinstance(solver_options, dict) and solver_options.get("solver_log"):
+                row["log"] = res.log  # the solver's own log (solver_log), kept in the row
             if res.pareto is not None:
                 row["rule"] = res.extra.get("rule")
                 row["pareto"] = [{"jobs": list(inst.model.decision_ids(p.decision)),
                                   "objectives": list(p.objectives)} for p in res.pareto]
+            if res.history:
+                row["history"] = res.history  # a population search's convergence
             rows.append(_finish(row))
+            if res.limit == Limit.INTERRUPT:
+                # Ctrl-C stopped this solve: a backend that catches SIGINT itself (SCIP) keeps
+                # it from the batch's handler, so the batch stops here, as for any other
+                if stop is not None and stop.signum is None:
+                    stop.signum = signal.SIGINT
+                break
         except Interrupted as exc:
             rows.append(_finish(_interrupted_row(
                 item.file, inst.name, backend, inst.model.kind, exc.signum,
@@ -278,7 +288,8 @@ class BatchRun:
 def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
               progress: bool = False, solver_options: dict | None = None, rule=None,
               writer: RowWriter | None = None, handle_signals: bool = False,
-              stdin=None, executor=None, chunk: int | None = None) -> BatchRun:
+              stdin=None, executor=None, chunk: int | None = None,
+              on_row=None) -> BatchRun:
     """Solve every file matched by ``patterns`` (paths, folders, quoted globs, ``-`` for
     stdin) with every backend (``None``: each model's default); ``rule`` picks from Pareto
     sets.  Each row goes to ``writer`` as soon as it is solved; with ``handle_signals``
@@ -286,7 +297,8 @@ def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: i
 
     ``executor`` (``hpcopt.executors``) says where: default serial, or a local process pool
     when ``workers > 1``; ``chunk`` files per task shipped to a worker (default: about 8
-    chunks per worker, at most 200 files each).  Rows are identical on every executor."""
+    chunks per worker, at most 200 files each).  Rows are identical on every executor.
+    ``on_row(row)`` is called with each row as it comes back (after ``writer``)."""
     # inputs first: Ctrl-C while stdin is read (a terminal) is a plain KeyboardInterrupt
     items = expand_items(patterns, stdin)
     if executor is not None and executor.remote:  # workers elsewhere: absolute paths
@@ -315,6 +327,8 @@ def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: i
         for row in rows:
             if writer is not None:
                 writer.write(row)
+            if on_row is not None:
+                on_row(row)
             order.append((item.index, row))
         run.skipped += skipped
         if (rows or skipped) and not any(r.get("termination") == "interrupted"

@@ -161,13 +161,15 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
 def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
                    offline_bound: float | None = None, offline_backend: str | None = None,
                    offline_time_limit: float | None = None, progress: bool = False,
-                   machine: int | None = None, **policy_options):
+                   machine: int | None = None, events=None, **policy_options):
     """Run an OSDEC instance online under ``policy`` (module docstring); returns a
     ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``).
-    ``machine`` is the machine size M (default: the instance's ``meta.machine_size``)."""
+    ``machine`` is the machine size M (default: the instance's ``meta.machine_size``);
+    ``events`` a path or callable for the driver's events (``hpcopt.sim.eventlog``)."""
     from .jsonsafe import json_safe
     from .policies import build_policy
     from .sim.driver import Simulator
+    from .sim.eventlog import run_logged
     from .sim.metrics import job_columns
     from .sim.result import SimulationResult
 
@@ -179,7 +181,8 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     if hasattr(pol, "set_weights"):
         pol.set_weights(model.w1, model.w2, model.slots)
     pol.reset(seed)
-    sim = Simulator(jobs, system, pol, backfill="none", period=1.0, progress=progress).run()
+    sim = run_logged(Simulator(jobs, system, pol, backfill="none", period=1.0,
+                               progress=progress), events)
     decision = online_decision(model, sim.records)
     offline = None
     if offline_bound is not None:

@@ -6,7 +6,12 @@
 - ``pareto``: the Pareto fronts in ``hpcopt solve --out ROWS`` rows of multi-objective
   (BBSched) instances, with the point the decision rule chose;
 - ``osdec``: an OSDEC day's load against its capacity, from the instance file and the
-  online run's ``jobs.csv``.
+  online run's ``jobs.csv``;
+- ``gantt``: a simulation's schedule, node ranks by time, each job a bar coloured by how it
+  started (ready, reserved, backfilled), from its ``jobs.csv`` (``--from``/``--until``
+  choose a time window of a large run).  A run that does not place jobs on named nodes gets
+  node ranks here: each job takes the lowest ranks free at its start, which always fit
+  since the driver never oversubscribes the machine.
 
 ``hpcopt plot KIND INPUT... [--out FILE.png]`` writes a PNG, by default next to the first
 input. matplotlib is imported only when a plot is drawn, with the Agg backend (no display).
@@ -20,7 +25,8 @@ from pathlib import Path
 
 from .errors import HpcoptError
 
-KINDS = ("run", "pareto", "osdec")
+KINDS = ("run", "pareto", "osdec", "gantt")
+MODE_COLORS = {"ready": "tab:blue", "reserved": "tab:orange", "backfilled": "tab:green"}
 _DAY = 86400.0
 _HOUR = 3600.0
 
@@ -153,6 +159,9 @@ def read_fronts(path) -> list[dict]:
                     raise PlotError(f"{path}:{number}: not a JSON row") from None
     fronts = []
     for row in rows:
+        history = row.get("history")
+        if isinstance(history, str) and history.startswith("["):
+            history = json.loads(history)
         pareto, decision = row.get("pareto"), row.get("decision")
         for name, value in (("pareto", pareto), ("decision", decision)):
             if isinstance(value, str) and value.startswith("["):
@@ -167,7 +176,8 @@ def read_fronts(path) -> list[dict]:
         chosen = next((tuple(float(x) for x in p["objectives"]) for p in pareto
                        if list(p["jobs"]) == list(decision or [])), None)
         fronts.append({"instance": row.get("instance", "?"), "backend": row.get("backend", "?"),
-                       "rule": row.get("rule") or "", "points": points, "chosen": chosen})
+                       "rule": row.get("rule") or "", "points": points, "chosen": chosen,
+                       "history": history or []})
     if not fronts:
         raise PlotError(f"{path}: no row with a Pareto front (solve a multi-objective "
                         f"instance, e.g. a bbsched one, with --out)")
@@ -220,13 +230,28 @@ def run_figure(paths):
 
 def pareto_figure(paths):
     """The Pareto fronts of multi-objective solve rows (first two objectives), one panel
-    per instance, one marker per backend, the rule's chosen point starred."""
+    per instance, one marker per backend, the rule's chosen point starred; below each, when
+    the rows carry one, the convergence history of the population searches (the best of the
+    first two objectives on the front, by evaluations)."""
     fronts = [f for path in paths for f in read_fronts(path)]
     instances = list(dict.fromkeys(f["instance"] for f in fronts))
     plt = _pyplot()
     cols = min(len(instances), 3)
     rows = -(-len(instances) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    histories = any(f["history"] for f in fronts)
+    fig, axes = plt.subplots(rows * (2 if histories else 1), cols,
+                             figsize=(5 * cols, 4 * rows * (2 if histories else 1)),
+                             squeeze=False)
+    if histories:
+        for r in range(rows):
+            for c in range(cols):
+                k = r * cols + c
+                if k < len(instances):
+                    convergence_axes(axes[2 * r + 1][c],
+                                     [f for f in fronts if f["instance"] == instances[k]])
+                else:
+                    axes[2 * r + 1][c].set_visible(False)
+        axes = axes[::2]
     markers = "os^Dvx"
     for ax, name in zip(axes.flat, instances):
         for k, f in enumerate(x for x in fronts if x["instance"] == name):
@@ -248,6 +273,30 @@ def pareto_figure(paths):
         ax.set_visible(False)
     fig.tight_layout()
     return fig
+
+
+def convergence_axes(ax, fronts) -> None:
+    """The convergence histories of ``fronts`` (rows of one instance): the best first
+    objective (solid, left axis) and second (dashed, right axis) on the current front, by
+    evaluations."""
+    twin = ax.twinx()
+    names = []
+    for k, f in enumerate(x for x in fronts if x["history"]):
+        hist = f["history"]
+        keys = [key for key in hist[0] if key.startswith("best_")][:2]
+        names = keys
+        evals = [h["evaluations"] for h in hist]
+        color = f"C{k}"
+        ax.plot(evals, [h[keys[0]] for h in hist], color=color, label=f"{f['backend']}")
+        if len(keys) > 1:
+            twin.plot(evals, [h[keys[1]] for h in hist], color=color, linestyle="--")
+    label = [n[len("best_"):] for n in names]
+    ax.set(xlabel="evaluations", ylabel=f"best {label[0]} on the front (solid)" if label else "",
+           title=f"convergence: {fronts[0]['instance']}")
+    if len(label) > 1:
+        twin.set_ylabel(f"best {label[1]} on the front (dashed)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
 
 
 def osdec_figure(instance, runs):
@@ -285,7 +334,94 @@ def osdec_figure(instance, runs):
     return fig
 
 
-def plot(kind: str, inputs, out=None) -> Path:
+def gantt_layout(start, end, nodes, machine: int):
+    """Node ranks for each job of a schedule: ``[(job index, first rank, count), ...]``, the
+    contiguous runs of the lowest ranks free at each job's start (ends free their ranks
+    before starts at the same time).  A job that finds too few free ranks (a table that is
+    not a whole run) gets ranks past ``machine``."""
+    import heapq
+
+    import numpy as np
+
+    order = sorted(range(len(start)), key=lambda i: (start[i], i))
+    free = list(range(machine))
+    heapq.heapify(free)
+    ending: list[tuple[float, int]] = []  # (end, job index)
+    held: dict[int, list[int]] = {}
+    extra = machine
+    runs = []
+    for i in order:
+        while ending and ending[0][0] <= start[i]:
+            _, j = heapq.heappop(ending)
+            for r in held.pop(j):
+                heapq.heappush(free, r)
+        take = int(nodes[i])
+        ranks = [heapq.heappop(free) for _ in range(min(take, len(free)))]
+        while len(ranks) < take:  # more than the machine holds: draw it above
+            ranks.append(extra)
+            extra += 1
+        ranks.sort()
+        held[i] = ranks
+        heapq.heappush(ending, (end[i], i))
+        cuts = np.flatnonzero(np.diff(ranks) != 1) + 1 if len(ranks) > 1 else []
+        for part in np.split(np.asarray(ranks), cuts):
+            if len(part):
+                runs.append((i, int(part[0]), int(len(part))))
+    return runs
+
+
+def gantt_figure(path, t_from: float | None = None, t_until: float | None = None):
+    """One run's schedule: node ranks by time (hours), a bar per job coloured by its start
+    mode, within ``[t_from, t_until]`` seconds when given."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    jobs_csv, summary_json = _run_files(path)
+    run = read_run(path)
+    cols = _read_columns(jobs_csv, ("start", "end", "mode"))
+    ok = [i for i, (s, e) in enumerate(zip(cols["start"], cols["end"]))
+          if s not in ("", "nan", "None") and e not in ("", "nan", "None")]
+    modes = [cols["mode"][i] for i in ok]
+    start, end, nodes = run["start"], run["end"], run["nodes"]
+    machine = int(run["machine"])
+    layout = gantt_layout(start, end, nodes, machine)
+    lo = float(start.min()) if len(start) else 0.0
+    hi = float(end.max()) if len(end) else 1.0
+    lo = lo if t_from is None else float(t_from)
+    hi = hi if t_until is None else float(t_until)
+    if hi <= lo:
+        raise PlotError(f"gantt: the time window [{lo:g}, {hi:g}] s is empty")
+    verts, colors, shown, counts = [], [], set(), {}
+    for i, rank, count in layout:
+        if end[i] <= lo or start[i] >= hi:
+            continue
+        x0, x1 = max(start[i], lo) / _HOUR, min(end[i], hi) / _HOUR
+        verts.append([(x0, rank), (x1, rank), (x1, rank + count), (x0, rank + count)])
+        colors.append(MODE_COLORS.get(modes[i], "tab:gray"))
+        if i not in shown:
+            shown.add(i)
+            counts[modes[i]] = counts.get(modes[i], 0) + 1
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(12, 5))
+    edge = 0.3 if len(shown) <= 2000 else 0.0
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="white",
+                                     linewidths=edge))
+    top = max([machine] + [r + c for _, r, c in layout])
+    ax.set(xlim=(lo / _HOUR, hi / _HOUR), ylim=(0, top), xlabel="time (hours)",
+           ylabel="node rank",
+           title=f"schedule: {run['label']} ({len(shown)} jobs, {machine} nodes)")
+    if top > machine:
+        ax.axhline(machine, color="black", linewidth=0.8)
+    handles = [Patch(color=MODE_COLORS.get(m, "tab:gray"), label=f"{m or 'other'} ({n})")
+               for m, n in sorted(counts.items(), key=lambda kv: list(MODE_COLORS).index(kv[0])
+                                  if kv[0] in MODE_COLORS else 9)]
+    ax.legend(handles=handles, fontsize="small", loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot(kind: str, inputs, out=None, *, t_from: float | None = None,
+         t_until: float | None = None) -> Path:
     """Draw ``kind`` from ``inputs`` and write the PNG to ``out`` (default: next to the
     first input); returns the path written."""
     inputs = [Path(p) for p in inputs]
@@ -300,6 +436,12 @@ def plot(kind: str, inputs, out=None) -> Path:
     elif kind == "pareto":
         fig = pareto_figure(inputs)
         default = inputs[0].with_suffix(".pareto.png")
+    elif kind == "gantt":
+        if len(inputs) != 1:
+            raise PlotError("plot gantt: expected one run folder (hpcopt simulate --out DIR)")
+        fig = gantt_figure(inputs[0], t_from, t_until)
+        first = inputs[0] if inputs[0].is_dir() else inputs[0].parent
+        default = first / "gantt.png"
     else:
         if len(inputs) < 2:
             raise PlotError("plot osdec: expected the instance file, then one or more run "
@@ -319,20 +461,26 @@ def plot(kind: str, inputs, out=None) -> Path:
 def add_plot_parser(sub):
     """The ``plot`` subcommand (called by ``hpcopt.cli``); ``run`` is its handler."""
     p = sub.add_parser("plot", help="draw a PNG from what simulate or solve wrote: run, "
-                                    "pareto, osdec")
+                                    "pareto, osdec, gantt")
     p.add_argument("kind", choices=KINDS,
                    help="run: wait distribution and utilization of simulate --out folders; "
                         "pareto: the fronts in solve --out rows of multi-objective instances; "
-                        "osdec: an osdec instance file, then run folders (load vs capacity)")
+                        "osdec: an osdec instance file, then run folders (load vs capacity); "
+                        "gantt: one simulate --out folder (which job ran where and when, and "
+                        "how it started)")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--out", default=None, metavar="FILE.png",
                    help="where to write the PNG (default: next to the first input: "
-                        "DIR/run.png, ROWS.pareto.png, DIR/load.png)")
+                        "DIR/run.png, ROWS.pareto.png, DIR/load.png, DIR/gantt.png)")
+    p.add_argument("--from", dest="t_from", type=float, default=None, metavar="SECONDS",
+                   help="gantt: draw from this time on (seconds of the trace's clock)")
+    p.add_argument("--until", dest="t_until", type=float, default=None, metavar="SECONDS",
+                   help="gantt: draw up to this time")
     p.set_defaults(run=cmd_plot)
     return p
 
 
 def cmd_plot(args) -> int:
-    path = plot(args.kind, args.inputs, args.out)
+    path = plot(args.kind, args.inputs, args.out, t_from=args.t_from, t_until=args.t_until)
     print(f"wrote {path}")
     return 0

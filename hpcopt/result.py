@@ -140,6 +140,15 @@ class Result:
     log: str = ""
 
     @property
+    def history(self) -> list[dict]:
+        """The convergence history of a population search (``bbsched-ga``, ``nsga2``): one row
+        per recorded generation (``generation``, ``evaluations``, ``front_size`` and
+        ``best_<objective>`` on the current front); empty for other backends.
+        ``pandas.DataFrame(result.history)`` is the tidy table; ``hpcopt plot pareto``
+        draws it from ``solve --out`` rows."""
+        return list(self.extra.get("history") or [])
+
+    @property
     def termination(self) -> Termination:
         """Why the solve stopped (see ``Termination``), independent of ``solution``."""
         return termination_of(self.status, self.limit)

@@ -234,12 +234,23 @@ def _serve(stdin, stdout) -> None:
 
 
 def op_hello(request: dict) -> dict:
+    """The protocol, the version, the policies and backends that can run here, and what each
+    of the others needs (``unavailable``: name -> the missing package and how to install
+    it)."""
     from . import __version__
     from .policies import policy_names
+    from .policies.base import missing_extra
     from .solvers import names
+    from .solvers.registry import family_classes, missing_modules, solver_classes
 
-    return {"protocol": PROTOCOL, "version": __version__, "policies": policy_names(),
-            "backends": names()}
+    classes = {**solver_classes(), **{f"{n}:<solver>": c for n, c in family_classes().items()}}
+    unavailable = {n: missing_extra(n) for n in policy_names() if missing_extra(n)}
+    unavailable.update((n, missing_modules(classes[n])) for n in names()
+                       if missing_modules(classes[n]))
+    return {"protocol": PROTOCOL, "version": __version__,
+            "policies": [n for n in policy_names() if n not in unavailable],
+            "backends": [n for n in names() if n not in unavailable],
+            "unavailable": unavailable}
 
 
 def op_solve(request: dict) -> dict:

@@ -24,10 +24,11 @@ up with the same settings are run once.  An option whose value is itself a list 
 is written as a list of lists (``[[0.5, 0.5]]``: one value).
 
 Each row: ``run`` (a stable id of the settings: the ``--resume`` key), the run's settings,
-``status`` (``hpcopt.result.Status``: FEASIBLE for a finished run, NO_SOLUTION when
-interrupted, ERROR), every ``summary`` metric, ``wall_time_s`` and
-``error``.  A run that fails (a bad policy name, a missing trace, a window of 0) is an error
-row and the sweep goes on; ``--resume`` skips the runs already finished in ``--out``.
+``status`` (the run's own: ``DONE`` for a finished run, ``INTERRUPTED``, ``ERROR``; a
+simulation has no solver status), every ``summary`` metric, ``wall_time_s``,
+``termination`` and ``error``.  A run that fails (a window of 0, a trace that cannot be
+read) is an error row and the sweep goes on; unknown policy and backend names stop
+``load_sweep`` at once; ``--resume`` skips the runs already finished in ``--out``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
            "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",
            "wasted_ssd", "avg_comm_cost"]
 TAIL = ["wall_time_s", "termination", "error"]
+# a run's status (a simulation has no solver status): finished, stopped by a signal, failed
+DONE, INTERRUPTED, ERROR = "DONE", "INTERRUPTED", Status.ERROR.value
 DEFAULT_SEEDS = [0]
 
 
@@ -142,6 +145,7 @@ def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep
             raise HpcoptError(f"{label}: trace: expected file names, got {t!r}")
     axes.setdefault("policy", ["fcfs"])
     axes.setdefault("seed", DEFAULT_SEEDS)
+    _check_names(label, axes)
     keys = [k for k in SIM_KEYS if k in axes] + [k for k in axes if k not in SIM_KEYS]
     runs, seen = [], set()
     for combo in itertools.product(*(axes[k] for k in keys)):
@@ -153,6 +157,34 @@ def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep
             seen.add(ident)
             runs.append(settings)
     return Sweep(runs, Path(base) if base is not None else Path.cwd(), keys)
+
+
+def _check_names(label: str, axes: dict) -> None:
+    """Policy and backend names are checked with the file, before any run: a typo is one
+    line, not a row per run."""
+    from .errors import UnknownPolicyError, UnknownSolverError
+    from .policies.base import policy_options
+    from .solvers import get_solver
+
+    for name in axes["policy"]:
+        if isinstance(name, str):
+            try:
+                policy_options(name)
+            except UnknownPolicyError as err:
+                raise HpcoptError(f"{label}: policy: {err}") from None
+    for name in axes.get("backend", []):
+        if isinstance(name, str):
+            try:
+                get_solver(name)
+            except UnknownSolverError as err:
+                raise HpcoptError(f"{label}: backend: {err}") from None
+
+
+def missing_traces(sweep: Sweep) -> list[str]:
+    """The sweep's trace files that do not exist (relative ones under ``sweep.base``)."""
+    traces = dict.fromkeys(s["trace"] for s in sweep.runs)
+    return [t for t in traces if not (Path(t) if Path(t).is_absolute()
+                                      else sweep.base / t).exists()]
 
 
 def _row(settings: dict, **fields) -> dict:
@@ -179,17 +211,17 @@ def run_one(task: tuple, stop=None) -> dict:
             res = simulate(path, **kwargs)
         summary = {k: res.summary[k] for k in METRICS if k in res.summary}
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
-        return _row(settings, status=Status.FEASIBLE.value, **summary,
+        return _row(settings, status=DONE, **summary,
                     wall_time_s=time.perf_counter() - t0,
                     termination=Termination.FINISHED.value, error="")
     except Interrupted as exc:
-        return _row(settings, status=Status.NO_SOLUTION.value,
+        return _row(settings, status=INTERRUPTED,
                     wall_time_s=time.perf_counter() - t0,
                     termination=Termination.INTERRUPTED.value,
                     error=f"interrupted by {signal.Signals(exc.signum).name} before it "
                           "finished")
     except Exception as exc:  # noqa: BLE001 - a bad setting is an error row
-        return _row(settings, status=Status.ERROR.value, wall_time_s=time.perf_counter() - t0,
+        return _row(settings, status=ERROR, wall_time_s=time.perf_counter() - t0,
                     termination=Termination.ERROR.value,
                     error=one_line(exc) or type(exc).__name__)
     finally:
@@ -236,8 +268,8 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     def on_result(i: int, row, error: str | None, stop) -> None:
         index, settings = todo[i]
         if error is not None:  # the worker died
-            row = _row(settings, status=Status.ERROR.value,
-                       termination=Termination.ERROR.value, error=error)
+            row = _row(settings, status=ERROR, termination=Termination.ERROR.value,
+                       error=error)
         if writer is not None:
             writer.write(row)
         rows.append((index, row))

@@ -183,6 +183,26 @@ def pareto_rows(F: np.ndarray, newest_first: np.ndarray) -> np.ndarray:
     return reps[np.sort(front)]
 
 
+HISTORY_POINTS = 200  # a convergence history keeps at most about this many generations
+
+
+def history_step(generations: int) -> int:
+    """Record every k-th generation (and the last) so a history has at most about
+    ``HISTORY_POINTS`` rows."""
+    return max(1, -(-int(generations) // HISTORY_POINTS))
+
+
+def history_row(model, generation: int, evaluations: int, F_front: np.ndarray) -> dict:
+    """One row of a convergence history: the generation, the evaluations so far, the size of
+    the current Pareto front and the best value of each objective on it (by name)."""
+    names = getattr(model, "objective_names", None) or [f"f{k + 1}" for k in
+                                                        range(F_front.shape[1])]
+    best = F_front.max(axis=0) if len(F_front) else [None] * len(names)
+    return {"generation": int(generation), "evaluations": int(evaluations),
+            "front_size": int(len(F_front)),
+            **{f"best_{name}": None if b is None else float(b) for name, b in zip(names, best)}}
+
+
 def front_points(model, X: np.ndarray, F: np.ndarray) -> list:
     """``(decision, objectives)`` pairs sorted by decreasing objectives."""
     order = np.lexsort(tuple(-F[:, k] for k in range(F.shape[1] - 1, -1, -1)))
@@ -226,6 +246,8 @@ class BBSchedGA(Solver):
         cols = np.arange(n)
         half = (P + 1) // 2
         limit, gen = Limit.ITERATION, 0
+        step = history_step(G)
+        history = [history_row(model, 0, P, F[pareto_rows(F, np.arange(P))])]
         for gen in range(1, G + 1):
             if deadline is not None and time.perf_counter() > deadline:
                 limit, gen = Limit.TIME, gen - 1
@@ -251,8 +273,13 @@ class BBSchedGA(Solver):
                 rest = newest[~in_set1[newest]]
                 keep = np.concatenate([set1, rest[: P - len(set1)]])
             X, F, age = X[keep], F[keep], age[keep]
+            if gen % step == 0 or gen == G:
+                history.append(history_row(model, gen, P * (gen + 1),
+                                           F[pareto_rows(F, np.arange(len(F)))]))
         final = pareto_rows(F, np.argsort(age, kind="stable"))
+        if history[-1]["generation"] != gen:
+            history.append(history_row(model, gen, P * (gen + 1), F[final]))
         return Outcome(Status.FEASIBLE, pareto=front_points(model, X[final], F[final]),
                        limit=limit, n_evals=P * (gen + 1),
                        extra={"generations": gen, "population": P, "mutation": pm,
-                              "variant": variant})
+                              "variant": variant, "history": history})

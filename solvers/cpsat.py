@@ -29,6 +29,10 @@ def parameters(solver, opts, time_limit: float | None, options=None) -> None:
         params.max_memory_in_mb = max(1, int(opts.max_memory_mb))
     if opts.seed is not None:
         params.random_seed = opts.seed
+    if opts.log is not None:  # solver_log: CP-SAT's search log, line by line
+        params.log_search_progress = True
+        params.log_to_stdout = False
+        solver.log_callback = opts.log.append
     if options is None:
         options = {k: v for k, v in opts.solver_options.items() if k != "tie_break"}
     for key, val in options.items():

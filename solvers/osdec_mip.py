@@ -116,7 +116,7 @@ def solve_scip(solver, model, opts: SolveOptions) -> Outcome:
         if left <= 0:
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION, start,
                            limit=Limit.TIME)
-    optimize(scip, left)
+    optimize(scip, left, opts.log)
     native = scip.getStatus()
     status, limit = solver.STATUS_MAP.get(native, (Status.ERROR, None))
     decision = bound = None

@@ -23,7 +23,7 @@ import numpy as np
 
 from hpcopt.result import Limit, Status
 
-from .bbsched_ga import front_points, ga_options, pareto_rows
+from .bbsched_ga import front_points, ga_options, history_row, history_step, pareto_rows
 from .registry import Outcome, SolveOptions, Solver, register
 
 ENUMERATE_MAX = 4096  # always enumerated: one vectorised evaluation, about a millisecond
@@ -76,7 +76,8 @@ class NSGA2(Solver):
             X, F = enumerate_front(model)  # the empty selection is always feasible
             return Outcome(Status.FEASIBLE, pareto=front_points(model, X, F),
                            n_evals=2**n, extra={"enumerated": True, "generations": 0,
-                                                "population": P})
+                                                "population": P,
+                                                "history": [history_row(model, 0, 2**n, F)]})
 
         class Window(Problem):
             def __init__(self):
@@ -100,7 +101,23 @@ class NSGA2(Solver):
         if left is not None:
             term = TerminationCollection(term, get_termination("time", max(left, 1e-3)))
         seed = None if opts.seed is None else int(opts.seed)
-        res = minimize(Window(), algo, term, seed=seed, verbose=False)
+        history: list[dict] = []
+        step = history_step(G)
+
+        def record(algorithm) -> None:
+            """The convergence history: the feasible non-dominated set after each
+            ``step``-th generation (pymoo's ``opt``), in the model's objectives."""
+            gen = int(algorithm.n_gen) - 1
+            if gen % step and gen < G:
+                return
+            opt = algorithm.opt
+            Fo = np.zeros((0, model.n_objectives))
+            if opt is not None and len(opt):
+                ok = np.asarray(opt.get("CV"), dtype=float).ravel() <= 0  # feasible
+                Fo = -np.asarray(opt.get("F"), dtype=float)[ok]
+            history.append(history_row(model, gen, int(algorithm.evaluator.n_eval), Fo))
+
+        res = minimize(Window(), algo, term, seed=seed, verbose=False, callback=record)
         X = np.asarray(res.pop.get("X"), dtype=bool)
         F, G = model.evaluate_many(X)
         ok = model.feasible_many(X)
@@ -113,4 +130,5 @@ class NSGA2(Solver):
         keep = pareto_rows(F, np.arange(len(F)))
         return Outcome(Status.FEASIBLE, pareto=front_points(model, X[keep], F[keep]),
                        limit=limit, n_evals=evals,
-                       extra={"generations": gens, "population": int(o["population"])})
+                       extra={"generations": gens, "population": int(o["population"]),
+                              "history": history})

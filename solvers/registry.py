@@ -58,7 +58,9 @@ GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy st
 BUILD_MARGIN = 2.5
 # solver values at or beyond this magnitude are a solver's "infinity" (SCIP 1e20, HiGHS inf)
 SOLVER_INFINITY = 1e19
-COMMON_OPTIONS = ("max_memory_mb",)  # solver_options every backend takes (the registry's)
+# solver_options every backend takes (the registry's): the memory cap, and ``solver_log``
+# (true: the solver's own log, where the backend can capture it, goes into ``Result.log``)
+COMMON_OPTIONS = ("max_memory_mb", "solver_log")
 
 
 class Availability(IntEnum):
@@ -80,6 +82,7 @@ class SolveOptions:
     deadline: float | None = None  # time.perf_counter() at which the whole solve must end
     max_memory_mb: float | None = None  # the memory cap (``solver_options["max_memory_mb"]``)
     start: Any = None  # the model's greedy decision (GREEDY_START backends), or None
+    log: list | None = None  # with solver_log: where a backend puts its solver's log lines
 
     def left(self) -> float | None:
         """Seconds left before the deadline (may be <= 0), None without a time limit."""
@@ -145,7 +148,7 @@ class Solver:
     @classmethod
     def available(cls) -> Availability:
         for module in cls.REQUIRED_MODULES:
-            if importlib.util.find_spec(module) is None:
+            if not installed(module):
                 return Availability.NOT_FOUND
         return Availability.AVAILABLE
 
@@ -208,10 +211,11 @@ class Solver:
         given = solver_options or {}
         given = dict(given) if isinstance(given, dict) else given
         memory = _memory_option(self.full_name, given)
+        want_log = _log_option(self.full_name, given)
         self.check_options(given)
         opts = SolveOptions(time_limit, DEFAULT_SEED if seed is None else int(seed), warm_start,
                             given, rule, deadline=None if time_limit is None else t0 + time_limit,
-                            max_memory_mb=memory)
+                            max_memory_mb=memory, log=[] if want_log else None)
         greedy = _GREEDY.get(model.kind) if self.GREEDY_START else None
         start = None
         if greedy is not None:
@@ -229,6 +233,8 @@ class Solver:
                               extra={"interrupted": True})
         if start is not None:
             out = _no_worse_than(model, out, start)
+        if opts.log:  # the solver's own log first, then the backend's notes
+            out.log = "\n".join(part.rstrip("\n") for part in [*opts.log, out.log] if part)
         canonical = _CANONICAL.get(model.kind)
         if (canonical is not None and not self.CANONICAL and out.status == Status.OPTIMAL
                 and out.decision is not None):
@@ -393,6 +399,17 @@ def _memory_option(backend: str, options) -> float | None:
     return float(mb)
 
 
+def _log_option(backend: str, options) -> bool:
+    """Pop and check ``solver_log`` (true or false) from ``options``."""
+    if not isinstance(options, dict) or "solver_log" not in options:
+        return False
+    value = options.pop("solver_log")
+    if not isinstance(value, bool):
+        raise SolverOptionError(f"backend {backend!r}: solver_log must be true or false, got "
+                                f"{value!r}")
+    return value
+
+
 def _no_worse_than(model, out: Outcome, start) -> Outcome:
     """``out`` with the greedy ``start = (decision, bound)`` folded in when ``out`` stopped
     without a proof: the tighter bound, and the greedy decision when ``out`` holds nothing
@@ -518,13 +535,34 @@ def solve(model, backend: str | None = None, **kwargs) -> Result:
     return get_solver(backend or model.default_backend).solve(model, **kwargs)
 
 
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported here (without importing it; a finder that refuses
+    the name counts as not installed)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_modules(cls: type[Solver]) -> str | None:
+    """What backend class ``cls`` needs that is not installed and how to install it
+    (``"torch: pip install 'hpcopt[ml]'"``), or None when it can run here."""
+    missing = [m for m in cls.REQUIRED_MODULES if not installed(m)]
+    if not missing:
+        return None
+    return ", ".join(missing) + (f": {cls.INSTALL_HINT}" if cls.INSTALL_HINT else "")
+
+
 def describe() -> list[dict]:
-    """One row per backend (name, models, exact, available, doc) for ``hpcopt backends``."""
+    """One row per backend (name, models, exact, available, needs: what a backend that is
+    not available needs, doc) for ``hpcopt backends``."""
     rows = []
     for n, cls in sorted(solver_classes().items()):
         rows.append(dict(backend=n, models=",".join(cls.SUPPORTED_MODELS), exact=cls.EXACT,
-                         available=bool(cls.available()), doc=cls.doc))
+                         available=bool(cls.available()), needs=missing_modules(cls),
+                         doc=cls.doc))
     for n, cls in sorted(family_classes().items()):
         rows.append(dict(backend=f"{n}:<solver>", models=",".join(cls.SUPPORTED_MODELS),
-                         exact=cls.EXACT, available=bool(cls.available()), doc=cls.doc))
+                         exact=cls.EXACT, available=bool(cls.available()),
+                         needs=missing_modules(cls), doc=cls.doc))
     return rows

@@ -119,7 +119,7 @@ class Scip(Solver):
         if left is not None:
             if left <= 0:  # the build took the time: the greedy stands
                 return Outcome(Status.NO_SOLUTION, limit=Limit.TIME)
-        optimize(scip, left)
+        optimize(scip, left, opts.log)
         native = scip.getStatus()
         status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
         decision = None
@@ -188,7 +188,7 @@ class Scip(Solver):
             """Optimize until the answer passes the exact checks: (status, limit, chosen)."""
             while True:
                 optimize(scip, None if deadline is None else
-                         max(deadline - time.perf_counter(), 1e-3))
+                         max(deadline - time.perf_counter(), 1e-3), opts.log)
                 native = scip.getStatus()
                 status, limit = self.STATUS_MAP.get(native, (Status.ERROR, None))
                 if not status.has_solution or scip.getNSols() == 0:

@@ -65,11 +65,30 @@ def quiet(scip) -> None:
     scip.hideOutput()
 
 
-def optimize(scip, left: float | None = None) -> None:
+def optimize(scip, left: float | None = None, log: list | None = None) -> None:
     """``scip.optimize()`` with its C-level output on stderr; with ``left`` (seconds left of
-    the solve's time limit) SCIP's ``limits/time`` keeps the read-back time out of it."""
+    the solve's time limit) SCIP's ``limits/time`` keeps the read-back time out of it; with
+    ``log`` (a list) SCIP's log, written to a log file while its screen output stays off, is
+    appended to it."""
     if left is not None:
         read = READ_SECONDS_PER_VAR * scip.getNVars()
         scip.setParam("limits/time", max(left - read, 0.05 * left, 1e-3))
-    with stdout_to_stderr():
-        scip.optimize()
+    if log is None:
+        with stdout_to_stderr():
+            scip.optimize()
+        return
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="hpcopt-scip-", suffix=".log")
+    os.close(fd)
+    try:
+        scip.setLogfile(path)
+        try:
+            with stdout_to_stderr():
+                scip.optimize()
+        finally:
+            scip.setLogfile(None)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                log.append(f.read())
+    finally:
+        os.unlink(path)

@@ -122,6 +122,22 @@ def test_learned_policies_without_torch_are_one_clean_line(tmp_path):
                        "'hpcopt[ml]'"
     proc = hpcopt_cli("train", "nsa", "--episodes", "2", env=env)
     assert proc.returncode == 2 and "needs torch" in proc.stderr
+    # the listings and the service say what is missing and how to install it
+    rows = {r["backend"]: r for r in map(json.loads, hpcopt_cli(
+        "backends", "--json", env=env).stdout.splitlines())}
+    assert rows["nsa"]["available"] is False
+    assert rows["nsa"]["needs"] == "torch: pip install 'hpcopt[ml]'"
+    assert rows["dp"]["needs"] is None
+    text = hpcopt_cli("backends", env=env).stdout
+    assert "needs: torch: pip install 'hpcopt[ml]'" in text
+    proc = subprocess.run([HPCOPT, "serve", "--stdio"], input='{"id": 1, "op": "hello"}\n',
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+    hello = json.loads(proc.stdout.splitlines()[0])
+    assert "dras-pg" not in hello["policies"] and "fcfs" in hello["policies"]
+    assert "nsa" not in hello["backends"] and "dp" in hello["backends"]
+    assert hello["unavailable"]["dras-pg"] == "torch: pip install 'hpcopt[ml]'"
+    assert hello["unavailable"]["nsa"] == "torch: pip install 'hpcopt[ml]'"
 
 
 def test_instances_lists_every_family_and_names_load(tmp_path):
@@ -147,7 +163,9 @@ def test_instances_lists_every_family_and_names_load(tmp_path):
     got = {r["instance"]: r["objective"] for r in map(json.loads, out.read_text().splitlines())}
     assert got == {"bb_table1": 100, "tiny_4jobs": 14}
     missing = hpcopt_cli("solve", "knapsack/nope", "--no-progress", cwd=tmp_path)
-    assert missing.returncode == 1 and "no bundled instance has that name" in missing.stdout
+    # a missing input is exit 2, one line, before anything is solved
+    assert missing.returncode == 2 and "no bundled instance has that name" in missing.stderr
+    assert missing.stderr.count("\n") == 1 and missing.stdout == ""
 
 
 def _wfformat(path: Path, width: int) -> Path:

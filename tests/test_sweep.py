@@ -60,25 +60,44 @@ def test_product_with_options_only_where_a_policy_takes_them():
 
 
 def test_rows_are_settings_plus_summary_and_bad_settings_are_error_rows(tmp_path, capsys):
-    spec = {"trace": [str(DEMO), "missing.swf"], "jobs": 50,
-            "policy": ["sjf", "nope"], "window": [0, 4]}
+    spec = {"trace": [str(DEMO)], "jobs": 50, "policy": ["sjf", "fcfs"], "window": [0, 4]}
     out = tmp_path / "runs.jsonl"
     code = main(["sweep", str(write_sweep(tmp_path, spec)), "--out", str(out),
-                 "--no-progress"])
+                 "--no-progress", "--json"])
     captured = capsys.readouterr()
     assert code == 1 and "runs failed" in captured.err
     rows = read(out)
-    assert len(rows) == 8
-    ok = [r for r in rows if r["status"] == "FEASIBLE"]
-    assert [(r["trace"], r["policy"], r["window"]) for r in ok] == [(str(DEMO), "sjf", 4)]
+    assert len(rows) == 4
+    ok = [r for r in rows if r["status"] == "DONE"]  # a run's own status, not a solver's
+    assert [(r["trace"], r["policy"], r["window"]) for r in ok] == [
+        (str(DEMO), "sjf", 4), (str(DEMO), "fcfs", 4)]
     assert ok[0]["job_count"] == 50 and ok[0]["avg_wait"] >= 0 and ok[0]["error"] == ""
     assert ok[0]["run"] == run_id({"trace": str(DEMO), "jobs": 50, "policy": "sjf",
                                    "window": 4, "seed": 0})
     errors = {(r["trace"], r["policy"], r["window"]): r["error"] for r in rows
               if r["status"] == "ERROR"}
-    assert len(errors) == 7 and all(errors.values())
-    assert "nope" in errors[(str(DEMO), "nope", 4)]
-    assert "missing.swf" in errors[("missing.swf", "sjf", 4)]
+    assert len(errors) == 2 and all(errors.values())
+    # --json: the summary on stdout, one object; the other lines on stderr
+    summary = json.loads(captured.out)
+    assert summary["status"] == {"DONE": 2, "ERROR": 2} and len(summary["results"]) == 4
+
+
+@pytest.mark.parametrize("spec,message", [
+    ({"trace": "DEMO", "policy": ["sjf", "nope"]}, "policy: unknown policy 'nope'"),
+    ({"trace": "DEMO", "policy": "knapsack", "backend": ["dp", "cpstat"]},
+     "backend: unknown backend 'cpstat'"),
+    ({"trace": ["DEMO", "missing.swf"]}, "trace missing.swf: no such file"),
+])
+def test_names_and_missing_traces_stop_before_any_run(tmp_path, capsys, spec, message):
+    """A typo in a policy or backend name, or a trace that is not there, is one line and
+    exit 2 before anything runs (not a row per run)."""
+    spec = {k: ([str(DEMO) if x == "DEMO" else x for x in v] if isinstance(v, list) else
+                str(DEMO) if v == "DEMO" else v) for k, v in spec.items()}
+    out = tmp_path / "runs.jsonl"
+    assert main(["sweep", str(write_sweep(tmp_path, spec)), "--out", str(out),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()
 
 
 @pytest.mark.parametrize("spec, needle", [
@@ -104,7 +123,7 @@ def test_traces_are_relative_to_the_sweep_file_and_csv_resumes(tmp_path, capsys)
     out = tmp_path / "runs.csv"
     assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 0
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 6 and all(r["status"] == "FEASIBLE" for r in rows)
+    assert len(rows) == 6 and all(r["status"] == "DONE" for r in rows)
     # cut the file to its header and two rows: --resume runs the other four only
     lines = out.read_text().splitlines(keepends=True)
     out.write_text("".join(lines[:3]) + lines[3][:10])
@@ -154,4 +173,4 @@ def test_sigterm_keeps_every_row_written(tmp_path):
     assert "interrupted by SIGTERM" in err and "Traceback" not in err
     rows = read(out)
     assert 2 <= len(rows) < 400
-    assert all(r["status"] == "FEASIBLE" for r in rows if r["termination"] != "interrupted")
+    assert all(r["status"] == "DONE" for r in rows if r["termination"] != "interrupted")

@@ -60,10 +60,18 @@ REGISTRARS = [
 _print_summary = print_summary  # the name benchmarks/simulator_speed.py imports
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line and a pointer to ``--help``, not the whole usage (exit 2);
+    every subcommand's parser is one of these (argparse makes them with the parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    p = argparse.ArgumentParser(prog="hpcopt", description=__doc__.splitlines()[0])
+    p = _Parser(prog="hpcopt", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"hpcopt {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     p.add_argument("--data-dir", default=None, metavar="DIR",

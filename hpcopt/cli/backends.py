@@ -14,5 +14,6 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..solvers import describe
 
-    print_listing(describe(), ["backend", "models", "exact", "available"], ["doc"], args.json)
+    print_listing(describe(), ["backend", "models", "exact", "available"], ["doc", "needs"],
+                  args.json)
     return 0

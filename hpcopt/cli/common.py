@@ -102,12 +102,12 @@ def executor(args):
     return make_executor(workers=args.workers, dask=args.dask)
 
 
-def print_summary(summaries: dict[str, dict]) -> None:
+def print_summary(summaries: dict[str, dict], file=None) -> None:
     from ..sim.metrics import format_summary  # plain text: no pandas import for a summary
 
     keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd", "avg_comm_cost")
                            if all(k in s for s in summaries.values())]
-    print(format_summary(summaries, keys))
+    print(format_summary(summaries, keys), file=file)
 
 
 def print_rows(rows: list[dict], file=None) -> None:

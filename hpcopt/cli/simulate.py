@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
@@ -47,6 +49,12 @@ def register(sub) -> None:
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--out", type=out_path, default=None,
                    help="directory for jobs.csv and summary.json")
+    m.add_argument("--events", type=out_path, default=None, metavar="FILE.jsonl",
+                   help="write one JSON line per driver event: submit, start (with how the "
+                        "job started: ready, reserved, backfilled), reserve, complete, drop")
+    m.add_argument("--json", action="store_true",
+                   help="print the summary and settings as one JSON object on standard output "
+                        "(the other lines go to standard error)")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     m.add_argument("--topology", default=None, metavar="PRESET",
                    help="fat-tree system (paper-1000, hpcschedule-1000); the trace may then be "
@@ -63,15 +71,29 @@ def register(sub) -> None:
     m.set_defaults(run=run)
 
 
+def _emit_json(res, files: dict) -> None:
+    from ..jsonsafe import json_safe
+
+    doc = {"summary": res.summary, "settings": res.settings,
+           "files": {k: str(v) for k, v in files.items() if v is not None}}
+    print(json.dumps(json_safe(doc), default=str))
+
+
 def run(args) -> int:
     from ..api import simulate
     from ..cloud import is_osdec_file
     from ..errors import HpcoptError
+    from ..policies import check_policy
     from ..scenario import build_scenario, check_workload_name
 
     options = policy_options(args)
+    check_policy(args.policy, **options)  # a typo is reported before any input is read
+    if args.events and not args.events.endswith(".jsonl"):
+        raise HpcoptError(f"--events {args.events}: expected a file name ending in .jsonl "
+                          "(one JSON object per line)")
+    info = sys.stderr if args.json else sys.stdout
     if is_osdec_file(args.trace):
-        return _simulate_osdec(args, options)
+        return _simulate_osdec(args, options, info)
     if args.workload:
         check_workload_name(args.workload, "--workload")
         if args.topology:
@@ -84,23 +106,32 @@ def run(args) -> int:
                               workload_seed=seed, bb=args.bb, ssd_classes=args.ssd_classes,
                               topology=args.topology)
     for line in scenario.notes:
-        print(line)
+        print(line, file=info)
     res = simulate(scenario, policy=args.policy, order=args.order, backfill=args.backfill,
                    window=args.window, seed=args.seed, starvation_bound=args.starvation,
                    warmup=args.warmup, cooldown=args.cooldown, progress=not args.no_progress,
-                   **options)
-    print_summary({f"{args.policy}": res.summary})
+                   events=args.events, **options)
+    print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:
         print(f"policy {args.policy}: " + ", ".join(f"{k}={v!r}" for k, v in opts.items()
-                                                     if k != "seed"))
+                                                     if k != "seed"), file=info)
+    return _written(args, res, info)
+
+
+def _written(args, res, info) -> int:
+    files = {"events": args.events}
     if args.out:
-        jobs_csv, summary_json = res.write(args.out)
-        print(f"wrote {jobs_csv} and {summary_json}")
+        files["jobs"], files["summary"] = res.write(args.out)
+        print(f"wrote {files['jobs']} and {files['summary']}", file=info)
+    if args.events:
+        print(f"wrote {args.events}", file=info)
+    if args.json:
+        _emit_json(res, files)
     return 0
 
 
-def _simulate_osdec(args, options: dict) -> int:
+def _simulate_osdec(args, options: dict, info) -> int:
     """An osdec instance file: online, slot by slot (hpcopt.cloud)."""
     from ..cloud import simulate_osdec
 
@@ -108,15 +139,12 @@ def _simulate_osdec(args, options: dict) -> int:
                          offline_bound=args.offline_bound,
                          offline_backend=args.offline_backend,
                          offline_time_limit=args.offline_time_limit,
-                         progress=not args.no_progress, **options)
+                         progress=not args.no_progress, events=args.events, **options)
     s = res.summary
     print(f"{Path(args.trace).name}: {s['jobs']} deferrable jobs on {s['slots']} slots, "
-          f"policy {args.policy}")
+          f"policy {args.policy}", file=info)
     keys = ["total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
             "dropped", "utilization"] + (["gap_to_offline"] if "gap_to_offline" in s else [])
     print("  " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float) else f"{k}={s[k]}"
-                           for k in keys))
-    if args.out:
-        jobs_csv, summary_json = res.write(args.out)
-        print(f"wrote {jobs_csv} and {summary_json}")
-    return 0
+                           for k in keys), file=info)
+    return _written(args, res, info)

@@ -38,6 +38,14 @@ def register(sub) -> None:
                    help="keep the rows already in --out and skip their (instance, backend) "
                         "pairs; error and interrupted rows are solved again")
     s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    s.add_argument("--solver-log", action="store_true",
+                   help="the solver's own log (SCIP's, CP-SAT's search log; other backends "
+                        "their notes): printed on standard error as each solve ends and kept "
+                        "in the row's log field")
+    s.add_argument("--json", action="store_true",
+                   help="print a summary of the batch (counts by status, and per row its "
+                        "instance, backend, status, objective, bound, gap and time) as one "
+                        "JSON object on standard output; the table goes to standard error")
     s.set_defaults(run=run)
 
 
@@ -66,7 +74,15 @@ def run(args) -> int:
                               + closest(args.rule, RULES))
     if args.resume and args.out is None:
         raise HpcoptError("--resume needs --out FILE: the rows already solved are read from it")
-    info = sys.stderr if args.out == "-" else sys.stdout  # stdout carries the rows then
+    if args.json and args.out == "-":
+        raise HpcoptError("--json and --out - both write standard output: give --out a file")
+    _check_inputs(args.files)
+    info = sys.stderr if args.out == "-" or args.json else sys.stdout  # stdout: rows or JSON
+    options = {}
+    if args.max_memory_mb is not None:
+        options["max_memory_mb"] = args.max_memory_mb
+    if args.solver_log:
+        options["solver_log"] = True
     # before solving ('' too: RowWriter refuses it)
     writer = RowWriter(args.out, resume=args.resume) if args.out is not None else None
     ex = None
@@ -80,16 +96,17 @@ def run(args) -> int:
                   f"{args.out} are skipped{cut}", file=info)
         batch = run_batch(args.files, backends, time_limit=args.time_limit, seed=args.seed,
                           workers=args.workers, progress=not args.no_progress, rule=args.rule,
-                          writer=writer, handle_signals=True, solver_options=(
-                              None if args.max_memory_mb is None
-                              else {"max_memory_mb": args.max_memory_mb}),
-                          executor=ex, chunk=args.chunk)
+                          writer=writer, handle_signals=True, solver_options=options or None,
+                          executor=ex, chunk=args.chunk,
+                          on_row=_print_log if args.solver_log else None)
     finally:
         if writer is not None:
             writer.close()
         if ex is not None:
             ex.close()
     rows = batch.rows
+    if args.json:
+        _print_json(rows, batch, args)
     if batch.signum is not None:
         if writer is None:
             print_rows(rows, file=info)  # nothing on disk: show what was solved
@@ -110,3 +127,42 @@ def run(args) -> int:
     if errors:
         print(f"hpcopt: error: {errors} of {len(rows)} rows failed", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _check_inputs(patterns) -> None:
+    """A named input that does not exist (a file, a folder, a pattern matching nothing) stops
+    the command before anything is solved: exit 2, like every command's missing input."""
+    from ..batch import STDIN
+    from ..instances import expand_paths
+
+    for pattern in patterns:
+        if str(pattern) != STDIN:
+            expand_paths([pattern])
+
+
+def _print_log(row: dict) -> None:
+    log = row.get("log") or "(no log: the backend keeps none)"
+    print(f"--- solver log: {row.get('instance')} by {row.get('backend')} "
+          f"({row.get('status')}) ---\n{log.rstrip()}", file=sys.stderr, flush=True)
+
+
+SUMMARY_FIELDS = ("file", "instance", "backend", "status", "objective", "bound", "gap",
+                  "wall_time_s", "limit", "certified", "error")
+
+
+def _print_json(rows: list[dict], batch, args) -> None:
+    """The batch's machine-readable summary: one JSON object on standard output."""
+    import json
+    from collections import Counter
+
+    from ..jsonsafe import json_safe
+
+    doc = {"rows": len(rows), "files": batch.items, "finished": batch.finished,
+           "skipped": batch.skipped,
+           "status": dict(Counter(r.get("status") for r in rows)),
+           "errors": sum(r.get("status") == "ERROR" for r in rows),
+           "interrupted": None if batch.signum is None else signal.Signals(batch.signum).name,
+           "wall_time_s": sum(r.get("wall_time_s") or 0.0 for r in rows),
+           "out": args.out,
+           "results": [{k: r.get(k) for k in SUMMARY_FIELDS} for r in rows]}
+    print(json.dumps(json_safe(doc), allow_nan=False), flush=True)

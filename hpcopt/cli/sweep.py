@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 
@@ -24,15 +25,25 @@ def register(sub) -> None:
                         "runs are run again")
     add_executor_flags(w)
     w.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    w.add_argument("--json", action="store_true",
+                   help="print a summary of the sweep (counts by status, and every row) as one "
+                        "JSON object on standard output; the other lines go to standard error")
     w.set_defaults(run=run)
 
 
 def run(args) -> int:
     from ..batch import RowWriter
-    from ..sweep import load_sweep, run_key, run_sweep
+    from ..errors import HpcoptError
+    from ..sweep import load_sweep, missing_traces, run_key, run_sweep
 
     sweep = load_sweep(args.sweep)  # a malformed sweep file stops here, before any run
-    info = sys.stderr if args.out == "-" else sys.stdout
+    missing = missing_traces(sweep)
+    if missing:  # a missing input: one line, exit 2, like every command's
+        raise HpcoptError(f"{args.sweep}: trace {missing[0]}: no such file"
+                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if args.json and args.out == "-":
+        raise HpcoptError("--json and --out - both write standard output: give --out a file")
+    info = sys.stderr if args.out == "-" or args.json else sys.stdout
     writer = RowWriter(args.out, resume=args.resume, columns=sweep.columns, key=run_key,
                        command="hpcopt sweep")
     ex = None
@@ -51,6 +62,18 @@ def run(args) -> int:
         writer.close()
         if ex is not None:
             ex.close()
+    if args.json:
+        from collections import Counter
+
+        from ..jsonsafe import json_safe
+
+        doc = {"runs": done.runs, "finished": done.finished, "skipped": done.skipped,
+               "status": dict(Counter(r.get("status") for r in done.rows)),
+               "errors": sum(r.get("status") == "ERROR" for r in done.rows),
+               "interrupted": None if done.signum is None
+               else signal.Signals(done.signum).name,
+               "out": args.out, "results": done.rows}
+        print(json.dumps(json_safe(doc), allow_nan=False), flush=True)
     if done.signum is not None:
         name = signal.Signals(done.signum).name
         print(f"hpcopt: interrupted by {name} after {done.finished} of {done.runs} runs; "

@@ -4,11 +4,12 @@ from . import classic, cloud, dras, knapsack, multi_resource, osdec, topology  #
 from .base import (
     Policy,
     build_policy,
+    check_policy,
     describe_policies,
     make_policy,
     policy_names,
     register_policy,
 )
 
-__all__ = ["Policy", "build_policy", "describe_policies", "make_policy", "policy_names",
-           "register_policy"]
+__all__ = ["Policy", "build_policy", "check_policy", "describe_policies", "make_policy",
+           "policy_names", "register_policy"]

@@ -198,13 +198,21 @@ def declared_options(name: str) -> list[tuple[Option, Any]]:
     return [(opt, defaults.get(opt.name)) for opt in cls.OPTIONS]
 
 
-def make_policy(name: str, **options) -> Policy:
-    """Build a registered policy; ``options`` override its defaults.
+def check_policy(name: str, **options) -> None:
+    """``make_policy``'s checks without building the policy (no checkpoint loaded, no input
+    read): the name, each option's name and type, and a named solver ``backend`` -- what a
+    command checks before it reads its inputs."""
+    _checked_options(name, options)
+    backend = options.get("backend")
+    if isinstance(backend, str):
+        from hpcopt.solvers import get_solver
 
-    An option the policy does not take, or a value it refuses, is a ``PolicyOptionError``
-    naming the option; ``policy.options`` records every option in force, defaults included.
-    """
-    cls, defaults = _lookup(name)
+        get_solver(backend)
+
+
+def _checked_options(name: str, options: dict) -> dict:
+    """The options a policy's constructor gets (its fixed ones left out), checked."""
+    cls, _ = _lookup(name)
     fixed = fixed_options(name)
     for key in sorted(set(options) & set(fixed)):
         if _plain(options[key]) != _plain(fixed[key]):
@@ -221,6 +229,17 @@ def make_policy(name: str, **options) -> Policy:
             f"it takes {sorted(accepted)}"
         )
     _check_declared(name, cls, options)
+    return options
+
+
+def make_policy(name: str, **options) -> Policy:
+    """Build a registered policy; ``options`` override its defaults.
+
+    An option the policy does not take, or a value it refuses, is a ``PolicyOptionError``
+    naming the option; ``policy.options`` records every option in force, defaults included.
+    """
+    cls, defaults = _lookup(name)
+    options = _checked_options(name, options)
     policy = cls(**{**defaults, **options})
     policy.name = name
     policy.options = {**option_defaults(name), **options}
@@ -285,6 +304,23 @@ def _summary(doc: str | None) -> str:
     para = " ".join((doc or "").strip().split("\n\n")[0].split())
     end = re.search(r"\.\s+(?=[A-Z`])", para)  # a sentence ends; "a . b" is a dot product
     return para if end is None else para[:end.start() + 1]
+
+
+# a policy's EXTRA -> (the module it needs, how to install it)
+EXTRAS = {"ml": ("torch", "pip install 'hpcopt[ml]'")}
+
+
+def missing_extra(name: str) -> str | None:
+    """What policy ``name`` needs that is not installed (``"torch: pip install
+    'hpcopt[ml]'"``), or None when it can run here."""
+    from hpcopt.solvers.registry import installed
+
+    cls, _ = _lookup(name)
+    extra = getattr(cls, "EXTRA", None)
+    if extra is None:
+        return None
+    module, hint = EXTRAS.get(extra, (extra, f"pip install 'hpcopt[{extra}]'"))
+    return None if installed(module) else f"{module}: {hint}"
 
 
 def describe_policies() -> list[dict]:
