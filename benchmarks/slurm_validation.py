@@ -95,10 +95,12 @@ def submit_all(jobs: list[dict], env: dict) -> None:
                        timeout=60)
 
 
-def completed_jobs(testbed_dir: Path) -> dict[str, dict]:
-    """The jobs the testbed finished, by name, from its ``jobcomp/filetxt`` log (Slurm's own
+def completed_jobs(testbed_dir: Path, by: str = "Name") -> dict[str, dict]:
+    """The jobs the testbed finished, by name (or by another jobcomp field: ``by="JobId"``
+    for array tasks, which share their name), from its ``jobcomp/filetxt`` log (Slurm's own
     record of every finished job; ``squeue`` forgets a job ``MinJobAge`` after it ends), read
-    as hpcopt's own jobcomp trace reader reads it."""
+    as hpcopt's own jobcomp trace reader reads it; ``nodes`` is Slurm's NodeCnt and
+    ``array_task`` an array task's ``A_T`` (ArrayJobId, ArrayTaskId)."""
     from hpcopt.traces.slurm import jobcomp_fields
     from hpcopt.traces.tables import iso_seconds
 
@@ -106,8 +108,11 @@ def completed_jobs(testbed_dir: Path) -> dict[str, dict]:
     out = {}
     for line in log.read_text().splitlines() if log.exists() else ():
         rec = jobcomp_fields(line)
-        if "Name" in rec:
-            out[rec["Name"]] = {"state": rec["JobState"], **{
+        if by in rec:
+            out[rec[by]] = {"state": rec["JobState"], "name": rec.get("Name", ""),
+                            "nodes": int(rec.get("NodeCnt") or 0),
+                            "array_task": f"{rec['ArrayJobId']}_{rec['ArrayTaskId']}"
+                            if rec.get("ArrayTaskId", "").isdigit() else None, **{
                 k: iso_seconds(rec[f"{k.title()}Time"], str(log), f"{k.title()}Time")
                 for k in ("submit", "start", "end")}}
     return out

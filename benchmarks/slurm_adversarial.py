@@ -1,0 +1,440 @@
+"""hpcopt on a real Slurm against its users: arrays, node ranges and release attempts.
+
+A slice of a real trace (KTH-SP2 by default), scaled to the 8-node testbed as
+``slurm_validation.py replay`` scales it (``scaled_slice``), with a tenth of its jobs (drawn
+by a seeded RNG) turned into
+
+- job arrays of 2-4 tasks, each task the job's size and its sleep divided by the task count
+  (about the same work), half of them with a ``%N`` throttle (N below the task count), or
+- node ranges ``-N a-b``, ``b`` the job's scaled size and ``a`` below it (1-node jobs become
+  arrays),
+
+submitted at their scaled times to a fresh testbed by an unprivileged user (made with
+``useradd`` and removed at the end when this script made it).  Right after each submission
+the user tries ``scontrol release ID`` and ``scontrol update jobid=ID timelimit=+30`` on the
+job; each attempt Slurm accepts is counted.  ``hpcopt slurm run --policy P --interval 1 --log``
+schedules the partition until every job (task) ended.  Then, from the adapter's cycle records
+and Slurm's ``jobcomp`` log (an array task's line has its own JobId and ArrayJobId,
+ArrayTaskId, in 22.05 and 24.11 alike; ``squeue --json``, read every ``--poll`` seconds,
+maps each started job id to ``A_T`` too, and the two must agree):
+
+(a) every reserved job starts no later than the first shadow time the adapter reported for it
+    plus one cycle interval plus 1 s (Slurm's times are whole seconds); the worst margin
+    (start - first shadow) is reported;
+(b) every job (task) that started was released by the adapter before it started (the
+    ``releasing`` event of its cycle, written before the release, at most 1 s after Slurm's
+    whole-second start), and none twice;
+(c) no cycle releases more nodes than it counted free (``released_nodes <= free_nodes``);
+(d) each released job's node count as the adapter must count it from its shape (a task its
+    size, a range its maximum) sums to the cycle's ``released_nodes``, and Slurm's allocated
+    node count (jobcomp ``NodeCnt``) is at most that count.
+
+    python benchmarks/slurm_adversarial.py --out benchmarks/results/slurm/adversarial  (root)
+    python benchmarks/slurm_adversarial.py --slurm 24.11 --out ...
+    python benchmarks/slurm_adversarial.py --from-runs /tmp/hpcopt-adv-XXXX --out ...
+
+Writes ``OUT/adversarial_jobs.json`` (the slice as submitted), ``OUT/adversarial.json`` (one
+row per run, appended to what is there for other versions and policies),
+``OUT/adversarial_<version>_<policy>_reserved.csv`` (each reserved job: first shadow, start,
+margin) and keeps each run's raw record (adapter log, jobcomp, squeue readings, attempts) in
+``run.json`` of its testbed directory, printed at the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import slurm_validation as sv  # noqa: E402
+
+
+def adversarial_slice(jobs: list[dict], frac: float, seed: int) -> list[dict]:
+    """``jobs`` with ``frac`` of them (seeded) made arrays or node ranges (module docstring);
+    each job gets ``shape`` (plain, array, range), ``tasks``, ``throttle`` and ``min_nodes``."""
+    rng = np.random.default_rng(seed)
+    pick = set(rng.choice(len(jobs), size=round(frac * len(jobs)), replace=False).tolist())
+    out = []
+    for i, j in enumerate(jobs):
+        j = dict(j, shape="plain", tasks=1, throttle=0, min_nodes=j["nodes"])
+        if i in pick:
+            if j["nodes"] >= 2 and rng.random() < 0.5:
+                j.update(shape="range", min_nodes=int(rng.integers(1, j["nodes"])))
+            else:
+                k = int(rng.integers(2, 5))
+                j.update(shape="array", tasks=k, sleep=max(1, round(j["sleep"] / k)),
+                         throttle=int(rng.integers(1, k)) if rng.random() < 0.5 else 0)
+        out.append(j)
+    return out
+
+
+def sbatch_args(job: dict) -> list[str]:
+    nodes = (f"{job['min_nodes']}-{job['nodes']}" if job["shape"] == "range"
+             else str(job["nodes"]))
+    args = ["sbatch", "--parsable", "-o", "/dev/null", "-J", job["name"], "-N", nodes,
+            "-t", str(job["limit"])]
+    if job["shape"] == "array":
+        args += ["-a", f"1-{job['tasks']}" + (f"%{job['throttle']}" if job["throttle"] else "")]
+    return args + ["--wrap", f"sleep {job['sleep']}"]
+
+
+class User:
+    """The unprivileged submitter: ``run`` runs a Slurm client as that user."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.made = name, False
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", name], check=True)
+            self.made = True
+        pw = pwd.getpwnam(name)
+        self.uid, self.gid = pw.pw_uid, pw.pw_gid
+
+    def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess:
+        return subprocess.run(args, env={**env, "HOME": "/tmp", "USER": self.name},
+                              user=self.uid, group=self.gid, extra_groups=[], cwd="/tmp",
+                              capture_output=True, text=True, timeout=60)
+
+    def remove(self) -> None:
+        if self.made:
+            subprocess.run(["userdel", self.name], check=False)
+
+
+def submit_as(user: User, jobs: list[dict], env: dict) -> list[dict]:
+    """Submit ``jobs`` at their scaled times as ``user``; right after each submission the
+    user's release and time-limit raise.  Returns the submissions and attempts."""
+    t0 = time.monotonic()
+    subs = []
+    for job in jobs:
+        delay = job["at"] - (time.monotonic() - t0)
+        if delay > 0:
+            time.sleep(delay)
+        p = user.run(sbatch_args(job), env)
+        if p.returncode:
+            raise SystemExit(f"sbatch as {user.name} failed: {p.stderr.strip()}")
+        jid = p.stdout.strip().split(";")[0]
+        attempts = []
+        for what in (["scontrol", "release", jid],
+                     ["scontrol", "update", f"jobid={jid}", "timelimit=+30"]):
+            at = time.time()
+            q = user.run(what, env)
+            attempts.append(dict(cmd=" ".join(what[:2]), time=round(at, 3), rc=q.returncode,
+                                 said=(q.stderr or q.stdout).strip()[:200]))
+        subs.append(dict(name=job["name"], id=int(jid), attempts=attempts))
+    return subs
+
+
+def poll_squeue(env: dict, seen: dict, stop: threading.Event, every: float) -> None:
+    """Every ``every`` seconds until ``stop``: each job (task) Slurm has started, by its own
+    job id: its key (``A_T`` for a task), node count and nodes."""
+    from hpcopt.slurm.state import Slurm, SlurmCommandError
+
+    slurm = Slurm(env=env, timeout=20)
+    while True:
+        try:
+            jobs, _ = slurm.jobs()
+        except SlurmCommandError:
+            jobs = ()
+        for j in jobs:
+            if j.state != "PENDING" and j.start > 0:
+                seen[str(j.id)] = dict(key=j.key, name_state=j.state, nodes=j.nodes,
+                                       node_names=list(j.node_names), start=j.start)
+        if stop.is_set():
+            return
+        stop.wait(every)
+
+
+def run_one(jobs: list[dict], policy: str, user: User, args, work: Path) -> dict:
+    """One run on a fresh testbed: the raw record of module docstring's checks."""
+    from hpcopt.slurm import testbed
+
+    d = work / f"{args.slurm}_{policy}"
+    with sv._STARTING:
+        conf = testbed.start(d, args.nodes, slurm=args.slurm)
+    env = {**os.environ, "SLURM_CONF": str(conf),
+           "PATH": f"{d / 'bin'}:{os.environ.get('PATH', '')}"}
+    log = d / "adapter.jsonl"
+    n_tasks = sum(j["tasks"] for j in jobs)
+    seen: dict = {}
+    stop = threading.Event()
+    poller = threading.Thread(target=poll_squeue, args=(env, seen, stop, args.poll), daemon=True)
+    proc = None
+    try:
+        proc = subprocess.Popen(["nice", "-n", "5", sv.HPCOPT, "slurm", "run", "--policy", policy,
+                                 "--interval", str(args.interval), "--log", str(log)],
+                                env=env, stdout=subprocess.DEVNULL)
+        wait_until = time.time() + 60
+        while not (log.exists() and log.read_text()):
+            if time.time() > wait_until:
+                raise SystemExit(f"{policy}: the adapter did not start")
+            time.sleep(0.2)
+        poller.start()
+        t0 = time.time()
+        subs = submit_as(user, jobs, env)
+        while len(sv.completed_jobs(d, by="JobId")) < n_tasks:
+            if time.time() - t0 > args.max_minutes * 60:
+                raise SystemExit(f"{policy}: not done in {args.max_minutes} minutes ({d})")
+            time.sleep(1)
+        stop.set()
+        poller.join(60)
+    finally:
+        stop.set()
+        try:
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(30)
+        finally:
+            testbed.stop(d)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    run = dict(slurm=args.slurm, policy=policy, interval=args.interval, jobs=jobs,
+               submissions=subs, log=lines, jobcomp=sv.completed_jobs(d, by="JobId"), squeue=seen,
+               jobcomp_sample=(d / "log" / "jobcomp.txt").read_text().splitlines()[:3])
+    (d / "run.json").write_text(json.dumps(run))
+    return run
+
+
+def check(run: dict) -> tuple[dict, list[dict]]:
+    """The checks (a)-(d) of the module docstring on one raw run: the row and the reserved
+    jobs' rows."""
+    jobs, interval = run["jobs"], run["interval"]
+    cycles = [c for c in run["log"] if "event" not in c]
+    events = {c["cycle"]: c for c in run["log"] if c.get("event") == "releasing"}
+    by_name = {j["name"]: j for j in jobs}
+    sub_id = {s["name"]: s["id"] for s in run["submissions"]}
+    shape_of = {}  # released key -> the job of the slice
+    for name, jid in sub_id.items():
+        shape_of[str(jid)] = by_name[name]
+    problems: list[str] = []
+
+    # started jobs (tasks) by key (``A_T`` for a task), from jobcomp, checked against squeue
+    started = {}
+    for raw, rec in run["jobcomp"].items():
+        polled = run["squeue"].get(raw, {}).get("key")
+        key = rec.get("array_task") or polled or raw
+        if polled is not None and polled != key:
+            problems.append(f"job {raw}: jobcomp says {key}, squeue said {polled}")
+        if rec["start"] is None or rec["end"] is None:
+            problems.append(f"{key}: no start/end in jobcomp ({rec['state']})")
+            continue
+        started[key] = dict(rec, raw=raw)
+        base = key.split("_")[0]
+        if key not in shape_of and base in shape_of:
+            shape_of[key] = shape_of[base]
+    unmapped = [k for k, r in started.items() if k not in shape_of]
+    n_tasks = sum(j["tasks"] for j in jobs)
+    not_completed = [k for k, r in started.items() if r["state"] != "COMPLETED"]
+
+    # (b) released before the start, once
+    released_at: dict[str, float] = {}
+    twice = []
+    for c in cycles:
+        if not c.get("ok"):
+            continue
+        for rid in c["released"]:
+            k = str(rid)
+            if k in released_at:
+                twice.append(k)
+            else:
+                released_at[k] = events[c["cycle"]]["time"]
+    unreleased = sorted(k for k in started if k not in released_at)
+    late_release = sorted(k for k in started if k in released_at and
+                          released_at[k] > started[k]["start"] + 1)
+
+    # (c) released nodes within the free nodes; (d) the count by shape and Slurm's allocation
+    over_free = [c["cycle"] for c in cycles if c.get("ok") and
+                 c["released_nodes"] > c["free_nodes"]]
+    miscount = []
+    for c in cycles:
+        if c.get("ok") and c["released"]:
+            want = sum(shape_of[str(r).split("_")[0]]["nodes"] for r in c["released"])
+            if want != c["released_nodes"]:
+                miscount.append(dict(cycle=c["cycle"], released=c["released"],
+                                     logged=c["released_nodes"], by_shape=want))
+    over_alloc = [dict(key=k, allocated=r["nodes"], counted=shape_of[k]["nodes"])
+                  for k, r in started.items() if k in shape_of and
+                  r["nodes"] > shape_of[k]["nodes"]]
+    ranges = [(k, r["nodes"]) for k, r in started.items()
+              if shape_of.get(k, {}).get("shape") == "range"]
+
+    # (a) reserved jobs start within a cycle of their first shadow
+    first_shadow: dict[str, tuple[float, int]] = {}
+    for c in cycles:
+        res = c.get("reserved") if c.get("ok") else None
+        if res is not None and str(res["id"]) not in first_shadow:
+            first_shadow[str(res["id"])] = (res["shadow"], c["cycle"])
+    bound = interval + 1.0
+    reserved_rows = []
+    for k, (shadow, cyc) in first_shadow.items():
+        if k not in started:
+            problems.append(f"reserved {k} never started")
+            continue
+        st = started[k]["start"]
+        reserved_rows.append(dict(id=k, shape=shape_of[k]["shape"], first_cycle=cyc,
+                                  shadow=shadow, start=st, margin=round(st - shadow, 3),
+                                  late=st > shadow + bound))
+    # what moved a reservation later: the policy's own picks of the same pass (mode ready,
+    # not backfilled: a window policy may start jobs the reserved one waits for), a
+    # backfilled release of this pass or the one before, or neither (Slurm's side)
+    # (a cycle whose shadow passes the latest one reported for the job so far by > bound)
+    pushed = {"policy": 0, "backfill": 0, "other": 0}
+    prev, latest = None, {}
+    for c in (c for c in cycles if c.get("ok")):
+        res = c.get("reserved")
+        if res is not None:
+            k = str(res["id"])
+            if k in latest and res["shadow"] > latest[k] + bound:
+                own = set(map(str, c["released"])) - set(map(str, c["backfilled"]))
+                pushed["policy" if own else "backfill" if c["backfilled"] or
+                       (prev or {}).get("backfilled") else "other"] += 1
+            latest[k] = max(latest.get(k, res["shadow"]), res["shadow"])
+        prev = c
+    margins = [r["margin"] for r in reserved_rows]
+    late = [r for r in reserved_rows if r["late"]]
+
+    attempts = [a for s in run["submissions"] for a in s["attempts"]]
+    accepted = [dict(a, id=s["id"]) for s in run["submissions"] for a in s["attempts"]
+                if a["rc"] == 0]
+    ok_cycles = [c for c in cycles if c.get("ok")]
+    t_sub = min(r["submit"] for r in started.values())
+    t_end = max(r["end"] for r in started.values())
+    row = dict(
+        slurm=run["slurm"], policy=run["policy"], interval=interval, jobs=len(jobs),
+        arrays=sum(j["shape"] == "array" for j in jobs),
+        ranges=sum(j["shape"] == "range" for j in jobs),
+        tasks=n_tasks, started=len(started), completed=len(started) - len(not_completed),
+        attempts=len(attempts), accepted=len(accepted),
+        cycles=len(cycles), failed_cycles=len(cycles) - len(ok_cycles),
+        reserved_jobs=len(reserved_rows),
+        margin_worst=max(margins) if margins else None,
+        margin_median=float(np.median(margins)) if margins else None, bound=bound,
+        late_reserved=len(late), shadow_pushed=pushed, unreleased=len(unreleased),
+        late_release=len(late_release),
+        released_twice=len(twice), over_free_cycles=len(over_free),
+        miscounted_cycles=len(miscount), over_allocated=len(over_alloc),
+        range_alloc=sorted({f"{shape_of[k]['min_nodes']}-{shape_of[k]['nodes']}:{n}"
+                            for k, n in ranges}),
+        wall_s=round(t_end - t_sub, 1))
+    row["pass"] = (not problems and not unmapped and len(started) == n_tasks and
+                   not not_completed and not accepted and not late and not unreleased and
+                   not late_release and not twice and not over_free and not miscount and
+                   not over_alloc)
+    details = dict(problems=problems, unmapped=unmapped, not_completed=not_completed,
+                   accepted=accepted, late=late, unreleased=unreleased,
+                   late_release=[(k, released_at[k], started[k]["start"]) for k in late_release],
+                   twice=twice, over_free=over_free, miscount=miscount, over_alloc=over_alloc,
+                   refusals=sorted({re.sub(r"\d+", "N", f"{a['cmd']}: {a['said']}")
+                                    for a in attempts if a["rc"]}))
+    return dict(row, details=details), reserved_rows
+
+
+COLUMNS = [("slurm", "Slurm"), ("policy", "policy"), ("jobs", "jobs (arrays, ranges)"),
+           ("tasks", "tasks started"), ("attempts", "user attempts accepted"),
+           ("cycles", "cycles"), ("reserved_jobs", "reserved jobs"),
+           ("margin_worst", "start - first shadow: worst / median (bound)"),
+           ("unreleased", "started unreleased"), ("over_free_cycles", "released > free"),
+           ("over_allocated", "allocated > counted"), ("wall_s", "wall (s)"), ("pass", "all")]
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| " + " | ".join(h for _, h in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        cells = [r["slurm"], r["policy"], f"{r['jobs']} ({r['arrays']}, {r['ranges']})",
+                 f"{r['started']} of {r['tasks']}", f"{r['accepted']} of {r['attempts']}",
+                 f"{r['cycles']} ({r['failed_cycles']} failed)", str(r["reserved_jobs"]),
+                 f"{r['margin_worst']:+.1f} / {r['margin_median']:+.1f} s (+{r['bound']:g} s)"
+                 if r["margin_worst"] is not None else "-",
+                 str(r["unreleased"] + r["late_release"]), str(r["over_free_cycles"]),
+                 str(r["over_allocated"] + r["miscounted_cycles"]), f"{r['wall_s']:.0f}",
+                 "pass" if r["pass"] else "FAIL"]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trace", default=str(sv.DEFAULT_TRACE))
+    p.add_argument("--first", type=int, default=5000, help="first record of the slice")
+    p.add_argument("--jobs", type=int, default=100)
+    p.add_argument("--nodes", type=int, default=8)
+    p.add_argument("--run-min", type=float, default=5)
+    p.add_argument("--run-max", type=float, default=25)
+    p.add_argument("--limit-max", type=int, default=2, help="longest limit in minutes")
+    p.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
+    p.add_argument("--frac", type=float, default=0.1, help="share of arrays and node ranges")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--policies", nargs="+", default=["fcfs", "knapsack"])
+    p.add_argument("--slurm", default="22.05", choices=["22.05", "24.11"])
+    p.add_argument("--interval", type=float, default=1.0, help="adapter cycle, seconds")
+    p.add_argument("--poll", type=float, default=2.0, help="squeue reading, seconds")
+    p.add_argument("--user", default="hpcoptadv", help="the submitting user (made if absent)")
+    p.add_argument("--parallel", action="store_true",
+                   help="run the --policies at the same time, each on its own testbed")
+    p.add_argument("--max-minutes", type=float, default=25)
+    p.add_argument("--from-runs", metavar="DIR",
+                   help="check the runs an earlier call kept (DIR/<slurm>_<policy>/run.json)")
+    p.add_argument("--out", default="results/slurm/adversarial")
+    args = p.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = adversarial_slice(sv.scaled_slice(args), args.frac, args.seed)
+    (out / "adversarial_jobs.json").write_text(json.dumps(jobs, indent=1))
+    print(f"{len(jobs)} jobs of {Path(args.trace).name} from record {args.first}: "
+          f"{sum(j['shape'] == 'array' for j in jobs)} arrays "
+          f"({sum(j['tasks'] for j in jobs if j['shape'] == 'array')} tasks), "
+          f"{sum(j['shape'] == 'range' for j in jobs)} node ranges; arrivals over "
+          f"{jobs[-1]['at']:.0f} s; Slurm {args.slurm}", flush=True)
+    if args.from_runs:
+        runs = {}
+        for pol in args.policies:
+            d = Path(args.from_runs) / f"{args.slurm}_{pol}"
+            runs[pol] = json.loads((d / "run.json").read_text())
+            runs[pol]["jobcomp"] = sv.completed_jobs(d, by="JobId")  # read again
+    else:
+        work = Path(tempfile.mkdtemp(prefix="hpcopt-adv-"))  # kept: logs and raw runs
+        os.chmod(work, 0o755)  # the user reaches the testbeds' bin/ and slurm.conf
+        print(f"testbeds in {work}", flush=True)
+        user = User(args.user)
+        try:
+            if args.parallel:
+                from concurrent.futures import ThreadPoolExecutor
+                with ThreadPoolExecutor(len(args.policies)) as pool:
+                    fut = {pol: pool.submit(run_one, jobs, pol, user, args, work)
+                           for pol in args.policies}
+                    runs = {pol: f.result() for pol, f in fut.items()}
+            else:
+                runs = {pol: run_one(jobs, pol, user, args, work) for pol in args.policies}
+        finally:
+            user.remove()
+    saved = out / "adversarial.json"
+    rows = [r for r in (json.loads(saved.read_text()) if saved.exists() else [])
+            if (r["slurm"], r["policy"]) not in {(args.slurm, pol) for pol in runs}]
+    for pol, run in runs.items():
+        row, reserved = check(run)
+        print(json.dumps(row), flush=True)
+        print(f"jobcomp line as Slurm {args.slurm} writes it: {run['jobcomp_sample'][:1]}")
+        rows.append(row)
+        with open(out / f"adversarial_{args.slurm}_{pol}_reserved.csv", "w") as f:
+            f.write("id,shape,first_cycle,shadow,start,margin\n")
+            for r in reserved:
+                f.write(f"{r['id']},{r['shape']},{r['first_cycle']},{r['shadow']:.3f},"
+                        f"{r['start']:.0f},{r['margin']:.3f}\n")
+    rows.sort(key=lambda r: (r["slurm"], r["policy"]))
+    saved.write_text(json.dumps(rows, indent=1))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
