@@ -179,3 +179,26 @@ def test_rows_on_stdout_from_worker_processes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = [strict_loads(line) for line in proc.stdout.splitlines()]
     assert sorted(r["file"] for r in rows) == [f"f{i:02d}.json" for i in range(4)]
+
+
+def test_ctrl_c_while_scip_runs_stops_the_whole_batch(tmp_path):
+    """SCIP catches SIGINT itself and returns 'userinterrupt': the batch must still stop
+    there (exit 130 within about a second) and not start the next backend or file."""
+    hard_knapsack(tmp_path / "a.json")
+    shutil.copy(EASY, tmp_path / "b.json")
+    out = tmp_path / "rows.jsonl"
+    proc = start(["solve", "a.json", "b.json", "--backend", "scip,cpsat", "--time-limit",
+                  "30", "--out", str(out), "--no-progress"], tmp_path)
+    time.sleep(6.0)  # inside SCIP's search of a.json
+    assert proc.poll() is None, proc.communicate()
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    stopped = time.perf_counter() - t0
+    assert proc.returncode == 130, stderr
+    assert "pressed CTRL-C" in stderr  # SCIP took the signal, not Python's handler
+    assert stopped < 3.0, f"the batch ran {stopped:.1f} s after Ctrl-C"
+    rows = [strict_loads(line) for line in out.read_text().splitlines()]
+    assert [(r["file"], r["backend"]) for r in rows] == [("a.json", "scip")]
+    assert rows[0]["limit"] == "INTERRUPT" and rows[0]["termination"] == "interrupted"
+    assert "interrupted by SIGINT after 0 of 2 files" in stderr
