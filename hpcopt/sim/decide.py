@@ -35,6 +35,11 @@ class ClusterState:
       others); they are out of the machine for this decision, and so are ``unavailable_bb``
       GB of the burst buffer (held by jobs outside the machine, or reserved).
 
+    Nodes are counted, except on a machine with a topology, where they are told apart:
+    ``completing`` and ``unavailable`` are then node ids, ``placed`` maps each running job's
+    id (and each starting job's, where its nodes are known) to the node ids it holds, and the
+    decision says where each job starts.
+
     ``queue`` are the waiting jobs the policy may start, each at the size the resource manager
     will give it.  ``passed`` maps queued ids to the times they were passed over (the
     starvation bound); ``upcoming`` are cloud jobs submitted before ``time`` whose earliest
@@ -46,9 +51,10 @@ class ClusterState:
     queue: tuple[Job, ...] = ()
     running: tuple[tuple[Job, float], ...] = ()
     starting: tuple[Job, ...] = ()
-    completing: int = 0
-    unavailable: int = 0
+    completing: int | tuple[int, ...] = 0
+    unavailable: int | tuple[int, ...] = 0
     unavailable_bb: float = 0.0
+    placed: Mapping = field(default_factory=dict)
     passed: Mapping = field(default_factory=dict)
     upcoming: tuple[Job, ...] = ()
     weights: tuple[float, float, int | None] | None = None
@@ -59,13 +65,18 @@ class WindowDecision:
     """What ``decide`` answers: the queued jobs to start now with how each starts (``ready``,
     ``reserved`` or ``backfilled``, in start order), the reserved job and its shadow time (or
     ``None``), the queued jobs set aside because they cannot fit the machine's available nodes
-    (each with the reason), and the nodes free before the decision."""
+    (each with the reason), the nodes free before the decision, and on a topology the node
+    ids each started job is placed on (``placements``, by job id)."""
 
     started: tuple[tuple[Job, str], ...]
     reserved: Job | None
     shadow: float | None
     set_aside: tuple[tuple[Job, str], ...]
     free: int
+    placements: Mapping = field(default_factory=dict)
+
+
+NEVER = 100 * 365 * 86400.0  # how long an unavailable node of a topology stays taken
 
 
 def decide(state: ClusterState, policy, **options) -> WindowDecision:
@@ -76,25 +87,42 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     with a ``capacity`` profile) run without backfilling, as ``hpcopt simulate`` runs them.
     """
     now = float(state.time)
-    machine = _available(state.system, state.unavailable, state.completing,
-                         state.unavailable_bb)
+    topology = state.system.topology is not None
+    down, ending = _node_ids(state.unavailable, topology), _node_ids(state.completing, topology)
+    if topology:
+        machine, usable = _available(state.system, 0, 0, state.unavailable_bb), \
+            state.system.nodes - len(down)
+    else:
+        machine = _available(state.system, len(down), len(ending), state.unavailable_bb)
+        usable = machine.nodes if machine is not None else 0
     queue, set_aside = [], []
     for job in state.queue:
-        why = _never_fits(job, machine)
+        why = _never_fits(job, machine, usable)
         if why:
             set_aside.append((job, why))
         else:
             queue.append(job)
-    if machine is None:
+    if machine is None or not usable:
         return WindowDecision((), None, None, tuple(set_aside), 0)
-    running = [*state.running, *((job, now + job.walltime) for job in state.starting)]
-    if state.completing:  # busy nodes with no job: one stand-in job ending now
-        taken = [job for job, _ in running] + queue + list(state.upcoming)
-        running.append((Job(_fresh_id(taken), now, 0.0, 0.0, state.completing), now))
+    running = [(job, end, state.placed.get(job.id)) for job, end in state.running]
+    running += [(job, now + job.walltime, state.placed.get(job.id)) for job in state.starting]
+    if topology and any(nodes is None for _, _, nodes in running[:len(state.running)]):
+        job = next(j for j, _, nodes in running if nodes is None)
+        raise HpcoptError(f"running job {job.id}: its node ids are needed on a topology "
+                          "(ClusterState.placed)")
+    taken = [job for job, *_ in running] + queue + list(state.upcoming)
+    # nodes busy with no job (and on a topology the unavailable ones, which stay in the
+    # machine to keep their ids): a stand-in job each
+    for ids, end in ((ending, now), (down if topology else (), now + NEVER)):
+        if ids:
+            stand_in = Job(_fresh_id(taken), now, 0.0, 0.0, len(ids))
+            running.append((stand_in, end, tuple(ids) if topology else None))
+            taken.append(stand_in)
     # integer and text ids may mix: one total order over them
-    jobs = total_ids([job for job, _ in running] + queue + list(state.upcoming))
+    jobs = total_ids([job for job, *_ in running] + queue + list(state.upcoming))
     n_run, n_queue = len(running), len(queue)
-    running = [(job, end) for job, (_, end) in zip(jobs, running)]
+    running = [(job, end, nodes) if nodes is not None else (job, end)
+               for job, (_, end, nodes) in zip(jobs, running)]
     queued, upcoming = jobs[n_run:n_run + n_queue], jobs[n_run + n_queue:]
     set_weights = getattr(policy, "set_weights", None)  # a hook of the policy protocol
     if state.weights is not None and set_weights is not None:
@@ -107,22 +135,41 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     free = sim.pool.free_nodes
     given = {job.id: job for job in queue}
     started: list[tuple[Job, str]] = []
+    placements: dict = {}
     reservation: list = [None, None]
-    sim.subscribe(Event.START, lambda s, e, rec: started.append((given[rec.job.id],
-                                                                  rec.mode)))
+
+    def on_start(s, e, rec):
+        job = given[rec.job.id]
+        started.append((job, rec.mode))
+        if topology:
+            placements[job.id] = tuple(int(n) for n in rec.allocation)
+
+    sim.subscribe(Event.START, on_start)
     sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
         slice(None), [given[payload[0].id], payload[1]]))
     sim.schedule()
-    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free)
+    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements)
+
+
+def _node_ids(nodes: int | tuple[int, ...], topology: bool) -> tuple[int, ...]:
+    """Nodes given as a count or as node ids: ids (a count stands for that many anonymous
+    nodes, which a topology cannot place)."""
+    if isinstance(nodes, int):
+        if nodes < 0:
+            raise HpcoptError(f"a node count must be >= 0, got {nodes}")
+        if topology and nodes:
+            raise HpcoptError("on a machine with a topology, give unavailable and completing "
+                              "nodes as node ids")
+        return tuple(range(nodes))
+    return tuple(int(n) for n in nodes)
 
 
 def _available(system: System, unavailable: int, completing: int,
                unavailable_bb: float = 0.0) -> System | None:
     """The machine of the decision: ``system`` without its unavailable nodes and burst buffer
     (``None`` when no node is left)."""
-    if unavailable < 0 or completing < 0 or not 0 <= unavailable_bb < float("inf"):
-        raise HpcoptError(f"unavailable nodes and burst buffer and completing nodes must be "
-                          f">= 0, got {unavailable}, {unavailable_bb} and {completing}")
+    if not 0 <= unavailable_bb < float("inf"):
+        raise HpcoptError(f"unavailable burst buffer must be >= 0, got {unavailable_bb}")
     if unavailable + completing > system.nodes:
         raise HpcoptError(f"{unavailable} unavailable and {completing} completing nodes, but "
                           f"the system has {system.nodes}")
@@ -130,20 +177,18 @@ def _available(system: System, unavailable: int, completing: int,
         system = replace(system, bb=max(0.0, system.bb - unavailable_bb))
     if not unavailable:
         return system
-    if system.ssd_classes or system.topology is not None or system.capacity is not None:
+    if system.ssd_classes or system.capacity is not None:
         raise HpcoptError("unavailable nodes are counted on a machine of interchangeable "
-                          "nodes only (this one has SSD classes, a topology or a capacity "
-                          "profile)")
+                          "nodes only (this one has SSD classes or a capacity profile)")
     left = system.nodes - unavailable
     return replace(system, nodes=left) if left else None
 
 
-def _never_fits(job: Job, machine: System | None) -> str | None:
+def _never_fits(job: Job, machine: System | None, usable: int) -> str | None:
     """Why ``job`` cannot fit the machine's available nodes even when all are free (None: it
     can)."""
-    have = machine.nodes if machine is not None else 0
-    if job.nodes > have:
-        return f"asks {job.nodes} nodes, {have} available"
+    if job.nodes > usable:
+        return f"asks {job.nodes} nodes, {usable} available"
     if machine is not None and job.bb > machine.bb:
         return f"asks {job.bb:g} GB of burst buffer, the machine has {machine.bb:g}"
     return None
@@ -153,7 +198,7 @@ def _fresh_id(jobs: list[Job]) -> int | str:
     """An id no job in ``jobs`` has, of the type they have."""
     ids = {job.id for job in jobs}
     if any(isinstance(i, str) for i in ids):
-        name = "completing"
+        name = "stand-in"
         while name in ids:
             name += "_"
         return name

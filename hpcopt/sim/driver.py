@@ -267,8 +267,9 @@ class Simulator(EasyBackfill, OnePickPasses):
         """A simulator in a given state, to decide one window (embedding, ``hpcopt decide``).
 
         ``queue`` are the waiting jobs (the base order sorts them); ``running`` pairs a job
-        with its estimated end (start + requested walltime; the allocation is the one
-        ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
+        with its estimated end (start + requested walltime), optionally with its allocation
+        as a third item (the node ids it holds on a topology; otherwise the allocation is the
+        one ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
         ids to the times they were passed over (for a starvation bound); ``upcoming`` are
         submitted jobs whose ``earliest`` start is still to come (the future set of cloud
         slots).  ``options`` are the constructor's.  Then ``schedule()`` is the pass the
@@ -288,11 +289,11 @@ class Simulator(EasyBackfill, OnePickPasses):
         # the running ones started already: no delay for them
         delay, delay_of = sim.launch_delay, sim._delay_of
         sim.launch_delay, sim._delay_of = 0.0, None
-        for job, est_end in running:
+        for job, est_end, *allocation in running:
             remaining = max(0.0, float(est_end) - sim.now)
             job = replace(job, runtime=remaining, walltime=remaining, deps=())
             sim._register(job)
-            sim.start(job, READY)
+            sim.start(job, READY, allocation[0] if allocation else None)
         sim.launch_delay, sim._delay_of = delay, delay_of
         if sim._capacity:
             sim.pool.set_time(sim.now)

@@ -43,6 +43,7 @@ from ..errors import HpcoptError
 from ..sim.decide import ClusterState, decide
 from .lock import PartitionLock
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot, job_licenses
+from .topology import SlurmTopology, TopologyConfError, expand_hostlist
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
@@ -95,10 +96,13 @@ def parse_mark(text: str) -> tuple[str, int] | None:
 
 
 def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
-                bb_license: str | None = None) -> CycleState:
+                bb_license: str | None = None,
+                topology: SlurmTopology | None = None) -> CycleState:
     """The core's state of ``partition`` in ``snap`` and the entries behind its queue
     (module docstring).  With ``bb_license``, that license of ``licenses`` (``{name: (total,
-    used)}``) is the burst buffer: its total the machine's, each job's count its request."""
+    used)}``) is the burst buffer: its total the machine's, each job's count its request.
+    With ``topology`` (the partition's nodes, ``hpcopt.slurm.topology``) nodes are told
+    apart: the state says which nodes each job holds and the decision where jobs start."""
     bb_total = used_bb = 0
     if bb_license is not None:
         if licenses is None or bb_license not in licenses:
@@ -109,8 +113,16 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
     if not nodes:
         raise HpcoptError(f"partition {partition!r} has no nodes (sinfo lists "
                           f"{sorted({p for n in snap.nodes for p in n.partitions})})")
+    if topology is not None and {n.name for n in nodes} != set(topology.names):
+        raise TopologyConfError(f"partition {partition!r} has nodes "
+                                f"{sorted(n.name for n in nodes)[:6]}..., the topology "
+                                f"{list(topology.names)[:6]}...: they must be the same nodes")
+    if topology is not None and bb_license is not None:
+        raise HpcoptError("a machine with a topology has no burst buffer here: use "
+                          "--topology or --bb-license")
     usable = {n.name for n in nodes if n.usable}
     idle = {n.name for n in nodes if n.idle}
+    placed: dict = {}
     notes = ["unavailable nodes: " + ",".join(
         f"{n.name} ({n.state}{''.join('+' + f.lower() for f in sorted(n.flags))})"
         for n in nodes if not n.usable)] if len(usable) < len(nodes) else []
@@ -131,6 +143,8 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take),
                       bb=_bb(j, bb_license)[0] if bb_license else 0.0)
             running.append((job, end))
+            if topology is not None:
+                placed[job.id] = tuple(topology.ids(sorted(take)))
     state = CycleState(None, {}, n_running=n_running, notes=notes)  # type: ignore[arg-type]
     free = len(idle)
     listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
@@ -156,15 +170,39 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             free, free_bb = free - take, free_bb - bb
             starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
                                 j.limit if j.limit is not None else FAR, take, bb=bb))
+            pinned = _pinned(j, topology, idle)
+            if pinned is not None and len(pinned) == take:
+                placed[starting[-1].id] = pinned
     for entry in _entries(held, ours, partition, state.notes, bb_license):
+        if topology is not None and len(entry.records) > 1:
+            state.notes.append(f"hetjob {entry.key}: hpcopt does not place hetjobs on a "
+                               "topology: left held")
+            continue
         state.entries[entry.job.id] = entry
     queue = tuple(e.job for e in state.entries.values())
-    state.cluster = ClusterState(now, System(len(nodes), bb=bb_total, name=partition), queue,
-                                 tuple(running), tuple(starting),
-                                 completing=len(usable - idle - covered),
-                                 unavailable=len(nodes) - len(usable),
-                                 unavailable_bb=unavailable_bb)
+    completing, down = usable - idle - covered, {n.name for n in nodes} - usable
+    if topology is None:
+        system = System(len(nodes), bb=bb_total, name=partition)
+        completing, down = len(completing), len(down)
+    else:
+        system = System(len(nodes), topology=topology.tree, name=partition)
+        completing = tuple(topology.ids(sorted(completing)))
+        down = tuple(topology.ids(sorted(down)))
+    state.cluster = ClusterState(now, system, queue, tuple(running), tuple(starting),
+                                 completing=completing, unavailable=down,
+                                 unavailable_bb=unavailable_bb, placed=placed)
     return state
+
+
+def _pinned(j: SlurmJob, topology: SlurmTopology | None, idle: set[str]):
+    """The node ids a released job is pinned to (its required nodes, all idle), or None."""
+    if topology is None or not j.required_nodes:
+        return None
+    try:
+        names = expand_hostlist(j.required_nodes)
+        return tuple(topology.ids(names)) if set(names) <= idle else None
+    except TopologyConfError:
+        return None
 
 
 def _upper(j: SlurmJob) -> int | None:
@@ -320,15 +358,19 @@ class Adapter:
     ``window``); ``log`` a text file taking one JSON line per cycle; ``say`` prints one
     human line per cycle that released something (or would, with ``dry_run``); ``lock`` the
     partition's lock file (``hpcopt.slurm.lock``), taken by ``run``; ``bb_license`` the Slurm
-    license that is the burst buffer (its count per job the job's request).
+    license that is the burst buffer (its count per job the job's request); ``topology`` the
+    partition's network (``hpcopt.slurm.topology.read_topology``): each job placed by the
+    decision is pinned to its nodes (``ReqNodeList``) before its release.
     """
 
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
-                 lock=None, bb_license: str | None = None, **options) -> None:
+                 lock=None, bb_license: str | None = None,
+                 topology: SlurmTopology | None = None, **options) -> None:
         self.policy = policy
         self.partition = partition
         self.bb_license = bb_license
+        self.topology = topology
         self.dry_run = dry_run
         self.log = log
         self.lock = lock
@@ -350,7 +392,8 @@ class Adapter:
             # jobs' read lists it), and one that ends leaves its use counted (the safe side)
             licenses = self.slurm.licenses() if self.bb_license else None
             snap = self.slurm.snapshot()
-            state = cycle_state(snap, self.partition, licenses, self.bb_license)
+            state = cycle_state(snap, self.partition, licenses, self.bb_license,
+                                self.topology)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -369,17 +412,19 @@ class Adapter:
         rec["decide_s"] = round(time.perf_counter() - c0, 4)
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
+        where = {state.entries[jid].key: self.topology.nodes(ids)
+                 for jid, ids in decision.placements.items()} if self.topology else {}
         c0 = time.perf_counter()
         reheld, changed = self._rehold(state.rehold, notes), []
         if picked and not self.dry_run:
-            picked, changed = self._reread(picked, notes)
+            picked, changed = self._reread(picked, notes, where)
         self._write({"time": round(time.time(), 3), "cycle": self.cycles, "event": "releasing",
                      "ids": [_id(e.key) for e, _ in picked]})
         released, failed = [], []
         for entry, mode in picked:
             if not self.dry_run:
                 try:
-                    self._release(entry)
+                    self._release(entry, where.get(entry.key))
                 except SlurmCommandError as exc:
                     failed.append({"id": _id(entry.key), "error": str(exc)})
                     continue
@@ -397,6 +442,9 @@ class Adapter:
                     "shadow": round(decision.shadow, 3)},
                    release_failed=failed, changed=changed, reheld=reheld, notes=notes,
                    errors=list(self._errors))
+        if self.topology is not None:
+            rec["placed"] = {r["id"]: ",".join(where[r["id"]]) for r in released
+                             if r["id"] in where}
         self._write(rec)
         if released or failed:
             verb = "would release" if self.dry_run else "released"
@@ -422,11 +470,13 @@ class Adapter:
         self.say(f"cycle {self.cycles}: {said}")
         return rec
 
-    def _reread(self, picked: list, notes: list[str]) -> tuple[list, list]:
-        """The picked entries unchanged since the read (read again now), and the keys of those
-        that changed (they go back to the next cycle)."""
+    def _reread(self, picked: list, notes: list[str], where: dict) -> tuple[list, list]:
+        """The picked entries unchanged since the read (read again now; the nodes too where
+        jobs are placed: every chosen node still idle), and the keys of those that changed
+        (they go back to the next cycle)."""
         try:
             jobs, _ = self.slurm.jobs()
+            idle = {n.name for n in self.slurm.nodes() if n.idle} if where else set()
         except SlurmCommandError as exc:
             notes.append(f"cannot read the picked jobs again ({exc}): none released")
             return [], [_id(e.key) for e, _ in picked]
@@ -434,20 +484,26 @@ class Adapter:
         keep, changed = [], []
         for entry, mode in picked:
             before = _fingerprint(entry.records, entry.key, {r.id: r for r in entry.records})
-            if _fingerprint(entry.records, entry.key, now) == before:
-                keep.append((entry, mode))
+            if _fingerprint(entry.records, entry.key, now) != before:
+                why = "changed since the read"
+            elif not set(where.get(entry.key, ())) <= idle:
+                why = "was placed on nodes no longer idle"
             else:
-                changed.append(_id(entry.key))
-                notes.append(f"job {entry.key} changed since the read: back to the next cycle")
+                keep.append((entry, mode))
+                continue
+            changed.append(_id(entry.key))
+            notes.append(f"job {entry.key} {why}: back to the next cycle")
         return keep, changed
 
-    def _release(self, entry: Entry) -> None:
-        """Pin and mark each record of ``entry`` (one ``scontrol update`` each), then release
-        it once."""
+    def _release(self, entry: Entry, nodes: list[str] | None = None) -> None:
+        """Pin and mark each record of ``entry`` (one ``scontrol update`` each; placed on
+        ``nodes``: exactly those), then release it once."""
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
-            self.slurm.update(key, AdminComment=f"{MARK}released:{r.restarts}",
-                              **entry.pins.get(r.id, {}))
+            pins = dict(entry.pins.get(r.id, {}))
+            if nodes:
+                pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
+            self.slurm.update(key, AdminComment=f"{MARK}released:{r.restarts}", **pins)
         self.slurm.release(entry.key)
 
     def _rehold(self, jobs: list[SlurmJob], notes: list[str]) -> list:

@@ -44,6 +44,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the Slurm license that is the burst buffer (Licenses=NAME:GB in "
                         "slurm.conf; sbatch -L NAME:GB): its total is the machine's burst "
                         "buffer, each job's count its request (bbsched, constrained-bb)")
+    r.add_argument("--topology", nargs="?", const="auto", default=None, metavar="FILE",
+                   help="place jobs on the network of Slurm's topology.conf (topology/tree; "
+                        "default file: the one beside slurm.conf): the policy chooses the "
+                        "nodes (tjap-window) and each job is pinned to them")
     r.add_argument("--lock", default=None, metavar="FILE",
                    help="the partition's lock file: one adapter per partition (default: one "
                         "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
@@ -140,13 +144,20 @@ def _run(args, options: dict) -> int:
         raise OptionError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the cluster's "
                           "configuration from it)")
     lock = None if args.dry_run else (args.lock or default_lock_path(args.partition, conf))
+    topology = None
+    if args.topology is not None:
+        from .topology import read_topology
+
+        where = args.topology if args.topology != "auto" else \
+            Path(conf or "/etc/slurm/slurm.conf").parent / "topology.conf"
+        topology = read_topology(where)
     policy = build_policy(args.policy, **options)
     policy.reset(args.seed)
     slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
     log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
     try:
         adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
-                          log=log, lock=lock, bb_license=args.bb_license,
+                          log=log, lock=lock, bb_license=args.bb_license, topology=topology,
                           order=args.order, backfill=args.backfill,
                           window=args.window)
         return adapter.run(args.interval, once=args.once,

@@ -87,6 +87,7 @@ class SlurmJob:
     user_id: int = -1
     dependency: str = ""
     licenses: str = ""
+    required_nodes: str = ""
 
     @property
     def held(self) -> bool:
@@ -314,6 +315,7 @@ def parse_job(j: dict) -> SlurmJob:
         user_id=_int(j.get("user_id"), where, "user_id", -1),
         dependency=_text(j.get("dependency"), where, "dependency"),
         licenses=_text(j.get("licenses"), where, "licenses"),
+        required_nodes=_text(j.get("required_nodes"), where, "required_nodes"),
     )
 
 
