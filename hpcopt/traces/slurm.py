@@ -23,7 +23,8 @@ Rules (each counted in the cleaning report's notes; drops also in its drop count
 - job steps (``123.batch``, ``123.extern``, ``123.0``) are folded into their job: the job's
   own line carries its times and size, the steps' lines are counted and skipped;
 - array tasks keep their ids as text (``123_4``; then every id of the trace is text);
-  heterogeneous job components (``123+0``) likewise;
+  heterogeneous job components (``123+0``) likewise (jobcomp: from ``ArrayJobId`` and
+  ``ArrayTaskId``, ``HetJobId`` and ``HetJobOffset``, so both formats name a job alike);
 - a job that never started (Start ``Unknown``/``None``, a pending array ``123_[1-5]``, a
   jobcomp line with ``NodeCnt=0``) is dropped as ``runtime_unknown`` and counted as
   cancelled before it started (or never started, with its state); one not finished (state
@@ -303,6 +304,8 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, 
         jid: int | str = _count(rec["JobId"], where, "JobId")
         if rec.get("ArrayJobId") and rec.get("ArrayTaskId"):
             jid = f"{rec['ArrayJobId']}_{rec['ArrayTaskId']}"
+        elif rec.get("HetJobId", "0") not in ("", "0") and rec.get("HetJobOffset"):
+            jid = f"{rec['HetJobId']}+{rec['HetJobOffset']}"  # as sacct names it
         limit = _limit(rec.get("TimeLimit", ""), where, "TimeLimit", rows.counts)
         nodes = _count(rec["NodeCnt"], where, "NodeCnt")
         start = slurm_time(rec["StartTime"], where, "StartTime", tz)
