@@ -225,3 +225,18 @@ def test_trace_convert_command(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "b.txt:6: field 'Submit'" in bad.stderr
+
+
+def test_jobcomp_names_array_tasks_and_hetjob_components_as_sacct_does(tmp_path):
+    lines = (  # as the testbed's jobcomp log has them (22.05.8 and 24.11.5 alike)
+        "JobId=5 UserId=root(0) JobState=COMPLETED Partition=batch TimeLimit=UNLIMITED "
+        "StartTime=2026-11-26T14:24:47 EndTime=2026-11-26T14:24:48 NodeCnt=1 ProcCnt=4 "
+        "SubmitTime=2026-11-26T14:24:46 HetJobId=5 HetJobOffset=0\n"
+        "JobId=6 UserId=root(0) JobState=COMPLETED Partition=batch TimeLimit=UNLIMITED "
+        "StartTime=2026-11-26T14:24:47 EndTime=2026-11-26T14:24:48 NodeCnt=2 ProcCnt=8 "
+        "SubmitTime=2026-11-26T14:24:46 HetJobId=5 HetJobOffset=1\n"
+        "JobId=12 UserId=root(0) JobState=COMPLETED Partition=batch TimeLimit=525600 "
+        "StartTime=2026-11-26T14:24:47 EndTime=2026-11-26T14:24:49 NodeCnt=1 ProcCnt=4 "
+        "SubmitTime=2026-11-26T14:24:46 ArrayJobId=8 ArrayTaskId=1\n")
+    t = hpcopt.load_trace(_write(tmp_path, "jobcomp.txt", lines), tz="UTC")
+    assert sorted(j.id for j in t.jobs) == ["5+0", "5+1", "8_1"]
