@@ -240,3 +240,18 @@ def test_jobcomp_names_array_tasks_and_hetjob_components_as_sacct_does(tmp_path)
         "SubmitTime=2026-11-26T14:24:46 ArrayJobId=8 ArrayTaskId=1\n")
     t = hpcopt.load_trace(_write(tmp_path, "jobcomp.txt", lines), tz="UTC")
     assert sorted(j.id for j in t.jobs) == ["5+0", "5+1", "8_1"]
+
+
+def test_one_partition_kept(tmp_path):
+    p = _write(tmp_path, "h.txt", REAL)
+    t = hpcopt.load_trace(p, tz="UTC", partition="shared", sizes="cores", nodes=8,
+                          cores_per_node=4)
+    assert [j.id for j in t.jobs] == [2, 3] and [j.nodes for j in t.jobs] == [1, 1]
+    assert "5 job(s) of other partitions left out (batch: 5)" in t.report.notes
+    jc = hpcopt.load_trace(_write(tmp_path, "jobcomp.txt", JOBCOMP), tz="UTC",
+                           partition="batch")
+    assert [j.id for j in jc.jobs] == [1]
+    assert "1 job(s) of other partitions left out (shared: 1)" in jc.report.notes
+    with pytest.raises(TraceError, match=r"t.csv: partition= applies to Slurm's sacct"):
+        hpcopt.load_trace(_write(tmp_path, "t.csv", "id,submit,runtime,nodes\n1,0,1,1\n"),
+                          partition="batch")

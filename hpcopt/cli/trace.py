@@ -25,6 +25,8 @@ def register(sub) -> None:
     c.add_argument("--sizes", choices=["nodes", "cores"], default="nodes",
                    help="sacct/jobcomp: job sizes in nodes (NNodes, default) or in cores "
                         "(NCPUS: a partition whose jobs share nodes)")
+    c.add_argument("--partition", default=None, metavar="P",
+                   help="sacct/jobcomp: keep the jobs of partition P only (default: all)")
     c.add_argument("--nodes", type=positive_int, default=None,
                    help="the machine's size in nodes (default: from the trace)")
     c.add_argument("--cores-per-node", type=positive_int, default=None,
@@ -38,7 +40,8 @@ def run(args) -> int:
     from ..traces.convert import convert
 
     trace = load_trace(args.input, nodes=args.nodes, cores_per_node=args.cores_per_node,
-                       fmt=args.format, tz=args.tz, sizes=args.sizes)
+                       fmt=args.format, tz=args.tz, sizes=args.sizes,
+                       partition=args.partition)
     report = trace.report
     print(f"{args.input}: {report.fmt}, {report.machine_text()}")
     for note in report.notes:

@@ -67,6 +67,7 @@ def load_trace(
     extra_fields: str = "error",
     tz: str | None = None,
     sizes: str = "nodes",
+    partition: str | None = None,
 ) -> Trace:
     """Read and clean a workload trace.
 
@@ -97,6 +98,8 @@ def load_trace(
         (``NCPUS``/``ProcCnt``), for a partition whose jobs share nodes core by core; the
         machine is then ``nodes`` x ``cores_per_node`` cores (both given), else as large as
         the largest job.
+    partition : Slurm formats: keep the jobs of this partition only (a machine per
+        partition); the jobs of others are counted in a note.
 
     Raises ``TraceError`` (one line naming file, line and field) for unreadable input.
     """
@@ -113,9 +116,11 @@ def load_trace(
     slurm = fmt in ("sacct", "jobcomp")
     if sizes not in ("nodes", "cores"):
         raise TraceError(f"sizes must be 'nodes' or 'cores', got {sizes!r}")
-    if not slurm and (sizes != "nodes" or tz is not None):
-        raise TraceError(f"{src}: {'tz' if tz is not None else 'sizes'}= applies to Slurm's "
-                         f"sacct and jobcomp formats, not {fmt}")
+    given = [k for k, v in (("tz", tz), ("sizes", sizes != "nodes" or None),
+                            ("partition", partition)) if v is not None]
+    if not slurm and given:
+        raise TraceError(f"{src}: {given[0]}= applies to Slurm's sacct and jobcomp formats, "
+                         f"not {fmt}")
     machine_notes: list[str] = []
     if sizes == "cores":  # job sizes in cores: the machine's unit is a core
         if nodes is not None:
@@ -156,7 +161,8 @@ def load_trace(
         cols, ignored = parse_json(doc, src, header, max_jobs)
     else:  # Slurm accounting: hpcopt.traces.slurm
         parse = parse_sacct if fmt == "sacct" else parse_jobcomp
-        cols, ignored, slurm_notes = parse(text, src, header, max_jobs, tz=tz, sizes=sizes)
+        cols, ignored, slurm_notes = parse(text, src, header, max_jobs, tz=tz, sizes=sizes,
+                                           partition=partition)
         notes = [*notes, *machine_notes, *slurm_notes]
         if sizes == "cores":
             header["Sizes"] = "cores"

@@ -47,7 +47,8 @@ Rules (each counted in the cleaning report's notes; drops also in its drop count
 - sizes are nodes (``NNodes``, ``NodeCnt``); ``sizes="cores"`` takes ``NCPUS`` (jobcomp:
   ``ProcCnt``) instead, for a partition whose jobs share nodes (see ``load_trace``);
 - partitions and users become small integers (``queue``, ``user``) in order of appearance;
-  the mapping is in the header (``partitions``, ``users``).
+  the mapping is in the header (``partitions``, ``users``); ``partition="P"`` keeps the
+  jobs of partition P only (a machine per partition), the others are counted in a note.
 """
 
 from __future__ import annotations
@@ -142,6 +143,14 @@ class _Rows:
             "submit", "runtime", "req_size", "req_time", "user", "queue")}
         self.counts: Counter = Counter()
         self.names: dict[str, dict[str, int]] = {"partitions": {}, "users": {}}
+        self.others: Counter = Counter()  # jobs of other partitions, left out
+
+    def other(self, only: str | None, partition: str) -> bool:
+        """Whether a job of ``partition`` is left out (``only``: the partition kept)."""
+        if only is None or partition == only:
+            return False
+        self.others[partition or "no partition"] += 1
+        return True
 
     def code(self, kind: str, name: str) -> float:
         if not name:
@@ -186,6 +195,10 @@ class _Rows:
                                     if what.startswith(("cancelled", "never", "not fin"))
                                     else "")
                  for what, n in sorted(self.counts.items())]
+        if self.others:
+            notes.append(f"{sum(self.others.values()):,} job(s) of other partitions left out ("
+                         + ", ".join(f"{p}: {n:,}" for p, n in sorted(self.others.items()))
+                         + ")")
         return self.columns(), notes
 
 
@@ -221,11 +234,11 @@ def _limit(text: str, where: str, col: str, counts: Counter) -> float | None:
 
 
 def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
-                tz="local", sizes: str = "nodes",
+                tz="local", sizes: str = "nodes", partition: str | None = None,
                 ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
     """Columns, ignored fields and report notes of ``sacct --parsable2`` output; ``tz``:
     the zone of its times (``tables.time_zone``), ``sizes``: ``"nodes"`` (``NNodes``) or
-    ``"cores"`` (``NCPUS``)."""
+    ``"cores"`` (``NCPUS``), ``partition``: the only partition kept (default: all)."""
     tz = time_zone(tz)
     sizes = _sizes(sizes)
     lines = text.splitlines()
@@ -238,6 +251,8 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
         missing.append("Elapsed or End")
     if sizes == "cores" and "NCPUS" not in names:
         missing.append("NCPUS (sizes in cores)")
+    if partition is not None and "Partition" not in names:
+        missing.append("Partition (one partition kept)")
     if missing:
         raise TraceError(f"{src}:1: missing sacct field(s) {', '.join(missing)}; expected "
                          f"--format {','.join(SACCT_REQUIRED)},End,Elapsed,Timelimit,"
@@ -265,6 +280,8 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
         if max_jobs is not None and len(rows.ids) >= max_jobs:
             break
         seen.add(jid)
+        if rows.other(partition, rec["Partition"].strip() if partition else ""):
+            continue
         limit = _limit(rec.get("Timelimit", "").strip(), where, "Timelimit", rows.counts)
         rows.add(jid, slurm_time(rec["Submit"], where, "Submit", tz),
                  slurm_time(rec["Start"], where, "Start", tz),
@@ -281,10 +298,10 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
 
 
 def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
-                  tz="local", sizes: str = "nodes",
+                  tz="local", sizes: str = "nodes", partition: str | None = None,
                   ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
-    """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log; ``tz``
-    and ``sizes`` (``ProcCnt`` for cores) as for ``parse_sacct``."""
+    """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log; ``tz``,
+    ``sizes`` (``ProcCnt`` for cores) and ``partition`` as for ``parse_sacct``."""
     tz = time_zone(tz)
     sizes = _sizes(sizes)
     rows = _Rows()
@@ -301,6 +318,8 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, 
                 raise TraceError(f"{where}: missing {key}=; expected a jobcomp/filetxt line "
                                  "(JobId=... SubmitTime=... StartTime=... EndTime=... "
                                  "NodeCnt=... ProcCnt=... JobState=...)")
+        if rows.other(partition, rec.get("Partition", "")):
+            continue
         jid: int | str = _count(rec["JobId"], where, "JobId")
         if rec.get("ArrayJobId") and rec.get("ArrayTaskId"):
             jid = f"{rec['ArrayJobId']}_{rec['ArrayTaskId']}"
