@@ -199,7 +199,7 @@ def _has_accounting(root: Path) -> bool:
 def chroot_accounting(cache: str | Path = CHROOT_CACHE, say=None,
                       timeout: float = 900.0) -> Path:
     """The 24.11 chroot (``build_chroot``) with slurmdbd and MariaDB: a chroot built without
-    them gets them now (apt-get in the chroot: about 30 s and network).  While they are
+    them gets them now (apt-get in the chroot: about 10-30 s and network).  While they are
     installed the chroot's own ``passwd`` and ``group`` stand in /etc (the packages add
     system users there); the links to the host's come back after."""
     root = build_chroot(cache, say=say, timeout=timeout)
