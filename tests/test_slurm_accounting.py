@@ -8,7 +8,8 @@ failed, one killed at its one-minute limit, an array, a batch script with two ``
 a hetjob, three one-core jobs sharing a node, a job without ``-t`` (Slurm records 365 days),
 a job holding ``bb:60``, a held job and a job waiting for its begin time cancelled before
 they were ever eligible, and a running job cancelled.  Once every job has ended (the
-one-minute job sets the pace: about 60-90 s), each test reads Slurm's history through
+one-minute job sets the pace: about 60-90 s; the testbeds of both versions start with the
+first test, so their jobs run side by side), each test reads Slurm's history through
 ``hpcopt.load_trace`` (``sacct --parsable2`` output and the jobcomp log) and checks it job
 by job against the controller's own records (``squeue --json --states=all``: submit, start,
 end, time limit, nodes, CPUs).
@@ -53,7 +54,6 @@ STEPS = """#!/bin/sh
 srun -N2 sleep 1
 srun -N1 -n1 sleep 1
 """
-_skip_24: list[str] = []
 
 
 def _why_not(version: str) -> str | None:
@@ -74,6 +74,8 @@ class Acct(Cluster):
     ids: dict[str, int]
     since: str
     until: str
+    t0: float
+    started: float
 
     def sacct(self, *args: str, env: dict | None = None) -> str:
         p = subprocess.run(["sacct", "--allusers", "--parsable2", "--format", FORMAT, *args],
@@ -100,28 +102,24 @@ class Acct(Cluster):
         return out
 
 
-@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
-def acct(request, tmp_path_factory):
-    version = request.param
+def _launch(version: str, factory) -> Acct | str:
+    """Start the testbed of ``version`` and submit every job (no waiting); or why not."""
     why = _why_not(version)
     if why:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the Slurm accounting tests: {why}")
-        pytest.skip(why)
+            return f"CI must run the Slurm accounting tests: {why}"
+        return why
     if version == "24.11":
-        if not _skip_24:
-            try:
-                testbed.chroot_accounting()
-            except testbed.TestbedError as exc:
-                _skip_24.append(f"Slurm 24.11 skipped: {exc}")
-        if _skip_24:  # Debian 13 unreachable: a skip with its reason (printed by -rs)
-            pytest.skip(_skip_24[0])
-    d = tmp_path_factory.mktemp(f"acct{version}")
+        try:
+            testbed.chroot_accounting()
+        except testbed.TestbedError as exc:  # Debian 13 unreachable: a skip, printed by -rs
+            return f"Slurm 24.11 skipped: {exc}"
+    d = factory.mktemp(f"acct{version}")
     t0 = time.monotonic()
     testbed.start(d, 8, slurm=version, accounting=True, scheduler="backfill", hold=False,
                   shared=True, licenses="bb:100", switch_size=4)
-    started = time.monotonic() - t0
     c = Acct(d, testbed.env(d), version)
+    c.t0, c.started = t0, time.monotonic() - t0
     try:
         (d / "het.sh").write_text(HET)
         (d / "steps.sh").write_text(STEPS)
@@ -143,18 +141,55 @@ def acct(request, tmp_path_factory):
         ids["running"] = c.submit("-t", "5", sleep=300)
         c.ids = ids
         c.wait(lambda: c.state(ids["running"]) == "RUNNING", 20)
-        time.sleep(1)
-        c.run("scancel", str(ids["held"]), str(ids["begin"]), str(ids["running"]))
-        c.wait(lambda: all(j["job_state"] not in ("PENDING", "RUNNING", "COMPLETING",
-                                                   "CONFIGURING")
-                           for j in c.jobs().values()), 150, step=1)
-        time.sleep(2)  # slurmdbd gets the last records
-        c.until = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 1))
-        print(f"\nSlurm {version} with accounting: started in {started:.1f} s, jobs done "
-              f"{time.monotonic() - t0:.0f} s after")
+    except BaseException:
+        testbed.stop(d)
+        raise
+    return c
+
+
+def _finish(c: Acct) -> None:
+    """Cancel the held, the waiting and the running job; wait until every job has ended."""
+    ids = c.ids
+    c.run("scancel", str(ids["held"]), str(ids["begin"]), str(ids["running"]))
+    c.wait(lambda: all(j["job_state"] not in ("PENDING", "RUNNING", "COMPLETING",
+                                               "CONFIGURING")
+                       for j in c.jobs().values()), 150, step=1)
+    time.sleep(2)  # slurmdbd gets the last records
+    c.until = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 1))
+    print(f"\nSlurm {c.version} with accounting: started in {c.started:.1f} s, jobs done "
+          f"{time.monotonic() - c.t0:.0f} s after")
+
+
+@pytest.fixture(scope="module")
+def _beds():
+    """The testbeds of the module by version (or why one cannot run): every selected
+    version's starts with the first test, so that their one-minute jobs run side by side;
+    each is stopped after its tests (here at the latest)."""
+    beds: dict[str, Acct | str] = {}
+    yield beds
+    for c in beds.values():
+        if isinstance(c, Acct):
+            testbed.stop(c.dir)
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def acct(request, _beds, tmp_path_factory):
+    wanted = {item.callspec.params["acct"] for item in request.session.items
+              if hasattr(item, "callspec") and "acct" in item.callspec.params}
+    for version in VERSIONS:
+        if version in wanted and version not in _beds:
+            _beds[version] = _launch(version, tmp_path_factory)
+    c = _beds[request.param]
+    if isinstance(c, str):
+        if c.startswith("CI must"):
+            pytest.fail(c)
+        pytest.skip(c)
+    try:
+        _finish(c)
         yield c
     finally:
-        testbed.stop(d)
+        testbed.stop(c.dir)
+        _beds[request.param] = "stopped"
 
 
 def _save(c: Acct, name: str, text: str) -> Path:
