@@ -11,11 +11,8 @@ and the job must be unchanged afterwards.  About 15 s of cluster time.
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,11 +20,9 @@ import pytest
 
 from hpcopt.cli import main
 from hpcopt.errors import OptionError
-from hpcopt.slurm import testbed
 from hpcopt.slurm.lua import MARK, admin_uids, job_submit_lua
 
-from .slurm_fixtures import VERSIONS, _chroot, flat
-from .slurm_fixtures import _requirements as slurm_requirements
+from .slurm_fixtures import VERSIONS, flat, started_testbed, unix_user
 
 USER = "hpcopt-test-user"
 
@@ -162,13 +157,6 @@ def test_modify_and_submit_decide_as_documented(tmp_path):
 
 # --- slow tier: a real user against the real testbed -------------------------------------
 
-def _requirements(version: str) -> str | None:
-    why = slurm_requirements(version)
-    if why is None and (shutil.which("runuser") is None or shutil.which("useradd") is None):
-        return "runuser and useradd are needed to act as an unprivileged user"
-    return why
-
-
 class Guarded:
     """The testbed, and its tools run as root or as the test user."""
 
@@ -206,34 +194,16 @@ class Guarded:
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def guarded(request):
-    version = request.param
-    why = _requirements(version) or (_chroot() if version == "24.11" else None)
-    if why:
-        if os.environ.get("CI") == "true" and version == "22.05":
-            pytest.fail(f"CI must run the Slurm tests: {why}")
-        pytest.skip(why)
-    made = False
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/bin/sh", USER], check=True,
-                       capture_output=True)
-        made = True
-    d = Path(tempfile.mkdtemp(prefix="hpcopt-guard-"))
-    try:
-        testbed.start(d, 4, slurm=version)  # partitions batch (managed) and debug
-        g = Guarded(d, testbed.env(d), version)
-        yield g
-    finally:
+    """A 4-node testbed (partitions batch, managed, and debug) and the test user."""
+    if shutil.which("runuser") is None or shutil.which("useradd") is None:
+        pytest.skip("runuser and useradd are needed to act as an unprivileged user")
+    with unix_user(USER), started_testbed(request.param, "guard", 4,
+                                          cls=Guarded) as g:
         try:
-            if testbed.running(d):
-                subprocess.run(["scancel", "--quiet", "--user", USER], env=testbed.env(d),
-                               capture_output=True, timeout=10)
-            testbed.stop(d)
+            yield g
         finally:
-            shutil.rmtree(d, ignore_errors=True)
-            if made:
-                subprocess.run(["userdel", USER], capture_output=True)
+            subprocess.run(["scancel", "--quiet", "--user", USER], env=g.env,
+                           capture_output=True, timeout=10)
 
 
 def _held(j: dict) -> bool:

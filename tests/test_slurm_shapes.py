@@ -15,19 +15,16 @@ scheduler (hetjobs need it; PLANNED nodes come from it).  About a minute of clus
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import signal
 import subprocess
 import time
 
 import pytest
 
-from hpcopt.slurm import testbed
 from hpcopt.slurm.lua import MARK
 from hpcopt.slurm.state import Slurm, parse_sinfo
 
-from .slurm_fixtures import VERSIONS, Cluster, _chroot, _requirements, flat
+from .slurm_fixtures import VERSIONS, Cluster, flat, started_testbed, unix_user
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +36,8 @@ ENDED = ("COMPLETED", "CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL")
 @pytest.fixture(scope="module")
 def user():
     """An unprivileged user (made here when missing, removed at the end)."""
-    made = False
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/bin/sh", USER], check=True,
-                       capture_output=True)
-        made = True
-    yield USER
-    if made:
-        subprocess.run(["userdel", USER], capture_output=True)
+    with unix_user(USER) as name:
+        yield name
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,20 +51,11 @@ def _no_timeout_job(request):
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
-def backfill(request, tmp_path_factory):
+def backfill(request):
     """A testbed of 8 nodes under Slurm's backfill scheduler."""
-    version = request.param
-    why = _requirements(version) or (_chroot() if version == "24.11" else None)
-    if why:
-        if os.environ.get("CI") == "true" and version == "22.05":
-            pytest.fail(f"CI must run the Slurm tests: {why}")
-        pytest.skip(why)
-    d = tmp_path_factory.mktemp(f"backfill{version}")
-    testbed.start(d, 8, slurm=version, scheduler="backfill")
-    try:
-        yield Cluster(d, testbed.env(d), version)
-    finally:
-        testbed.stop(d)
+    with started_testbed(request.param, "backfill",
+                         scheduler="backfill") as c:
+        yield c
 
 
 def as_user(c: Cluster, *cmd: str) -> subprocess.CompletedProcess:
@@ -420,20 +400,10 @@ def test_job_records_read_flat(cluster):
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
-def licensed(request, tmp_path_factory):
+def licensed(request):
     """A testbed of 8 nodes whose burst buffer is the license ``bb:100``."""
-    version = request.param
-    why = _requirements(version) or (_chroot() if version == "24.11" else None)
-    if why:
-        if os.environ.get("CI") == "true" and version == "22.05":
-            pytest.fail(f"CI must run the Slurm tests: {why}")
-        pytest.skip(why)
-    d = tmp_path_factory.mktemp(f"licensed{version}")
-    testbed.start(d, 8, slurm=version, licenses="bb:100")
-    try:
-        yield Cluster(d, testbed.env(d), version)
-    finally:
-        testbed.stop(d)
+    with started_testbed(request.param, "licensed", licenses="bb:100") as c:
+        yield c
 
 
 @pytest.mark.parametrize("policy", ["bbsched", "fcfs"])

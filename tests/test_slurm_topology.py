@@ -6,7 +6,6 @@ between the decision and its release goes back to the next cycle."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -14,12 +13,11 @@ import pytest
 from hpcopt.domain import Job, System
 from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
-from hpcopt.slurm import testbed
 from hpcopt.slurm.state import Slurm
 from hpcopt.slurm.topology import TopologyConfError, expand_hostlist, read_topology
 from hpcopt.topology import FatTree
 
-from .slurm_fixtures import VERSIONS, Cluster, _chroot, _requirements
+from .slurm_fixtures import VERSIONS, started_testbed
 
 
 def test_host_lists_expand():
@@ -82,20 +80,10 @@ def test_the_core_places_jobs_on_the_nodes_a_topology_tells_apart():
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
-def tree(request, tmp_path_factory):
+def tree(request):
     """A testbed of 8 nodes under two leaf switches of 4 (topology/tree)."""
-    version = request.param
-    why = _requirements(version) or (_chroot() if version == "24.11" else None)
-    if why:
-        if os.environ.get("CI") == "true" and version == "22.05":
-            pytest.fail(f"CI must run the Slurm tests: {why}")
-        pytest.skip(why)
-    d = tmp_path_factory.mktemp(f"tree{version}")
-    testbed.start(d, 8, slurm=version, switch_size=4)
-    try:
-        yield Cluster(d, testbed.env(d), version)
-    finally:
-        testbed.stop(d)
+    with started_testbed(request.param, "tree", switch_size=4) as c:
+        yield c
 
 
 ENDED = ("COMPLETED", "CANCELLED", "TIMEOUT", "FAILED")
