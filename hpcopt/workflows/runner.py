@@ -194,8 +194,9 @@ class Mode:
         """The simulated runtime of an allocation starting at ``now`` < ``ready``."""
         raise NotImplementedError
 
-    def outcome(self, start: float, ready: float) -> str:
-        """A proactive submission's ``hit`` or ``miss``."""
+    def outcome(self, start: float, ready: float, slack: float = 0.0) -> str:
+        """A proactive submission's ``hit`` or ``miss`` (``slack``: how late a start still
+        counts as at its release; 0 in the simulator, a real queue's start latency)."""
         return "miss" if start < ready else "hit"
 
     def early_start(self, run: WorkflowRun, att: Attempt, rec, ready: float) -> bool:
@@ -239,8 +240,8 @@ class Afterok(Mode):
     def deps(self, prev):
         return (prev.job_id,)
 
-    def outcome(self, start, ready):
-        return "hit" if start <= ready + 1e-6 else "miss"
+    def outcome(self, start, ready, slack=0.0):
+        return "hit" if start <= ready + slack + 1e-6 else "miss"
 
 
 MODES = {m.name: m for m in (Dependency(), Naive(), Afterok())}
@@ -424,6 +425,8 @@ class WorkflowRun:
     (default: the strategy's); ``plan`` the ASA decision point (``PLANS``); ``key`` what
     the ASA estimator is keyed by (``KEYS``)."""
 
+    slack = 0.0  # how late a start still counts as at its release (Mode.outcome)
+
     def __init__(self, stages, jobs, system: System, strategy, *, policy="fcfs",
                  policy_options: dict | None = None, cores_per_node: int = 1,
                  runs: int = 1, interval: float = 3600.0, at: float | None = None,
@@ -592,9 +595,14 @@ class WorkflowRun:
         if k == 0:
             self.submitted[r] = self.submitted.get(r, 0) + 1
         self.live[(r, y)] = att
-        self.sim.submit(Job(id=att.job_id, submit=att.submit, runtime=runtime,
-                            walltime=att.walltime, nodes=nodes, deps=tuple(deps)))
+        self.enqueue(att, runtime, tuple(deps))
         return att
+
+    def enqueue(self, att: Attempt, runtime: float, deps: tuple) -> None:
+        """Hand the allocation request ``att`` to the queue (here: the driver, at
+        ``att.submit``)."""
+        self.sim.submit(Job(id=att.job_id, submit=att.submit, runtime=runtime,
+                            walltime=att.walltime, nodes=att.nodes, deps=deps))
 
     # ------------------------------------------------------------------ driver callbacks
     def _hook(self, sim, job: Job):
@@ -613,9 +621,12 @@ class WorkflowRun:
         if sim is not self.sim:
             return
         att = self._by_id.get(rec.job.id)
-        if att is None:
-            return
-        now = sim.now
+        if att is not None:
+            self.stage_started(att, sim.now, rec)
+
+    def stage_started(self, att: Attempt, now: float, rec) -> None:
+        """Allocation ``att`` started at ``now`` (``rec.end``: its allocation's end): the
+        one start rule of every runner (the simulator's START event, a real queue's record)."""
         att.start = now
         att.alloc_end = rec.end
         if att.stage < 0:  # the Big Job
@@ -631,10 +642,9 @@ class WorkflowRun:
             raise WorkflowError(f"run {r} stage {y} started at {now} before its "
                                 f"predecessor ended ({ready})")
         if att.proactive:
-            att.outcome = self.mode.outcome(now, ready)
+            att.outcome = self.mode.outcome(now, ready, self.slack)
         if att.sampled:
-            self.estimator.observe(self.key_of(att.cores), att.index, now - att.submit,
-                                   estimate_s=att.start_estimate)
+            self.observe(att, now - att.submit)
         if now < ready and y > 0 and self.mode.early_start(self, att, rec, ready):
             return
         att.useful_start = max(now, ready)
@@ -644,11 +654,21 @@ class WorkflowRun:
             self.ready[(r, y + 1)] = att.end
         self.strategy.started(self, att)
 
+    def observe(self, att: Attempt, wait: float) -> None:
+        """The estimator learns the queue wait of ``att`` (a sampled submission)."""
+        self.estimator.observe(self.key_of(att.cores), att.index, wait,
+                               estimate_s=att.start_estimate)
+
     def _on_complete(self, sim, event, rec) -> None:
         if sim is not self.sim:
             return
         att = self._by_id.get(rec.job.id)
-        if att is not None and att.stage >= 0 and not att.cancelled:
+        if att is not None:
+            self.stage_completed(att)
+
+    def stage_completed(self, att: Attempt) -> None:
+        """Allocation ``att`` finished (the strategy hears of a stage's end)."""
+        if att.stage >= 0 and not att.cancelled:
             self.strategy.completed(self, att)
 
     def _on_pass(self, sim, event, time) -> None:
@@ -765,7 +785,16 @@ class WorkflowRun:
         summary = {k: _mean([p[k] for p in per_run]) for k in keys}
         n_pro = sum(p["hits"] + p["misses"] for p in per_run)
         summary["hit_ratio"] = (sum(p["hits"] for p in per_run) / n_pro) if n_pro else None
-        settings = {
+        settings = self._settings()
+        if self.estimator is not None:
+            settings["estimator"] = {k: v for k, v in self.estimator.config().items()
+                                     if k != "candidates"}
+        return WorkflowResult(rows, per_run, {**summary, "runs": per_run}, settings,
+                              self.estimator, self.sim)
+
+    def _settings(self) -> dict:
+        """The run's settings in ``summary.json``."""
+        return {
             "workflow": self.name, "strategy": self.strategy.name, "mode": self.mode.name,
             "plan": self.plan, "key": self.key,
             "policy": self.policy_name, "order": self.sim.order_name,
@@ -778,11 +807,6 @@ class WorkflowRun:
                         "nodes": self.nodes(s.cores), "runtime": s.runtime, "work": s.work}
                        for s in self.stages],
         }
-        if self.estimator is not None:
-            settings["estimator"] = {k: v for k, v in self.estimator.config().items()
-                                     if k != "candidates"}
-        return WorkflowResult(rows, per_run, {**summary, "runs": per_run}, settings,
-                              self.estimator, self.sim)
 
     @staticmethod
     def _row(a: Attempt, stage, cores, start, end, *, wait, pwait, overhead) -> dict:
