@@ -96,6 +96,15 @@ def started_testbed(version: str, name: str, nodes: int = 8, cls=None, **options
         shutil.rmtree(d, ignore_errors=True)
 
 
+def free_udp_port() -> int:
+    """A UDP port of loopback that nothing listens on now."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @contextmanager
 def unix_user(name: str):
     """An unprivileged user ``name`` (made with useradd when missing, removed at the end when

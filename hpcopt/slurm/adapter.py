@@ -50,6 +50,7 @@ ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPE
 STARTING = frozenset({"None", "Priority", "Resources"})  # pending reasons of a job about to start
 MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
 ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
+RECHECK = 0.25  # seconds between cycles while nodes complete a job (woken adapters)
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,9 @@ class Adapter:
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
+        completing = cluster.completing
         rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(cluster.queue),
+                   completing=completing if isinstance(completing, int) else len(completing),
                    running=state.n_running, waiting_start=state.starting,
                    free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
                                    and n.idle]) - sum(j.nodes for j in cluster.starting))
@@ -524,26 +527,44 @@ class Adapter:
         return done
 
     def run(self, interval: float = 5.0, *, once: bool = False,
-            release_on_exit: bool = False) -> int:
+            release_on_exit: bool = False, wake_port: int | None = None) -> int:
         """Cycle every ``interval`` seconds until interrupted (or once), holding the
-        partition's lock (when one is given) all along.  On SIGINT/SIGTERM
+        partition's lock (when one is given) all along.  With ``wake_port`` a job's end
+        (``hpcopt.slurm.wake``: Slurm's EpilogSlurmctld sends a datagram) starts the next
+        cycle at once, and while nodes are still completing a job the cycles come every
+        ``RECHECK`` s; the interval stays the fallback.  On SIGINT/SIGTERM
         (``KeyboardInterrupt``) the held jobs stay held, or with ``release_on_exit`` are all
         released to Slurm's own scheduler; the interrupt then goes on to the caller."""
         lock = PartitionLock(self.lock, self.partition) if self.lock is not None else None
         if lock is not None:
             lock.acquire()
+        waker = None
         try:
+            if wake_port is not None and not once:
+                from .wake import Waker
+
+                waker = Waker(wake_port)
             while True:
                 t0 = time.monotonic()
                 rec = self.cycle()
                 if once:
+                    if rec["ok"] and not (rec["released"] or rec["release_failed"]):
+                        self.say(f"cycle {self.cycles}: {_idle_line(rec)}")
                     return 0 if rec["ok"] else 1
-                time.sleep(max(0.0, interval - (time.monotonic() - t0)))
+                pause = interval - (time.monotonic() - t0)
+                if waker is None:
+                    time.sleep(max(0.0, pause))
+                    continue
+                if rec.get("completing"):  # freed nodes come back without an event
+                    pause = min(pause, RECHECK)
+                waker.wait(pause)
         except KeyboardInterrupt:
             if release_on_exit and not self.dry_run:
                 self.release_all()
             raise
         finally:
+            if waker is not None:
+                waker.close()
             if lock is not None:
                 lock.release()
 
@@ -572,6 +593,16 @@ class Adapter:
         if self.log is not None:
             self.log.write(json.dumps(rec) + "\n")
             self.log.flush()
+
+
+def _idle_line(rec: dict) -> str:
+    """What a cycle that released nothing saw, in one line."""
+    text = (f"released nothing ({rec['pending']} held in the queue, {rec['free_nodes']} "
+            f"free node{'s' if rec['free_nodes'] != 1 else ''}")
+    if rec.get("reserved"):
+        text += (f"; reserved {rec['reserved']['id']} at "
+                 f"+{max(0.0, rec['reserved']['shadow'] - rec['time']):.0f} s")
+    return text + ")"
 
 
 def _id(key: str):

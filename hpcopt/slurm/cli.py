@@ -48,6 +48,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="place jobs on the network of Slurm's topology.conf (topology/tree; "
                         "default file: the one beside slurm.conf): the policy chooses the "
                         "nodes (tjap-window) and each job is pinned to them")
+    r.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
+                   help="also cycle as soon as a job ends: listen on UDP port P of loopback "
+                        "for the EpilogSlurmctld script that `hpcopt slurm epilog --wake-port "
+                        "P` prints (the interval stays the fallback)")
     r.add_argument("--lock", default=None, metavar="FILE",
                    help="the partition's lock file: one adapter per partition (default: one "
                         "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
@@ -88,12 +92,19 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--switch-size", type=positive_int, default=None, metavar="K",
                     help="a fat tree (topology/tree): ceil(nodes/K) leaf switches s1, s2, ... "
                          "of K nodes each, in node order, under one root switch s0")
+    ts.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
+                    help="install the EpilogSlurmctld script that wakes `hpcopt slurm run "
+                         "--wake-port P` as each job ends")
     ts.add_argument("--shared", action="store_true",
                     help="a third partition 'shared' on the same nodes whose jobs share nodes "
                          "core by core (OverSubscribe=NO)")
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
 
+    e = ss.add_parser("epilog", help="print the EpilogSlurmctld script that wakes the "
+                                     "adapter as each job ends")
+    e.add_argument("--wake-port", type=positive_int, required=True, metavar="P",
+                   help="the adapter's --wake-port")
     j = ss.add_parser("job-submit-lua", help="print the job_submit.lua that holds every job "
                                              "of the partition for hpcopt")
     j.add_argument("--partition", default="batch", help="the managed partition (default batch)")
@@ -109,6 +120,11 @@ def cmd_slurm(args, policy_options: dict) -> int:
         from .lua import admin_uids, job_submit_lua
 
         print(job_submit_lua(args.partition, admin_uids(args.admin)), end="")
+        return 0
+    if args.slurm_command == "epilog":
+        from .wake import epilog_script
+
+        print(epilog_script(args.wake_port), end="")
         return 0
     if args.slurm_command == "testbed":
         return _testbed(args)
@@ -126,7 +142,7 @@ def _testbed(args) -> int:
                          scheduler=args.scheduler, hold=not args.no_hold, slurm=args.slurm,
                          chroot_cache=args.chroot_cache, accounting=args.accounting,
                          licenses=args.licenses, switch_size=args.switch_size,
-                         shared=args.shared, say=print)
+                         shared=args.shared, wake_port=args.wake_port, say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0
@@ -161,7 +177,7 @@ def _run(args, options: dict) -> int:
                           order=args.order, backfill=args.backfill,
                           window=args.window)
         return adapter.run(args.interval, once=args.once,
-                           release_on_exit=args.release_on_exit)
+                           release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     finally:
         if log is not None:
             log.close()

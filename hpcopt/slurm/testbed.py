@@ -270,7 +270,7 @@ def _prepare_root(root: Path, d: Path) -> None:
 def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
                licenses: dict[str, int] | None = None, topology: bool = False,
-               shared: bool = False) -> str:
+               shared: bool = False, epilog: Path | None = None) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
@@ -331,6 +331,8 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append("Licenses=" + ",".join(f"{k}:{v}" for k, v in licenses.items()))
     if topology:
         lines.append("TopologyPlugin=topology/tree")
+    if epilog is not None:  # wakes an adapter as each job ends (hpcopt.slurm.wake)
+        lines.append(f"EpilogSlurmctld={epilog}")
     last = port + nodes
     lines += [
         f"NodeName=n[1-{nodes}] NodeHostname=localhost Port=[{port + 1}-{last}] "
@@ -443,7 +445,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           scheduler: str = "builtin", hold: bool = True, timeout: float = 60.0,
           slurm: str = "22.05", chroot_cache: str | Path | None = None,
           accounting: bool = False, licenses: str | dict | None = None,
-          switch_size: int | None = None, shared: bool = False, say=None) -> Path:
+          switch_size: int | None = None, shared: bool = False, wake_port: int | None = None,
+          say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -452,7 +455,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     become ``Licenses=``; ``switch_size=K`` writes a ``topology.conf`` (``topology_conf``:
     ceil(nodes / K) leaf switches of K nodes under one root) and sets
     ``TopologyPlugin=topology/tree``; ``shared=True`` adds the partition ``shared`` (the same
-    nodes, ``OverSubscribe=NO``: jobs share nodes core by core)."""
+    nodes, ``OverSubscribe=NO``: jobs share nodes core by core); ``wake_port=P`` installs
+    ``hpcopt.slurm.wake``'s ``EpilogSlurmctld`` script, which wakes ``hpcopt slurm run
+    --wake-port P`` as each job ends."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -494,7 +499,13 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     conf = d / "slurm.conf"
     conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
                                root / _PLUGINS if root else None, dbd_port=dbd_port,
-                               licenses=lic, topology=switch_size is not None, shared=shared))
+                               licenses=lic, topology=switch_size is not None, shared=shared,
+                               epilog=d / "wake-epilog.sh" if wake_port is not None else None))
+    if wake_port is not None:
+        from .wake import epilog_script
+
+        (d / "wake-epilog.sh").write_text(epilog_script(wake_port))
+        os.chmod(d / "wake-epilog.sh", 0o755)
     if switch_size is not None:
         (d / "topology.conf").write_text(topology_conf(nodes, switch_size))
     if root is not None:
