@@ -32,7 +32,7 @@ def test_every_hook_has_a_default_and_a_docstring():
         # the attribute line is followed by its one-line (or short) docstring
         assert re.search(rf"\n    {name}: [^\n]+ = [^\n]+\n    \"\"\"\S", text), name
     assert {"one_pick", "fit_only", "reserve_rule", "order", "backfill", "window",
-            "window_fixed", "starvation_bound", "period", "waits_for_head",
+            "window_fixed", "starvation_bound", "period", "waits_for_head", "machine",
             "starts_prefix"} == set(HOOKS)
 
 

@@ -158,6 +158,38 @@ def test_reads_that_disagree_on_the_burst_buffer_never_break_the_decision():
     assert decide(c, make_policy("fcfs")).started == ()
 
 
+def test_the_starvation_bound_counts_carry_from_cycle_to_cycle():
+    """Two cycles over the same state (a fake Slurm, dry runs): the job the knapsack passes
+    over (the 1-node job, for the 2-node one that fills the 2 free nodes) is counted, and the
+    second cycle decides with that count."""
+    from hpcopt.slurm.adapter import Adapter
+
+    squeue = {"jobs": [
+        {"job_id": 1, "job_state": "RUNNING", "state_reason": "None", "priority": 5,
+         "partition": "batch", "submit_time": NOW - 50, "start_time": NOW - 10,
+         "time_limit": 10, "node_count": 3, "admin_comment": "hpcopt:released:0",
+         "job_resources": {"allocated_nodes": [{"nodename": f"n{i}"} for i in (1, 2, 3)]}},
+        {"job_id": 2, "job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0,
+         "partition": "batch", "submit_time": NOW - 40, "start_time": 0, "time_limit": 5,
+         "node_count": 1, "admin_comment": "hpcopt:held"},
+        {"job_id": 3, "job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0,
+         "partition": "batch", "submit_time": NOW - 30, "start_time": 0, "time_limit": 1,
+         "node_count": 2, "admin_comment": "hpcopt:held"}]}
+    sinfo = {"nodes": [{"name": f"n{i}", "state": "allocated" if i <= 3 else "idle",
+                        "state_flags": [], "partitions": ["batch"]} for i in range(1, 6)]}
+
+    def run(cmd, **kw):
+        doc = squeue if cmd[0] == "squeue" else sinfo
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(doc), "")
+
+    adapter = Adapter(make_policy("knapsack"), slurm=Slurm(run=run), say=lambda s: None,
+                      dry_run=True, starvation_bound=5)
+    first = adapter.cycle()
+    assert first["released"] == [3] and adapter._passed == {"2": 1}
+    adapter.cycle()
+    assert adapter._passed == {"2": 2}
+
+
 def test_license_text():
     assert parse_licenses("LicenseName=bb Total=100 Used=60 Free=40 Reserved=0 Remote=no\n"
                           "LicenseName=m Total=2 Used=0 Free=2 Reserved=0 Remote=no\n") == {

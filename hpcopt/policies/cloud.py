@@ -53,6 +53,7 @@ class ScorePolicy(Policy):
     order: str | None = "fcfs"
     window: int | None = None
     backfill: ClassVar[str] = "none"
+    machine: ClassVar[str] = "capacity"
 
     def decide(self, window: Window) -> Decision:
         if not window.jobs:

@@ -30,6 +30,7 @@ class WindowAllocation(Policy):
     """Every tau s: NWP order, greedy selection, SCAS/DCAS placement by a backend."""
 
     backfill = "none"
+    machine = "topology"
     OPTIONS = (
         Option("tau", float, "period in seconds between allocation windows"),
         Option("model", str, "allocation model", choices=MODELS),

@@ -66,7 +66,9 @@ class WindowDecision:
     ``reserved`` or ``backfilled``, in start order), the reserved job and its shadow time (or
     ``None``), the queued jobs set aside because they cannot fit the machine's available nodes
     (each with the reason), the nodes free before the decision, and on a topology the node
-    ids each started job is placed on (``placements``, by job id)."""
+    ids each started job is placed on (``placements``, by job id); ``passed`` is each queued
+    job's count of passes it was passed over after this one (for the next decision's
+    ``ClusterState.passed``: the starvation bound)."""
 
     started: tuple[tuple[Job, str], ...]
     reserved: Job | None
@@ -74,6 +76,7 @@ class WindowDecision:
     set_aside: tuple[tuple[Job, str], ...]
     free: int
     placements: Mapping = field(default_factory=dict)
+    passed: Mapping = field(default_factory=dict)
 
 
 NEVER = 100 * 365 * 86400.0  # how long an unavailable node of a topology stays taken
@@ -148,7 +151,9 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
         slice(None), [given[payload[0].id], payload[1]]))
     sim.schedule()
-    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements)
+    passed = {job.id: sim.records[job.id].passed for job in queue if job.id in sim.records}
+    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
+                          passed)
 
 
 def _node_ids(nodes: int | tuple[int, ...], topology: bool) -> tuple[int, ...]:

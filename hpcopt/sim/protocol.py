@@ -35,6 +35,9 @@ class PolicyHooks:
     """Its default pass period in seconds; ``None``: a pass at every event."""
     waits_for_head: bool = False
     """Starts nothing while the first queued job does not fit (lets the driver skip passes)."""
+    machine: str | None = None
+    """The machine it needs: ``capacity`` (cloud slots: a capacity profile), ``topology``
+    (nodes told apart on a network), or ``None``: any (embeddings refuse it up front)."""
     starts_prefix: bool = False
     """``decide`` is exactly the head-first rule, which the driver then applies itself; read
     from the class, and ignored when ``decide`` is replaced on the instance."""

@@ -36,10 +36,10 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..domain import Job, NumberedId, System
-from ..errors import HpcoptError
+from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
 from .lock import PartitionLock
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot, job_licenses
@@ -368,6 +368,14 @@ class Adapter:
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
                  lock=None, bb_license: str | None = None,
                  topology: SlurmTopology | None = None, **options) -> None:
+        name = getattr(policy, "name", type(policy).__name__)
+        machine = getattr(policy, "machine", None)
+        if machine == "capacity":
+            raise OptionError(f"policy {name} schedules cloud slots against a capacity "
+                              "profile, not a Slurm partition")
+        if machine == "topology" and topology is None:
+            raise OptionError(f"policy {name} places jobs on a network: give --topology "
+                              "(Slurm's topology.conf)")
         self.policy = policy
         self.partition = partition
         self.bb_license = bb_license
@@ -378,6 +386,7 @@ class Adapter:
         self.say = say if say is not None else (lambda s: print(s, flush=True))
         self.options = {k: v for k, v in options.items() if v is not None}
         self._errors: list[str] = []
+        self._passed: dict[str, int] = {}  # queued job -> passes it was passed over
         self.slurm = slurm if slurm is not None else Slurm()
         self.slurm.on_error = self._errors.append
         self.cycles = 0
@@ -398,6 +407,10 @@ class Adapter:
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
+        if self._passed:  # the starvation bound's counts, kept from the last cycle
+            cluster = replace(cluster, passed={job.id: self._passed[str(job.id)]
+                                               for job in cluster.queue
+                                               if str(job.id) in self._passed})
         completing = cluster.completing
         rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(cluster.queue),
                    completing=completing if isinstance(completing, int) else len(completing),
@@ -413,6 +426,7 @@ class Adapter:
         except HpcoptError as exc:  # the policy failed on this state: nothing is released
             return self._failed(rec, f"policy: {exc}", f"the policy failed: {exc}")
         rec["decide_s"] = round(time.perf_counter() - c0, 4)
+        self._passed = {str(jid): n for jid, n in decision.passed.items() if n}
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
         where = {state.entries[jid].key: self.topology.nodes(ids)

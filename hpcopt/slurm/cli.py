@@ -40,6 +40,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     r.add_argument("--window", type=positive_int, default=None,
                    help="W, the queued jobs the policy sees (default: the policy's)")
     r.add_argument("--seed", type=int, default=None, help="the policy's seed")
+    r.add_argument("--starvation", type=positive_int, default=None, metavar="K",
+                   help="starvation bound: a job passed over K times is served first (the "
+                        "counts live in the adapter: a restart starts them anew)")
     r.add_argument("--bb-license", default=None, metavar="NAME",
                    help="the Slurm license that is the burst buffer (Licenses=NAME:GB in "
                         "slurm.conf; sbatch -L NAME:GB): its total is the machine's burst "
@@ -175,7 +178,7 @@ def _run(args, options: dict) -> int:
         adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
                           log=log, lock=lock, bb_license=args.bb_license, topology=topology,
                           order=args.order, backfill=args.backfill,
-                          window=args.window)
+                          window=args.window, starvation_bound=args.starvation)
         return adapter.run(args.interval, once=args.once,
                            release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     finally:
