@@ -1,4 +1,5 @@
-"""``hpcopt workflow``: a WfFormat workflow in a simulated queue (Big Job, Per-Stage, ASA).
+"""``hpcopt workflow``: a WfFormat workflow in a simulated queue (Big Job, Per-Stage, ASA),
+or with ``--slurm`` on a real Slurm cluster (``hpcopt.workflows.onslurm``).
 
 Writes ``DIR/stages.csv`` (one row per stage allocation of each run) and
 ``DIR/summary.json`` (the means over runs, each run, the settings); with ``--state F`` the
@@ -21,6 +22,9 @@ STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_c
                  "submit", "alloc_start", "start", "end", "alloc_end", "wait",
                  "perceived_wait", "overhead_core_hours", "estimate", "start_estimate",
                  "outcome", "cancelled"]
+#: the Slurm runner's columns after those: Slurm's job id and its own epoch seconds
+SLURM_COLUMNS = ["slurm_job", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end",
+                 "slurm_state"]
 
 
 def add_workflow_parser(sub) -> argparse.ArgumentParser:
@@ -28,7 +32,22 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     w = sub.add_parser("workflow", help="a WfFormat workflow's stages in a real trace: Big "
                                         "Job, Per-Stage, ASA")
     w.add_argument("workflow", metavar="WF.json[.gz]", help="WfFormat instance (WfCommons)")
-    w.add_argument("--trace", required=True, help="background trace (SWF, CSV/JSON table)")
+    w.add_argument("--trace", default=None, help="background trace (SWF, CSV/JSON table) of "
+                                                 "the simulated queue (not with --slurm)")
+    w.add_argument("--slurm", action="store_true",
+                   help="run the stages as real jobs on the Slurm cluster SLURM_CONF names "
+                        "instead of simulating them (modes afterok and naive)")
+    w.add_argument("--partition", default=None,
+                   help="--slurm: the partition of the stage jobs (default: Slurm's default)")
+    w.add_argument("--time-scale", type=float, default=0.01, metavar="F",
+                   help="--slurm: a stage of t seconds sleeps t x F real seconds (default "
+                        "0.01); times in the outputs are workflow seconds (real / F)")
+    w.add_argument("--poll", type=seconds, default=0.5,
+                   help="--slurm: seconds between reads of Slurm's queue (default 0.5)")
+    w.add_argument("--on-interrupt", choices=["cancel", "leave"], default="cancel",
+                   help="--slurm: on Ctrl-C cancel the workflow's pending and running jobs "
+                        "(default) or leave them to Slurm (run again with the same --out to "
+                        "follow them)")
     w.add_argument("--nodes", type=positive_int, default=None, help="machine size in nodes")
     w.add_argument("--cores-per-node", type=positive_int, default=None,
                    help="cores per node: SWF processors -> nodes, and a stage of n cores asks "
@@ -84,24 +103,100 @@ def write_results(result, out) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     stages = out / "stages.csv"
     with stages.open("w", newline="") as fh:
+        columns = STAGE_COLUMNS + [c for c in SLURM_COLUMNS if result.rows and
+                                   c in result.rows[0]]
         wr = csv.writer(fh)
-        wr.writerow(STAGE_COLUMNS)
+        wr.writerow(columns)
         for row in result.rows:
-            wr.writerow(["" if row[c] is None else row[c] for c in STAGE_COLUMNS])
+            wr.writerow(["" if row[c] is None else row[c] for c in columns])
     summary = out / "summary.json"
     doc = {**result.summary, "settings": result.settings}
     summary.write_text(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
     return stages, summary
 
 
-def cmd_workflow(args) -> int:
+def _estimator(args):
+    """The ASA estimator of ``args`` (None for strategies that do not learn): loaded from
+    ``--state`` when that file exists, checked against --estimator-policy and --prior."""
     from hpcopt.agents.asa import ASAEstimator
+
+    if not STRATEGIES[args.strategy].learns:
+        return None
+    state = Path(args.state) if args.state else None
+    if state is not None and state.exists():
+        estimator = ASAEstimator.load(state)
+        for flag, have in (("--estimator-policy", estimator.policy),
+                           ("--prior", estimator.prior)):
+            want = getattr(args, flag[2:].replace("-", "_"))
+            if want is not None and want != have:
+                raise WorkflowError(f"{flag} {want} differs from the state in {state} "
+                                    f"({have}); drop the flag or use a new --state")
+        return estimator
+    return ASAEstimator(policy=args.estimator_policy or "default", prior=args.prior or 0.0,
+                        seed=args.seed)
+
+
+def _summary_line(name, args, result) -> str:
+    s = result.summary
+    return (f"{name}: {args.strategy} ({result.settings['mode']}, plan "
+            f"{result.settings['plan']}), {args.runs} run(s): "
+            f"makespan {s['makespan']:.0f} s, "
+            f"perceived wait {s['perceived_wait']:.0f} s, {s['core_hours']:.2f} core-hours "
+            f"(overhead {s['overhead_core_hours']:.2f}), hits {s['hits']:.2f} misses "
+            f"{s['misses']:.2f} per run")
+
+
+def cmd_workflow_slurm(args, wf) -> int:
+    """``--slurm``: the stages as real jobs (``hpcopt.workflows.onslurm``)."""
+    from .onslurm import SharedEstimator, run_workflow_on_slurm
+
+    if args.trace is not None:
+        raise WorkflowError("--trace: a --slurm run's background is the cluster's own load; "
+                            "drop --trace")
+    if args.prior:
+        raise WorkflowError("--prior: the start-time estimate action needs the simulator")
+    if not 0 < args.time_scale <= 1000:
+        raise WorkflowError(f"--time-scale: expected a factor > 0, got {args.time_scale}")
+    estimator = _estimator(args)
+    if estimator is not None and args.state:
+        estimator = SharedEstimator(args.state, estimator)
+    from hpcopt.slurm.state import Slurm
+
+    from .onslurm import partition_size
+
+    slurm = Slurm(timeout=20, retries=2)
+    part, nodes, cpn = partition_size(slurm, args.partition)
+    cpn = args.cores_per_node or cpn
+    cap, widest = args.cap, max(len(level) for level in wf.levels())
+    if cap is None and widest > nodes * cpn:
+        cap = nodes * cpn
+        print(f"--cap {cap}: the widest level has {widest} tasks, more than partition "
+              f"{part}'s {cap} cores (--cap C chooses another bound)", file=sys.stderr)
+    result = run_workflow_on_slurm(
+        wf, args.strategy, slurm=slurm, out=args.out, cap=cap, partition=part,
+        cores_per_node=cpn, time_scale=args.time_scale, poll=args.poll,
+        on_interrupt=args.on_interrupt, runs=args.runs, interval=args.interval,
+        estimator=estimator, mode=args.mode, plan=args.plan, key=args.key, seed=args.seed,
+        say=None if args.no_progress else (lambda m: print(m, file=sys.stderr)))
+    result.settings["workflow_file"] = str(args.workflow)
+    result.settings["cap"] = cap
+    stages, summary = write_results(result, args.out)
+    print(_summary_line(wf.name, args, result) + f" -> {stages}, {summary}")
+    return 0
+
+
+def cmd_workflow(args) -> int:
     from hpcopt.traces import load_trace
 
     from .reader import load_wfformat
     from .runner import run_workflow
 
     wf = load_wfformat(args.workflow)
+    if args.slurm:
+        return cmd_workflow_slurm(args, wf)
+    if args.trace is None:
+        raise WorkflowError("--trace: the simulated queue needs a background trace (or "
+                            "--slurm for a real cluster)")
     trace = load_trace(args.trace, nodes=args.nodes, cores_per_node=args.cores_per_node)
     system = trace.system
     cpn = args.cores_per_node or trace.report.to_dict().get("cores_per_node") or 1
@@ -109,20 +204,7 @@ def cmd_workflow(args) -> int:
         from hpcopt.domain import System
 
         system = System(args.nodes, name=system.name)
-    estimator = None
-    if STRATEGIES[args.strategy].learns:
-        state = Path(args.state) if args.state else None
-        if state is not None and state.exists():
-            estimator = ASAEstimator.load(state)
-            for flag, have in (("--estimator-policy", estimator.policy),
-                               ("--prior", estimator.prior)):
-                want = getattr(args, flag[2:].replace("-", "_"))
-                if want is not None and want != have:
-                    raise WorkflowError(f"{flag} {want} differs from the state in {state} "
-                                        f"({have}); drop the flag or use a new --state")
-        else:
-            estimator = ASAEstimator(policy=args.estimator_policy or "default",
-                                     prior=args.prior or 0.0, seed=args.seed)
+    estimator = _estimator(args)
     cap, widest = args.cap, max(len(level) for level in wf.levels())
     if cap is None and widest > system.nodes * int(cpn):  # default: what the machine holds
         cap = system.nodes * int(cpn)
@@ -141,11 +223,5 @@ def cmd_workflow(args) -> int:
     stages, summary = write_results(result, args.out)
     if estimator is not None and args.state:
         estimator.save(args.state)
-    s = result.summary
-    print(f"{wf.name}: {args.strategy} ({result.settings['mode']}, plan "
-          f"{result.settings['plan']}), {args.runs} run(s): "
-          f"makespan {s['makespan']:.0f} s, "
-          f"perceived wait {s['perceived_wait']:.0f} s, {s['core_hours']:.2f} core-hours "
-          f"(overhead {s['overhead_core_hours']:.2f}), hits {s['hits']:.2f} misses "
-          f"{s['misses']:.2f} per run -> {stages}, {summary}")
+    print(_summary_line(wf.name, args, result) + f" -> {stages}, {summary}")
     return 0
