@@ -51,6 +51,7 @@ STARTING = frozenset({"None", "Priority", "Resources"})  # pending reasons of a 
 MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
 ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
 RECHECK = 0.25  # seconds between cycles while nodes complete a job (woken adapters)
+QUEUE_SHOWN = 20  # queue entries a cycle's log record names, in submission order
 
 
 @dataclass(frozen=True)
@@ -414,6 +415,7 @@ class Adapter:
         completing = cluster.completing
         rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(cluster.queue),
                    completing=completing if isinstance(completing, int) else len(completing),
+                   queue=[_id(e.key) for e in list(state.entries.values())[:QUEUE_SHOWN]],
                    running=state.n_running, waiting_start=state.starting,
                    free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
                                    and n.idle]) - sum(j.nodes for j in cluster.starting))

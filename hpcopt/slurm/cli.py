@@ -104,6 +104,18 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
 
+    st = ss.add_parser("status", help="what the adapter is doing, from its log: last cycle, "
+                                      "queue, reservation, recent releases, notes")
+    st.add_argument("--log", required=True, metavar="FILE.jsonl", help="the adapter's --log")
+    u = ss.add_parser("unit", help="print a systemd unit that runs `hpcopt slurm run` with the "
+                                   "arguments after --")
+    u.add_argument("--user", default="root", help="the user it runs as (default root; one of "
+                                                  "the submit script's --admin users)")
+    u.add_argument("--slurm-conf", default=None, metavar="FILE",
+                   help="SLURM_CONF for the service (default: Slurm's own default)")
+    u.add_argument("run_args", nargs=argparse.REMAINDER, metavar="-- RUN ARGS",
+                   help="the arguments of `hpcopt slurm run`")
+    s.set_defaults(run_parser=r)
     e = ss.add_parser("epilog", help="print the EpilogSlurmctld script that wakes the "
                                      "adapter as each job ends")
     e.add_argument("--wake-port", type=positive_int, required=True, metavar="P",
@@ -124,6 +136,13 @@ def cmd_slurm(args, policy_options: dict) -> int:
 
         print(job_submit_lua(args.partition, admin_uids(args.admin)), end="")
         return 0
+    if args.slurm_command == "status":
+        from .service import status_text
+
+        print(status_text(args.log))
+        return 0
+    if args.slurm_command == "unit":
+        return _unit(args)
     if args.slurm_command == "epilog":
         from .wake import epilog_script
 
@@ -148,6 +167,26 @@ def _testbed(args) -> int:
                          shared=args.shared, wake_port=args.wake_port, say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
+    return 0
+
+
+def _unit(args) -> int:
+    import sys
+
+    from ..errors import OptionError
+    from .service import systemd_unit
+
+    run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
+    if not run_args:
+        raise OptionError("unit: give the arguments of `hpcopt slurm run` after --, e.g. "
+                          "hpcopt slurm unit -- --policy fcfs --partition batch")
+    try:
+        args.run_parser.parse_args(run_args)
+    except SystemExit:
+        raise OptionError("unit: the arguments after -- are not those of `hpcopt slurm run` "
+                          "(see above)") from None
+    hpcopt = str(Path(sys.executable).with_name("hpcopt"))
+    print(systemd_unit(run_args, hpcopt, args.slurm_conf, args.user), end="")
     return 0
 
 
