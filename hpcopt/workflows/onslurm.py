@@ -401,6 +401,10 @@ class SlurmWorkflowRun(WorkflowRun):
         return True
 
     # ------------------------------------------------------------------ submissions
+    def _new_id(self):  # until sbatch gives Slurm's id: a name no Slurm id can equal
+        self._counter += 1
+        return f"wf-{self._counter}"
+
     def enqueue(self, att: Attempt, runtime: float, deps: tuple) -> None:
         self._timers.append((att, runtime, deps))
         self._submit_due()
