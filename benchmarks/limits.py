@@ -20,8 +20,9 @@ data directory next to the checkout):
 Each (instance, backend) runs in a fresh process (``--one``), so the wall time includes the
 first import of the backend's library, as a user's first solve does, and the peak memory is
 that process's maximum resident set.  Prints, per row: limit, wall, peak RSS, status,
-objective, the greedy objective of the same model and the bound; writes
-``benchmarks/results/limits/limits_<limit>s.csv``.
+objective, the greedy objective of the same model, the best heuristic's objective at the same
+limit (``HEURISTICS``: the least an anytime backend may answer) and the bound; writes
+``benchmarks/results/limits/limits_<limit>s.csv`` and prints the Markdown table.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ BACKENDS = {
 GREEDY = {"scas": "sequential", "dcas": "sequential", "osdec": "osdec-greedy",
           "knapsack": "greedy"}
 GREEDY_OPTIONS = {"osdec": {"lp": False, "passes": 0}}  # the greedy's first complete pass
+# the project's heuristics per model kind: the "heuristic" column is the best of them at the
+# same time limit, the least an anytime backend may answer
+HEURISTICS = {"scas": ["sequential"], "dcas": ["sequential", "sa"], "osdec": ["osdec-greedy"],
+              "knapsack": ["greedy"]}
 
 
 def allocation_window(kind: str = "scas", n_idle: int = 700, n_jobs: int = 28, seed: int = 1):
@@ -141,12 +146,18 @@ def one(name: str, backend: str, limit: float, margin: float | None = None) -> d
         g = hpcopt.solve(model, backend=GREEDY[model.kind],
                          solver_options=GREEDY_OPTIONS.get(model.kind))
         greedy = g.objective
+    heuristic = None
+    if model.kind in HEURISTICS:  # each at the same limit, after the timed solve
+        values = [hpcopt.solve(model, backend=h, time_limit=limit).objective
+                  for h in HEURISTICS[model.kind]]
+        heuristic = max(values) if model.sense == "max" else min(values)
     bound = res.bound if res.bound is not None and math.isfinite(res.bound) else None
     return {"instance": name, "backend": backend, "limit_s": limit, "wall_s": round(wall, 2),
             "overshoot_s": round(wall - limit, 2), "peak_rss_mb": round(peak),
             "rss_before_mb": round(before), "status": res.status.value,
             "limit": res.limit.value if res.limit else "",
-            "objective": res.objective, "greedy": greedy, "bound": bound,
+            "objective": res.objective, "greedy": greedy, "heuristic": heuristic,
+            "bound": bound,
             "note": res.extra.get("refused", "greedy fallback"
                                   if res.extra.get("greedy_fallback") else "")}
 
@@ -183,7 +194,7 @@ def main() -> None:
             rows.append(row)
             print(" ".join(f"{k}={row.get(k)}" for k in (
                 "instance", "backend", "limit_s", "wall_s", "peak_rss_mb", "status", "limit",
-                "objective", "greedy", "bound", "note")), flush=True)
+                "objective", "greedy", "heuristic", "bound", "note")), flush=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     tag = "" if args.build_margin is None else f"_margin{args.build_margin:g}"
     path = OUT / f"limits_{args.time_limit:g}s{tag}.csv"
@@ -192,6 +203,41 @@ def main() -> None:
         w.writeheader()
         w.writerows(rows)
     print(f"wrote {path}")
+    print(markdown(rows))
+    print(f"most past the limit: {max(r.get('overshoot_s') or 0 for r in rows):.2f} s")
+
+
+def _num(value, digits: int = 0) -> str:
+    if value in (None, ""):
+        return ""
+    return f"{float(value):,.{digits}f}"
+
+
+def short_note(note: str) -> str:
+    """A refusal as the table words it."""
+    import re
+
+    m = re.match(r"(.*) takes about ([\d.]+) s and cannot be stopped; it starts only when "
+                 r"([\d.]+)x that fits the .* left", note or "")
+    if m:
+        return f"not started: {m[1]} takes about {m[2]} s ({m[3]}x that is over the time left)"
+    if (note or "").startswith("no time left after the heuristic start"):
+        return "not started: the heuristic start used the whole limit (its answer)"
+    return note or ""
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows as the Markdown table of benchmarks/README.md ("Limits")."""
+    head = ("| instance | backend | wall s | peak RSS MB | status | stopped by | objective | "
+            "greedy | heuristic | bound | note |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        lines.append("| " + " | ".join([
+            r["instance"], r["backend"], _num(r.get("wall_s"), 2), _num(r.get("peak_rss_mb")),
+            r.get("status", ""), r.get("limit") or "", _num(r.get("objective")),
+            _num(r.get("greedy")), _num(r.get("heuristic")), _num(r.get("bound")),
+            short_note(r.get("note"))]) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -188,7 +188,12 @@ def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
     params, rest = sa_options(opts.solver_options, backend)
     init = rest.pop("init", "scas-exact")
     deadline = opts.deadline  # set when solve() was called: loading a repair counts
-    start, how = initial_decision(model, opts.warm_start, init, backend, deadline)
+    if init == "scas-exact" and opts.warm_start is None and opts.start is not None:
+        # the registry's greedy start already is the better of sequential and the SCAS
+        # optimum (``_dcas_start``): not solved twice
+        start, how = tuple(int(v) for v in opts.start), "scas-exact"
+    else:
+        start, how = initial_decision(model, opts.warm_start, init, backend, deadline)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
     return Outcome(Status.FEASIBLE, res.decision, objective=res.cost,
                    limit=Limit.TIME if res.stopped_by_time else Limit.ITERATION,
@@ -226,10 +231,19 @@ class SimulatedAnnealing(Solver):
                              REPAIRS[name]())
 
 
-@register_greedy("dcas")
+@register_greedy("dcas", share=1.0)
 def _dcas_start(model, deadline, seed):
-    """The greedy start of DCAS models: the ``sequential`` decision."""
-    return list(sequential_decision(model)), None
+    """The greedy start of DCAS models: the better of the ``sequential`` decision and the
+    SCAS optimum (``scas-exact`` within ``deadline``, as ``sa`` computes its start in the
+    same limit), so ``nsa`` refused for time still answers what ``sa`` starts from; the
+    search gets the time it leaves."""
+    seq = list(sequential_decision(model))
+    if deadline is not None and deadline <= time.perf_counter():
+        return seq, None
+    best, _ = initial_decision(model, None, "scas-exact", "dcas start", deadline)
+    if model.evaluate(best).objective <= model.evaluate(seq).objective:
+        return list(best), None
+    return seq, None
 
 
 @register_greedy("scas")

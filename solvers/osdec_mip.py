@@ -20,10 +20,12 @@ reported gap, not a proof; 72 slots and 150 jobs are proved in 6-15 s.  The firs
 solve of a process also pays the OR-tools import, inside the time limit.
 
 ``solver_options`` both take: ``greedy_start`` (default True): the model's greedy start (the
-``osdec-greedy`` schedule, computed by the registry within a share of the time limit) is
-handed to the solver as a first incumbent (SCIP) or a hint (CP-SAT); the registry returns it
-whenever the answer is worse, and reports its LP bound when tighter than the solver's own
-(CP-SAT's is often weaker than the LP's); a ``warm_start`` decision replaces it.
+``osdec-greedy`` schedule, computed by the registry as ``osdec-greedy`` would in the same time
+limit: until its local search ends or the limit) is handed to the solver as a first
+incumbent (SCIP) or a hint (CP-SAT) with the time it leaves; the registry returns it whenever
+the answer is worse (``extra["greedy_fallback"]``), and reports its LP bound when tighter than
+the solver's own (CP-SAT's is often weaker than the LP's); a ``warm_start`` decision replaces
+it.
 Every other key is a SCIP / CP-SAT parameter.  The time limit covers the greedy, the model
 build (not started when its estimate cannot fit: ``Solver.footprint``) and the solve.
 Statuses: the backend's own maps (``Scip.STATUS_MAP``, ``CpSat.STATUS_MAP``); stopped by the

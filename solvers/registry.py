@@ -40,8 +40,9 @@ _FAMILIES: dict[str, type[Solver]] = {}
 # model kind -> canonical(model, decision, seconds_left) -> the canonical optimum of the same
 # cost, or None when it could not be found in time (see ``register_canonical``)
 _CANONICAL: dict[str, Any] = {}
-# model kind -> greedy(model, deadline) -> (a feasible decision, a dual bound or None): the
-# first complete pass of the model's registered greedy backend (see ``register_greedy``)
+# model kind -> (greedy(model, deadline, seed) -> (a feasible decision, a dual bound or None),
+# the share of the time limit it may use): the model's best heuristic, the start and floor of
+# its anytime backends (see ``register_greedy``)
 _GREEDY: dict[str, Any] = {}
 _entry_points_loaded = False
 
@@ -50,7 +51,7 @@ DEFAULT_SEED = 0  # the seed of every solve that names none: answers repeat, and
 # a solve returns within time_limit + OVERSHOOT_S (tests/test_limits.py, docs/limits.md): what
 # cannot be stopped (a greedy first pass, one build block, a solver's own stop) fits in it
 OVERSHOOT_S = 1.0
-GREEDY_SHARE = 0.2  # at most this share of the time limit goes to the greedy start
+GREEDY_SHARE = 0.2  # by default at most this share of the time limit goes to the greedy start
 # a build that cannot be stopped starts only when this many times its estimate fits the time
 # left and the memory cap: the estimates are fitted on an idle machine, and with both of its
 # two cores kept busy the pyomo builds of the large SCAS and OSDEC models took 1.4-2.0x as
@@ -219,8 +220,9 @@ class Solver:
         greedy = _GREEDY.get(model.kind) if self.GREEDY_START else None
         start = None
         if greedy is not None:
-            share = None if time_limit is None else t0 + GREEDY_SHARE * time_limit
-            start = greedy(model, share, opts.seed)
+            fn, share = greedy
+            start = fn(model, None if time_limit is None else t0 + share * time_limit,
+                       opts.seed)
             opts.start = start[0]
         out = self._refusal(model, opts)
         if out is None:
@@ -233,6 +235,9 @@ class Solver:
                               extra={"interrupted": True})
         if start is not None:
             out = _no_worse_than(model, out, start)
+            if (out.status != Status.OPTIMAL and out.decision is not None
+                    and [int(v) for v in out.decision] == [int(v) for v in start[0]]):
+                out.extra["greedy_fallback"] = True  # the answer is the heuristic start's
         if opts.log:  # the solver's own log first, then the backend's notes
             out.log = "\n".join(part.rstrip("\n") for part in [*opts.log, out.log] if part)
         canonical = _CANONICAL.get(model.kind)
@@ -257,7 +262,8 @@ class Solver:
         left = opts.left()
         if left is not None and left <= 0:
             return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
-                           extra={"refused": "no time left after the greedy start"})
+                           extra={"refused": "no time left after the heuristic start (its "
+                                             "answer is returned)"})
         est = self.footprint(model, opts)
         if est is None:
             return None
@@ -430,7 +436,7 @@ def _no_worse_than(model, out: Outcome, start) -> Outcome:
         if cert.feasible and sign * cert.objective >= sign * greedy - 1e-9 * max(1.0, abs(greedy)):
             return out
     out.status, out.decision, out.objective = Status.FEASIBLE, list(decision), None
-    out.extra["greedy_fallback"] = True
+    out.extra["greedy_fallback"] = True  # the answer is the heuristic start's, said so here
     return out
 
 
@@ -460,16 +466,20 @@ def register_canonical(kind: str):
     return deco
 
 
-def register_greedy(kind: str):
-    """Function decorator: the greedy start of model ``kind``.  ``fn(model, deadline, seed)``
-    returns ``(decision, bound)``: the first complete pass of the model's greedy backend (always
-    finished, whatever the deadline), improved until ``deadline`` (randomized by the solve's
-    ``seed`` where it is), and a dual bound or None.
+def register_greedy(kind: str, share: float = GREEDY_SHARE):
+    """Function decorator: the greedy start of model ``kind``, its best heuristic.
+    ``fn(model, deadline, seed)`` returns ``(decision, bound)``: the first complete pass of the
+    model's greedy (always finished, whatever the deadline), improved until ``deadline``
+    (randomized by the solve's ``seed`` where it is), and a dual bound or None.  It may use
+    ``share`` of the time limit (1.0: as long as the heuristic itself would run in the same
+    limit, so an anytime backend is never below it; whatever it leaves goes to the backend).
     ``GREEDY_START`` backends begin from it and never return less."""
+    if not 0 < share <= 1:
+        raise ValueError(f"register_greedy({kind!r}): share must be in (0, 1], got {share!r}")
 
     def deco(fn):
-        refuse_duplicate("greedy start of", kind, _GREEDY, fn)
-        _GREEDY[kind] = fn
+        refuse_duplicate("greedy start of", kind, {k: v[0] for k, v in _GREEDY.items()}, fn)
+        _GREEDY[kind] = (fn, float(share))
         return fn
 
     return deco
