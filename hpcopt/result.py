@@ -70,6 +70,17 @@ class Termination(str, Enum):
     ERROR = "error"
 
 
+class RunStatus(str, Enum):
+    """The status of a simulation run (a sweep row): a simulation has no solver status.
+
+    DONE: the run finished; INTERRUPTED: a signal stopped it; ERROR: it failed (the row's
+    ``error`` says why)."""
+
+    DONE = "DONE"
+    INTERRUPTED = "INTERRUPTED"
+    ERROR = "ERROR"
+
+
 class SolutionStatus(str, Enum):
     """What a result holds: no decision, a certified feasible one, or a proven optimum."""
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HpcoptError, closest, one_line
-from .result import Status, Termination
+from .result import RunStatus, Termination
 
 SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
             "window", "seed", "starvation_bound", "period", "warmup", "cooldown", "workload",
@@ -54,8 +54,9 @@ METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
            "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",
            "wasted_ssd", "avg_comm_cost"]
 TAIL = ["wall_time_s", "termination", "error"]
-# a run's status (a simulation has no solver status): finished, stopped by a signal, failed
-DONE, INTERRUPTED, ERROR = "DONE", "INTERRUPTED", Status.ERROR.value
+# a run's status (hpcopt.result.RunStatus; a simulation has no solver status)
+DONE, INTERRUPTED, ERROR = (RunStatus.DONE.value, RunStatus.INTERRUPTED.value,
+                            RunStatus.ERROR.value)
 DEFAULT_SEEDS = [0]
 
 
