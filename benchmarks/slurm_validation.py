@@ -84,13 +84,15 @@ def scaled_slice(args) -> list[dict]:
 
 
 def submit_all(jobs: list[dict], env: dict) -> None:
+    """Each job at its scaled time; a job with ``licenses`` (``"bb:12"``) asks them (``-L``)."""
     t0 = time.monotonic()
     for job in jobs:
         delay = job["at"] - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
         subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-J", job["name"],
-                        "-N", str(job["nodes"]), "-t", str(job["limit"]), "--wrap",
+                        "-N", str(job["nodes"]), "-t", str(job["limit"]),
+                        *(["-L", job["licenses"]] if job.get("licenses") else []), "--wrap",
                         f"sleep {job['sleep']}"], env=env, check=True, capture_output=True,
                        timeout=60)
 
@@ -134,22 +136,26 @@ def run_record(d: Path, n_jobs: int, kind: str) -> dict:
     return dict(real=real, cycles=cycles, wall=wall)
 
 
-def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
-    """One run on a fresh testbed; returns {name: (submit, start, end)} and the adapter log."""
+def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict | None = None,
+           adapter_args: tuple = ()) -> dict:
+    """One run on a fresh testbed; returns {name: (submit, start, end)} and the adapter log.
+    ``testbed_opts`` go to ``testbed.start`` (``licenses``, ``switch_size``), ``adapter_args``
+    to ``hpcopt slurm run`` (``--bb-license bb``, ``--topology``)."""
     from hpcopt.slurm import testbed
 
     d = workdir / kind
     with _STARTING:  # one testbed starts at a time: each takes the next free ports
         conf = testbed.start(d, args.nodes,
                              scheduler="backfill" if kind == "slurm" else "builtin",
-                             hold=kind != "slurm")
+                             hold=kind != "slurm", **(testbed_opts or {}))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     log = d / "adapter.jsonl"
     proc = None
     try:
         if kind != "slurm":
             proc = subprocess.Popen(["nice", "-n", "5", HPCOPT, "slurm", "run", "--policy",
-                                     kind, "--interval", str(args.interval), "--log", str(log)],
+                                     kind, "--interval", str(args.interval), "--log", str(log),
+                                     *adapter_args],
                                     env=env, stdout=subprocess.DEVNULL)
             wait_until = time.time() + 60
             while not (log.exists() and log.read_text()):  # the adapter's first cycle
@@ -172,24 +178,28 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path) -> dict:
     return run_record(d, len(jobs), kind)
 
 
-def replay_all(jobs: list[dict], args, workdir: Path) -> dict[str, dict]:
+def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None = None,
+               adapter_args: tuple = ()) -> dict[str, dict]:
     """Every run of ``args.runs``: one after another, or with ``--parallel`` all at once,
-    each on its own testbed."""
+    each on its own testbed (``replay``'s options for each)."""
     if not args.parallel:
-        return {kind: replay(jobs, kind, args, workdir) for kind in args.runs}
+        return {kind: replay(jobs, kind, args, workdir, testbed_opts, adapter_args)
+                for kind in args.runs}
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(len(args.runs)) as pool:
-        futures = {kind: pool.submit(replay, jobs, kind, args, workdir) for kind in args.runs}
+        futures = {kind: pool.submit(replay, jobs, kind, args, workdir, testbed_opts,
+                                     adapter_args) for kind in args.runs}
         return {kind: f.result() for kind, f in futures.items()}
 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
-                  delay=0.0, period: float | None = None) -> dict[str, float]:
+                  delay=0.0, period: float | None = None, bb: float = 0.0) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
     start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
     callable giving each job its own) and, with
-    ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle)."""
+    ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle);
+    ``bb``: the system's burst buffer, each job's request its ``bb``."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
@@ -202,8 +212,8 @@ def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
         sub, start, end = real[name]
         limit = by_name[name]["limit"] * 60.0
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
-                            by_name[name]["nodes"]))
-    sim = Simulator(sim_jobs, System(nodes), make_policy(policy), launch_delay=delay,
+                            by_name[name]["nodes"], bb=by_name[name].get("bb", 0.0)))
+    sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy), launch_delay=delay,
                     period=period).run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
