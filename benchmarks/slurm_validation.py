@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.slurm.service import read_log
+
 HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
 _STARTING = threading.Lock()
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpc_swf" / "pwa" / \
@@ -131,7 +133,7 @@ def run_record(d: Path, n_jobs: int, kind: str) -> dict:
         raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
     real = {n: (j["submit"], j["start"], j["end"]) for n, j in done.items()}
     log = d / "adapter.jsonl"
-    cycles = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    cycles = read_log(log)[0] if log.exists() else []  # cycle records, event lines aside
     wall = max(e for _, _, e in real.values()) - min(s for s, _, _ in real.values())
     return dict(real=real, cycles=cycles, wall=wall)
 
@@ -402,7 +404,7 @@ def cmd_cost(args) -> None:
                         subprocess.run([HPCOPT, "slurm", "run", "--policy", policy, "--once",
                                         "--dry-run", "--log", str(log)], env=env, check=True,
                                        capture_output=True, timeout=120)
-                    recs = [json.loads(line) for line in log.read_text().splitlines()]
+                    recs = read_log(log)[0]
                     assert all(r["pending"] == target for r in recs), recs[0]
                     read = np.array([r["read_s"] for r in recs]) * 1000
                     dec = np.array([r["decide_s"] for r in recs]) * 1000

@@ -76,6 +76,20 @@ def test_the_core_places_jobs_on_the_nodes_a_topology_tells_apart():
                make_policy("tjap-window"))
 
 
+def test_reads_a_moment_apart_never_claim_a_node_twice():
+    """A released job pinned to nodes 1-2 that the node read already shows busy (completing:
+    it started between the reads), and one whose nodes are unknown: the stand-in for the
+    busy nodes and the first-fit placement share no node, and the pass decides."""
+    tree = FatTree(8, 4, 2)
+    state = ClusterState(0.0, System(8, topology=tree), (Job(10, 0.0, 9.0, 9.0, 2),),
+                         ((Job(1, 0.0, 0.0, 0.0, 1), 50.0),),
+                         (Job(2, 0.0, 0.0, 60.0, 2), Job(3, 0.0, 0.0, 60.0, 1)),
+                         completing=(1, 2), placed={1: (0,), 2: (1, 2)})
+    out = decide(state, make_policy("tjap-window"))
+    assert [job.id for job, _ in out.started] == [10]
+    assert not {0, 1, 2} & set(out.placements[10])
+
+
 # ------------------------------------------------------------------ the real testbed
 
 

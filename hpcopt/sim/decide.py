@@ -108,19 +108,31 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     if machine is None or not usable:
         return WindowDecision((), None, None, tuple(set_aside), 0)
     running = [(job, end, state.placed.get(job.id)) for job, end in state.running]
-    running += [(job, now + job.walltime, state.placed.get(job.id)) for job in state.starting]
-    if topology and any(nodes is None for _, _, nodes in running[:len(state.running)]):
+    if topology and any(nodes is None for _, _, nodes in running):
         job = next(j for j, _, nodes in running if nodes is None)
         raise HpcoptError(f"running job {job.id}: its node ids are needed on a topology "
                           "(ClusterState.placed)")
-    taken = [job for job, *_ in running] + queue + list(state.upcoming)
+    claimed = {n for _, _, nodes in running for n in nodes or ()}
+    taken = [job for job, *_ in running] + list(state.starting) + queue + list(state.upcoming)
     # nodes busy with no job (and on a topology the unavailable ones, which stay in the
-    # machine to keep their ids): a stand-in job each
+    # machine to keep their ids): a stand-in job each, on the nodes no running job claims
+    # (reads taken a moment apart may name a node twice)
+    if topology:
+        ending = tuple(n for n in ending if n not in claimed)
+        down = tuple(n for n in down if n not in claimed and n not in ending)
+        claimed.update(ending, down)
     for ids, end in ((ending, now), (down if topology else (), now + NEVER)):
         if ids:
             stand_in = Job(_fresh_id(taken), now, 0.0, 0.0, len(ids))
             running.append((stand_in, end, tuple(ids) if topology else None))
             taken.append(stand_in)
+    for job in state.starting:  # on its pinned nodes, unless a read says they are busy
+        nodes = state.placed.get(job.id)
+        if nodes is not None and claimed.isdisjoint(nodes):
+            claimed.update(nodes)
+        else:
+            nodes = None  # the nodes the pool would give it
+        running.append((job, now + job.walltime, nodes))
     # integer and text ids may mix: one total order over them
     jobs = total_ids([job for job, *_ in running] + queue + list(state.upcoming))
     n_run, n_queue = len(running), len(queue)
