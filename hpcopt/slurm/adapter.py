@@ -73,8 +73,8 @@ class CycleState:
     """One cycle's reading of Slurm: the core's input, the entries behind its queue, and what
     was set aside or must be held again (log notes)."""
 
-    cluster: ClusterState
-    entries: dict
+    cluster: ClusterState | None = None
+    entries: dict = field(default_factory=dict)
     n_running: int = 0
     starting: list[str] = field(default_factory=list)
     rehold: list[SlurmJob] = field(default_factory=list)
@@ -147,7 +147,7 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             running.append((job, end))
             if topology is not None:
                 placed[job.id] = tuple(topology.ids(sorted(take)))
-    state = CycleState(None, {}, n_running=n_running, notes=notes)  # type: ignore[arg-type]
+    state = CycleState(n_running=n_running, notes=notes)
     free = len(idle)
     listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
     unavailable_bb = max(0.0, used_bb - listed_bb)
