@@ -488,7 +488,7 @@ class SlurmWorkflowRun(WorkflowRun):
         """Starts and completions Slurm recorded since the last poll, in time order, then a
         pass (the strategies' planning) and the submissions that fell due."""
         while True:
-            events = []
+            events, never = [], None
             for att in self.attempts:
                 jid = self._slurm.get(id(att))
                 rec = recs.get(jid) if jid is not None else None
@@ -505,17 +505,19 @@ class SlurmWorkflowRun(WorkflowRun):
                     events.append((rec.end, 0 if started or id(att) in self._seen_start
                                    else 2, att.attempt, att, rec))
                 if rec.state == "PENDING" and rec.reason == "DependencyNeverSatisfied":
-                    raise StageFailed(self._failure(att, rec, "its dependency can never be "
-                                                    "satisfied"))
-            if not events:
-                break
+                    never = never or (att, rec)
             events.sort(key=lambda e: (e[0], e[1]))
-            for t, kind, _, att, rec in events:
+            for t, kind, _, att, rec in events:  # a failed stage is named before its followers
                 self.sim.now = self.wf_time(t)
                 if kind == 1:
                     self._started(att, rec)
                 else:
                     self._ended(att, rec)
+            if never is not None:
+                raise StageFailed(self._failure(*never, "its dependency can never be "
+                                                "satisfied"))
+            if not events:
+                break
             self._submit_due()
         self.sim.now = self.clock()
         self.strategy.on_pass(self)
