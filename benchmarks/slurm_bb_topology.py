@@ -11,9 +11,10 @@ submitted with ``-L bb:N`` at their scaled times to two fresh testbeds
 and ``--policy fcfs`` (EASY).  Every second the run's ``squeue`` is read for released jobs
 that wait with reason Licenses (none may).  Each run is compared with hpcopt's simulation of
 the same jobs (``slurm_validation.simulate_same`` with the system's burst buffer: Slurm's
-submit times, the real run times, the limits as walltimes; no latency, and the measured
-latency as a constant): mean wait, mean bounded slowdown (tau 10 s), burst-buffer and node
-utilization (used capacity-seconds over capacity x (last end - first submit)).
+submit times, the real run times, the limits as walltimes; no latency, and the latency
+measured on the other run of the same jobs as a constant: out of sample): mean wait, mean
+bounded slowdown (tau 10 s), burst-buffer and node utilization (used capacity-seconds over
+capacity x (last end - first submit)).
 
 Part ``topo``: a slice of KTH-SP2 (SWF) scaled to a ``--nodes`` testbed with
 ``--switch-size`` leaves (``topology/tree``), run (a) by ``hpcopt slurm run --topology
@@ -171,30 +172,41 @@ def utilization(real: dict, amount: dict[str, float], capacity: float,
     return used / (capacity * (last - t0))
 
 
-def cmd_bb(args) -> None:
-    out = Path(args.out)
+def slice_and_runs(args, out: Path, make_slice, testbed_opts: dict, adapter_args: tuple):
+    """The part's jobs and runs: read back from ``out`` (``--analyze-only``), or the slice
+    ``make_slice(args)`` made, saved and run on fresh testbeds (``run_all``)."""
     out.mkdir(parents=True, exist_ok=True)
     if args.analyze_only:
         jobs = json.loads((out / "jobs.json").read_text())
-        runs = {k: json.loads((out / f"run_{k}.json").read_text()) for k in args.runs}
-    else:
-        jobs = bb_slice(args)
-        (out / "jobs.json").write_text(json.dumps(jobs, indent=1))
-        print(f"{len(jobs)} jobs from record {args.first}: nodes 1-{args.nodes}, bb "
-              f"{min(j['bb'] for j in jobs)}-{max(j['bb'] for j in jobs)} of {args.bb_total}, "
-              f"arrivals over {jobs[-1]['at']:.0f} s", flush=True)
-        runs = run_all(jobs, args, out, {"licenses": f"bb:{args.bb_total}"},
-                       ("--bb-license", "bb"))
+        return jobs, {k: json.loads((out / f"run_{k}.json").read_text()) for k in args.runs}
+    jobs = make_slice(args)
+    (out / "jobs.json").write_text(json.dumps(jobs, indent=1))
+    bb = (f", bb {min(j['bb'] for j in jobs)}-{max(j['bb'] for j in jobs)} of {args.bb_total}"
+          if "bb" in jobs[0] else "")
+    print(f"{len(jobs)} jobs from record {args.first}: nodes "
+          f"{min(j['nodes'] for j in jobs)}-{max(j['nodes'] for j in jobs)}{bb}, arrivals over "
+          f"{jobs[-1]['at']:.0f} s", flush=True)
+    return jobs, run_all(jobs, args, out, testbed_opts, adapter_args)
+
+
+def cmd_bb(args) -> None:
+    out = Path(args.out)
+    jobs, runs = slice_and_runs(args, out, bb_slice, {"licenses": f"bb:{args.bb_total}"},
+                                ("--bb-license", "bb"))
     by_name = {j["name"]: j for j in jobs}
     bb = {n: float(j["bb"]) for n, j in by_name.items()}
     nodes = {n: float(j["nodes"]) for n, j in by_name.items()}
     rows = []
+    # the latency a run is simulated with is measured on the other runs of the same jobs,
+    # never on the run it predicts (out of sample)
+    gaps = {k: sv.latency_kept({n: tuple(v) for n, v in runs[k]["real"].items()})
+            for k in args.runs}
     for kind in args.runs:
         run = runs[kind]
         real = {k: tuple(v) for k, v in run["real"].items()}
         lic_wait = sorted(n for n, rs in run["reasons"].items() if "Licenses" in rs)
-        gaps = sv.latency_kept(real)
-        measured = round(float(gaps.mean()), 2) if len(gaps) else 0.0
+        others = np.concatenate([gaps[k] for k in args.runs if k != kind] or [np.zeros(0)])
+        measured = round(float(others.mean()), 2) if len(others) else 0.0
         ok = [c for c in compact(run)["cycles"] if c.get("ok")]
         for model, delay in (("none", 0.0), ("measured", measured)):
             sim = sv.simulate_same(jobs, real, kind, args.nodes, delay, bb=float(args.bb_total))
@@ -224,18 +236,8 @@ def cmd_topo(args) -> None:
     from hpcopt.topology import PAPER_COST
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.analyze_only:
-        jobs = json.loads((out / "jobs.json").read_text())
-        runs = {k: json.loads((out / f"run_{k}.json").read_text()) for k in args.runs}
-    else:
-        jobs = sv.scaled_slice(args)
-        (out / "jobs.json").write_text(json.dumps(jobs, indent=1))
-        print(f"{len(jobs)} jobs from record {args.first}: nodes "
-              f"{min(j['nodes'] for j in jobs)}-{max(j['nodes'] for j in jobs)}, arrivals over "
-              f"{jobs[-1]['at']:.0f} s", flush=True)
-        runs = run_all(jobs, args, out, {"switch_size": args.switch_size},
-                       ("--topology", "--tau", str(args.tau)))
+    jobs, runs = slice_and_runs(args, out, sv.scaled_slice, {"switch_size": args.switch_size},
+                                ("--topology", "--tau", str(args.tau)))
     conf = out / "topology.conf"  # the testbed's own file (the same for every run)
     conf.write_text(topology_conf(args.nodes, args.switch_size))
     topo = read_topology(conf)
