@@ -66,6 +66,9 @@ def simulate(
     bb: float | None = None,
     ssd_classes=None,
     topology: str | None = None,
+    tz: str | None = None,
+    sizes: str = "nodes",
+    partition: str | None = None,
     events=None,
     **policy_options,
 ) -> SimulationResult:
@@ -79,7 +82,9 @@ def simulate(
     else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
     default to the policy's own (EASY and none for most).  ``workload`` (S1-S7, seeded by
     ``workload_seed``, default ``seed``), ``bb``, ``ssd_classes`` and ``topology`` shape the
-    trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too).
+    trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too);
+    ``tz``, ``sizes`` and ``partition`` say how a Slurm trace (sacct, jobcomp) is read
+    (``hpcopt.traces.load_trace``).
     ``events`` (a path, or a callable taking a dict) gets one row per driver event: submit,
     start (with how the job started), reserve, complete, drop (``hpcopt.sim.eventlog``).
     Returns a ``SimulationResult``.
@@ -105,7 +110,8 @@ def simulate(
         if not isinstance(trace, Scenario):  # (a Scenario is already shaped: used as it is)
             trace = build_scenario(trace, nodes=nodes, jobs=jobs, cores_per_node=cores_per_node,
                                    workload=workload, bb=bb, ssd_classes=ssd_classes,
-                                   topology=topology, workload_seed=(
+                                   topology=topology, tz=tz, sizes=sizes,
+                                   partition=partition, workload_seed=(
                                        (seed or 0) if workload_seed is None else workload_seed))
         job_list, shaped = list(trace.jobs), trace.settings
         system = trace.system if system is None else system

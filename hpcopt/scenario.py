@@ -60,7 +60,8 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
                    cores_per_node: int | None = None, fmt: str | None = None,
                    extra_fields: str = "error", workload: str | None = None,
                    workload_seed: int = 0, bb: float | None = None, ssd_classes=None,
-                   topology: str | None = None) -> Scenario:
+                   topology: str | None = None, tz: str | None = None,
+                   sizes: str = "nodes", partition: str | None = None) -> Scenario:
     """The jobs and system of ``trace`` (a path or a ``Trace``) under these settings.
 
     ``bb`` (GB) and ``ssd_classes`` (``{GB: nodes}`` or ``"128:50,256:50"``) give the system
@@ -68,6 +69,8 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
     ``workload_seed``; the system gets 5 GB of burst buffer per node unless ``bb``, and half
     128 GB / half 256 GB SSD nodes for S5-S7 unless ``ssd_classes``); ``topology`` a fat-tree
     preset (``paper-1000``, ``hpcschedule-1000``), where the trace may be a TJAP job file.
+    ``tz``, ``sizes`` and ``partition`` say how a Slurm trace is read
+    (``hpcopt.traces.load_trace``).
     """
     from .traces import load_trace
 
@@ -86,16 +89,17 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
         if isinstance(trace, (str, Path)):
             path = trace
             trace = load_trace(path, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs,
-                               fmt=fmt, extra_fields=extra_fields)
+                               fmt=fmt, extra_fields=extra_fields, tz=tz, sizes=sizes,
+                               partition=partition)
             report = trace.report
             notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
             notes.extend(f"  note: {note}" for note in report.notes)
             notes.append(report.dropped_text())
-            job_list = tuple(trace.jobs)
+            job_list, system = tuple(trace.jobs), trace.system  # (nodes= applied in reading)
         else:  # a Trace already loaded
             report = getattr(trace, "report", None)
             job_list = tuple(trace.jobs)[:jobs]
-        system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
+            system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
     if topology:
         from .workloads import tjap_system
 

@@ -5,6 +5,7 @@ sizes in cores, and ``hpcopt trace convert`` (array ids numbered for SWF, the ma
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import time
@@ -255,3 +256,17 @@ def test_one_partition_kept(tmp_path):
     with pytest.raises(TraceError, match=r"t.csv: partition= applies to Slurm's sacct"):
         hpcopt.load_trace(_write(tmp_path, "t.csv", "id,submit,runtime,nodes\n1,0,1,1\n"),
                           partition="batch")
+
+
+def test_simulate_reads_a_shared_partition_in_cores(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    p = _write(tmp_path, "h.txt", REAL)
+    assert main(["simulate", str(p), "--tz", "UTC", "--sizes", "cores", "--partition",
+                 "shared", "--nodes", "8", "--cores-per-node", "4", "--json",
+                 "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["job_count"] == 2 and doc["settings"]["nodes"] == 32
+    res = hpcopt.simulate(p, tz="UTC", sizes="cores", partition="shared", nodes=8,
+                          cores_per_node=4)
+    assert res.summary["job_count"] == 2 and res.settings["nodes"] == 32

@@ -124,6 +124,19 @@ def print_rows(rows: list[dict], file=None) -> None:
         print(df.to_string(index=False), file=file or sys.stdout)
 
 
+def add_slurm_trace_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tz``, ``--sizes``, ``--partition``: how a Slurm trace (sacct, jobcomp) is read
+    (``hpcopt.traces.load_trace``'s ``tz=``, ``sizes=``, ``partition=``)."""
+    parser.add_argument("--tz", default=None, metavar="ZONE",
+                        help="sacct/jobcomp: the zone their times were printed in (an IANA "
+                             "name such as Europe/Berlin, or UTC; default: the local zone)")
+    parser.add_argument("--sizes", choices=["nodes", "cores"], default="nodes",
+                        help="sacct/jobcomp: job sizes in nodes (NNodes, default) or in cores "
+                             "(NCPUS: a partition whose jobs share nodes)")
+    parser.add_argument("--partition", default=None, metavar="P",
+                        help="sacct/jobcomp: keep the jobs of partition P only (default: all)")
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line instead of the table")

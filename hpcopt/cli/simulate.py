@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
-from .common import add_policy_flags, policy_options, print_summary
+from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
 
 
 def register(sub) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
                    choices=["swf", "csv", "json", "batsim", "sacct", "jobcomp"],
                    help="trace format (default: from the suffix; a .json with nb_res, jobs and "
                         "profiles is Batsim)")
+    add_slurm_trace_flags(m)
     m.add_argument("--nodes", type=positive_int, default=None, help="system size in nodes")
     m.add_argument("--jobs", type=positive_int, default=None, help="first N jobs of the trace")
     m.add_argument("--cores-per-node", type=positive_int, default=None,
@@ -104,7 +105,8 @@ def run(args) -> int:
                               cores_per_node=args.cores_per_node, fmt=args.format,
                               extra_fields=args.extra_fields, workload=args.workload,
                               workload_seed=seed, bb=args.bb, ssd_classes=args.ssd_classes,
-                              topology=args.topology)
+                              topology=args.topology, tz=args.tz, sizes=args.sizes,
+                              partition=args.partition)
     for line in scenario.notes:
         print(line, file=info)
     res = simulate(scenario, policy=args.policy, order=args.order, backfill=args.backfill,

@@ -4,6 +4,7 @@ again as SWF or CSV (``hpcopt.traces.convert``)."""
 from __future__ import annotations
 
 from ..cliargs import out_path, positive_int
+from .common import add_slurm_trace_flags
 
 
 def register(sub) -> None:
@@ -19,14 +20,7 @@ def register(sub) -> None:
     c.add_argument("--format", default=None,
                    choices=["swf", "csv", "json", "batsim", "sacct", "jobcomp"],
                    help="the input's format (default: from its name or first line)")
-    c.add_argument("--tz", default=None, metavar="ZONE",
-                   help="sacct/jobcomp: the zone their times were printed in (an IANA name "
-                        "such as Europe/Berlin, or UTC; default: the local zone)")
-    c.add_argument("--sizes", choices=["nodes", "cores"], default="nodes",
-                   help="sacct/jobcomp: job sizes in nodes (NNodes, default) or in cores "
-                        "(NCPUS: a partition whose jobs share nodes)")
-    c.add_argument("--partition", default=None, metavar="P",
-                   help="sacct/jobcomp: keep the jobs of partition P only (default: all)")
+    add_slurm_trace_flags(c)
     c.add_argument("--nodes", type=positive_int, default=None,
                    help="the machine's size in nodes (default: from the trace)")
     c.add_argument("--cores-per-node", type=positive_int, default=None,
