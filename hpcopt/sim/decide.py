@@ -38,7 +38,10 @@ class ClusterState:
     Nodes are counted, except on a machine with a topology, where they are told apart:
     ``completing`` and ``unavailable`` are then node ids, ``placed`` maps each running job's
     id (and each starting job's, where its nodes are known) to the node ids it holds, and the
-    decision says where each job starts.
+    decision says where each job starts.  On a machine with SSD classes nodes are counted
+    per class: ``completing`` and ``unavailable`` may be ``{SSD GB: nodes}``, ``placed`` maps
+    a job's id to its nodes per class (in ascending SSD order, as the ``MultiPool``
+    allocation), and the decision says how many nodes of each class each job starts on.
 
     ``queue`` are the waiting jobs the policy may start, each at the size the resource manager
     will give it.  ``passed`` maps queued ids to the times they were passed over (the
@@ -91,11 +94,24 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     """
     now = float(state.time)
     topology = state.system.topology is not None
-    down, ending = _node_ids(state.unavailable, topology), _node_ids(state.completing, topology)
-    if topology:
+    sizes = sorted(state.system.ssd_classes) if not topology else []
+    by_class = bool(sizes) and any(isinstance(n, Mapping)
+                                   for n in (state.unavailable, state.completing))
+    if by_class:  # nodes per SSD class
+        down, ending = _per_class(state.unavailable, sizes), _per_class(state.completing, sizes)
+        machine = _available(state.system, 0, 0, state.unavailable_bb)
+        if machine is not None and any(down):  # a class may be left with no node
+            machine = replace(machine, nodes=machine.nodes - sum(down), ssd_classes={
+                s: machine.ssd_classes[s] - d for s, d in zip(sizes, down)}) \
+                if sum(down) < machine.nodes else None
+        usable = machine.nodes if machine is not None else 0
+    elif topology:
+        down = _node_ids(state.unavailable, True)
+        ending = _node_ids(state.completing, True)
         machine, usable = _available(state.system, 0, 0, state.unavailable_bb), \
             state.system.nodes - len(down)
     else:
+        down, ending = _node_ids(state.unavailable, False), _node_ids(state.completing, False)
         machine = _available(state.system, len(down), len(ending), state.unavailable_bb)
         usable = machine.nodes if machine is not None else 0
     queue, set_aside = [], []
@@ -112,7 +128,7 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
         job = next(j for j, _, nodes in running if nodes is None)
         raise HpcoptError(f"running job {job.id}: its node ids are needed on a topology "
                           "(ClusterState.placed)")
-    claimed = {n for _, _, nodes in running for n in nodes or ()}
+    claimed = {n for _, _, nodes in running for n in nodes or ()} if topology else set()
     taken = [job for job, *_ in running] + list(state.starting) + queue + list(state.upcoming)
     # nodes busy with no job (and on a topology the unavailable ones, which stay in the
     # machine to keep their ids): a stand-in job each, on the nodes no running job claims
@@ -121,14 +137,14 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
         ending = tuple(n for n in ending if n not in claimed)
         down = tuple(n for n in down if n not in claimed and n not in ending)
         claimed.update(ending, down)
-    for ids, end in ((ending, now), (down if topology else (), now + NEVER)):
-        if ids:
-            stand_in = Job(_fresh_id(taken), now, 0.0, 0.0, len(ids))
-            running.append((stand_in, end, tuple(ids) if topology else None))
+    for ids, end in ((ending, now), (down if topology else (), now + NEVER)):  # by class: counts
+        if any(ids) if by_class else ids:
+            stand_in = Job(_fresh_id(taken), now, 0.0, 0.0, sum(ids) if by_class else len(ids))
+            running.append((stand_in, end, tuple(ids) if topology or by_class else None))
             taken.append(stand_in)
     for job in state.starting:  # on its pinned nodes, unless a read says they are busy
         nodes = state.placed.get(job.id)
-        if nodes is not None and claimed.isdisjoint(nodes):
+        if nodes is not None and (not topology or claimed.isdisjoint(nodes)):
             claimed.update(nodes)
         else:
             nodes = None  # the nodes the pool would give it
@@ -156,7 +172,7 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     def on_start(s, e, rec):
         job = given[rec.job.id]
         started.append((job, rec.mode))
-        if topology:
+        if topology or sizes:
             placements[job.id] = tuple(int(n) for n in rec.allocation)
 
     sim.subscribe(Event.START, on_start)
@@ -179,6 +195,17 @@ def _node_ids(nodes: int | tuple[int, ...], topology: bool) -> tuple[int, ...]:
                               "nodes as node ids")
         return tuple(range(nodes))
     return tuple(int(n) for n in nodes)
+
+
+def _per_class(nodes, sizes: list) -> tuple[int, ...]:
+    """Nodes per SSD class (ascending ``sizes``) from ``{SSD GB: nodes}`` (or 0: none)."""
+    if not isinstance(nodes, Mapping) and nodes == 0:
+        return (0,) * len(sizes)
+    if not isinstance(nodes, Mapping) or set(nodes) - set(sizes) or \
+            any(int(n) != n or n < 0 for n in nodes.values()):
+        raise HpcoptError(f"on a machine with SSD classes {sizes}, give unavailable and "
+                          f"completing nodes as {{SSD GB: nodes}}, got {nodes!r}")
+    return tuple(int(nodes.get(s, 0)) for s in sizes)
 
 
 def _available(system: System, unavailable: int, completing: int,
@@ -208,6 +235,11 @@ def _never_fits(job: Job, machine: System | None, usable: int) -> str | None:
         return f"asks {job.nodes} nodes, {usable} available"
     if machine is not None and job.bb > machine.bb:
         return f"asks {job.bb:g} GB of burst buffer, the machine has {machine.bb:g}"
+    if machine is not None and machine.ssd_classes and job.ssd:
+        fit = sum(n for size, n in machine.ssd_classes.items() if size >= job.ssd)
+        if job.nodes > fit:
+            return (f"asks {job.nodes} nodes with {job.ssd:g} GB of SSD, {fit} available "
+                    "have that much")
     return None
 
 

@@ -16,8 +16,15 @@ own pass, with its window, policy call, EASY reservation and backfilling):
   maximum, a job whose node count Slurm could raise (tasks but no maximum) is pinned to its
   minimum before release, a hetjob is the sum of its components and is released once.
 
-A job held by the administrator (JobHeldAdmin), one without the mark, one whose size cannot be
-read, or one waiting for an unmet dependency stays held, with a note in the log.  A job that
+Besides nodes a cycle may schedule a burst buffer, a license (``--bb-license``) or a pool of the
+``burst_buffer`` plugin (``--bb-pool``, ``scontrol show burst``; a released job holds its share
+from stage-in on), and local SSD, a gres counting each node's GB (``--ssd-gres``): the machine
+then has SSD classes and each released job is pinned to free nodes of the classes the decision
+counted for it (``ReqNodeList``), so Slurm runs it where hpcopt accounted it.
+
+A job held by the administrator (JobHeldAdmin), one without the mark, one whose size or
+request (a license, pool or gres hpcopt does not schedule or cannot read) cannot be read, or
+one waiting for an unmet dependency stays held, with a note in the log.  A job that
 comes back after a requeue (its restart count passed the one in its mark) is held again.
 
 The jobs the decision starts are re-read right before their release; one that changed since
@@ -42,12 +49,22 @@ from ..domain import Job, NumberedId, System
 from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
 from .lock import PartitionLock
-from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot, job_licenses
+from .state import (
+    Pool,
+    Slurm,
+    SlurmCommandError,
+    SlurmJob,
+    Snapshot,
+    gres_count,
+    job_bb_request,
+    job_licenses,
+)
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
-STARTING = frozenset({"None", "Priority", "Resources"})  # pending reasons of a job about to start
+#: pending reasons of a job about to start (a burst buffer's stage-in: its pool is held)
+STARTING = frozenset({"None", "Priority", "Resources", "BurstBufferStageIn"})
 MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
 ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
 RECHECK = 0.25  # seconds between cycles while nodes complete a job (woken adapters)
@@ -79,6 +96,82 @@ class CycleState:
     starting: list[str] = field(default_factory=list)
     rehold: list[SlurmJob] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ssd: NodeSsd | None = None
+    free_names: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BurstBuffer:
+    """The burst buffer as one read of Slurm saw it: the license ``name`` (``kind``
+    "license": a job's count of it is its request) or the ``burst_buffer`` plugin's pool
+    ``name`` ("pool": a job's ``#BB_LUA pool=NAME capacity=N``), with its ``total`` and
+    ``used`` units and the ids of the jobs that ``hold`` part of it (a pool's, from stage-in
+    on: a released job holds it before it runs)."""
+
+    kind: str
+    name: str
+    total: float
+    used: float
+    hold: frozenset = frozenset()
+
+    @classmethod
+    def read(cls, licenses: dict | None, license: str | None, pools: dict | None,
+             pool: str | None) -> BurstBuffer | None:
+        """The burst buffer of ``license`` in ``licenses`` ({name: (total, used)}) or of
+        ``pool`` in ``pools`` ({name: ``Pool``}); None when neither is named."""
+        if license is not None:
+            if licenses is None or license not in licenses:
+                raise HpcoptError(f"license {license!r} is not configured (scontrol show "
+                                  f"licenses lists {sorted(licenses or {})})")
+            return cls("license", license, *map(float, licenses[license]))
+        if pool is not None:
+            if pools is None or pool not in pools:
+                raise HpcoptError(f"burst-buffer pool {pool!r} is not configured (scontrol "
+                                  f"show burst lists {sorted(pools or {})})")
+            p: Pool = pools[pool]
+            return cls("pool", pool, p.total, p.used, frozenset(p.jobs))
+        return None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a cycle schedules besides nodes: the burst buffer (or None) and the gres that is
+    each node's local SSD in GB (or None)."""
+
+    bb: BurstBuffer | None = None
+    ssd_gres: str | None = None
+
+    def ask(self, j: SlurmJob) -> tuple[float, float, str | None]:
+        """The burst buffer and the SSD per node ``j`` asks, and why it cannot be scheduled
+        (None: it can): a license, pool or gres hpcopt does not schedule, or a request that
+        cannot be read."""
+        asked = job_licenses(j.licenses)
+        if asked is None:
+            return 0.0, 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
+        license = self.bb.name if self.bb is not None and self.bb.kind == "license" else None
+        other = sorted(set(asked) - {license})
+        if other:
+            return 0.0, 0.0, (f"asks licenses {','.join(other)}, which hpcopt does not "
+                              "schedule" + ("" if license else
+                                            " (--bb-license names the burst buffer's)"))
+        pools = job_bb_request(j.burst_buffer)
+        if pools is None:
+            return 0.0, 0.0, (f"asks a burst buffer that cannot be read "
+                              f"({j.burst_buffer.strip()[:60]!r}: #BB_LUA pool=NAME "
+                              "capacity=N expected)")
+        pool = self.bb.name if self.bb is not None and self.bb.kind == "pool" else None
+        other = sorted(set(pools) - {pool})
+        if other:
+            return 0.0, 0.0, (f"asks burst-buffer pool {','.join(other)}, which hpcopt does "
+                              "not schedule" + ("" if pool else
+                                                " (--bb-pool names the burst buffer's)"))
+        ssd = 0
+        if self.ssd_gres is not None:
+            ssd = gres_count(j.gres, self.ssd_gres)
+            if ssd is None:
+                return 0.0, 0.0, f"asks gres {j.gres!r}, which cannot be read"
+        bb = asked.get(license, 0) if license else pools.get(pool, 0.0)
+        return float(bb), float(ssd), None
 
 
 def names_partition(text: str, partition: str) -> bool:
@@ -99,18 +192,22 @@ def parse_mark(text: str) -> tuple[str, int] | None:
 
 def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
                 bb_license: str | None = None,
-                topology: SlurmTopology | None = None) -> CycleState:
+                topology: SlurmTopology | None = None, *, pools: dict | None = None,
+                bb_pool: str | None = None, node_gres: dict | None = None,
+                ssd_gres: str | None = None) -> CycleState:
     """The core's state of ``partition`` in ``snap`` and the entries behind its queue
     (module docstring).  With ``bb_license``, that license of ``licenses`` (``{name: (total,
-    used)}``) is the burst buffer: its total the machine's, each job's count its request.
+    used)}``) is the burst buffer, with ``bb_pool`` that pool of ``pools`` (``{name:
+    Pool}``, the ``burst_buffer`` plugin's): its total the machine's, each job's count
+    (``-L``) or capacity (``#BB_LUA``) its request (``BurstBuffer``).  With ``ssd_gres``
+    that gres of each node (``node_gres``: {name: gres text}) is its local SSD in GB, and
+    each job's count of it per node its request: the machine has SSD classes, nodes are
+    counted per class and the decision says how many of each class a job starts on.
     With ``topology`` (the partition's nodes, ``hpcopt.slurm.topology``) nodes are told
     apart: the state says which nodes each job holds and the decision where jobs start."""
-    bb_total = used_bb = 0
-    if bb_license is not None:
-        if licenses is None or bb_license not in licenses:
-            raise HpcoptError(f"license {bb_license!r} is not configured (scontrol show "
-                              f"licenses lists {sorted(licenses or {})})")
-        bb_total, used_bb = licenses[bb_license]
+    bb = BurstBuffer.read(licenses, bb_license, pools, bb_pool)
+    res = Resources(bb, ssd_gres)
+    bb_total, used_bb = (bb.total, bb.used) if bb is not None else (0.0, 0.0)
     nodes = [n for n in snap.nodes if partition in n.partitions]
     if not nodes:
         raise HpcoptError(f"partition {partition!r} has no nodes (sinfo lists "
@@ -119,9 +216,10 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
         raise TopologyConfError(f"partition {partition!r} has nodes "
                                 f"{sorted(n.name for n in nodes)[:6]}..., the topology "
                                 f"{list(topology.names)[:6]}...: they must be the same nodes")
-    if topology is not None and bb_license is not None:
-        raise HpcoptError("a machine with a topology has no burst buffer here: use "
-                          "--topology or --bb-license")
+    if topology is not None and (bb is not None or ssd_gres is not None):
+        raise HpcoptError("a machine with a topology has no burst buffer or SSD here: use "
+                          "--topology, or --bb-license/--bb-pool/--ssd-gres")
+    ssd = _node_ssd(nodes, node_gres, ssd_gres) if ssd_gres is not None else None
     usable = {n.name for n in nodes if n.usable}
     idle = {n.name for n in nodes if n.idle}
     placed: dict = {}
@@ -143,16 +241,24 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             covered |= take
             end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
             job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take),
-                      bb=_bb(j, bb_license)[0] if bb_license else 0.0)
+                      bb=res.ask(j)[0] if bb is not None else 0.0)
             running.append((job, end))
             if topology is not None:
                 placed[job.id] = tuple(topology.ids(sorted(take)))
-    state = CycleState(n_running=n_running, notes=notes)
+            elif ssd is not None:
+                placed[job.id] = ssd.counts(take)
+    state = CycleState(n_running=n_running, notes=notes, ssd=ssd)
     free = len(idle)
-    listed_bb = sum(job.bb for job, _ in running)  # the rest is held elsewhere, or reserved
+    # what the listed jobs hold of the burst buffer (running, and released ones a pool holds
+    # already); the rest of its use is held elsewhere, or reserved
+    holding = {j.id for j in ours if j.state == "PENDING" and not j.held
+               and bb is not None and j.id in bb.hold and j.reason in STARTING}
+    listed_bb = sum(job.bb for job, _ in running) + sum(
+        res.ask(j)[0] for j in ours if j.id in holding)
     unavailable_bb = max(0.0, used_bb - listed_bb)
     free_bb = max(0.0, bb_total - max(used_bb, listed_bb))
     starting: list[Job] = []
+    pinned_names: set[str] = set()
     for j in sorted((j for j in ours if j.state == "PENDING" and not j.held),
                     key=lambda j: (j.submit, j.id)):
         mark = parse_mark(j.mark)
@@ -167,23 +273,31 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             state.notes.append(f"job {j.key} released, waiting: {j.reason}")
             continue
         take = min(_upper(j) or j.nodes, free)
-        bb = min(_bb(j, bb_license)[0], free_bb) if bb_license else 0.0
+        asked = res.ask(j)[0] if bb is not None else 0.0
+        held_bb = asked if j.id in holding else min(asked, free_bb)
         if take:  # the reads may disagree for a moment: never more than is free
-            free, free_bb = free - take, free_bb - bb
+            free = free - take
+            free_bb -= 0.0 if j.id in holding else held_bb
             starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
-                                j.limit if j.limit is not None else FAR, take, bb=bb))
-            pinned = _pinned(j, topology, idle)
+                                j.limit if j.limit is not None else FAR, take, bb=held_bb))
+            pinned = _pinned(j, idle) if topology is not None or ssd is not None else None
             if pinned is not None and len(pinned) == take:
-                placed[starting[-1].id] = pinned
-    for entry in _entries(held, ours, partition, state.notes, bb_license):
-        if topology is not None and len(entry.records) > 1:
+                placed[starting[-1].id] = tuple(topology.ids(pinned)) \
+                    if topology is not None else ssd.counts(pinned)
+                pinned_names.update(pinned)
+    for entry in _entries(held, ours, partition, state.notes, res):
+        if (topology is not None or ssd is not None) and len(entry.records) > 1:
             state.notes.append(f"hetjob {entry.key}: hpcopt does not place hetjobs on a "
-                               "topology: left held")
+                               "topology or on SSD classes: left held")
             continue
         state.entries[entry.job.id] = entry
     queue = tuple(e.job for e in state.entries.values())
+    state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
     completing, down = usable - idle - covered, {n.name for n in nodes} - usable
-    if topology is None:
+    if ssd is not None:
+        system = System(len(nodes), bb=bb_total, ssd_classes=ssd.classes(), name=partition)
+        completing, down = ssd.by_class(completing), ssd.by_class(down)
+    elif topology is None:
         system = System(len(nodes), bb=bb_total, name=partition)
         completing, down = len(completing), len(down)
     else:
@@ -196,15 +310,59 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
     return state
 
 
-def _pinned(j: SlurmJob, topology: SlurmTopology | None, idle: set[str]):
-    """The node ids a released job is pinned to (its required nodes, all idle), or None."""
-    if topology is None or not j.required_nodes:
+def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:
+    """The nodes a released job is pinned to (its required nodes, all idle), or None."""
+    if not j.required_nodes:
         return None
     try:
         names = expand_hostlist(j.required_nodes)
-        return tuple(topology.ids(names)) if set(names) <= idle else None
     except TopologyConfError:
         return None
+    return names if set(names) <= idle else None
+
+
+@dataclass(frozen=True)
+class NodeSsd:
+    """Each node's local SSD (GB): the machine's SSD classes, nodes counted per class, and
+    the nodes of a class a decision's counts stand for."""
+
+    size: dict
+
+    def classes(self) -> dict:
+        out: dict = defaultdict(int)
+        for s in self.size.values():
+            out[s] += 1
+        return dict(sorted(out.items()))
+
+    def by_class(self, names) -> dict:
+        """{SSD GB: nodes} of ``names``."""
+        out = {s: 0 for s in self.classes()}
+        for n in names:
+            out[self.size[n]] += 1
+        return out
+
+    def counts(self, names) -> tuple[int, ...]:
+        """Nodes per class of ``names``, in ascending SSD order (a ``MultiPool`` allocation)."""
+        return tuple(self.by_class(names).values())
+
+    def pick(self, counts, idle: list[str]) -> list[str]:
+        """Nodes of ``idle`` (in their order) that make ``counts`` per class."""
+        out = []
+        for s, k in zip(self.classes(), counts):
+            out += [n for n in idle if self.size[n] == s][:k]
+        return out
+
+
+def _node_ssd(nodes, node_gres: dict | None, name: str) -> NodeSsd:
+    """The SSD of each node, its count of gres ``name`` (``Slurm.node_gres``)."""
+    size = {}
+    for n in nodes:
+        count = gres_count((node_gres or {}).get(n.name, ""), name)
+        if count is None:
+            raise HpcoptError(f"node {n.name}: gres {(node_gres or {}).get(n.name)!r} cannot "
+                              f"be read (expected {name}:GB)")
+        size[n.name] = float(count)
+    return NodeSsd(size)
 
 
 def _upper(j: SlurmJob) -> int | None:
@@ -232,21 +390,8 @@ def _walltime(j: SlurmJob) -> float:
     return j.limit if j.limit is not None else FAR
 
 
-def _bb(j: SlurmJob, bb_license: str | None) -> tuple[float, str | None]:
-    """The burst buffer ``j`` asks (its count of ``bb_license``) and why it cannot be
-    scheduled (None: it can): a license hpcopt does not schedule, or an unreadable request."""
-    asked = job_licenses(j.licenses)
-    if asked is None:
-        return 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
-    other = sorted(set(asked) - {bb_license})
-    if other:
-        return 0.0, (f"asks licenses {','.join(other)}, which hpcopt does not schedule"
-                     + ("" if bb_license else " (--bb-license names the burst buffer's)"))
-    return float(asked.get(bb_license, 0)), None
-
-
 def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: list[str],
-             bb_license: str | None = None):
+             res: Resources = Resources()):
     """The queue entries of the held jobs (module docstring), notes for the ones left held."""
     components: dict[int, list[SlurmJob]] = defaultdict(list)
     for j in ours:
@@ -260,14 +405,14 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
     for j in sorted(held, key=lambda j: (j.submit, j.id)):
         if j.het_id and j.het_offset:
             continue  # a hetjob is read once, at its leader
-        why = _left_held(j) or _bb(j, bb_license)[1]
+        why = _left_held(j) or res.ask(j)[2]
         if why:
             notes.append(f"job {j.key} {why}: left held")
             continue
         if j.het_id:
             parts = sorted(components[j.het_id], key=lambda c: c.het_offset)
             bad = next((c for c in parts if not c.held or _left_held(c)
-                        or _bb(c, bb_license)[1] or c.partition != j.partition), None)
+                        or res.ask(c)[2] or c.partition != j.partition), None)
             if bad is not None:
                 notes.append(f"hetjob {j.id}: component {bad.id} is not held by hpcopt in "
                              "the same partition, or asks what hpcopt does not schedule: "
@@ -277,12 +422,13 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
             wall = max(map(_walltime, parts))
             yield Entry(Job(NumberedId(j.id), min(c.submit for c in parts), wall, wall,
                             sum(n for n, _ in sizes),
-                            bb=sum(_bb(c, bb_license)[0] for c in parts)),
+                            bb=sum(res.ask(c)[0] for c in parts),
+                            ssd=max(res.ask(c)[1] for c in parts)),
                         str(j.id), tuple(parts),
                         {c.id: pins for c, (_, pins) in zip(parts, sizes)})
             continue
         nodes, pins = _sized(j, partition)
-        wall, bb = _walltime(j), _bb(j, bb_license)[0]
+        wall, (bb, ssd, _) = _walltime(j), res.ask(j)
         if j.array_tasks and j.array_task is None:  # a pending array: one entry per task
             tasks = array_task_ids(j.array_tasks)
             if tasks is None:
@@ -292,13 +438,13 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
                 tasks = tasks[:max(0, j.array_max - active_tasks[j.id])]
             for t in tasks:
                 key = f"{j.id}_{t}"
-                yield Entry(Job(NumberedId(key), j.submit, wall, wall, nodes, bb=bb), key, (j,),
-                            {j.id: pins})
+                yield Entry(Job(NumberedId(key), j.submit, wall, wall, nodes, bb=bb, ssd=ssd),
+                            key, (j,), {j.id: pins})
             continue
         if j.array_task is not None and j.array_max and active_tasks[j.array_id] >= j.array_max:
             continue  # a split-out task held again: waits for its array's throttle
-        yield Entry(Job(NumberedId(j.key), j.submit, wall, wall, nodes, bb=bb), j.key, (j,),
-                    {j.id: pins})
+        yield Entry(Job(NumberedId(j.key), j.submit, wall, wall, nodes, bb=bb, ssd=ssd), j.key,
+                    (j,), {j.id: pins})
 
 
 def _left_held(j: SlurmJob) -> str | None:
@@ -349,7 +495,7 @@ def _fingerprint(records: tuple[SlurmJob, ...], key: str, jobs: dict[int, SlurmJ
             task_pending = int(key.rsplit("_", 1)[1]) in tasks
         out.append((now.state, now.held, now.reason, now.mark, now.partition, now.nodes,
                     now.max_nodes, now.tasks, now.limit, now.dependency, now.array_max,
-                    now.licenses, task_pending))
+                    now.licenses, now.burst_buffer, now.gres, task_pending))
     return out
 
 
@@ -360,14 +506,19 @@ class Adapter:
     ``window``); ``log`` a text file taking one JSON line per cycle; ``say`` prints one
     human line per cycle that released something (or would, with ``dry_run``); ``lock`` the
     partition's lock file (``hpcopt.slurm.lock``), taken by ``run``; ``bb_license`` the Slurm
-    license that is the burst buffer (its count per job the job's request); ``topology`` the
+    license that is the burst buffer (its count per job the job's request), or ``bb_pool`` the
+    ``burst_buffer`` plugin's pool that is (a job's ``#BB_LUA`` capacity its request);
+    ``ssd_gres`` the gres that is each node's local SSD in GB (a job's count per node its
+    request; each job started is pinned to free nodes of the SSD classes it was counted on);
+    ``topology`` the
     partition's network (``hpcopt.slurm.topology.read_topology``): each job placed by the
     decision is pinned to its nodes (``ReqNodeList``) before its release.
     """
 
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
-                 lock=None, bb_license: str | None = None,
+                 lock=None, bb_license: str | None = None, bb_pool: str | None = None,
+                 ssd_gres: str | None = None,
                  topology: SlurmTopology | None = None, **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
@@ -379,7 +530,11 @@ class Adapter:
                               "(Slurm's topology.conf)")
         self.policy = policy
         self.partition = partition
+        if bb_license is not None and bb_pool is not None:
+            raise OptionError("one burst buffer: give --bb-license or --bb-pool, not both")
         self.bb_license = bb_license
+        self.bb_pool = bb_pool
+        self.ssd_gres = ssd_gres
         self.topology = topology
         self.dry_run = dry_run
         self.log = log
@@ -402,9 +557,12 @@ class Adapter:
             # licenses first: a job that starts between the reads is then counted once (the
             # jobs' read lists it), and one that ends leaves its use counted (the safe side)
             licenses = self.slurm.licenses() if self.bb_license else None
+            pools = self.slurm.burst_pools() if self.bb_pool else None
             snap = self.slurm.snapshot()
+            gres = self.slurm.node_gres() if self.ssd_gres else None
             state = cycle_state(snap, self.partition, licenses, self.bb_license,
-                                self.topology)
+                                self.topology, pools=pools, bb_pool=self.bb_pool,
+                                node_gres=gres, ssd_gres=self.ssd_gres)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -419,7 +577,7 @@ class Adapter:
                    running=state.n_running, waiting_start=state.starting,
                    free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
                                    and n.idle]) - sum(j.nodes for j in cluster.starting))
-        if self.bb_license:
+        if self.bb_license or self.bb_pool:
             rec["free_bb"] = cluster.system.bb - cluster.unavailable_bb - sum(
                 j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
         c0 = time.perf_counter()
@@ -431,8 +589,7 @@ class Adapter:
         self._passed = {str(jid): n for jid, n in decision.passed.items() if n}
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
-        where = {state.entries[jid].key: self.topology.nodes(ids)
-                 for jid, ids in decision.placements.items()} if self.topology else {}
+        where = _where(state, decision, self.topology)
         c0 = time.perf_counter()
         reheld, changed = self._rehold(state.rehold, notes), []
         if picked and not self.dry_run:
@@ -453,15 +610,15 @@ class Adapter:
         reserved = decision.reserved
         rec.update(ok=True, released=[_id(r["id"]) for r in released],
                    released_nodes=sum(r["nodes"] for r in released),
-                   **({"released_bb": sum(r["bb"] for r in released)} if self.bb_license
-                      else {}),
+                   **({"released_bb": sum(r["bb"] for r in released)}
+                      if self.bb_license or self.bb_pool else {}),
                    backfilled=[_id(r["id"]) for r in released if r["mode"] == "backfilled"],
                    reserved=None if reserved is None else
                    {"id": _id(state.entries[reserved.id].key),
                     "shadow": round(decision.shadow, 3)},
                    release_failed=failed, changed=changed, reheld=reheld, notes=notes,
                    errors=list(self._errors))
-        if self.topology is not None:
+        if self.topology is not None or self.ssd_gres is not None:
             rec["placed"] = {r["id"]: ",".join(where[r["id"]]) for r in released
                              if r["id"] in where}
         self._write(rec)
@@ -507,6 +664,8 @@ class Adapter:
                 why = "changed since the read"
             elif not set(where.get(entry.key, ())) <= idle:
                 why = "was placed on nodes no longer idle"
+            elif entry.key in where and len(where[entry.key]) != entry.job.nodes:
+                why = "found too few free nodes of its SSD classes"
             else:
                 keep.append((entry, mode))
                 continue
@@ -609,6 +768,23 @@ class Adapter:
         if self.log is not None:
             self.log.write(json.dumps(rec) + "\n")
             self.log.flush()
+
+
+def _where(state: CycleState, decision, topology: SlurmTopology | None) -> dict:
+    """The nodes each started entry is pinned to (by its release key): on a topology the
+    nodes the decision chose; on SSD classes free nodes of the classes it counted, in node
+    order, each given once."""
+    if topology is not None:
+        return {state.entries[jid].key: topology.nodes(ids)
+                for jid, ids in decision.placements.items()}
+    if state.ssd is None:
+        return {}
+    free, out = list(state.free_names), {}
+    for job, _ in decision.started:
+        names = state.ssd.pick(decision.placements[job.id], free)
+        free = [n for n in free if n not in names]
+        out[state.entries[job.id].key] = names
+    return out
 
 
 def _idle_line(rec: dict) -> str:

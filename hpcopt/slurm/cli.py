@@ -47,6 +47,14 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the Slurm license that is the burst buffer (Licenses=NAME:GB in "
                         "slurm.conf; sbatch -L NAME:GB): its total is the machine's burst "
                         "buffer, each job's count its request (bbsched, constrained-bb)")
+    r.add_argument("--bb-pool", default=None, metavar="NAME",
+                   help="the burst_buffer plugin's pool that is the burst buffer (scontrol "
+                        "show burst; jobs ask with '#BB_LUA pool=NAME capacity=GB' in their "
+                        "script): its total is the machine's, each job's capacity its request")
+    r.add_argument("--ssd-gres", default=None, metavar="NAME",
+                   help="the gres that is each node's local SSD in GB (Gres=NAME:GB; jobs ask "
+                        "--gres=NAME:GB per node): the machine's SSD classes, each job's "
+                        "count its request; released jobs are pinned to nodes that fit")
     r.add_argument("--topology", nargs="?", const="auto", default=None, metavar="FILE",
                    help="place jobs on the network of Slurm's topology.conf (topology/tree; "
                         "default file: the one beside slurm.conf): the policy chooses the "
@@ -92,9 +100,19 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--licenses", default=None, metavar="NAME:N[,NAME:N...]",
                     help="Slurm licenses, e.g. bb:100 (slurm.conf Licenses=; jobs ask with "
                          "sbatch -L bb:60)")
+    ts.add_argument("--bb-pool", default=None, metavar="NAME:SIZE",
+                    help="a burst buffer: the burst_buffer/lua plugin with one pool NAME of "
+                         "SIZE units (jobs of ordinary users ask with '#BB_LUA pool=NAME "
+                         "capacity=N' in their script; Slurm refuses root's)")
+    ts.add_argument("--ssd", default=None, metavar="GB:NODES[,GB:NODES...]",
+                    help="local SSD classes in node order, e.g. 128:4,256:4: each node a gres "
+                         "ssd counting its GB (jobs ask --gres=ssd:GB per node)")
     ts.add_argument("--switch-size", type=positive_int, default=None, metavar="K",
                     help="a fat tree (topology/tree): ceil(nodes/K) leaf switches s1, s2, ... "
                          "of K nodes each, in node order, under one root switch s0")
+    ts.add_argument("--pod-size", type=positive_int, default=None, metavar="P",
+                    help="with --switch-size: three levels, pod switches p1, p2, ... of P "
+                         "leaf switches each under s0 (the nodes must fill every pod)")
     ts.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
                     help="install the EpilogSlurmctld script that wakes `hpcopt slurm run "
                          "--wake-port P` as each job ends")
@@ -164,6 +182,7 @@ def _testbed(args) -> int:
                          scheduler=args.scheduler, hold=not args.no_hold, slurm=args.slurm,
                          chroot_cache=args.chroot_cache, accounting=args.accounting,
                          licenses=args.licenses, switch_size=args.switch_size,
+                         pod_size=args.pod_size, bb_pool=args.bb_pool, ssd=args.ssd,
                          shared=args.shared, wake_port=args.wake_port, say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
@@ -215,7 +234,8 @@ def _run(args, options: dict) -> int:
     log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
     try:
         adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
-                          log=log, lock=lock, bb_license=args.bb_license, topology=topology,
+                          log=log, lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
+                          ssd_gres=args.ssd_gres, topology=topology,
                           order=args.order, backfill=args.backfill,
                           window=args.window, starvation_bound=args.starvation)
         return adapter.run(args.interval, once=args.once,

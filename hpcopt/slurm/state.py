@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -61,7 +62,10 @@ class SlurmJob:
     ``1-9:2,12%4``), ``array_id`` its job id and ``array_max`` the throttle (0: none); a task
     split out of it has ``array_task`` set.  A hetjob is one record per component, all with
     ``het_id`` the leader's id and ``het_offset`` 0, 1, ...  ``mark`` is the job's
-    AdminComment (the submit script's ``hpcopt:held``).
+    AdminComment (the submit script's ``hpcopt:held``).  ``burst_buffer`` is the job's
+    burst-buffer request as Slurm keeps it (``#BB_LUA pool=bb capacity=60`` lines of its
+    script under ``burst_buffer/lua``), ``gres`` its generic resources per node
+    (``tres_per_node``: ``gres:ssd:200`` in 22.05, ``gres/ssd:200`` in 24.11).
     """
 
     id: int
@@ -88,6 +92,8 @@ class SlurmJob:
     dependency: str = ""
     licenses: str = ""
     required_nodes: str = ""
+    burst_buffer: str = ""
+    gres: str = ""
 
     @property
     def held(self) -> bool:
@@ -226,6 +232,26 @@ class Slurm:
         licenses``, one ``LicenseName=... Total=... Used=...`` line each)."""
         return self.call("scontrol", "-o", "show", "licenses", parse=parse_licenses)
 
+    def burst_pools(self) -> dict[str, Pool]:
+        """Each pool of the ``burst_buffer`` plugin (``scontrol show burst``): name ->
+        ``Pool`` (its total and used units, and the jobs holding part of it)."""
+        return self.call("scontrol", "show", "burst", parse=parse_burst)
+
+    def node_gres(self) -> dict[str, str]:
+        """Each node's generic resources as ``sinfo`` prints them (``%G``, ``ssd:128``):
+        one line per node, the same text in Slurm 22.05 and 24.11 (24.11's ``sinfo --json``
+        groups nodes of different gres into one record)."""
+        def parse(text: str) -> dict[str, str]:
+            out = {}
+            for line in text.splitlines():
+                name, sep, gres = line.strip().partition("|")
+                if not sep or not name:
+                    raise SlurmCommandError(f"sinfo -N -o %N|%G: unreadable line {line!r}")
+                out[name] = gres
+            return out
+
+        return self.call("sinfo", "-N", "-h", "-o", "%N|%G", parse=parse)
+
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
         ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
@@ -255,6 +281,104 @@ def parse_licenses(text: str) -> dict[str, tuple[int, int]]:
             raise SlurmCommandError(f"scontrol show licenses: unreadable line "
                                     f"{line.strip()[:80]!r}") from None
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """One burst-buffer pool: ``total`` and ``used`` units, ``jobs`` the job ids holding
+    part of it (from stage-in to teardown) with their sizes."""
+
+    total: float
+    used: float
+    jobs: dict
+
+
+_UNITS = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 ** 5}
+
+
+def bb_size(text: str) -> float | None:
+    """A burst-buffer size as Slurm writes one (``60``, ``4K``, ``2GiB``; K, M, G, T, P
+    multiply by 1024, as Slurm's burst-buffer sizes do, ``KB`` ... by 1000); None when
+    unreadable."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)", text.strip().lower())
+    if m is None or (m[3] and not m[2]):
+        return None
+    unit = _UNITS[m[2]]
+    if m[3] == "b":  # KB, MB, ...: powers of 1000
+        unit = 1000 ** list(_UNITS).index(m[2])
+    return float(m[1]) * unit
+
+
+def parse_burst(text: str) -> dict[str, Pool]:
+    """``scontrol show burst`` -> {pool: Pool}: each ``PoolName[i]=NAME ... TotalSpace=N
+    ... UsedSpace=N`` line, and each ``JobID=N ... Pool=NAME Size=N`` allocation line (Slurm
+    22.05 and 24.11 print the same); a pool line without readable sizes is a
+    ``SlurmCommandError`` naming it."""
+    pools: dict[str, Pool] = {}
+    held: list[tuple[str, int, float]] = []
+    for line in text.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        name = next((v for k, v in fields.items() if k.startswith("PoolName")), None)
+        if name is not None:
+            total, used = bb_size(fields.get("TotalSpace", "")), \
+                bb_size(fields.get("UsedSpace", ""))
+            if total is None or used is None:
+                raise SlurmCommandError(f"scontrol show burst: unreadable pool line "
+                                        f"{line.strip()[:80]!r}")
+            pools[name] = Pool(total, used, {})
+        elif "JobID" in fields and "Pool" in fields:
+            size = bb_size(fields.get("Size", ""))
+            jid = fields["JobID"].split("_", 1)[0]
+            if size is None or not jid.isdigit():
+                raise SlurmCommandError(f"scontrol show burst: unreadable allocation line "
+                                        f"{line.strip()[:80]!r}")
+            held.append((fields["Pool"], int(jid), size))
+    for pool, jid, size in held:
+        if pool in pools:
+            pools[pool].jobs[jid] = size
+    return pools
+
+
+def job_bb_request(text: str, directive: str = "#BB_LUA") -> dict[str, float] | None:
+    """A job's ``burst_buffer/lua`` request (its ``#BB_LUA pool=NAME capacity=N`` lines, as
+    ``squeue`` shows them) -> {pool: size}; ``{}`` when it asks none; None when a line is
+    not ``key=value`` words, or names a capacity without a pool or one unreadable."""
+    out: dict[str, float] = {}
+    for line in filter(None, (t.strip() for t in text.splitlines())):
+        if not line.startswith(directive):
+            return None
+        fields = {}
+        for word in line[len(directive):].split():
+            key, sep, value = word.partition("=")
+            if not sep:
+                return None
+            fields[key.lower()] = value
+        if "capacity" not in fields:
+            continue
+        size = bb_size(fields["capacity"])
+        if size is None or not fields.get("pool"):
+            return None
+        out[fields["pool"]] = out.get(fields["pool"], 0.0) + size
+    return out
+
+
+def gres_count(text: str, name: str) -> int | None:
+    """The count of gres ``name`` in a gres list as Slurm prints one (a node's ``ssd:128``,
+    ``ssd:128(S:0)``, a job's ``gres:ssd:200`` or ``gres/ssd:200``; a typed ``ssd:big:128``
+    counts too); 0 when absent, None when unreadable."""
+    total = 0
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        item = item.split("(", 1)[0]
+        for prefix in ("gres:", "gres/"):
+            item = item[len(prefix):] if item.startswith(prefix) else item
+        parts = item.split(":")
+        if parts[0] != name:
+            continue
+        count = parts[-1] if len(parts) > 1 else "1"
+        if not count.isdigit():
+            return None
+        total += int(count)
+    return total
 
 
 def job_licenses(text: str) -> dict[str, int] | None:
@@ -316,6 +440,8 @@ def parse_job(j: dict) -> SlurmJob:
         dependency=_text(j.get("dependency"), where, "dependency"),
         licenses=_text(j.get("licenses"), where, "licenses"),
         required_nodes=_text(j.get("required_nodes"), where, "required_nodes"),
+        burst_buffer=_text(j.get("burst_buffer"), where, "burst_buffer"),
+        gres=_text(j.get("tres_per_node"), where, "tres_per_node"),
     )
 
 

@@ -33,7 +33,9 @@ testbed's own (data in ``directory/db``, its own socket and loopback port, a dat
 with a random password in ``slurmdbd.conf``, mode 600), so that ``sacct`` works: 22.05 uses
 the host's ``slurmdbd`` and ``mariadb-server`` packages, 24.11 the chroot's (installed into
 a chroot built without them on first use).  ``licenses="bb:100"`` sets ``Licenses=``;
-``switch_size=K`` a two-level fat tree (``topology/tree``); ``shared=True`` a partition
+``switch_size=K`` a fat tree (``topology/tree``; ``pod_size=P``: three levels),
+``bb_pool="bb:100"`` a ``burst_buffer/lua`` pool, ``ssd="128:4,256:4"`` SSD classes (a gres
+``ssd``); ``shared=True`` a partition
 ``shared`` whose jobs share nodes core by core.
 """
 
@@ -270,11 +272,14 @@ def _prepare_root(root: Path, d: Path) -> None:
 def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
                licenses: dict[str, int] | None = None, topology: bool = False,
-               shared: bool = False, epilog: Path | None = None) -> str:
+               shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
+               ssd: list[tuple[int, int]] | None = None) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
-    partition ``shared`` whose jobs share nodes core by core)."""
+    partition ``shared`` whose jobs share nodes core by core; ``bb_pool``: the
+    ``burst_buffer/lua`` plugin, ``burst_buffer_files``; ``ssd``: SSD classes ``[(GB,
+    nodes), ...]`` in node order, each node a gres ``ssd`` of that count)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
     if dbd_port is None:
         accounting = ["AccountingStorageType=accounting_storage/none"]
@@ -333,10 +338,18 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append("TopologyPlugin=topology/tree")
     if epilog is not None:  # wakes an adapter as each job ends (hpcopt.slurm.wake)
         lines.append(f"EpilogSlurmctld={epilog}")
-    last = port + nodes
+    if bb_pool:  # burst_buffer.conf and burst_buffer.lua beside slurm.conf
+        lines.append("BurstBufferType=burst_buffer/lua")
+    if ssd:
+        lines.append("GresTypes=ssd")
+    first = 1
+    for size, count in ssd or [(None, nodes)]:  # one NodeName line per SSD class
+        last = first + count - 1
+        lines.append(f"NodeName=n[{first}-{last}] NodeHostname=localhost "
+                     f"Port=[{port + first}-{port + last}] CPUs={cpus} RealMemory=1000 "
+                     + (f"Gres=ssd:{size} " if size is not None else "") + "State=UNKNOWN")
+        first = last + 1
     lines += [
-        f"NodeName=n[1-{nodes}] NodeHostname=localhost Port=[{port + 1}-{last}] "
-        f"CPUs={cpus} RealMemory=1000 State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes=n[1-{nodes}] Default=YES MaxTime=INFINITE "
         "State=UP OverSubscribe=EXCLUSIVE",
         f"PartitionName={OTHER_PARTITION} Nodes=n[1-{nodes}] Default=NO MaxTime=INFINITE "
@@ -366,19 +379,82 @@ def parse_licenses(text: str | dict | None) -> dict[str, int]:
     return out
 
 
-def topology_conf(nodes: int, switch_size: int) -> str:
-    """A two-level fat tree over ``n1..n{nodes}``: leaf switches ``s1..sL`` of
-    ``switch_size`` nodes each in order (the last may have fewer; L = ceil(nodes /
-    switch_size)) under one root switch ``s0``."""
+def parse_bb_pool(text: str) -> tuple[str, int]:
+    """``NAME:SIZE`` (a burst-buffer pool of SIZE units, GB in hpcopt) as ``(name, size)``;
+    a one-line ``TestbedError`` otherwise."""
+    name, _, size = str(text).partition(":")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name) or not size.isdigit() \
+            or int(size) < 1:
+        raise TestbedError(f"bb_pool: expected NAME:SIZE (a pool name and a whole number "
+                           f">= 1; e.g. bb:100), got {text!r}")
+    return name, int(size)
+
+
+def parse_ssd(text: str, nodes: int) -> list[tuple[int, int]]:
+    """``GB:NODES[,GB:NODES...]`` (SSD classes in node order, e.g. ``128:4,256:4``) as
+    ``[(GB, nodes), ...]``; the counts must add up to ``nodes``; a one-line ``TestbedError``
+    otherwise."""
+    out = []
+    for part in str(text).split(","):
+        size, _, count = part.strip().partition(":")
+        if not size.isdigit() or not count.isdigit() or int(size) < 1 or int(count) < 1:
+            out = None
+            break
+        out.append((int(size), int(count)))
+    if not out or sum(c for _, c in out) != nodes:
+        raise TestbedError(f"ssd: expected GB:NODES[,GB:NODES...] with node counts adding up "
+                           f"to the {nodes} nodes (e.g. 128:{nodes // 2 or 1},"
+                           f"256:{nodes - nodes // 2}), got {text!r}")
+    return out
+
+
+def burst_buffer_files(name: str, size: int) -> dict[str, str]:
+    """``burst_buffer.conf`` and ``burst_buffer.lua`` of a ``burst_buffer/lua`` plugin with
+    one pool ``name`` of ``size`` units (granularity 1): every ``slurm_bb_*`` function the
+    plugin calls succeeds at once (no data moves), so a job's request (``#BB_LUA
+    pool=NAME capacity=N`` in its script) only takes its share of the pool from stage-in to
+    teardown, which Slurm accounts (``scontrol show burst``)."""
+    pools = json.dumps({"pools": [{"id": name, "quantity": size, "granularity": 1}]})
+    steps = ("job_process", "setup", "data_in", "test_data_in", "real_size", "paths",
+             "pre_run", "post_run", "data_out", "test_data_out", "job_teardown")
+    lua = "\n".join([
+        f"-- hpcopt testbed: burst_buffer/lua with one pool, {name} of {size} units",
+        f"local pools = {json.dumps(pools)}",
+        "function slurm_bb_pools(...) return slurm.SUCCESS, pools end",
+        *(f"function slurm_bb_{step}(...) return slurm.SUCCESS end" for step in steps),
+        f"function slurm_bb_get_status(...) return slurm.SUCCESS, \"pool {name}: {size}\\n\" end",
+    ]) + "\n"
+    conf = ("# hpcopt testbed: burst_buffer/lua (its pool is burst_buffer.lua's)\n"
+            "StageInTimeout=30\nStageOutTimeout=30\nOtherTimeout=30\n")
+    return {"burst_buffer.conf": conf, "burst_buffer.lua": lua}
+
+
+def topology_conf(nodes: int, switch_size: int, pod_size: int | None = None) -> str:
+    """A fat tree over ``n1..n{nodes}``: leaf switches ``s1..sL`` of ``switch_size`` nodes
+    each in order (the last may have fewer; L = ceil(nodes / switch_size)) under one root
+    switch ``s0``; with ``pod_size=P`` three levels: pod switches ``p1..pM`` of ``P`` leaves
+    each in order under the root (the nodes must then fill every leaf and pod)."""
     if switch_size < 1:
         raise TestbedError(f"switch_size must be >= 1, got {switch_size}")
     leaves = -(-nodes // switch_size)
-    lines = ["# hpcopt testbed: a two-level fat tree, "
-             f"{leaves} leaf switch(es) of {switch_size} node(s) under s0"]
+    if pod_size is not None and (pod_size < 1 or nodes % (switch_size * pod_size)):
+        raise TestbedError(f"pod_size: expected a number P >= 1 of leaves per pod such that "
+                           f"the {nodes} nodes fill pods of P x {switch_size} nodes, "
+                           f"got {pod_size}")
+    pods = leaves // pod_size if pod_size else 0
+    lines = ["# hpcopt testbed: a " + (f"three-level fat tree, {pods} pod switch(es) of "
+                                        f"{pod_size} leaf switch(es)" if pods else
+                                        f"two-level fat tree, {leaves} leaf switch(es)")
+             + f" of {switch_size} node(s) under s0"]
     for i in range(leaves):
         lo, hi = i * switch_size + 1, min(nodes, (i + 1) * switch_size)
         lines.append(f"SwitchName=s{i + 1} Nodes=" + (f"n{lo}" if lo == hi else f"n[{lo}-{hi}]"))
-    lines.append("SwitchName=s0 Switches=" + ("s1" if leaves == 1 else f"s[1-{leaves}]"))
+    for i in range(pods):
+        lo, hi = i * pod_size + 1, (i + 1) * pod_size
+        lines.append(f"SwitchName=p{i + 1} Switches=" + (f"s{lo}" if lo == hi else
+                                                          f"s[{lo}-{hi}]"))
+    top, n = ("p", pods) if pods else ("s", leaves)
+    lines.append("SwitchName=s0 Switches=" + (f"{top}1" if n == 1 else f"{top}[1-{n}]"))
     return "\n".join(lines) + "\n"
 
 
@@ -445,7 +521,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           scheduler: str = "builtin", hold: bool = True, timeout: float = 60.0,
           slurm: str = "22.05", chroot_cache: str | Path | None = None,
           accounting: bool = False, licenses: str | dict | None = None,
-          switch_size: int | None = None, shared: bool = False, wake_port: int | None = None,
+          switch_size: int | None = None, pod_size: int | None = None, shared: bool = False,
+          wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
           say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
@@ -454,8 +531,12 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     (``accounting``), so that ``sacct`` works; ``licenses`` (``"bb:100,ssd:4"`` or a dict)
     become ``Licenses=``; ``switch_size=K`` writes a ``topology.conf`` (``topology_conf``:
     ceil(nodes / K) leaf switches of K nodes under one root) and sets
-    ``TopologyPlugin=topology/tree``; ``shared=True`` adds the partition ``shared`` (the same
-    nodes, ``OverSubscribe=NO``: jobs share nodes core by core); ``wake_port=P`` installs
+    ``TopologyPlugin=topology/tree``, and ``pod_size=P`` groups the leaves P by P under pod
+    switches (three levels); ``bb_pool="bb:100"`` configures ``burst_buffer/lua`` with that
+    pool (``burst_buffer_files``); ``ssd="128:4,256:4"`` gives the nodes, in order, SSD
+    classes as a gres ``ssd`` counting GB (jobs ask ``--gres=ssd:100``); ``shared=True``
+    adds the partition ``shared`` (the same nodes, ``OverSubscribe=NO``: jobs share nodes
+    core by core); ``wake_port=P`` installs
     ``hpcopt.slurm.wake``'s ``EpilogSlurmctld`` script, which wakes ``hpcopt slurm run
     --wake-port P`` as each job ends."""
     if scheduler not in ("builtin", "backfill"):
@@ -465,8 +546,14 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     if not 1 <= nodes <= 64:
         raise TestbedError(f"nodes must be 1..64, got {nodes}")
     lic = parse_licenses(licenses)
+    pool = parse_bb_pool(bb_pool) if bb_pool else None
+    classes = parse_ssd(ssd, nodes) if ssd else None
     if switch_size is not None and not 1 <= switch_size <= nodes:
         raise TestbedError(f"switch_size must be 1..{nodes} (the nodes), got {switch_size}")
+    if pod_size is not None and switch_size is None:
+        raise TestbedError("pod_size groups leaf switches: give switch_size too")
+    if switch_size is not None:
+        topology_conf(nodes, switch_size, pod_size)  # checked before anything starts
     if os.geteuid() != 0:
         raise TestbedError("the testbed runs its daemons as root (several slurmd on one host)")
     missing = missing_tools(slurm, accounting)
@@ -500,6 +587,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
                                root / _PLUGINS if root else None, dbd_port=dbd_port,
                                licenses=lic, topology=switch_size is not None, shared=shared,
+                               bb_pool=pool is not None, ssd=classes,
                                epilog=d / "wake-epilog.sh" if wake_port is not None else None))
     if wake_port is not None:
         from .wake import epilog_script
@@ -507,7 +595,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
         (d / "wake-epilog.sh").write_text(epilog_script(wake_port))
         os.chmod(d / "wake-epilog.sh", 0o755)
     if switch_size is not None:
-        (d / "topology.conf").write_text(topology_conf(nodes, switch_size))
+        (d / "topology.conf").write_text(topology_conf(nodes, switch_size, pod_size))
+    for name, text in (burst_buffer_files(*pool) if pool else {}).items():
+        (d / name).write_text(text)
     if root is not None:
         # 24.11's slurmd needs cgroups unless told not to use them
         (d / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
