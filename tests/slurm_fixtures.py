@@ -205,4 +205,41 @@ class Cluster:
                                 preexec_fn=default_signals, **kw)
 
 
-__all__ = ["HPCOPT", "Cluster", "SlurmCommandError", "cluster", "flat"]
+ENDED = ("COMPLETED", "CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL")
+
+
+def check_released_fit_bb(c: Cluster, ids, reason: str, drive) -> list[dict]:
+    """Cycle an adapter through ``drive(until)`` until every job of ``ids`` ended, then
+    check that none waited in Slurm with ``reason`` (its burst buffer taken: Licenses,
+    BurstBufferResources), that no cycle released more burst buffer than was free, and that
+    each job was released once and completed; the cycles' records."""
+    waited = []
+
+    def done():
+        jobs = c.jobs()
+        waited.extend(i for i in ids if jobs[i]["state_reason"] == reason)
+        return all(jobs[i]["job_state"] in ENDED for i in ids)
+
+    records = drive(done)
+    assert not waited, f"released jobs waited with {reason}: {sorted(set(waited))}"
+    for rec in records:
+        assert rec["released_bb"] <= rec["free_bb"] + 1e-9, rec
+    assert sorted(str(k) for r in records for k in r["released"]) == sorted(map(str, ids))
+    assert all(c.jobs()[i]["job_state"] == "COMPLETED" for i in ids)
+    return records
+
+
+def cycle_until_placed(adapter, n: int, tries: int = 40) -> dict[str, str]:
+    """Cycle ``adapter`` (on a topology) until ``n`` jobs were placed; their nodes by id."""
+    placed: dict[str, str] = {}
+    for _ in range(tries):
+        rec = adapter.cycle()
+        assert rec["ok"], rec.get("error")
+        placed.update(rec["placed"])
+        if len(placed) == n:
+            break
+    return placed
+
+
+__all__ = ["ENDED", "HPCOPT", "Cluster", "SlurmCommandError", "check_released_fit_bb",
+           "cluster", "cycle_until_placed", "flat"]

@@ -41,7 +41,15 @@ from hpcopt.slurm.testbed import (
 )
 from hpcopt.slurm.topology import expand_hostlist, read_topology
 
-from .slurm_fixtures import VERSIONS, Cluster, started_testbed, unix_user
+from .slurm_fixtures import (
+    ENDED,
+    VERSIONS,
+    Cluster,
+    check_released_fit_bb,
+    cycle_until_placed,
+    started_testbed,
+    unix_user,
+)
 
 #: ``scontrol show burst`` as Slurm 22.05.8 printed it on the testbed (24.11.5 adds a
 #: ``PollInterval=15`` line), one job staged in
@@ -154,7 +162,6 @@ def test_ssd_classes_are_read_per_node_and_decided_per_class():
 # ------------------------------------------------------------------ the real testbed
 
 USER = "hpcopt-bb-user"
-ENDED = ("COMPLETED", "CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL")
 
 
 @pytest.fixture(scope="module")
@@ -205,21 +212,10 @@ def test_released_jobs_fit_the_pool(pooled, user, policy):
     c = pooled
     ids = [submit(c, "-N", "2", bb=bb) for bb in (80, 70, 30, 20, 10)]
     adapter = c.adapter(policy, bb_pool="bb")
-    waited = []
-
-    def done():
-        jobs = c.jobs()
-        waited.extend(i for i in ids if jobs[i]["state_reason"] == "BurstBufferResources")
-        return all(jobs[i]["job_state"] in ENDED for i in ids)
-
     try:
-        records = drive(c, adapter, done)
-        assert not waited, f"released jobs waited for the pool: {sorted(set(waited))}"
+        records = check_released_fit_bb(c, ids, "BurstBufferResources",
+                                        lambda until: drive(c, adapter, until))
         assert records[0]["free_bb"] == 100
-        for rec in records:
-            assert rec["released_bb"] <= rec["free_bb"] + 1e-9, rec
-        assert sorted(k for r in records for k in r["released"]) == sorted(ids)
-        assert all(c.jobs()[i]["job_state"] == "COMPLETED" for i in ids)
     finally:
         c.cancel(ids)
 
@@ -273,13 +269,7 @@ def test_a_job_placed_across_pods_runs_where_chosen(pods):
     wide, single = (c.submit("-N", str(n), "-t", "1", sleep=2) for n in (6, 1))
     adapter = c.adapter("tjap-window", topology=topo)
     try:
-        placed = {}
-        for _ in range(40):
-            rec = adapter.cycle()
-            assert rec["ok"], rec.get("error")
-            placed.update(rec["placed"])
-            if len(placed) == 2:
-                break
+        placed = cycle_until_placed(adapter, 2)
         c.wait(lambda: all(c.state(i) in ("RUNNING",) + ENDED for i in (wide, single)), 15)
         jobs = c.jobs()
         for i in (wide, single):

@@ -24,7 +24,14 @@ import pytest
 from hpcopt.slurm.lua import MARK
 from hpcopt.slurm.state import Slurm, parse_sinfo
 
-from .slurm_fixtures import VERSIONS, Cluster, flat, started_testbed, unix_user
+from .slurm_fixtures import (
+    VERSIONS,
+    Cluster,
+    check_released_fit_bb,
+    flat,
+    started_testbed,
+    unix_user,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -417,20 +424,9 @@ def test_released_jobs_fit_the_burst_buffer(licensed, policy):
     ids = [c.submit("-N", "2", "-t", "1", "-L", f"bb:{bb}", sleep=2)
            for bb in (80, 70, 30, 20, 10)]
     adapter = c.adapter(policy, bb_license="bb")
-    waited = []
-
-    def done():
-        jobs = c.jobs()
-        waited.extend(i for i in ids if jobs[i]["state_reason"] == "Licenses")
-        return all(jobs[i]["job_state"] in ENDED for i in ids)
-
     try:
-        records = drive(c, adapter, done, 60)
-        assert not waited, f"released jobs waited for the license: {sorted(set(waited))}"
-        for rec in records:
-            assert rec["released_bb"] <= rec["free_bb"] + 1e-9, rec
-        assert sorted(str(k) for k in released(records)) == sorted(map(str, ids))
-        assert all(c.jobs()[i]["job_state"] == "COMPLETED" for i in ids)
+        records = check_released_fit_bb(c, ids, "Licenses",
+                                        lambda until: drive(c, adapter, until, 60))
         check_nothing_unreleased(c, records, ids)
     finally:
         cleanup(c, ids)

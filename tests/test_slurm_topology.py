@@ -17,7 +17,7 @@ from hpcopt.slurm.state import Slurm
 from hpcopt.slurm.topology import TopologyConfError, expand_hostlist, read_topology
 from hpcopt.topology import FatTree
 
-from .slurm_fixtures import VERSIONS, started_testbed
+from .slurm_fixtures import VERSIONS, cycle_until_placed, started_testbed
 
 
 def test_host_lists_expand():
@@ -113,13 +113,7 @@ def test_placed_jobs_run_on_the_nodes_chosen(tree):
     ids = [c.submit("-N", str(n), "-t", "1", sleep=2) for n in (3, 2, 2)]
     adapter = c.adapter("tjap-window", topology=topo)
     try:
-        placed = {}
-        for _ in range(40):
-            rec = adapter.cycle()
-            assert rec["ok"], rec.get("error")
-            placed.update(rec["placed"])
-            if len(placed) == 3:
-                break
+        placed = cycle_until_placed(adapter, 3)
         c.wait(lambda: all(c.state(i) in ("RUNNING",) + ENDED for i in ids), 15)
         jobs = c.jobs()
         for i in ids:
