@@ -16,14 +16,16 @@ measured on the other run of the same jobs as a constant: out of sample): mean w
 bounded slowdown (tau 10 s), burst-buffer and node utilization (used capacity-seconds over
 capacity x (last end - first submit)).
 
-Part ``topo``: a slice of KTH-SP2 (SWF) scaled to a ``--nodes`` testbed with
-``--switch-size`` leaves (``topology/tree``), run (a) by ``hpcopt slurm run --topology
+Part ``topo``: a slice of KTH-SP2 (SWF) scaled to a ``--nodes`` testbed (32) with
+``--switch-size`` leaves (4 nodes) under ``--pod-size`` pods (2 leaves: four pods, so the
+paper's pod level occurs; ``topology/tree``), run (a) by ``hpcopt slurm run --topology
 --policy tjap-window`` (each job pinned to the nodes it chose) and (b) by Slurm alone
 (``sched/backfill``, ``topology/tree``, no hold: Slurm's own topology-aware selection).  The
 communication-hop cost (``hpcopt.topology.FatTree.cost``, the TJAP paper's model, on the node
 ids ``read_topology`` gives the names of jobcomp's NodeList) of every job as Slurm ran it:
 mean and total, how many jobs have the least cost a job of their size can have on the tree
-(its nodes filled leaf by leaf), jobs of at most a leaf on one leaf, mean wait and bounded
+(its nodes filled leaf by leaf), jobs of at most a leaf on one leaf, of at most a pod in one
+pod, jobs across pods, mean wait and bounded
 slowdown; for (a) also whether each job ran on the nodes the adapter chose (its log's
 ``placed``, against jobcomp's NodeList) and the adapter's failed cycles with their errors.
 
@@ -236,10 +238,11 @@ def cmd_topo(args) -> None:
     from hpcopt.topology import PAPER_COST
 
     out = Path(args.out)
-    jobs, runs = slice_and_runs(args, out, sv.scaled_slice, {"switch_size": args.switch_size},
+    shape = {"switch_size": args.switch_size, "pod_size": args.pod_size}
+    jobs, runs = slice_and_runs(args, out, sv.scaled_slice, shape,
                                 ("--topology", "--tau", str(args.tau)))
     conf = out / "topology.conf"  # the testbed's own file (the same for every run)
-    conf.write_text(topology_conf(args.nodes, args.switch_size))
+    conf.write_text(topology_conf(args.nodes, args.switch_size, args.pod_size))
     topo = read_topology(conf)
     tree = topo.tree
     assert tree.cost_model == PAPER_COST
@@ -252,13 +255,14 @@ def cmd_topo(args) -> None:
         for c in run["cycles"]:
             for jid, nl in (c.get("placed") or {}).items():
                 placed[str(jid)] = nl
-        costs, one_leaf, per_job = [], 0, []
+        costs, one_leaf, per_job, pods = [], 0, [], []
         for name, (sub, st, _end) in sorted(real.items(), key=lambda kv: kv[1][0]):
             ids = topo.ids(run["nodelist"][name])
             cost = tree.cost(ids)
             costs.append(cost)
             leaves = len({int(tree.leaf[i]) for i in ids})
             one_leaf += leaves == 1
+            pods.append(len({int(tree.pod[i]) for i in ids}))
             per_job.append((name, len(ids), run["nodelist"][name], leaves, cost, st - sub))
         with open(out / f"jobs_{kind}.csv", "w") as f:
             f.write("name,nodes,nodelist,leaves,cost,wait\n")
@@ -270,6 +274,8 @@ def cmd_topo(args) -> None:
         sizes = np.array([n for (_, n, *_rest) in per_job])
         fits_leaf = int((sizes <= args.switch_size).sum())
         fits_one = sum(1 for (_, n, _, lv, _, _) in per_job if n <= args.switch_size and lv == 1)
+        pod_nodes = tree.nodes_per_pod
+        fits_pod = [p for (_, n, *_r), p in zip(per_job, pods) if n <= pod_nodes]
         wait = np.array([w for (*_x, w) in per_job])
         run_t = np.array([real[n][2] - real[n][1] for (n, *_r) in per_job])
         bsld = np.maximum(1.0, (wait + run_t) / np.maximum(run_t, 10.0))
@@ -281,6 +287,9 @@ def cmd_topo(args) -> None:
                    cost_excess_total=round(float(sum(excess)), 1),
                    at_least_cost=sum(e < 1e-6 for e in excess),
                    one_leaf=one_leaf, fit_leaf=fits_leaf, fit_leaf_on_one=fits_one,
+                   pod_nodes=pod_nodes, fit_pod=len(fits_pod),
+                   fit_pod_on_one=sum(p == 1 for p in fits_pod),
+                   across_pods=sum(p > 1 for p in pods),
                    wait_mean=round(float(wait.mean()), 1), bsld_mean=round(float(bsld.mean()), 3),
                    wall_s=round(run["wall"], 1),
                    other_reasons=sorted({r for rs in run["reasons"].values() for r in rs}))
@@ -328,9 +337,9 @@ def cmd_report(args) -> None:
             for r in json.loads((Path(d) / "summary.json").read_text()) if "cost_total" in r]
     if topo:
         print("| replay | run | CH cost total | mean (all / >1 node) | at the least cost for "
-              "its size | <=4 nodes on one leaf | "
+              "its size | <=leaf on one leaf | <=pod on one pod | across pods | "
               "mean wait (s) | mean bsld | ran where placed | failed cycles |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, r in topo:
             placed = (f"{r['ran_where_placed']} of {r['placed_logged']}"
                       if "placed_logged" in r else "—")
@@ -338,6 +347,8 @@ def cmd_report(args) -> None:
             print(f"| {name} | {r['run']} | {r['cost_total']:,.0f} | {r['cost_mean']:,.0f} / "
                   f"{r['cost_mean_multi']:,.0f} | {r['at_least_cost']} of {r['jobs']} | "
                   f"{r['fit_leaf_on_one']} of {r['fit_leaf']} | "
+                  + (f"{r['fit_pod_on_one']} of {r['fit_pod']} | {r['across_pods']} | "
+                     if "fit_pod" in r else "— | — | ") +
                   f"{r['wait_mean']:.1f} | {r['bsld_mean']:.2f} | {placed} | {failed} |")
 
 
@@ -346,7 +357,7 @@ def main() -> None:
     sub = p.add_subparsers(dest="part", required=True)
     for name, trace, first, nodes, runs in (
             ("bb", BB_TRACE, 600, 8, ["bbsched", "fcfs"]),
-            ("topo", sv.DEFAULT_TRACE, 5000, 16, ["tjap-window", "slurm"])):
+            ("topo", sv.DEFAULT_TRACE, 5000, 32, ["tjap-window", "slurm"])):
         r = sub.add_parser(name)
         r.add_argument("--trace", default=str(trace))
         r.add_argument("--first", type=int, default=first, help="first record of the slice")
@@ -367,6 +378,8 @@ def main() -> None:
             r.add_argument("--bb-total", type=int, default=100, help="the bb license's total")
         else:
             r.add_argument("--switch-size", type=int, default=4, help="nodes per leaf switch")
+            r.add_argument("--pod-size", type=int, default=2,
+                           help="leaf switches per pod switch (three levels)")
             r.add_argument("--tau", type=float, default=1.0,
                            help="tjap-window's period, seconds (its --tau)")
     t = sub.add_parser("report")
