@@ -102,7 +102,7 @@ def checkpoint_note(name: str, opts: dict) -> str:
         if opts.get("checkpoint"):
             path = Path(opts["checkpoint"])
         else:
-            from hpcopt.policies.osdec import shipped_osdec_checkpoint
+            from hpcopt.policies.osdec_learned import shipped_osdec_checkpoint
 
             path = Path(shipped_osdec_checkpoint(name))
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]

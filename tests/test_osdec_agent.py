@@ -22,7 +22,7 @@ from hpcopt.domain import Job, RunningJob  # noqa: E402
 from hpcopt.errors import HpcoptError  # noqa: E402
 from hpcopt.models.osdec import OSDECModel  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
-from hpcopt.policies.osdec import OSDECPolicy  # noqa: E402
+from hpcopt.policies.osdec_learned import OSDECPolicy  # noqa: E402
 from hpcopt.trainers.osdec_train import TrainConfig, run_episode, step_rewards, train  # noqa: E402
 
 from .conftest import INSTANCES  # noqa: E402
@@ -154,7 +154,7 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_shipped_checkpoint_runs_below_the_offline_bound():
-    from hpcopt.policies.osdec import shipped_osdec_checkpoint
+    from hpcopt.policies.osdec_learned import shipped_osdec_checkpoint
 
     shipped_osdec_checkpoint("osdec")  # shipped with the package
     res = simulate_osdec(QUARTER, "osdec", offline_bound=OPTIMA["quarter_day_72slots_150jobs"])

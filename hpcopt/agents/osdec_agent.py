@@ -35,7 +35,7 @@ online, so the information fed at step t has seen only steps before t.
 
 Variants (``VARIANTS``): ``osdec`` = att + high + low, ``ppo-att-auxh`` (high only),
 ``ppo-att-auxl`` (low only), ``ppo-att`` (no aux), ``ppo-mlp``.  torch is imported here only;
-``hpcopt.policies.osdec`` imports this module when a simulation starts.
+``hpcopt.policies.osdec_learned`` imports this module when a simulation starts.
 """
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ class Step:
 
 
 class Actor:
-    """Runs an agent slot by slot inside the driver (``hpcopt.policies.osdec``): encodes the
+    """Runs an agent slot by slot inside the driver (``hpcopt.policies.osdec_learned``): encodes the
     slot, steps the aux GRU, scores the current jobs (``mu``, or a sample when ``generator``
     is given) and, with ``record``, keeps a ``Step`` per slot."""
 

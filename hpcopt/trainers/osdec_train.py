@@ -1,6 +1,6 @@
 """PPO training of the OSDEC agent (spec osdec.md, "PPO"; paper section 4.3, Table 3).
 
-Rollouts run through the one driver loop: the agent is the ``hpcopt.policies.osdec`` policy
+Rollouts run through the one driver loop: the agent is the ``hpcopt.policies.osdec_learned`` policy
 inside ``hpcopt.cloud.simulate_osdec`` with a sampling actor that records each slot it is
 asked (input tokens, mask, sampled scores, log-probability, value).  The reward of eq. 6,
 ``R_t = sum_{i started at t} (c_i d_i - w1 (t - e_i)) - w2 v_t`` with ``v_t`` over all running
@@ -114,7 +114,7 @@ def run_episode(agent: OSDECAgent, model, generator: torch.Generator | None = No
     """One trajectory through ``simulate_osdec`` with the agent as the policy; returns
     ``(actor, step rewards, summary)`` (sampling when ``generator`` is given)."""
     from hpcopt.cloud import simulate_osdec
-    from hpcopt.policies.osdec import OSDECPolicy
+    from hpcopt.policies.osdec_learned import OSDECPolicy
 
     actor = Actor(agent, generator=generator, record=record)
     res = simulate_osdec(model, OSDECPolicy.for_actor(actor))
