@@ -164,7 +164,7 @@ def test_no_policy_sees_the_future(name, kth, day):
 def cloud_policies() -> list[str]:
     """The registered cloud-slot policies (OSDEC's heuristics, rolling MIP, learned agents)."""
     from hpcopt.policies import make_policy
-    from hpcopt.policies.cloud import ScorePolicy
+    from hpcopt.policies.osdec import ScorePolicy
 
     return [n for n in policy_names() if isinstance(make_policy(n), ScorePolicy)]
 

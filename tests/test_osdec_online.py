@@ -18,7 +18,7 @@ from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 from hpcopt.models.osdec import OSDECModel
 from hpcopt.policies import make_policy
-from hpcopt.policies.cloud import ScorePolicy, start_by_scores
+from hpcopt.policies.osdec import ScorePolicy, start_by_scores
 from hpcopt.sim.driver import DROPPED, Event, Simulator
 from hpcopt.sim.resources import CapacityPool, CapacityProfile
 

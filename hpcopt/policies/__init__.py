@@ -1,6 +1,6 @@
 """Window policies, registered by name (``make_policy("fcfs")``)."""
 
-from . import classic, cloud, dras, knapsack, multi_resource, osdec_learned, topology  # noqa: F401
+from . import classic, dras, knapsack, multi_resource, osdec, osdec_learned, topology  # noqa: F401
 from .base import (
     Policy,
     build_policy,

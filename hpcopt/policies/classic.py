@@ -28,7 +28,7 @@ def greedy_fill(window: Window, jobs) -> tuple[int, ...]:
 def prefix_fill(window: Window, jobs) -> tuple[int, ...]:
     """Start ``jobs`` in the given order up to the first that does not fit (the longest
     prefix that fits the free resources): the head-first rule, and the way every cloud-slot
-    policy maps its scores to starts (``hpcopt.policies.cloud.start_by_scores``)."""
+    policy maps its scores to starts (``hpcopt.policies.osdec.start_by_scores``)."""
     jobs = list(jobs) if not isinstance(jobs, Sequence) else jobs
     return tuple(job.id for job in jobs[:fitting_prefix(jobs, window.resources)])
 

@@ -19,7 +19,7 @@ from hpcopt.domain import Decision, Window
 from hpcopt.errors import HpcoptError
 
 from .base import Option, register_policy
-from .cloud import ScorePolicy, start_by_scores
+from .osdec import ScorePolicy, start_by_scores
 
 LEARNED = ("osdec", "ppo-att", "ppo-att-auxh", "ppo-att-auxl", "ppo-mlp")
 

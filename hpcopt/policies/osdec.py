@@ -1,4 +1,6 @@
-"""Cloud-slot policies for deferrable jobs (OSDEC, spec osdec.md): FIFO, Tetris, rolling MIP.
+"""The OSDEC policies (cloud slots, deferrable jobs; spec osdec.md): FIFO, Tetris, rolling MIP,
+and ``ScorePolicy``, the score-to-starts mapping they and the learned ones
+(``hpcopt.policies.osdec_learned``) share.
 
 Run slot by slot through the driver (``hpcopt.cloud.simulate_osdec``: period one slot, no
 backfilling, a capacity profile): each pass the window holds the current set B_cur (submitted,
