@@ -78,7 +78,7 @@ DATASETS = [
      "'Optimization of topology-aware job allocation on an HPC cluster by neural simulated "
      "annealing', IEEE CLUSTER 2023 (data/generate.py of lzk23/hpcschedule)", "synthetic"),
     ("azure-v1", "Azure Public Dataset V1 VM table, binned per 5 minutes (train, dev, "
-     "lifetimes, maps): hpcopt workload deferrable and the OSDEC train pool",
+     "lifetimes, maps): hpcopt workload osdec and the OSDEC train pool",
      "cloud/azure_v1_vmtable_derived/", "huaweicloud/trace_generation_rnn",
      "CC-BY-4.0 (the traces; LICENSE-traces.txt)",
      "Azure Public Dataset V1: E. Cortez et al., 'Resource Central', SOSP 2017; binned by "
@@ -103,7 +103,7 @@ SOURCE_BY_PATH = {"data/real/raw/": "sumanagral/deep_reap",
 # what a default or a documented command reads (hpcopt data list shows it)
 USED_BY = {
     "kopanski-bb": "simulate --workload S1-S7, load_batsim()",
-    "azure-v1": "workload deferrable, train osdec, deferrable_suite()",
+    "azure-v1": "workload osdec, train osdec, deferrable_suite()",
     "kth-sp2": "the docs' simulate and workflow examples, benchmarks",
     "theta-2022": "the docs' train dras example, benchmarks",
     "lzk23-topology": "the docs' topology example, benchmarks",

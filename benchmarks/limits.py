@@ -11,7 +11,7 @@ data directory next to the checkout):
   fat-tree: the job sizes are the lzk23 TJAP job file's (``topology_alloc``), the busy nodes
   are placed by the file's earlier jobs at random positions (seed 1), the window is the next
   28 jobs that fit.
-- ``osdec-day``: ``hpcopt workload deferrable v1.dev.txt.gz --slots 288 --seed 1
+- ``osdec-day``: ``hpcopt workload osdec v1.dev.txt.gz --slots 288 --seed 1
   --deferrable-share 0.15`` (11,888 jobs).
 - ``knapsack500``: 500 items, 3 resources, integer data (seed 0).
 - ``bbsched300``: 300 jobs of Theta-like sizes, two objectives, integer burst buffer (seed

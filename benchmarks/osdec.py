@@ -1,7 +1,7 @@
 """OSDEC result tables (issue #13): the paper's Tables 1, 2 and 4 plus every method's gap to
 the offline MIP optimum of the same trajectory, and decision latency.
 
-Trajectories: ``hpcopt.workloads.deferrable.deferrable_suite("test", N, seed=S)`` -- one-day
+Trajectories: ``hpcopt.workloads.osdec.deferrable_suite("test", N, seed=S)`` -- one-day
 (288-slot) OSDEC workloads of ``DEFERRABLE_FAMILY`` from the Azure v1 *dev* split, never used in
 training.  Table 1: those trajectories, every method.  Table 2: the same trajectories and their
 real-time variant (``real_time=True``: earliest = latest = submit).  Table 4: the paper's six
@@ -142,7 +142,7 @@ def case_overrides(case: str) -> dict:
 
 def instances(case: str, n: int, seed: int, out: Path) -> list[Path]:
     """The ``n`` trajectory files of ``case`` (generated once, cached under ``out``)."""
-    from hpcopt.workloads.deferrable import deferrable_suite, save_workload
+    from hpcopt.workloads.osdec import deferrable_suite, save_workload
 
     folder = out / "instances"
     folder.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from hpcopt.cloud import load_osdec, offline_reference, simulate_osdec
-from hpcopt.workloads.deferrable import azure_path, deferrable_workload, save_workload
+from hpcopt.workloads.osdec import azure_path, deferrable_workload, save_workload
 
 HERE = Path(__file__).resolve().parent
 AZURE = azure_path("v1.dev.txt.gz", "benchmarks/osdec_online.py")

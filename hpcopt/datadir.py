@@ -2,7 +2,7 @@
 
 Some defaults read real traces that hpcopt does not ship (their licences or sizes keep them
 out of the wheel): the Kopanski KTH workload behind the S1-S4 burst-buffer pool and
-``load_batsim()``, the Azure v1 derived files behind ``hpcopt workload deferrable`` and the
+``load_batsim()``, the Azure v1 derived files behind ``hpcopt workload osdec`` and the
 OSDEC training pool.  They are looked up by their path relative to one data directory:
 
 1. the environment variable ``HPCOPT_DATA`` (``hpcopt --data-dir DIR`` sets it for the

@@ -249,7 +249,7 @@ def test_train_osdec_speaks_before_building_its_pool(tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["simulate", str(INSTANCES / "traces" / "demo.swf"), "--no-progress"],
-    ["demo"], ["sweep", "grid.json"], ["workload", "deferrable", "day.txt"],
+    ["demo"], ["sweep", "grid.json"], ["workload", "osdec", "day.txt"],
     ["train", "dras"], ["train", "nsa"], ["train", "osdec"],
     ["workflow", "wf.json", "--trace", "t.swf"],
 ])

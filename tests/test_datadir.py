@@ -62,7 +62,7 @@ def test_cli_says_what_is_missing(tmp_path):
     err = proc.stderr.strip()
     assert proc.returncode == 2 and len(err.splitlines()) == 1, err
     assert err.startswith(f"hpcopt: error: {KOPANSKI}: not found") and ENV in err
-    proc = _cli("workload", "deferrable", "--out", tmp_path / "w.json", "--data-dir", tmp_path)
+    proc = _cli("workload", "osdec", "--out", tmp_path / "w.json", "--data-dir", tmp_path)
     assert proc.returncode == 2 and f"{AZURE}/v1.dev.txt.gz: not found" in proc.stderr
     proc = _cli("--data-dir", tmp_path / "nope", "backends")
     assert proc.returncode == 2 and "no such directory" in proc.stderr

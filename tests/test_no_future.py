@@ -63,7 +63,7 @@ def ssd(k: int, nodes: int, n: int) -> float:
 def day():
     """A 72-slot OSDEC day of the benchmark family (instance dict)."""
     shared_file("cloud/azure_v1_vmtable_derived/v1.dev.txt.gz")
-    from hpcopt.workloads.deferrable import deferrable_suite
+    from hpcopt.workloads.osdec import deferrable_suite
 
     return deferrable_suite("test", 1, seed=0, slots=72)[0]
 

@@ -171,7 +171,7 @@ def test_shipped_checkpoint_on_a_test_trajectory_below_a_scip_bound():
     pytest.importorskip("pyscipopt")
     from hpcopt.instances import instance_from_dict
     from hpcopt.solvers import solve
-    from hpcopt.workloads.deferrable import deferrable_suite
+    from hpcopt.workloads.osdec import deferrable_suite
 
     model = instance_from_dict(deferrable_suite("test", 1)[0]).model  # never trained on
     s = simulate_osdec(model, "osdec").summary

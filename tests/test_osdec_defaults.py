@@ -9,7 +9,7 @@ import pytest
 from hpcopt.cli import main
 from hpcopt.cloud import simulate_osdec
 from hpcopt.instances import instance_from_dict
-from hpcopt.workloads.deferrable import (
+from hpcopt.workloads.osdec import (
     DEFERRABLE_FAMILY,
     LOOSE_LOAD,
     deferrable_workload,
@@ -55,11 +55,11 @@ def test_a_loose_day_is_named_with_what_to_change(dev):
 
 
 def test_the_cli_warns_on_a_loose_day_only(dev, tmp_path, capsys):
-    assert main(["workload", "deferrable", str(dev), "--seed", "1", "--no-progress",
+    assert main(["workload", "osdec", str(dev), "--seed", "1", "--no-progress",
                  "--out", str(tmp_path / "day.json")]) == 0
     out = capsys.readouterr()
     assert "warning" not in out.err and "machine 949 cores" in out.out
-    assert main(["workload", "deferrable", str(dev), "--seed", "1", "--on-demand-share", "1",
+    assert main(["workload", "osdec", str(dev), "--seed", "1", "--on-demand-share", "1",
                  "--machine-quantile", "0.9", "--no-progress",
                  "--out", str(tmp_path / "loose.json")]) == 0
     err = capsys.readouterr().err.strip()

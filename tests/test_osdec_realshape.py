@@ -30,7 +30,7 @@ EXACT = ("scip", "cpsat", "pyomo:appsi_highs")
 def cuts():
     """Two real-shaped instances: 24 slots deferrable and 24 slots real-time (two bins)."""
     shared_file("cloud/azure_v1_vmtable_derived/v1.dev.txt.gz")
-    from hpcopt.workloads.deferrable import deferrable_suite
+    from hpcopt.workloads.osdec import deferrable_suite
 
     out = deferrable_suite("test", 1, seed=0, slots=24)
     out += deferrable_suite("test", 1, seed=1, slots=24, real_time=True)

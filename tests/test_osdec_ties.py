@@ -23,7 +23,7 @@ def days():
     """A 48-slot day of the benchmark family with its ids as generated (``"<t>:<index>"``),
     zero-padded (``"<t>:<0index>"``), and zero-padded with the job order reversed."""
     shared_file("cloud/azure_v1_vmtable_derived/v1.dev.txt.gz")
-    from hpcopt.workloads.deferrable import deferrable_suite
+    from hpcopt.workloads.osdec import deferrable_suite
 
     inst = deferrable_suite("test", 1, seed=2, slots=48)[0]
     jobs = inst["data"]["jobs"]

@@ -86,8 +86,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _global_flags_everywhere(sub) -> None:
     """``--debug`` and ``--data-dir`` also after the subcommand (``hpcopt simulate ... --debug``),
-    in every subcommand and nested subcommand."""
-    for parser in sub.choices.values():
+    in every subcommand and nested subcommand (once per parser: an alias names the same one)."""
+    for parser in {id(p): p for p in sub.choices.values()}.values():
         parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                             help="show tracebacks on errors")
         parser.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="DIR",

@@ -1,5 +1,5 @@
-"""``hpcopt workload deferrable``: an OSDEC instance file from the Azure v1 derived files
-(the recipe: ``hpcopt.workloads.deferrable``)."""
+"""``hpcopt workload osdec``: an OSDEC instance file from the Azure v1 derived files
+(the recipe: ``hpcopt.workloads.osdec``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from ..cliargs import nonneg_int, out_path, positive_int, unit_float
 def register(sub) -> None:
     wl = sub.add_parser("workload", help="generate workload instance files from trace data")
     wsub = wl.add_subparsers(dest="family", required=True)
-    d = wsub.add_parser("deferrable", help="OSDEC deferrable cloud jobs from the Azure v1 "
-                                           "derived files (capacity left by on-demand VMs)")
+    d = wsub.add_parser("osdec", aliases=["deferrable"],
+                        help="OSDEC deferrable cloud jobs from the Azure v1 derived files "
+                             "(capacity left by on-demand VMs)")
     d.add_argument("azure_file", nargs="?", default=None, metavar="AZURE_FILE",
                    help="v1.train.txt.gz, v1.dev.txt.gz or v1.dev.c2100000.txt.gz (default: "
                         "cloud/azure_v1_vmtable_derived/v1.dev.txt.gz in the data directory)")
@@ -61,7 +62,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..workloads.deferrable import deferrable_workload, loose_warning, save_workload
+    from ..workloads.osdec import deferrable_workload, loose_warning, save_workload
 
     inst = deferrable_workload(
         args.azure_file, slots=args.slots, seed=args.seed,

@@ -17,7 +17,7 @@ One module per format, one for the shared rules:
 - ``hpcopt.traces.tjap``: the TJAP job files (id arrival runtime nodes; not via
   ``load_trace``: ``hpcopt simulate --topology`` reads them);
 - ``hpcopt.traces.azure``: the Azure v1 derived VM files (not via ``load_trace``: the
-  deferrable OSDEC generator ``hpcopt.workloads.deferrable`` reads them);
+  deferrable OSDEC generator ``hpcopt.workloads.osdec`` reads them);
 - ``hpcopt.traces.cleaning``: cleaning rules, cores per node from the SWF header
   (``MaxProcs / MaxNodes``), system size;
 - ``hpcopt.traces.report``: ``Trace`` and ``CleaningReport``.

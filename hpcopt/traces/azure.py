@@ -1,5 +1,5 @@
 """Azure v1 derived files: the VM arrivals behind the deferrable OSDEC workloads
-(``hpcopt.workloads.deferrable``).
+(``hpcopt.workloads.osdec``).
 
 Azure Public Dataset V1 ``vmtable`` (CC-BY-4.0), binned by huaweicloud/trace_generation_rnn.
 A split is a flavor file (``v1.train.txt.gz``, ``v1.dev.txt.gz``) and, for dev, a

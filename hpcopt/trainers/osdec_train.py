@@ -273,7 +273,7 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
         train, val = (models, models) if len(models) == 1 else (models[:-k], models[-k:])
         return train, val, {"workloads": [str(p) for p in workloads]}
     from hpcopt.instances import instance_from_dict
-    from hpcopt.workloads.deferrable import deferrable_suite
+    from hpcopt.workloads.osdec import deferrable_suite
 
     if progress:  # reading the Azure split once per trajectory takes a while: say so first
         print(f"building the training pool: {n_train + n_val} one-day trajectories of "

@@ -3,7 +3,7 @@
 - ``hpcopt.workloads.burst_buffer``: BBSched's burst-buffer and local-SSD workloads (S1-S7)
   on any trace, the Kopanski Batsim workload and SWF with burst-buffer columns;
 - ``hpcopt.workloads.tjap``: the topology paper's job generator and fat-tree systems;
-- ``hpcopt.workloads.deferrable``: OSDEC's deferrable cloud jobs from the Azure v1 files
+- ``hpcopt.workloads.osdec``: OSDEC's deferrable cloud jobs from the Azure v1 files
   (read by ``hpcopt.traces.azure``), the benchmark family and the instance files.
 
 The public names of the three modules are importable from here too.
@@ -22,7 +22,7 @@ from .burst_buffer import (
     make_workload,
     write_bb_swf,
 )
-from .deferrable import (
+from .osdec import (
     AZURE,
     CORE_CASES,
     DEFERRABLE_FAMILY,

@@ -2,7 +2,7 @@
 
 ``deferrable_workload(azure_file, slots=288, seed=...)`` returns a ``"model": "osdec"``
 instance dict (``deferrable_model`` the ``OSDECModel``, ``save_workload`` writes the file;
-CLI ``hpcopt workload deferrable``).  The paper's processed Azure data was never released; the
+CLI ``hpcopt workload osdec``).  The paper's processed Azure data was never released; the
 recipe is ours, on the Azure v1 derived files in the data directory's
 ``cloud/azure_v1_vmtable_derived`` (Azure Public Dataset V1 ``vmtable``, CC-BY-4.0, binned by
 huaweicloud/trace_generation_rnn):
@@ -297,7 +297,7 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
            f"-p{machine_quantile:g}" if machine_quantile != 0.9 else "") \
         + (f"-{syn[0]}{syn[1]}" if syn else "") + ("-realtime" if real_time else "")
     meta = {
-        "generator": "hpcopt.workloads.deferrable.deferrable_workload",
+        "generator": "hpcopt.workloads.osdec.deferrable_workload",
         "source": flav_path.name, "lifetimes": Path(life_src).name, "lifetimes_used": how,
         "start_bin": first, "window_start_t": window_t0, "slot_seconds": BIN_SECONDS,
         "slots": slots, "seed": seed, "deferrable_share": float(deferrable_share),

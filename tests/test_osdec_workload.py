@@ -16,7 +16,7 @@ from hpcopt.cli import main
 from hpcopt.errors import TraceError
 from hpcopt.instances import instance_from_dict, load_instance
 from hpcopt.traces.azure import read_azure_vms
-from hpcopt.workloads.deferrable import (
+from hpcopt.workloads.osdec import (
     AZURE,
     CORE_CASES,
     DURATION_CASES,
@@ -254,7 +254,7 @@ def test_unpaired_lifetimes_and_bad_options(dev, tmp_path):
 
 def test_cli_end_to_end_writes_a_file_that_osdec_greedy_solves(dev, tmp_path, capsys):
     out = tmp_path / "w.json"
-    assert main(["workload", "deferrable", str(dev), "--slots", "24", "--start", "12",
+    assert main(["workload", "osdec", str(dev), "--slots", "24", "--start", "12",
                  "--seed", "3", "--deferrable-share", "0.1", "--out", str(out),
                  "--no-progress"]) == 0
     assert "jobs, 24 slots" in capsys.readouterr().out
@@ -272,7 +272,7 @@ def test_cli_end_to_end_writes_a_file_that_osdec_greedy_solves(dev, tmp_path, ca
     assert load_instance(save_workload(api, tmp_path / "api.json")).model.n_jobs == \
         inst.model.n_jobs
     # a bad option is one line on stderr, exit 2
-    assert main(["workload", "deferrable", str(dev), "--synthetic", "core:9", "--out",
+    assert main(["workload", "osdec", str(dev), "--synthetic", "core:9", "--out",
                  str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hpcopt: error: synthetic:") and "\n" not in err
@@ -294,7 +294,7 @@ def test_on_demand_share_makes_the_machine_a_slice_of_the_region(dev, raw):
 
 @pytest.mark.slow  # the slow tier (-m slow): a long check, run by CI after the default run
 def test_deferrable_suite_is_seeded_split_and_family():
-    from hpcopt.workloads.deferrable import DEFERRABLE_FAMILY, deferrable_suite
+    from hpcopt.workloads.osdec import DEFERRABLE_FAMILY, deferrable_suite
 
     a = deferrable_suite("test", 2, seed=3)
     assert [x["data"] for x in a] == [x["data"] for x in deferrable_suite("test", 2, seed=3)]
