@@ -17,7 +17,7 @@ import pandas as pd
 
 import hpcopt
 from hpcopt.models.scas import SCASModel
-from hpcopt.policies.topology import generate_windows
+from hpcopt.policies.tjap import generate_windows
 from hpcopt.workloads.tjap import generate_tjap_jobs
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -2,7 +2,7 @@
 
 Each epoch runs the window-period driver (tau = 60 s, SCAS optimum placement) on a fresh
 1,000-node fat-tree with a freshly generated workload
-(``hpcopt.policies.topology.generate_windows``) and keeps its first ``--windows`` windows.
+(``hpcopt.policies.tjap.generate_windows``) and keeps its first ``--windows`` windows.
 On every window it solves:
 
 - ``seq``: sequential placement (the paper's "Seq.", also the SA start);
@@ -33,7 +33,7 @@ from tqdm import tqdm
 import hpcopt
 from hpcopt.models.dcas import DCASModel
 from hpcopt.models.scas import SCASModel
-from hpcopt.policies.topology import generate_windows
+from hpcopt.policies.tjap import generate_windows
 from hpcopt.solvers import get_solver
 from hpcopt.workloads.tjap import generate_tjap_jobs
 

@@ -1,5 +1,10 @@
 """Declarative window-decision models (imported as ``hpcopt.models``).
 
+One module per model kind, grouped by feature family (docs/architecture.md):
+knapsack (``knapsack``), BBSched (``bbsched``, ``pareto_rules``), TJAP, the topology-aware
+allocation family (``allocation``, the shared node-sequence part; ``scas`` and ``dcas``, the
+paper's two methods), OSDEC (``osdec``).
+
 A model never imports a solver, the driver, torch or pyomo at import time.
 """
 

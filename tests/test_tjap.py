@@ -11,7 +11,7 @@ from hpcopt.errors import SimulationError, TraceError
 from hpcopt.instances import load_instance
 from hpcopt.models.scas import SCASModel
 from hpcopt.policies import make_policy
-from hpcopt.policies.topology import generate_windows
+from hpcopt.policies.tjap import generate_windows
 from hpcopt.sim.driver import Event, Simulator
 from hpcopt.sim.resources import TopologyPool
 from hpcopt.traces.tjap import load_tjap_jobs

@@ -12,7 +12,7 @@ from hpcopt.errors import HpcoptError, SolverOptionError
 from hpcopt.models.dcas import DCASModel
 from hpcopt.models.knapsack import KnapsackModel
 from hpcopt.models.scas import SCASModel
-from hpcopt.policies.topology import generate_windows
+from hpcopt.policies.tjap import generate_windows
 from hpcopt.result import Limit, Result, SolutionStatus, Status, Termination
 from hpcopt.solvers import registry
 from hpcopt.topology import FatTree

@@ -20,7 +20,7 @@ validation windows cost 356,151 against 339,848 with the critic operator (SA-500
 Training episodes (``train``) are cut from windows of the paper's workload: a start solution
 of the window (sequential placement, the SCAS optimum, or the SCAS optimum improved by 100
 steps of random-repair SA, one per window) loses 1..n_D random jobs; the agent repairs them.
-Windows come from ``hpcopt.policies.topology.generate_windows`` (the windows the
+Windows come from ``hpcopt.policies.tjap.generate_windows`` (the windows the
 window-period driver meets on a generated workload) unless given; ``random_windows`` (a
 fragmented cluster: random blocks taken until a random utilisation) makes small stand-ins.
 """
@@ -85,8 +85,8 @@ def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
 
 def training_windows(n_windows: int, *, seed: int, topology="paper-1000") -> tuple[list, str]:
     """Windows of the paper's workload from the window-period driver
-    (``hpcopt.policies.topology.generate_windows``), and the name of their source."""
-    from hpcopt.policies.topology import generate_windows
+    (``hpcopt.policies.tjap.generate_windows``), and the name of their source."""
+    from hpcopt.policies.tjap import generate_windows
 
     return generate_windows(n_windows, seed=seed, topology=topology), "generate_windows"
 

@@ -9,7 +9,7 @@
 The job files of the data directory's ``topology_alloc`` are read by
 ``hpcopt.traces.tjap.load_tjap_jobs``; the allocation windows that the window-period driver
 meets on such a workload (the instances of the paper's Tables III and IV) come from
-``hpcopt.policies.topology.generate_windows``.
+``hpcopt.policies.tjap.generate_windows``.
 """
 
 from __future__ import annotations

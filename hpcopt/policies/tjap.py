@@ -1,4 +1,5 @@
-"""The window-period allocation policy of the topology paper (Lan et al., CLUSTER'23, III-C).
+"""TJAP (topology-aware job allocation): the window-period allocation policy of the topology
+paper (Lan et al., CLUSTER'23, III-C).
 
 Every tau seconds the queued jobs are ordered by their number of waiting periods (NWP,
 descending; ties: fewer nodes first, then submission), selected greedily while they fit the
