@@ -6,7 +6,7 @@ The top-level names are imported lazily so that ``import hpcopt`` stays fast.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _LAZY = {
     "simulate": "hpcopt.api",
@@ -41,11 +41,3 @@ def __getattr__(name: str):
 def __dir__():
     return __all__
 
-
-def _register_envs() -> None:
-    from .envs import install
-
-    install()
-
-
-_register_envs()

@@ -51,6 +51,7 @@ import time
 from typing import Any
 
 from .errors import HpcoptError, closest, one_line
+from .version import __version__
 
 PROTOCOL = "hpcopt/1"
 
@@ -237,7 +238,6 @@ def op_hello(request: dict) -> dict:
     """The protocol, the version, the policies and backends that can run here, and what each
     of the others needs (``unavailable``: name -> the missing package and how to install
     it)."""
-    from . import __version__
     from .policies import policy_names
     from .policies.base import missing_extra
     from .solvers import names

@@ -111,14 +111,15 @@ def test_env_steps_are_the_policy(name, reserve):
     assert total == pytest.approx(pol.last_stats["total_reward"])
 
 
-@pytest.mark.parametrize("code", [
-    "import hpcopt, gymnasium as gym",
-    "import gymnasium as gym, hpcopt",
+@pytest.mark.parametrize("code,env_id", [
+    ("import hpcopt.envs, gymnasium as gym", "hpcopt/Dras-v0"),
+    ("import gymnasium as gym, hpcopt.envs", "hpcopt/Dras-v0"),
+    ("import gymnasium as gym", "hpcopt.envs:hpcopt/Dras-v0"),
 ])
-def test_gym_make_after_import_in_any_order(code):
-    script = code + """
+def test_gym_make_after_import_in_any_order(code, env_id):
+    script = code + f"""
 from hpcopt.domain import Job, System
-env = gym.make("hpcopt/Dras-v0", jobs=[Job(1, 0, 10, 10, 2), Job(2, 1, 5, 5, 4)],
+env = gym.make({env_id!r}, jobs=[Job(1, 0, 10, 10, 2), Job(2, 1, 5, 5, 4)],
                system=System(4), window=2, node_rows=4)
 obs, info = env.reset(seed=0)
 print(obs.shape, info["action_mask"].tolist())
@@ -129,11 +130,12 @@ print(obs.shape, info["action_mask"].tolist())
     assert out.stdout.strip() == "(8, 2) [1, 0]"
 
 
-def test_import_hpcopt_does_not_import_gymnasium():
-    out = subprocess.run([sys.executable, "-c", "import sys, hpcopt; "
-                          "print('gymnasium' in sys.modules, 'torch' in sys.modules)"],
+def test_import_hpcopt_imports_neither_gymnasium_nor_torch_and_installs_no_hook():
+    out = subprocess.run([sys.executable, "-c", "import sys; hooks = list(sys.meta_path); "
+                          "import hpcopt; print('gymnasium' in sys.modules, 'torch' in "
+                          "sys.modules, sys.meta_path == hooks)"],
                          capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "False False", out.stderr
+    assert out.stdout.strip() == "False False True", out.stderr
 
 
 def test_cli_flags_come_from_declarations(tmp_path, capsys):

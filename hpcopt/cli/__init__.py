@@ -18,6 +18,7 @@ import signal
 import sys
 
 from ..errors import HpcoptError, one_line
+from ..version import __version__
 from . import (
     backends,
     data,
@@ -69,8 +70,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     p = _Parser(prog="hpcopt", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"hpcopt {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")

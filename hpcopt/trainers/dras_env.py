@@ -7,7 +7,7 @@ that may backfill around the reservation).  ``levels="decima"`` is the Decima-PG
 (only jobs that fit now can be picked; no reservation, no backfilling).  The observation is
 DRAS's state encoding and the reward Eq. (1) or (2) (``hpcopt.agents.dras_state``).
 
-Registered as ``hpcopt/Dras-v0``: ``import hpcopt`` (in any order with gymnasium), then
+Registered as ``hpcopt/Dras-v0`` by ``hpcopt.envs``: ``import hpcopt.envs``, then
 ``gym.make("hpcopt/Dras-v0", jobs=..., system=...)``.
 """
 
