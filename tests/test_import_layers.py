@@ -1,33 +1,26 @@
 """The layer contract over every module of hpcopt (hpcopt/, models/, solvers/).
 
-Every import statement counts, the lazy ones inside functions included (read with ``ast``):
-a module imports only from its own layer or the layers below it, and no two modules import
-each other, directly or through others (no file-level cycle).  A module in no layer fails
-``test_every_module_has_a_layer``: add it to ``LAYERS`` below, where what it does puts it.
+The layers are declared once, as the import-linter contract in pyproject.toml
+(``[tool.importlinter]``; docs/architecture.md draws them).  ``test_import_linter_contracts``
+runs import-linter on them: the layers, the independence of sibling families, the modules
+only the command line may import, no cycle between siblings.  import-linter reads every
+import statement, the lazy ones inside functions included; ``models/`` and ``solvers/`` are
+folders outside ``hpcopt/`` (pyproject's package-dir), so it reads the package through a tree
+of links where they sit inside it.
 
-Layers, bottom to top (an entry is a module or a package with everything under it):
+The rest of this module checks, with its own reading of the sources (``ast``), the same
+layers and what import-linter cannot see:
 
-1. base: the package's front module ``hpcopt`` (``__version__``; its lazy names resolve
-   through ``importlib`` on first use, not by import statements), ``errors``, ``datadir``,
-   ``datasets`` (the catalogue of real data sets, their fetch and check), ``domain``,
-   ``topology`` (the fat-tree of the allocation models), ``result`` (solver
-   results and the outcome vocabulary), ``jsonsafe``, ``cliargs`` (argparse value types),
-   ``envs`` (gymnasium registration by name).
-2. traces: reading and writing workload traces (``hpcopt.traces.*``).
-3. models: the declarative window models (``hpcopt.models.*``).
-4. inputs: instance files (``instances``: they hold models), workload generators
-   (``workloads``) and the assembly of a run's jobs and system from them (``scenario``).
-5. agents: the runtime learned components (``hpcopt.agents.*``).  They need only the base,
-   and sit below the solvers because the ``nsa`` backend loads the NSA repair operator.
-6. solvers: the backends and their registry (``hpcopt.solvers.*``).
-7. sim: the driver, resources, orders, metrics, the policy protocol, the simulation result,
-   the one-pick environment (``hpcopt.sim.*``).
-8. policies: every registered policy (``hpcopt.policies.*``).
-9. application: what users run: ``api``, ``cloud``, ``batch``, ``sweep``, ``service``,
-   ``executors`` (the stop/run engine under batch and sweep), ``workflows``, ``trainers``
-   (they run episodes through the driver), ``slurm``, ``plots``.
-10. cli: the command line (``hpcopt.cli``, a module or a package) and the subcommand
-    modules that live beside their application package (``workflows.cli``, ``slurm.cli``).
+- every module is in a layer (a new module fails ``test_every_module_has_a_layer``: add it
+  to the layers in pyproject.toml where what it does puts it);
+- the package's front module ``hpcopt`` (``hpcopt/__init__.py``) is a layer of its own, on
+  top: its public names resolve on first use through ``importlib``, from a table of module
+  names; import-linter counts a package's ``__init__`` with the whole package;
+- ``hpcopt.workflows.cli`` and ``hpcopt.slurm.cli`` are in the command-line layer;
+- module names written as strings (``"hpcopt.models.scas:SCASModel"``) are links too, and
+  obey the layers like import statements; ``importlib`` imports modules by a computed name
+  only where such a table is read (``DYNAMIC_IMPORTS``);
+- no two modules import each other, directly or through others (no file-level cycle).
 """
 
 from __future__ import annotations
@@ -35,6 +28,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 from functools import cache
@@ -42,27 +37,39 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10: pytest's own dependency
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 # where each top package's files are (pyproject.toml's package-dir)
 SOURCES = {"hpcopt": ROOT / "hpcopt", "hpcopt.models": ROOT / "models",
            "hpcopt.solvers": ROOT / "solvers"}
+PYPROJECT = ROOT / "pyproject.toml"
 
-LAYERS = [
-    ("base", ["hpcopt", "hpcopt.errors", "hpcopt.datadir", "hpcopt.datasets", "hpcopt.domain",
-              "hpcopt.topology",
-              "hpcopt.result", "hpcopt.jsonsafe", "hpcopt.cliargs", "hpcopt.envs"]),
-    ("traces", ["hpcopt.traces"]),
-    ("models", ["hpcopt.models"]),
-    ("inputs", ["hpcopt.instances", "hpcopt.workloads", "hpcopt.scenario"]),
-    ("agents", ["hpcopt.agents"]),
-    ("solvers", ["hpcopt.solvers"]),
-    ("sim", ["hpcopt.sim"]),
-    ("policies", ["hpcopt.policies"]),
-    ("application", ["hpcopt.api", "hpcopt.cloud", "hpcopt.batch", "hpcopt.sweep",
-                     "hpcopt.service", "hpcopt.executors", "hpcopt.workflows",
-                     "hpcopt.trainers", "hpcopt.slurm", "hpcopt.plots"]),
-    ("cli", ["hpcopt.cli", "hpcopt.workflows.cli", "hpcopt.slurm.cli"]),
-]
+
+def contracts() -> list[dict]:
+    return tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+
+
+def _declared_layers() -> list[list[str]]:
+    """The layers of the import-linter contract, bottom to top, each a list of modules."""
+    (layers,) = [c["layers"] for c in contracts() if c["type"] == "layers"]
+    return [[m.strip() for m in re.split(r"[:|]", layer) if m.strip()]
+            for layer in reversed(layers)]
+
+
+# bottom to top: (name, entries); an entry is a module or a package with everything under
+# it, the entry "hpcopt" the front module only
+NAMES = ["base", "traces", "models", "inputs", "agents", "solvers", "sim", "policies",
+         "application", "cli"]
+LAYERS = list(zip(NAMES, _declared_layers(), strict=True))
+LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli"])  # the cli layer
+LAYERS.append(("front", ["hpcopt"]))
+
+# modules that import modules by a computed name -> the table of names they read
+DYNAMIC_IMPORTS = {"hpcopt": "_LAZY", "hpcopt.models": "MODEL_KINDS"}
 
 
 @cache
@@ -141,15 +148,43 @@ def test_the_scan_sees_lazy_imports_and_every_package():
 def test_every_module_has_a_layer():
     missing = [f"{path.relative_to(ROOT)} ({name})" for name, (path, _) in modules().items()
                if layer_of(name) is None]
-    assert not missing, ("modules in no layer; add each to LAYERS in "
-                         f"tests/test_import_layers.py where what it does puts it: {missing}")
+    assert not missing, ("modules in no layer; add each to the layers contract in "
+                         f"pyproject.toml where what it does puts it: {missing}")
+
+
+MODULE_NAME = re.compile(r"hpcopt(\.\w+)+(:\w+)?")
+
+
+@cache
+def string_links() -> dict[str, list[tuple[str, int]]]:
+    """module -> [(hpcopt module, line)] for every string in its code (docstrings left out)
+    that is a module name, ``"hpcopt.a.b"`` or ``"hpcopt.a.b:Name"``: a link to that module
+    made by name (importlib, entry points)."""
+    out = {}
+    for module, (path, _) in modules().items():
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                           ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        found = {(_known(node.value.partition(":")[0]), node.lineno)
+                 for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                 and id(node) not in docstrings and MODULE_NAME.fullmatch(node.value)}
+        out[module] = sorted((t, line) for t, line in found if t and t != module)
+    return out
+
+
+def test_the_string_scan_sees_names_in_tables():
+    assert "hpcopt.models.scas" in {t for t, _ in string_links()["hpcopt.models"]}
+    assert {t for t, _ in string_links()["hpcopt"]} >= {"hpcopt.api", "hpcopt.sim.driver"}
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
     bad = []
     for module, found in imports().items():
         mine = layer_of(module)
-        for target, line in found:
+        for target, line in found + string_links()[module]:
             theirs = layer_of(target)
             if mine is not None and theirs is not None and theirs > mine:
                 bad.append(f"{_where(module, line)}: {module} ({LAYERS[mine][0]}) imports "
@@ -228,8 +263,60 @@ def test_the_layer_table_names_only_real_places_or_placeholders():
     assert unused == []
 
 
+def test_modules_import_by_a_computed_name_only_where_a_table_of_names_is_read():
+    found = set()
+    for module, (path, _) in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and not (node.args and isinstance(
+                    node.args[0], ast.Constant)) and (
+                    (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                    or (isinstance(node.func, ast.Name) and node.func.id == "__import__"))):
+                found.add(module)
+    assert found == set(DYNAMIC_IMPORTS)
+    for module, table in DYNAMIC_IMPORTS.items():
+        source = modules()[module][0].read_text()
+        assert re.search(rf"^{table}\b.*=", source, re.M), (module, table)
+
+
+def _linked_tree(tmp: Path) -> Path:
+    """A folder where ``hpcopt`` is a tree of links to the sources with ``models`` and
+    ``solvers`` inside it, as an installed package has them."""
+    package = tmp / "hpcopt"
+    package.mkdir()
+    for entry in SOURCES["hpcopt"].iterdir():
+        if entry.name not in ("__pycache__", "models", "solvers"):
+            (package / entry.name).symlink_to(entry)
+    for name in ("models", "solvers"):
+        (package / name).symlink_to(SOURCES[f"hpcopt.{name}"])
+    return tmp
+
+
+LINT = """
+import sys, grimp
+from importlinter.cli import lint_imports
+graph = grimp.build_graph("hpcopt", cache_dir=None)
+print(len(graph.modules), graph.direct_import_exists(importer="hpcopt.solvers.dcas_nsa",
+                                                     imported="hpcopt.agents.nsa"))
+sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))
+"""
+
+
+def test_import_linter_contracts(tmp_path):
+    if importlib.util.find_spec("importlinter") is None and not os.environ.get("CI"):
+        pytest.skip("import-linter is not installed (the dev extra has it)")
+    tree = _linked_tree(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, "-c", LINT, str(PYPROJECT)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # the whole package, lazy imports inside functions included
+    n_modules, lazy_seen = out.stdout.splitlines()[0].split()
+    assert int(n_modules) == len(modules()) and lazy_seen == "True"
+
+
 def test_no_module_of_the_old_layout_is_left_behind():
-    for name in ("hpcopt.tjap", "hpcopt.learn"):
+    for name in ("hpcopt.tjap", "hpcopt.learn", "hpcopt.policies.cloud",
+                 "hpcopt.policies.topology", "hpcopt.workloads.deferrable"):
         assert importlib.util.find_spec(name) is None, name
     assert not (ROOT / "hpcopt" / "learn").exists()
 
