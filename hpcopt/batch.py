@@ -344,13 +344,6 @@ def run_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: i
     return run
 
 
-def solve_file(path: str, backends: list[str] | None, time_limit: float | None = None,
-               seed: int | None = None, solver_options: dict | None = None,
-               rule=None) -> list[dict]:
-    """Rows for one instance file solved by each backend (``None``: the model's default)."""
-    return solve_item(Item(str(path)), backends, time_limit, seed, solver_options, rule)[0]
-
-
 def solve_batch(patterns, backends=None, *, time_limit=None, seed=None, workers: int = 1,
                 progress: bool = False, solver_options: dict | None = None,
                 rule=None) -> list[dict]:

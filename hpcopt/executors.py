@@ -46,7 +46,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import HpcoptError, one_line
+from .errors import HpcoptError, OptionError, one_line
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MAX_CHUNK = 200
@@ -445,7 +445,8 @@ class DaskExecutor(Executor):
 
     def __init__(self, spec: str | None = None, *, client=None):
         if client is None and spec is None:
-            raise ValueError("DaskExecutor needs a spec or a client")
+            raise OptionError("DaskExecutor needs a scheduler: spec='local:N' or an address "
+                              "(as for --dask), or client=, a distributed.Client")
         self._own = client is None
         self.cluster = None
         if client is None:

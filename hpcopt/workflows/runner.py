@@ -4,8 +4,8 @@ A workflow's stages (``hpcopt.workflows.stages``) enter a real background trace 
 the one driver loop (``Simulator.run``; any policy, FCFS + EASY by default).  Stage jobs are
 injected with ``Simulator.submit`` and followed with ``subscribe`` (START, COMPLETE, PASS);
 what-if questions fork the simulator and ask ``Simulator.run_until``; there is no second
-simulation loop and no copy of a scheduling rule (DESIGN.md, "one loop").  The ASA paper's
-sections 2.2, 3.2 and 4.1.
+simulation loop and no copy of a scheduling rule (docs/architecture.md, "One loop").  The ASA
+paper's sections 2.2, 3.2 and 4.1.
 
 A *strategy* says when each stage job is submitted; a *mode* says what an allocation that
 would start before its predecessor ends does.  Both are small objects (``Strategy``,
