@@ -19,8 +19,12 @@ The rules (what a documentation writer can rely on):
   HPCOPT_DATA is unset.
 
 A block runs the file's earlier blocks first when they have not run yet, so each block is
-also a test of its own (file:line) in any order. The pages must also stay free of what
-users cannot use: issue numbers, commit hashes, paths outside the project.
+also a test of its own (file:line) in any order.  Blocks that need Slurm start real testbeds:
+they are in the slow tier (``-m slow``), and a block outside it runs none of them first.
+Every testbed a page starts (``hpcopt slurm testbed start DIR``) and does not stop is stopped
+by the harness as soon as one of the page's blocks fails, and in any case when this module
+ends.  The pages must also stay free of what users cannot use: issue numbers, commit hashes,
+paths outside the project.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -43,6 +47,7 @@ COMMAND_TIMEOUT_S = 120
 RUN_LANGUAGES = ("python", "console")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 GATE = re.compile(r"<!--\s*doctest:\s*(needs(?:\s+(?:slurm|data|ml))+|skip\b[^>]*?)\s*-->")
+TESTBED = re.compile(r"\bhpcopt\s+slurm\s+testbed\s+(start|stop)\s+([^\s;&|]+)")
 
 
 def doc_files() -> list[Path]:
@@ -158,8 +163,22 @@ def output_matches(expected: list[str], actual: list[str]) -> bool:
     return match(0, 0)
 
 
-def run_console(block: Block, cwd: Path, env: dict) -> None:
+def track_testbeds(command: str, testbeds: set[str]) -> None:
+    """Note the testbed folders ``command`` starts (before it runs: a start that fails half
+    way may leave daemons) or stops."""
+    for verb, folder in TESTBED.findall(command):
+        (testbeds.add if verb == "start" else testbeds.discard)(folder)
+
+
+def stop_testbed(folder: str, cwd: Path, env: dict) -> None:
+    subprocess.run([sys.executable, "-m", "hpcopt.cli", "slurm", "testbed", "stop", folder],
+                   cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+
+
+def run_console(block: Block, cwd: Path, env: dict, testbeds: set[str] | None = None) -> None:
     for command, expected in parse_console(block.text):
+        if testbeds is not None:
+            track_testbeds(command, testbeds)
         try:
             proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, text=True,
                                   capture_output=True, timeout=COMMAND_TIMEOUT_S)
@@ -194,6 +213,17 @@ class FileRun:
     cwd: Path
     namespace: dict = field(default_factory=lambda: {"__name__": "__doc__"})
     done: dict = field(default_factory=dict)    # block index -> None (ok) or failure text
+    testbeds: set = field(default_factory=set)  # testbed folders started and not yet stopped
+
+    def stop_testbeds(self) -> None:
+        """Stop every testbed this page started and has not stopped."""
+        env = _env(Block(Path(), 0, "console", ""))
+        for folder in sorted(self.testbeds):
+            try:
+                stop_testbed(folder, self.cwd, env)
+            except (OSError, subprocess.SubprocessError):
+                pass  # the next folder still gets its stop
+        self.testbeds.clear()
 
 
 _RUNS: dict[Path, FileRun] = {}
@@ -213,7 +243,7 @@ def _env(block: Block) -> dict:
 def _run_one(block: Block, run: FileRun, monkeypatch) -> None:
     env = _env(block)
     if block.language == "console":
-        run_console(block, run.cwd, env)
+        run_console(block, run.cwd, env, run.testbeds)
         return
     with monkeypatch.context() as m:
         m.chdir(run.cwd)
@@ -226,15 +256,19 @@ def _run_one(block: Block, run: FileRun, monkeypatch) -> None:
 def run_through(run: FileRun, index: int, monkeypatch) -> None:
     """Run the file's runnable blocks up to ``index`` that have not run; fail ``index`` if
     it fails, or if an earlier block it may depend on failed."""
+    slurm_tier = "slurm" in run.blocks[index].needs
     for i in range(index + 1):
         block = run.blocks[i]
         if i in run.done or block.language not in RUN_LANGUAGES or gate_reason(block):
             continue
+        if "slurm" in block.needs and not slurm_tier:
+            continue  # a block of the slow tier; a block outside it does not depend on it
         try:
             _run_one(block, run, monkeypatch)
             run.done[i] = None
         except BaseException as exc:  # pytest's Failed is a BaseException
             run.done[i] = str(exc)
+            run.stop_testbeds()  # the page's later blocks (its `testbed stop`) will not run
             if i == index:
                 raise
             pytest.fail(f"{run.blocks[index].where}: an earlier block of the file failed "
@@ -250,8 +284,16 @@ def _cases():
             continue
         for index, block in enumerate(parse_blocks(path)):
             if block.language in RUN_LANGUAGES:
-                cases.append(pytest.param(path, index, id=block.where))
+                marks = [pytest.mark.slow] if "slurm" in block.needs else []
+                cases.append(pytest.param(path, index, id=block.where, marks=marks))
     return cases
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_testbeds_left():
+    yield
+    for run in _RUNS.values():
+        run.stop_testbeds()
 
 
 @pytest.mark.parametrize("path,index", _cases())
@@ -337,3 +379,24 @@ def test_parse_blocks_reads_gates(tmp_path):
         (16, "python", "needs ml data")]
     assert [b.needs for b in blocks] == [{"data"}, set(), set(), {"ml", "data"}]
     assert blocks[2].text == "x = 1\n"
+
+
+def test_the_harness_tracks_testbeds_and_stops_those_a_failed_page_left(tmp_path, monkeypatch):
+    testbeds: set[str] = set()
+    track_testbeds("hpcopt slurm testbed start tb --nodes 8", testbeds)
+    track_testbeds("SLURM_CONF=$PWD/tb/slurm.conf sbatch --wrap true", testbeds)
+    assert testbeds == {"tb"}
+    track_testbeds("hpcopt slurm testbed stop tb", testbeds)
+    assert testbeds == set()
+
+    page = tmp_path / "page.md"  # a block fails before its own `testbed stop` line
+    page.write_text("```console\n$ echo hpcopt slurm testbed start tb1\n"
+                    "hpcopt slurm testbed start tb1\n$ false\n"
+                    "$ hpcopt slurm testbed stop tb1\n```\n")
+    stopped = []
+    monkeypatch.setitem(globals(), "stop_testbed", lambda folder, cwd, env: stopped.append(folder))
+    blocks = [replace(b, path=REPO / "docs" / "page.md") for b in parse_blocks(page)]
+    run = FileRun(blocks, tmp_path)
+    with pytest.raises(pytest.fail.Exception):
+        run_through(run, 0, monkeypatch)
+    assert stopped == ["tb1"] and run.testbeds == set()
