@@ -202,7 +202,7 @@ def test_cli_train_osdec_writes_its_files(tmp_path, capsys):
 
 
 def test_missing_checkpoint_is_a_one_line_error(tmp_path, monkeypatch):
-    from hpcopt.policies import osdec as pol
+    from hpcopt.policies import osdec_learned as pol
 
     with pytest.raises(HpcoptError) as err:
         simulate_osdec(SMALL, "osdec", checkpoint=str(tmp_path / "none.pt"))
