@@ -15,12 +15,13 @@ The rules (what a documentation writer can rely on):
   (runs where Slurm's ``sbatch`` is installed), ``<!-- doctest: needs data -->`` (runs where
   the real-data folder exists; the environment variable HPCOPT_DATA points at it),
   ``<!-- doctest: needs ml -->`` (runs where torch, the ``ml`` extra, is installed; needs
-  combine: ``needs ml data``), ``<!-- doctest: skip (reason) -->``. Without ``needs data``,
-  HPCOPT_DATA is unset.
+  combine: ``needs ml data``), ``<!-- doctest: needs slow -->`` (runs in the slow tier,
+  ``-m slow``: a long run, such as training), ``<!-- doctest: skip (reason) -->``. Without
+  ``needs data``, HPCOPT_DATA is unset.
 
 A block runs the file's earlier blocks first when they have not run yet, so each block is
 also a test of its own (file:line) in any order.  Blocks that need Slurm start real testbeds:
-they are in the slow tier (``-m slow``), and a block outside it runs none of them first.
+they are in the slow tier too.  A block outside the slow tier runs none of its blocks first.
 Every testbed a page starts (``hpcopt slurm testbed start DIR``) and does not stop is stopped
 by the harness as soon as one of the page's blocks fails, and in any case when this module
 ends.  The pages must also stay free of what users cannot use: issue numbers, commit hashes,
@@ -46,7 +47,8 @@ DATA_DIR = REPO.parent / "shared" / "data"
 COMMAND_TIMEOUT_S = 120
 RUN_LANGUAGES = ("python", "console")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
-GATE = re.compile(r"<!--\s*doctest:\s*(needs(?:\s+(?:slurm|data|ml))+|skip\b[^>]*?)\s*-->")
+GATE = re.compile(r"<!--\s*doctest:\s*(needs(?:\s+(?:slurm|data|ml|slow))+|skip\b[^>]*?)\s*-->")
+SLOW = {"slurm", "slow"}  # blocks that need one of these are in the slow tier
 TESTBED = re.compile(r"\bhpcopt\s+slurm\s+testbed\s+(start|stop)\s+([^\s;&|]+)")
 
 
@@ -64,7 +66,8 @@ class Block:
 
     @property
     def needs(self) -> set[str]:
-        """What the block needs: ``slurm``, ``data`` (the real-data folder), ``ml`` (torch)."""
+        """What the block needs: ``slurm``, ``data`` (the real-data folder), ``ml`` (torch),
+        ``slow`` (the slow tier)."""
         return set(self.gate.split()[1:]) if self.gate.startswith("needs") else set()
 
     @property
@@ -256,12 +259,12 @@ def _run_one(block: Block, run: FileRun, monkeypatch) -> None:
 def run_through(run: FileRun, index: int, monkeypatch) -> None:
     """Run the file's runnable blocks up to ``index`` that have not run; fail ``index`` if
     it fails, or if an earlier block it may depend on failed."""
-    slurm_tier = "slurm" in run.blocks[index].needs
+    slow_tier = bool(run.blocks[index].needs & SLOW)
     for i in range(index + 1):
         block = run.blocks[i]
         if i in run.done or block.language not in RUN_LANGUAGES or gate_reason(block):
             continue
-        if "slurm" in block.needs and not slurm_tier:
+        if block.needs & SLOW and not slow_tier:
             continue  # a block of the slow tier; a block outside it does not depend on it
         try:
             _run_one(block, run, monkeypatch)
@@ -284,7 +287,7 @@ def _cases():
             continue
         for index, block in enumerate(parse_blocks(path)):
             if block.language in RUN_LANGUAGES:
-                marks = [pytest.mark.slow] if "slurm" in block.needs else []
+                marks = [pytest.mark.slow] if block.needs & SLOW else []
                 cases.append(pytest.param(path, index, id=block.where, marks=marks))
     return cases
 
@@ -372,12 +375,13 @@ def test_parse_blocks_reads_gates(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("text\n\n<!-- doctest: needs data -->\n```console\n$ true\n```\n\n"
                     "```text\nshown\n```\n<!-- doctest: skip (slow) -->\n```python\nx = 1\n```\n"
-                    "<!-- doctest: needs ml data -->\n```python\ny = 2\n```\n")
+                    "<!-- doctest: needs ml data -->\n```python\ny = 2\n```\n"
+                    "<!-- doctest: needs ml slow -->\n```console\n$ true\n```\n")
     blocks = parse_blocks(page)
     assert [(b.line, b.language, b.gate) for b in blocks] == [
         (4, "console", "needs data"), (8, "text", ""), (12, "python", "skip (slow)"),
-        (16, "python", "needs ml data")]
-    assert [b.needs for b in blocks] == [{"data"}, set(), set(), {"ml", "data"}]
+        (16, "python", "needs ml data"), (20, "console", "needs ml slow")]
+    assert [b.needs for b in blocks] == [{"data"}, set(), set(), {"ml", "data"}, {"ml", "slow"}]
     assert blocks[2].text == "x = 1\n"
 
 
