@@ -97,7 +97,7 @@ from .orders import STATIC_KEYS, get_order
 from .picks import RESERVE_RULES, OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
-from .resources import CapacityProfile, NodePool, fitting_prefix, make_pool
+from .resources import CapacityProfile, make_pool
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 
@@ -223,7 +223,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         self._starts_prefix = self._prefix_rule()
         self._quiet_ok = (self._waits_for_head and self._static
                           and self.backfilling and starvation_bound is None
-                          and type(self.pool) is NodePool and not self._one_pick)
+                          and self.pool.counts_only and not self._one_pick)
         self._quiet = None  # (reserved, shadow, extra, queue length) after the last pass
         self._dirty = True  # freed, started or reordered since the last pass
 
@@ -235,11 +235,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         finally:
             if enabled:
                 gc.enable()
-        empty = self._empty
-        if len(records) != len(trace) or (
-                not all(map(empty.fits, trace)) if type(empty) is not NodePool
-                else trace and (max(map(_job_nodes, trace)) > empty.total
-                                or any(map(_job_bb, trace)) or any(map(_job_ssd, trace)))):
+        if len(records) != len(trace) or not self._empty.each_fits(trace):
             self.records = {}
             for job in trace:  # raises on the first duplicate id or job too large
                 self._register(job)
@@ -502,14 +498,12 @@ class Simulator(EasyBackfill, OnePickPasses):
         if reserve is None and rest:
             head = rest[0]
             pool = self.pool
-            if self._waits_for_head and not (
-                    head.nodes <= pool.free and not (head.bb or head.ssd)
-                    if type(pool) is NodePool else pool.fits(head)):
+            if self._waits_for_head and not pool.fits(head):
                 reserve = head  # the policy starts nothing: its reservation is the head
             elif self._starts_prefix:  # its decision: the window's longest prefix that fits
                 w = self.window_size
                 jobs = rest if w is None or w >= len(rest) else rest[:w]
-                k = fitting_prefix(jobs, pool, take=False)
+                k = pool.fitting_prefix(jobs, take=False)
                 self._start_ready(jobs[:k], started)
                 if self.backfilling and k < len(rest):
                     reserve = rest[k]  # the first window job that did not start
@@ -541,7 +535,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         if subs and subs.get(Event.RESERVE):
             self._emit(Event.RESERVE, (reserved, shadow))
         queue = self.queue
-        if len(queue) > seen and self.pool.free:  # (a NodePool here: see _quiet_ok)
+        if len(queue) > seen and self.pool.free:  # (counts_only: see _quiet_ok)
             started: set[int] = set()
             self.backfill(queue[seen:], reserved, shadow, extra, started)
             if started:
@@ -571,13 +565,12 @@ class Simulator(EasyBackfill, OnePickPasses):
         ids = decision.start
         if not ids:
             return
-        pool, n = self.pool, len(ids)
-        if type(pool) is NodePool and not started and not decision.allocations \
-                and n <= len(window_jobs):
+        n = len(ids)
+        if not started and not decision.allocations and n <= len(window_jobs):
             # a prefix of the window that fits together (head first; window jobs have
-            # distinct ids, so no job starts twice): the checks below, on node counts
+            # distinct ids, so no job starts twice): the checks below, in one call
             chosen = window_jobs[:n]
-            if all(map(_is_id, chosen, ids)) and fitting_prefix(chosen, pool, take=False) == n:
+            if all(map(_is_id, chosen, ids)) and self.pool.fitting_prefix(chosen, False) == n:
                 self._start_ready(chosen, started)
                 return
         by_id = _lookup(ids, window_jobs)
@@ -637,13 +630,9 @@ class Simulator(EasyBackfill, OnePickPasses):
                     self._held = new
                 job = new
         rec = self.records[job.id]
-        pool, now = self.pool, self.now + (self.launch_delay if self._delay_of is None
-                                           else self._drawn_delay(job))  # it runs from then
-        if type(pool) is NodePool and job.nodes <= pool.free and not (job.bb or job.ssd):
-            pool.free -= job.nodes  # NodePool.take, without the method calls
-            rec.allocation = alloc = job.nodes
-        else:
-            rec.allocation = alloc = pool.take(job, allocation)
+        now = self.now + (self.launch_delay if self._delay_of is None
+                          else self._drawn_delay(job))  # it runs from then
+        rec.allocation = alloc = self.pool.take(job, allocation)
         rec.start = now
         rec.end = end = now + job.runtime
         rec.mode = RESERVED if (mode == READY and rec.reserved_at is not None) else mode
@@ -752,11 +741,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         pos = bisect_left(keys, key)
         del keys[pos]
         run = self._run_vals.pop(pos)
-        pool = self.pool
-        if type(pool) is NodePool:
-            pool.free += job.nodes  # NodePool.give
-        else:
-            pool.give(job, run.allocation)
+        self.pool.give(job, run.allocation)
         self._dirty = True
         if self._finished is not None:
             self._release(job.id)
@@ -880,8 +865,7 @@ def fewer_collections():
                 gc.set_threshold(*_GC_SAVED[0])
                 _GC_SAVED.clear()
 
-_job_id, _job_nodes = attrgetter("id"), attrgetter("nodes")
-_job_bb, _job_ssd = attrgetter("bb"), attrgetter("ssd")
+_job_id = attrgetter("id")
 
 
 def _lookup(ids: Sequence[int], jobs: Sequence[Job]) -> dict[int, Job]:

@@ -11,7 +11,6 @@ from hpcopt.domain import Job
 from hpcopt.errors import SimulationError
 
 from .records import BACKFILLED, Event
-from .resources import NodePool
 
 
 class EasyBackfill:
@@ -22,92 +21,38 @@ class EasyBackfill:
         """EASY reservation for ``job``: ``(shadow time, extra resources)``.
 
         Walk running jobs by estimated end, releasing all that end at the same time together,
-        until ``job`` fits; the extra state is what is free then, minus ``job``'s demand.
+        until ``job`` fits; the extra state is what is free then, minus ``job``'s demand
+        (``ResourcePool.reservation``).
         """
-        shadow = self.now
-        keys, vals = self._run_keys, self._run_vals
-        i, n = 0, len(vals)
-        pool = self.pool
-        if type(pool) is NodePool and not (job.bb or job.ssd):  # the same walk on counts
-            need, avail = job.nodes, pool.free
-            while avail < need:
-                if i == n:
-                    raise SimulationError(f"job {job.id} can never fit the system")
-                shadow = keys[i][0]
-                while i < n and keys[i][0] == shadow:
-                    avail += keys[i][2]
-                    i += 1
-            tmp = pool.copy()
-            tmp.free = avail - need
-        else:
-            tmp = pool.copy()
-            while not tmp.fits(job):
-                if i == n:
-                    raise SimulationError(f"job {job.id} can never fit the system")
-                shadow = keys[i][0]
-                while i < n and keys[i][0] == shadow:
-                    tmp.give(vals[i].job, vals[i].allocation)
-                    i += 1
-            tmp.take(job)
+        got = self.pool.reservation(job, self._run_keys, self._run_vals, self.now)
+        if got is None:
+            raise SimulationError(f"job {job.id} can never fit the system")
+        shadow = got[0]
         rec = self.records[job.id]
         if rec.reserved_at is None:
             rec.reserved_at = shadow
         if self._subscribers and self._subscribers.get(Event.RESERVE):
             self._emit(Event.RESERVE, (job, shadow))
-        return shadow, tmp
+        return got
 
     def backfill(self, ordered: Sequence[Job], reserved: Job, shadow: float, extra,
                  started: set[int]) -> None:
         """EASY scan of ``ordered`` around the reservation of ``reserved``."""
-        if type(self.pool) is NodePool and self.pool.free == 0:
+        pool = self.pool
+        if not pool.free_nodes:
             return  # nothing fits now (the candidate scan would stop at once)
-        start, counts = self.start, type(extra) is NodePool
-        for job, alloc in self.backfill_candidates(ordered, reserved, shadow, extra, started):
+        start = self.start
+        for job, alloc in pool.backfill_candidates(ordered, reserved, shadow, extra, started,
+                                                   self.now):
             if alloc is not None:
-                if counts:
-                    extra.free -= alloc  # NodePool.take: the candidate test checked the fit
-                else:
-                    extra.take(job, alloc)
+                extra.take(job, alloc)  # (the candidate test checked the fit)
             started.add(job.id)
             start(job, BACKFILLED, alloc)
 
     def backfill_candidates(self, jobs: Iterable[Job], reserved: Job, shadow: float, extra,
                             skip: set | frozenset = frozenset()) -> Iterator[tuple]:
         """The jobs of ``jobs`` (ids in ``skip`` and ``reserved`` aside) that may backfill now
-        around the reservation, as ``(job, allocation)``: the job fits now and either ends by
-        its walltime no later than ``shadow`` (allocation ``None``) or the very resources it
-        takes now (the allocation) are among the ``extra`` ones.  Lazy: each job is tested
-        against the state at the moment it is reached, so a caller that starts a candidate
-        before asking for the next gets the EASY scan."""
-        pool, now = self.pool, self.now
-        if type(pool) is NodePool and type(extra) is NodePool:
-            # the same test on node counts (a NodePool job asks for nodes only; its plan is
-            # its node count): no method call per queued job
-            free = pool.free
-            for job in jobs:
-                if free == 0:
-                    return
-                nodes = job.nodes
-                if nodes > free or job is reserved or job.id in skip:
-                    continue
-                if now + job.walltime <= shadow:
-                    yield job, None
-                elif nodes <= extra.free:
-                    yield job, nodes
-                else:
-                    continue
-                free = pool.free  # the caller may have started it
-            return
-        for job in jobs:
-            if pool.free_nodes == 0:
-                return
-            if job.id in skip or job is reserved or not pool.fits(job):
-                continue
-            if now + job.walltime <= shadow:
-                yield job, None
-            else:
-                # it will still run at the shadow time: the very resources it takes now
-                # must be left over by the reserved job then
-                alloc = pool.plan(job)
-                if extra.fits(job, alloc):
-                    yield job, alloc
+        around the reservation, as ``(job, allocation)`` (``ResourcePool.backfill_candidates``:
+        lazy, so a caller that starts a candidate before asking for the next gets the EASY
+        scan)."""
+        return self.pool.backfill_candidates(jobs, reserved, shadow, extra, skip, self.now)

@@ -8,6 +8,8 @@ richer states (burst buffer, SSD classes, node sets on a topology) implement the
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from hpcopt.domain import Job, System
@@ -18,41 +20,83 @@ _new_pool = object.__new__
 
 def fitting_prefix(jobs, pool, take: bool = True) -> int:
     """How many of ``jobs``, in order, fit the free resources together up to the first that
-    does not (the head-first rule); they are taken from ``pool`` unless ``take`` is false.
-    On a ``NodePool`` the rule of ``fits``/``take`` is applied to the node count."""
-    if type(pool) is NodePool:
-        free, k = pool.free, 0
+    does not (the head-first rule); they are taken from ``pool`` unless ``take`` is false."""
+    return pool.fitting_prefix(jobs, take)
+
+
+class ResourcePool:
+    """The rules the driver applies to any resource state, written once over its ``fits``,
+    ``plan``, ``take``, ``give`` and ``copy``.  A state with a cheaper exact rule (``NodePool``,
+    counting nodes) overrides them; the answers are the same."""
+
+    __slots__ = ()
+    counts_only = False
+    """The state is one count of free nodes that only ``take`` and ``give`` change (the
+    driver may then keep a reservation over passes in which nothing was freed)."""
+
+    def fitting_prefix(self, jobs, take: bool = True) -> int:
+        """``fitting_prefix`` (module function) on this state."""
+        pool = self if take else self.copy()
+        k = 0
         for job in jobs:
-            nodes = job.nodes
-            if nodes > free or job.bb or job.ssd:
+            if not pool.fits(job):
                 break
-            free -= nodes
+            pool.take(job)
             k += 1
-        if take:
-            pool.free = free
         return k
-    if not take:
-        pool = pool.copy()
-    k = 0
-    for job in jobs:
-        if not pool.fits(job):
-            break
-        pool.take(job)
-        k += 1
-    return k
+
+    def each_fits(self, jobs) -> bool:
+        """Whether every one of ``jobs`` fits this state on its own."""
+        return all(map(self.fits, jobs))
+
+    def reservation(self, job: Job, ends, running, now: float):
+        """EASY's reservation walk for ``job``: ``(shadow time, extra state)``, or ``None``
+        when it never fits.  ``ends`` are the running jobs' ``(estimated end, seq, nodes)``
+        keys in order and ``running`` the ``RunningJob`` of each: releasing together all that
+        end at the same time, the shadow time is the first estimated end at which ``job``
+        fits (``now`` if it fits now), and the extra state is what is free then minus
+        ``job``'s demand."""
+        tmp = self.copy()
+        shadow, i, n = now, 0, len(running)
+        while not tmp.fits(job):
+            if i == n:
+                return None
+            shadow = ends[i][0]
+            while i < n and ends[i][0] == shadow:
+                tmp.give(running[i].job, running[i].allocation)
+                i += 1
+        tmp.take(job)
+        return shadow, tmp
+
+    def backfill_candidates(self, jobs, reserved: Job, shadow: float, extra, skip,
+                            now: float):
+        """The jobs of ``jobs`` (ids in ``skip`` and ``reserved`` aside) that may backfill at
+        ``now`` around a reservation at ``shadow`` whose extra state is ``extra``, as
+        ``(job, allocation)``: the job fits now and either ends by its walltime no later than
+        ``shadow`` (allocation ``None``) or the very resources it takes now (the allocation)
+        are among the extra ones.  Lazy: each job is tested against the state at the moment
+        it is reached, so a caller that starts a candidate before asking for the next gets
+        the EASY scan."""
+        for job in jobs:
+            if self.free_nodes == 0:
+                return
+            if job.id in skip or job is reserved or not self.fits(job):
+                continue
+            if now + job.walltime <= shadow:
+                yield job, None
+            else:
+                # it will still run at the shadow time: the very resources it takes now
+                # must be left over by the reserved job then
+                alloc = self.plan(job)
+                if extra.fits(job, alloc):
+                    yield job, alloc
 
 
-class NodePool:
-    """Interchangeable nodes: the state is the number of free nodes.
+class NodeCounts(ResourcePool):
+    """The rules of interchangeable nodes, read off ``free`` (a count): a job fits when it
+    asks for no more nodes than are free and for no burst buffer or SSD."""
 
-    The machine has no burst buffer and no SSD classes, so a job asking for either never fits.
-    """
-
-    __slots__ = ("total", "free")
-
-    def __init__(self, total: int, free: int | None = None) -> None:
-        self.total = int(total)
-        self.free = self.total if free is None else int(free)
+    __slots__ = ()
 
     @property
     def free_nodes(self) -> int:
@@ -64,6 +108,28 @@ class NodePool:
     def plan(self, job: Job):
         """The allocation ``take`` would make now, without taking it."""
         return job.nodes
+
+    def why_not(self, job: Job) -> str:
+        if job.bb or job.ssd:
+            return (f"needs burst buffer ({job.bb:g} GB) or SSD ({job.ssd:g} GB per node), "
+                    "and the system has neither")
+        return f"needs {job.nodes} nodes, {self.free} free"
+
+
+class NodePool(NodeCounts):
+    """Interchangeable nodes: the state is the number of free nodes.
+
+    The machine has no burst buffer and no SSD classes, so a job asking for either never fits.
+    The driver's rules (``ResourcePool``) are written here on the node count, without a
+    method call per job: the simulator spends most of its time in them.
+    """
+
+    __slots__ = ("total", "free")
+    counts_only = True
+
+    def __init__(self, total: int, free: int | None = None) -> None:
+        self.total = int(total)
+        self.free = self.total if free is None else int(free)
 
     def take(self, job: Job, allocation=None):
         """Allocate the job's resources; returns the allocation (here: the node count)."""
@@ -82,11 +148,56 @@ class NodePool:
         new.free = self.free
         return new
 
-    def why_not(self, job: Job) -> str:
+    def fitting_prefix(self, jobs, take: bool = True) -> int:
+        free, k = self.free, 0
+        for job in jobs:
+            nodes = job.nodes
+            if nodes > free or job.bb or job.ssd:
+                break
+            free -= nodes
+            k += 1
+        if take:
+            self.free = free
+        return k
+
+    def each_fits(self, jobs) -> bool:
+        return not jobs or (max(map(_job_nodes, jobs)) <= self.free
+                            and not any(map(_job_bb, jobs)) and not any(map(_job_ssd, jobs)))
+
+    def reservation(self, job: Job, ends, running, now: float):
         if job.bb or job.ssd:
-            return (f"needs burst buffer ({job.bb:g} GB) or SSD ({job.ssd:g} GB per node), "
-                    "and the system has neither")
-        return f"needs {job.nodes} nodes, {self.free} free"
+            return None
+        need, avail = job.nodes, self.free
+        shadow, i, n = now, 0, len(ends)
+        while avail < need:  # the walk on counts (the keys carry each job's nodes)
+            if i == n:
+                return None
+            shadow = ends[i][0]
+            while i < n and ends[i][0] == shadow:
+                avail += ends[i][2]
+                i += 1
+        tmp = _new_pool(NodePool)
+        tmp.total, tmp.free = self.total, avail - need
+        return shadow, tmp
+
+    def backfill_candidates(self, jobs, reserved: Job, shadow: float, extra, skip,
+                            now: float):
+        # a NodePool job asks for nodes only and its plan is its node count; ``extra`` is a
+        # NodePool (this pool's reservation)
+        free = self.free
+        for job in jobs:
+            if free == 0:
+                return
+            nodes = job.nodes
+            if nodes > free or job is reserved or job.id in skip:
+                continue
+            if now + job.walltime <= shadow:
+                yield job, None
+            elif nodes <= extra.free:
+                yield job, nodes
+            else:
+                continue
+            free = self.free  # the caller may have started it
 
     def free_dict(self) -> dict[str, float]:
         return {"nodes": self.free}
@@ -95,7 +206,10 @@ class NodePool:
         return f"NodePool(free={self.free}/{self.total})"
 
 
-class MultiPool:
+_job_nodes, _job_bb, _job_ssd = attrgetter("nodes"), attrgetter("bb"), attrgetter("ssd")
+
+
+class MultiPool(ResourcePool):
     """Nodes in SSD classes plus a shared burst buffer (BBSched's resources).
 
     A job needs ``nodes`` nodes whose SSD size is at least its ``ssd`` request, and ``bb`` GB
@@ -185,7 +299,7 @@ class MultiPool:
         return f"MultiPool({self.free_dict()})"
 
 
-class TopologyPool:
+class TopologyPool(ResourcePool):
     """Distinguishable nodes on a network topology: the state is the set of idle node ids.
 
     ``take(job)`` without an allocation is first-fit contiguous: the lowest run of at least
@@ -282,7 +396,7 @@ class CapacityProfile:
         return f"CapacityProfile({len(self.values)} steps of {self.period:g})"
 
 
-class CapacityPool(NodePool):
+class CapacityPool(NodeCounts):
     """Interchangeable nodes (or cores) under a time-varying capacity (cloud slots, OSDEC).
 
     ``total`` is the machine (no job is larger), ``capacity`` the part usable at the current
@@ -292,7 +406,7 @@ class CapacityPool(NodePool):
     violation the model prices), not an error.
     """
 
-    __slots__ = ("profile", "capacity", "used")
+    __slots__ = ("total", "profile", "capacity", "used")
 
     def __init__(self, total: int, profile, capacity: int | None = None,
                  used: int = 0) -> None:
@@ -302,7 +416,7 @@ class CapacityPool(NodePool):
         self.used = int(used)
 
     @property
-    def free(self) -> int:  # NodePool's counting rules read self.free
+    def free(self) -> int:  # the NodeCounts rules read self.free
         return max(0, self.capacity - self.used)
 
     def take(self, job: Job, allocation=None):
