@@ -92,12 +92,14 @@ from operator import attrgetter
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
 
+from .context import PassContext
 from .easy import EasyBackfill
 from .orders import STATIC_KEYS, get_order
-from .picks import RESERVE_RULES, OnePickPasses, PickRequest
+from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
 from .resources import CapacityProfile, make_pool
+from .settings import DriverOptions, DriverSettings
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 
@@ -105,7 +107,7 @@ _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 _COMPLETE, _SUBMIT, _TICK, _RELEASE = 0, 1, 2, 3  # release: a job's earliest start
 
 
-class Simulator(EasyBackfill, OnePickPasses):
+class Simulator:
     """Simulate ``jobs`` on ``system`` under a window ``policy``.
 
     Parameters
@@ -113,24 +115,22 @@ class Simulator(EasyBackfill, OnePickPasses):
     jobs : iterable of Job, with unique ids and sizes not above the system.
     system : System.
     policy : a policy object (``decide(window) -> Decision``), see ``hpcopt.policies``.
-    order : base order ``fcfs``, ``sjf`` or ``wfp``; default the policy's own order or fcfs.
-    backfill : ``"easy"`` or ``"none"``; default the policy's ``backfill`` attribute, else easy.
-    window : W, the number of queued jobs the policy sees; ``None`` = the policy's default.
-    starvation_bound : K; a job passed over K times is served first. ``None`` = the policy's
-        ``starvation_bound`` attribute if it has one, else off.
-    period : if set, passes happen only every ``period`` seconds (ticks), not at every event;
-        default the policy's ``period`` attribute if it has one.
-    progress : show a progress bar over completed jobs.
-    launch_delay : seconds between a start decision and the job's real start (a real resource
-        manager's launch latency, ``hpcopt slurm run``'s cycle): the job takes its resources at
-        the decision and runs (and is planned) from the decision plus the delay; default 0.
-        A callable ``f(job) -> seconds`` gives each start its own delay (for example a draw
-        from measured latencies with the caller's seeded generator).
+    order, backfill, window, starvation_bound, period, progress, launch_delay : the driver
+        settings (``hpcopt.sim.settings.DriverOptions``): base order ``fcfs``, ``sjf`` or
+        ``wfp``; ``"easy"`` or ``"none"``; W, the queued jobs the policy sees; K, a job
+        passed over K times is served first; passes only every ``period`` seconds (ticks);
+        a progress bar over completed jobs; seconds between a start decision and the job's
+        real start (a real resource manager's launch latency, ``hpcopt slurm run``'s cycle:
+        the job takes its resources at the decision and runs, and is planned, from the
+        decision plus the delay), or ``f(job) -> seconds`` for each start's own delay.
+        ``None`` leaves a setting to the policy's hooks.  They are resolved once into
+        ``settings`` (a frozen ``DriverSettings``).
 
     A policy may define ``attach(sim)``: it is called once, first thing, so that it can
     prepare for the machine (a learned policy loads its checkpoint and sets its window) and
     subscribe to events.  Every hook the driver reads is declared, with its default, in
-    ``hpcopt.sim.protocol.PolicyHooks``.
+    ``hpcopt.sim.protocol.PolicyHooks``.  The EASY rule (``easy``) and the one-pick passes
+    are strategies over one ``PassContext`` (``context``).
     """
 
     def __init__(
@@ -153,58 +153,36 @@ class Simulator(EasyBackfill, OnePickPasses):
         attach = getattr(policy, "attach", None)  # the protocol: hpcopt.sim.protocol
         if attach is not None:
             attach(self)
-        hooks = policy_hooks(policy)
-        self._one_pick = bool(hooks.one_pick)
-        self._fit_only = bool(hooks.fit_only)
-        self.reserve_rule = hooks.reserve_rule
-        if self._one_pick and self.reserve_rule not in RESERVE_RULES:
-            raise SimulationError(f"reserve rule must be one of {RESERVE_RULES}, got "
-                                  f"{self.reserve_rule!r}")
-        self.order_name = order or hooks.order or "fcfs"
-        self._key, self._static = get_order(self.order_name)
-        self._tail_key = STATIC_KEYS.get(self.order_name)  # None: compare by self._key
-        if backfill is None:
-            backfill = hooks.backfill
-        if backfill in (True, "easy"):
-            self.backfilling = True
-        elif backfill in (False, "none"):
-            self.backfilling = False
-        else:
-            raise SimulationError(f"backfill must be 'easy' or 'none', got {backfill!r}")
-        self.window_size = window if window is not None else hooks.window
-        if window is not None and hooks.window_fixed and window != hooks.window:
-            raise SimulationError(f"policy {getattr(policy, 'name', '?')!r} picks among "
-                                  f"W={hooks.window} jobs (its network's input); window "
-                                  f"{window} does not apply")
-        if self.window_size is not None and self.window_size < 1:
-            raise SimulationError(f"window must be >= 1, got {self.window_size}")
-        if starvation_bound is None:
-            starvation_bound = hooks.starvation_bound
-        if starvation_bound is not None and starvation_bound < 1:
-            raise SimulationError(f"starvation bound must be >= 1, got {starvation_bound}")
-        self.starvation_bound = starvation_bound
-        if period is None:
-            period = hooks.period
-        if period is not None and not period > 0:
-            raise SimulationError(f"period must be > 0 seconds, got {period}")
-        self.period = period
-        self.progress = progress
-        self._delay_of = launch_delay if callable(launch_delay) else None
-        if self._delay_of is not None:
-            launch_delay = 0.0
-        elif not (math.isfinite(launch_delay) and launch_delay >= 0):
-            raise SimulationError(f"launch delay must be >= 0 seconds, got {launch_delay!r}")
-        self.launch_delay = float(launch_delay)
-
+        options = DriverOptions(order, backfill, window, starvation_bound, period, progress,
+                                launch_delay)
+        self.settings = settings = DriverSettings.resolve(
+            policy, options, capacity=system.capacity is not None)
+        self._key, self._static = get_order(settings.order)
+        self._tail_key = STATIC_KEYS.get(settings.order)  # None: compare by self._key
+        self._one_pick = settings.one_pick
+        self._waits_for_head = settings.waits_for_head
+        # the launch delay in force (Simulator.at places running jobs without it)
+        self._delay, self._delay_of = settings.launch_delay, settings.delay_of
         self.pool = make_pool(system)
         self._capacity = hasattr(self.pool, "set_time")  # a time-varying capacity
-        if self._capacity and self.backfilling:
-            raise SimulationError("EASY backfilling plans on a fixed machine; a system with a "
-                                  "capacity profile runs with backfill='none'")
+        self._empty = make_pool(system)  # never touched: "can this job ever run here?"
+        self._init_state()
+        self._starts_prefix = self._prefix_rule()
+        self._quiet_ok = (self._waits_for_head and self._static and settings.backfill
+                          and settings.starvation_bound is None
+                          and self.pool.counts_only and not self._one_pick)
+        self._load(jobs)
+        self.context = PassContext(self, settings, self.pool, self._run_keys, self._run_vals,
+                                   self.records, self.start, self._begin_pass,
+                                   self._serve_starved, self._finish_pass, self._subscribers)
+        self.easy = EasyBackfill(self.context)
+        self._picks = OnePickPasses(self.context, self.easy) if self._one_pick else None
+
+    def _init_state(self) -> None:
+        """The empty loop: no time yet, nothing queued, running or recorded."""
         self.upcoming: dict = {}  # id -> submitted job waiting for its earliest start
         self.dropped: list[Job] = []  # jobs whose latest start passed (in drop order)
         self._deadlines = False  # some job has a latest start: drops are checked
-        self._empty = make_pool(system)  # never touched: "can this job ever run here?"
         self.now = -math.inf
         self.records: dict[int, JobRecord] = {}
         self.queue: list[Job] = []  # waiting jobs (kept in order when the order is static)
@@ -217,39 +195,53 @@ class Simulator(EasyBackfill, OnePickPasses):
         self._n_done = 0
         self.passes = 0  # scheduling passes run so far
         self._due = False  # a pass is due at the current time (set by advance)
-        self._held: Job | None = None  # a one-pick policy's reservation, kept until it starts
         self._start_hook: Callable | None = None  # see on_start
-        self._waits_for_head = bool(hooks.waits_for_head)
-        self._starts_prefix = self._prefix_rule()
-        self._quiet_ok = (self._waits_for_head and self._static
-                          and self.backfilling and starvation_bound is None
-                          and self.pool.counts_only and not self._one_pick)
         self._quiet = None  # (reserved, shadow, extra, queue length) after the last pass
         self._dirty = True  # freed, started or reordered since the last pass
+        # dependencies (Job.deps): a submitted job joins the queue once they have all finished
+        self._finished: set | None = None  # ids of finished jobs, kept once deps appear
+        self._blocked: dict = {}  # job id -> (job, ids of deps still running or waiting)
+        self._dependents: dict = defaultdict(list)  # dep id -> ids of blocked jobs
 
+    def _load(self, jobs: Iterable[Job]) -> None:
+        """Record the trace's jobs (in submit order), checked: unique ids, each fits the
+        empty machine, dependencies on known jobs."""
         trace = sorted(jobs, key=_by_submit_id)
         enabled = gc.isenabled()
         gc.disable()  # one record per job, no cycles: nothing for the collector (see run)
         try:
-            records = self.records = dict(zip(map(_job_id, trace), map(JobRecord, trace)))
+            records = dict(zip(map(_job_id, trace), map(JobRecord, trace)))
         finally:
             if enabled:
                 gc.enable()
-        if len(records) != len(trace) or not self._empty.each_fits(trace):
-            self.records = {}
+        if len(records) == len(trace) and self._empty.each_fits(trace):
+            self.records = records
+        else:
             for job in trace:  # raises on the first duplicate id or job too large
                 self._register(job)
         self._trace = trace
         self._n_trace = len(trace)
         self._next_trace = 0
         self._passed_view = _PassedView(self.records)
-        # dependencies (Job.deps): a submitted job joins the queue once they have all finished
-        self._finished: set | None = None  # ids of finished jobs, kept once deps appear
-        self._blocked: dict = {}  # job id -> (job, ids of deps still running or waiting)
-        self._dependents: dict = defaultdict(list)  # dep id -> ids of blocked jobs
         for job in trace:
             if job.deps:
                 self._check_deps(job)
+
+    # the resolved settings under their long-standing names (read-only)
+    order_name = property(lambda self: self.settings.order, doc="The base order.")
+    backfilling = property(lambda self: self.settings.backfill, doc="EASY backfilling on.")
+    window_size = property(lambda self: self.settings.window, doc="W (None: all).")
+    starvation_bound = property(lambda self: self.settings.starvation_bound,
+                                doc="K (None: off).")
+    period = property(lambda self: self.settings.period, doc="Seconds between passes.")
+    progress = property(lambda self: self.settings.progress, doc="A progress bar.")
+    reserve_rule = property(lambda self: self.settings.reserve_rule,
+                            doc="One-pick: the job reserved when a pick does not fit.")
+
+    @property
+    def launch_delay(self) -> float:
+        """Seconds from a start decision to the real start (``settings.launch_delay``)."""
+        return self.settings.launch_delay
 
     def _prefix_rule(self) -> bool:
         """Whether passes apply the head-first rule for the policy (module docstring, "Speed";
@@ -283,14 +275,14 @@ class Simulator(EasyBackfill, OnePickPasses):
                                       f"{job.earliest}")
             sim.upcoming[job.id] = job
         # the running ones started already: no delay for them
-        delay, delay_of = sim.launch_delay, sim._delay_of
-        sim.launch_delay, sim._delay_of = 0.0, None
+        delay, delay_of = sim._delay, sim._delay_of
+        sim._delay, sim._delay_of = 0.0, None
         for job, est_end, *allocation in running:
             remaining = max(0.0, float(est_end) - sim.now)
             job = replace(job, runtime=remaining, walltime=remaining, deps=())
             sim._register(job)
             sim.start(job, READY, allocation[0] if allocation else None)
-        sim.launch_delay, sim._delay_of = delay, delay_of
+        sim._delay, sim._delay_of = delay, delay_of
         if sim._capacity:
             sim.pool.set_time(sim.now)
         for job in queue:
@@ -366,28 +358,30 @@ class Simulator(EasyBackfill, OnePickPasses):
         current stage.  Ends when every job has finished, or as soon as ``until(sim)`` holds
         after an event time (``run_until``)."""
         bar = None
-        if self.progress and until is None:
+        settings = self.settings
+        if settings.progress and until is None:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5)
-        if self.period is not None and (self._trace or self._events) and not any(
+        period = settings.period
+        if period is not None and (self._trace or self._events) and not any(
                 e[1] == _TICK for e in self._events):  # (a resumed loop has its tick)
             starts = [e[0] for e in self._events]
             if self._trace:
                 starts.append(self._trace[0].submit)
             self._push(min(starts), _TICK, None)
         last = 0
-        one_pick = self._one_pick
+        picks = self._picks
         self._starts_prefix = self._prefix_rule()  # again: decide() may have been patched
         advance, schedule = self.advance, self.schedule
         while advance():
             if self._due:
-                if one_pick:
-                    yield from self._pick_pass()
+                if picks is not None:
+                    yield from picks.run()
                 elif self.queue:  # (a pass over an empty queue does nothing)
                     schedule()
-                if self.period is not None and self._pending():
-                    self._push(self.now + self.period, _TICK, None)
+                if period is not None and self._pending():
+                    self._push(self.now + period, _TICK, None)
             if bar is not None and self._n_done - last >= 500:
                 bar.total = len(self.records)  # jobs injected while it runs count too
                 bar.update(self._n_done - last)
@@ -466,7 +460,7 @@ class Simulator(EasyBackfill, OnePickPasses):
                 self._complete(payload)
         if self._deadlines:
             self._drop_late()
-        self._due = tick or self.period is None
+        self._due = tick or self.settings.period is None
         return True
 
     @property
@@ -478,8 +472,8 @@ class Simulator(EasyBackfill, OnePickPasses):
         """One scheduling pass at the current time (see the module docstring).
 
         For a one-pick policy the pass asks ``policy.pick`` for its choices."""
-        if self._one_pick:
-            self._answer(self._pick_pass())
+        if self._picks is not None:
+            self._answer(self._picks.run())
             return
         queue = self.queue
         if not queue:
@@ -493,29 +487,35 @@ class Simulator(EasyBackfill, OnePickPasses):
         reserve: Job | None = None
         shadow = extra = None
         rest = ordered
-        if self.starvation_bound is not None:
-            reserve, rest = self._serve_starved(ordered, started)
+        settings = self.settings
+        if settings.starvation_bound is not None:
+            reserve = self._serve_starved(ordered, started)
+            if reserve is not None:
+                rest = []
+            elif started:
+                rest = [j for j in ordered if j.id not in started]
         if reserve is None and rest:
             head = rest[0]
             pool = self.pool
             if self._waits_for_head and not pool.fits(head):
                 reserve = head  # the policy starts nothing: its reservation is the head
             elif self._starts_prefix:  # its decision: the window's longest prefix that fits
-                w = self.window_size
+                w = settings.window
                 jobs = rest if w is None or w >= len(rest) else rest[:w]
                 k = pool.fitting_prefix(jobs, take=False)
                 self._start_ready(jobs[:k], started)
-                if self.backfilling and k < len(rest):
+                if settings.backfill and k < len(rest):
                     reserve = rest[k]  # the first window job that did not start
             else:
                 window = self.window(rest)
                 decision = self.policy.decide(window)
                 self.apply(decision, window.jobs, started)
-                if self.backfilling and len(started) < len(ordered):
+                if settings.backfill and len(started) < len(ordered):
                     reserve = self._reserve_candidate(decision, window.jobs, rest, started)
-        if reserve is not None and self.backfilling:
-            shadow, extra = self.reserve(reserve)
-            self.backfill(ordered, reserve, shadow, extra, started)
+        if reserve is not None and settings.backfill:
+            easy = self.easy
+            shadow, extra = easy.reserve(reserve)
+            easy.backfill(ordered, reserve, shadow, extra, started)
         if started:
             self._drop_started(ordered, started)
         if self._quiet_ok:
@@ -537,7 +537,7 @@ class Simulator(EasyBackfill, OnePickPasses):
         queue = self.queue
         if len(queue) > seen and self.pool.free:  # (counts_only: see _quiet_ok)
             started: set[int] = set()
-            self.backfill(queue[seen:], reserved, shadow, extra, started)
+            self.easy.backfill(queue[seen:], reserved, shadow, extra, started)
             if started:
                 queue[seen:] = [j for j in queue[seen:] if j.id not in started]
         self._quiet = (reserved, shadow, extra, len(queue))
@@ -554,7 +554,7 @@ class Simulator(EasyBackfill, OnePickPasses):
 
     def window(self, ordered: Sequence[Job]) -> Window:
         """The snapshot a policy sees: the first W of ``ordered``."""
-        w = self.window_size
+        w = self.settings.window
         # time, jobs, resources, running, system, queue_length, passed (positional: cheaper)
         return Window(self.now, ordered if w is None or w >= len(ordered) else ordered[:w],
                       self.pool.copy(), self._run_vals, self.system, len(self.queue),
@@ -626,19 +626,15 @@ class Simulator(EasyBackfill, OnePickPasses):
                 if (new.id, new.nodes, new.bb, new.ssd) != (job.id, job.nodes, job.bb, job.ssd):
                     raise SimulationError(f"start hook changed job {job.id}'s id or size")
                 self.records[job.id].job = new
-                if job is self._held:
-                    self._held = new
                 job = new
         rec = self.records[job.id]
-        now = self.now + (self.launch_delay if self._delay_of is None
+        now = self.now + (self._delay if self._delay_of is None
                           else self._drawn_delay(job))  # it runs from then
         rec.allocation = alloc = self.pool.take(job, allocation)
         rec.start = now
         rec.end = end = now + job.runtime
         rec.mode = RESERVED if (mode == READY and rec.reserved_at is not None) else mode
         self._dirty = True
-        if job is self._held:
-            self._held = None
         est_end = now + job.walltime
         # one sequence number orders both the running list and the event heap (creation order)
         self._seq = seq = self._seq + 1
@@ -717,8 +713,6 @@ class Simulator(EasyBackfill, OnePickPasses):
         for job in gone:
             rec = self.records[job.id]
             rec.mode = DROPPED
-            if job is self._held:
-                self._held = None
             self.dropped.append(job)
             self._n_done += 1
             if self._subscribers.get(Event.DROP):
@@ -777,19 +771,31 @@ class Simulator(EasyBackfill, OnePickPasses):
                 return True
         return any(j.latest is not None for j in self.queue)
 
-    def _serve_starved(self, ordered: list[Job], started: set[int]):
-        """Start starved jobs first; the first one that does not fit is returned to reserve."""
-        bound = self.starvation_bound
+    def _serve_starved(self, ordered: list[Job], started: set[int]) -> Job | None:
+        """Start starved jobs first (they join ``started``); the first one that does not fit
+        is returned, to be reserved."""
+        bound = self.settings.starvation_bound
         records = self.records
-        starved = [j for j in ordered if records[j.id].passed >= bound]
-        for job in starved:
+        for job in [j for j in ordered if records[j.id].passed >= bound]:
             if not self.pool.fits(job):
-                return job, []
+                return job
             started.add(job.id)
             self.start(job, READY)
-        if not starved:
-            return None, ordered
-        return None, [j for j in ordered if j.id not in started]
+        return None
+
+    def _begin_pass(self) -> list[Job] | None:
+        """Open a pass: count it; the queue in the base order (``None`` when empty)."""
+        if not self.queue:
+            return None
+        self.passes += 1
+        return self.ordered_queue()
+
+    def _finish_pass(self, ordered: list[Job], started: set[int]) -> None:
+        """Close a pass: started jobs leave the queue, the ``pass`` event is announced."""
+        if started:
+            self._drop_started(ordered, started)
+        if self._subscribers.get(Event.PASS):
+            self._emit(Event.PASS, self.now)
 
     def _reserve_candidate(self, decision: Decision, window_jobs, rest, started) -> Job | None:
         if decision.reserve is not None:
@@ -811,7 +817,7 @@ class Simulator(EasyBackfill, OnePickPasses):
 
     def _drop_started(self, ordered: list[Job], started: set[int]) -> None:
         """Remove started jobs from the queue and count who was passed over."""
-        if self.starvation_bound is not None:
+        if self.settings.starvation_bound is not None:
             last = max(i for i, j in enumerate(ordered) if j.id in started)
             for job in ordered[:last]:
                 if job.id not in started:

@@ -12,10 +12,13 @@ from typing import Any
 from hpcopt.domain import Job
 from hpcopt.errors import InvalidDecisionError
 
-from .records import BACKFILLED, READY, RESERVED, Event
+from .context import PassContext
+from .easy import EasyBackfill
+from .records import BACKFILLED, DROPPED, READY, RESERVED, Event
+from .settings import RESERVE_RULES
 
 SELECT, BACKFILL = "select", "backfill"  # the two stages of a one-pick pass
-RESERVE_RULES = ("picked", "oldest")
+__all__ = ["BACKFILL", "RESERVE_RULES", "SELECT", "OnePickPasses", "Pick", "PickRequest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,40 +55,60 @@ class Pick:
 
 
 class OnePickPasses:
-    """Mixin of ``Simulator``: a pass of a one-pick policy, as a generator of requests."""
+    """A pass of a one-pick policy, as a generator of requests, over a ``PassContext`` and
+    the EASY rule.  It keeps the one state of its own: the job the policy reserved, which
+    keeps its reservation over later passes until it starts (``held``)."""
 
-    def _pick_pass(self) -> Iterator[PickRequest]:
-        """One pass of a one-pick policy (module docstring), as a generator of requests."""
-        if not self.queue:
+    __slots__ = ("ctx", "easy", "held")
+
+    def __init__(self, ctx: PassContext, easy: EasyBackfill) -> None:
+        self.ctx = ctx
+        self.easy = easy
+        self.held: Job | None = None
+
+    def _holding(self) -> Job | None:
+        """The reserved job, while it still waits (as its record now holds it: a start hook
+        may have replaced it); ``None`` once it started or was dropped."""
+        held = self.held
+        if held is not None:
+            rec = self.ctx.records[held.id]
+            if rec.start == rec.start or rec.mode == DROPPED:
+                self.held = None
+                return None
+            return rec.job
+        return None
+
+    def run(self) -> Iterator[PickRequest]:
+        """One pass of a one-pick policy (module docstring of ``hpcopt.sim.driver``)."""
+        ctx = self.ctx
+        ordered = ctx.begin()
+        if ordered is None:
             return
-        self.passes += 1
-        ordered = self.ordered_queue()
         waiting = list(ordered)
         started: set[int] = set()
         reserved: Job | None = None
-        if self.starvation_bound is not None:
-            reserved, _ = self._serve_starved(ordered, started)
+        if ctx.settings.starvation_bound is not None:
+            reserved = ctx.serve_starved(ordered, started)
             if started:
                 waiting = [j for j in waiting if j.id not in started]
-        held = self._held
+        held = self._holding()
         if reserved is None and held is not None:
-            if self.pool.fits(held):
+            if ctx.pool.fits(held):
                 self._start_waiting(held, READY, None, waiting, started)
             else:
                 reserved = held
         if reserved is None:
             reserved = yield from self._select_stage(waiting, started)
-        if reserved is not None and self.backfilling:
-            shadow, extra = self.reserve(reserved)
+        if reserved is not None and ctx.settings.backfill:
+            shadow, extra = self.easy.reserve(reserved)
             yield from self._backfill_stage(waiting, reserved, shadow, extra, started)
-        if started:
-            self._drop_started(ordered, started)
-        if self._subscribers.get(Event.PASS):
-            self._emit(Event.PASS, self.now)
+        ctx.finish(ordered, started)
 
     def _select_stage(self, waiting: list[Job], started: set[int]):
         """Picks among the first W waiting jobs; returns the job reserved, if any."""
-        pool, w, fit_only = self.pool, self.window_size, self._fit_only
+        ctx = self.ctx
+        pool, settings = ctx.pool, ctx.settings
+        w, fit_only = settings.window, settings.fit_only
         while waiting:
             choices = waiting if w is None or w >= len(waiting) else waiting[:w]
             mask = None
@@ -93,8 +116,8 @@ class OnePickPasses:
                 mask = [pool.fits(j) for j in choices]
                 if not any(mask):
                     return None
-            job = yield PickRequest(SELECT, choices, mask, waiting, None, None, self.passes,
-                                    self)
+            job = yield PickRequest(SELECT, choices, mask, waiting, None, None,
+                                    ctx.sim.passes, ctx.sim)
             if job is None:
                 return None
             self._check_pick(job, choices, mask)
@@ -103,12 +126,12 @@ class OnePickPasses:
                 self._start_waiting(job, READY, None, waiting, started)
                 self._emit_pick(job, READY, waiting, longest)
                 continue
-            target = job if self.reserve_rule == "picked" else waiting[0]
+            target = job if settings.reserve_rule == "picked" else waiting[0]
             if target is not job and pool.fits(target):  # the oldest fits: start it, go on
                 self._start_waiting(target, READY, None, waiting, started)
                 self._emit_pick(job, RESERVED, waiting, longest)
                 continue
-            self._held = target
+            self.held = target
             self._emit_pick(job, RESERVED, waiting, longest)
             return target
         return None
@@ -116,15 +139,16 @@ class OnePickPasses:
     def _backfill_stage(self, waiting: list[Job], reserved: Job, shadow: float, extra,
                         started: set[int]):
         """Picks among the backfill candidates (the first W) until none is left."""
-        w = self.window_size
+        ctx = self.ctx
+        w = ctx.settings.window
         while True:
-            cands = self.backfill_candidates(waiting, reserved, shadow, extra)
+            cands = self.easy.candidates(waiting, reserved, shadow, extra)
             found = [c for _, c in zip(range(w), cands)] if w is not None else list(cands)
             if not found:
                 return
             choices = [job for job, _ in found]
             job = yield PickRequest(BACKFILL, choices, None, waiting, reserved, shadow,
-                                    self.passes, self)
+                                    ctx.sim.passes, ctx.sim)
             if job is None:
                 return
             self._check_pick(job, choices, None)
@@ -136,28 +160,28 @@ class OnePickPasses:
             self._emit_pick(job, BACKFILLED, waiting, longest)
 
     def _check_pick(self, job, choices: Sequence[Job], mask) -> None:
+        name = getattr(self.ctx.sim.policy, "name", "?")
         for i, j in enumerate(choices):
             if j is job:
                 if mask is not None and not mask[i]:
                     raise InvalidDecisionError(
-                        f"policy {getattr(self.policy, 'name', '?')!r} picked job {job.id}, "
-                        "which does not fit now")
+                        f"policy {name!r} picked job {job.id}, which does not fit now")
                 return
         raise InvalidDecisionError(
-            f"policy {getattr(self.policy, 'name', '?')!r} picked "
-            f"{getattr(job, 'id', job)!r}, which is not among its choices")
+            f"policy {name!r} picked {getattr(job, 'id', job)!r}, which is not among its "
+            "choices")
 
     def _start_waiting(self, job: Job, mode: str, alloc, waiting: list[Job],
                        started: set[int]) -> None:
-        self.start(job, mode, alloc)
+        self.ctx.start(job, mode, alloc)
         started.add(job.id)
         waiting.remove(job)
 
     def _longest_wait(self, waiting: list[Job]) -> float:
-        if not self._subscribers.get(Event.PICK):
+        if not self.ctx.listens(Event.PICK):
             return math.nan  # nobody listens: skip the O(queue) scan
-        return self.now - min(j.submit for j in waiting)
+        return self.ctx.sim.now - min(j.submit for j in waiting)
 
     def _emit_pick(self, job: Job, mode: str, waiting: list[Job], longest: float) -> None:
-        if self._subscribers.get(Event.PICK):
-            self._emit(Event.PICK, Pick(job, mode, waiting, longest))
+        if self.ctx.listens(Event.PICK):
+            self.ctx.emit(Event.PICK, Pick(job, mode, waiting, longest))
