@@ -7,10 +7,10 @@ training.  Table 1: those trajectories, every method.  Table 2: the same traject
 real-time variant (``real_time=True``: earliest = latest = submit).  Table 4: the paper's six
 synthetic cases (``synthetic="core:1|2|3"`` / ``"duration:1|2|3"``) on the same bins and seeds.
 
-Per trajectory the offline reference is ``hpcopt.cloud.offline_reference`` (SCIP with a time
+Per trajectory the offline reference is ``hpcopt.osdec.offline_reference`` (SCIP with a time
 limit: the proven optimum, else SCIP's dual bound -- the CSV says which), cached in
 ``offline_cache.json`` under ``--out`` keyed by instance name + a hash of its data, so a rerun
-does not re-solve.  Every policy runs through ``hpcopt.cloud.simulate_osdec``; the score is its
+does not re-solve.  Every policy runs through ``hpcopt.osdec.simulate_osdec``; the score is its
 summary (``OSDECModel.evaluate``).  Decision latency is measured by wrapping the policy's
 ``decide``.  A learned policy that is not registered or has no checkpoint gets one line
 "NAME: not available (reason)" and missing rows; a failed run gets one line and a missing row.
@@ -83,8 +83,8 @@ def parse_policy(spec: str) -> tuple[str, dict, str]:
 
 def probe(name: str, opts: dict) -> str | None:
     """None when ``name`` builds and runs a tiny OSDEC instance, else the one-line reason."""
-    from hpcopt.cloud import simulate_osdec
     from hpcopt.models.osdec import OSDECModel
+    from hpcopt.osdec import simulate_osdec
 
     tiny = OSDECModel.from_dict({"slots": 4, "capacity": [4, 4, 2, 4], "jobs": [
         {"id": "a", "cores": 2, "duration": 2, "submit": 0, "earliest": 0, "latest": 2},
@@ -175,7 +175,7 @@ class OfflineCache:
         with no bound, or a bound more than ``max_gap`` above its incumbent (the root LP not
         finished on a loaded machine), is retried at 2x and 4x the limit; the tightest bound
         and the best incumbent over the attempts are kept (each is valid on its own)."""
-        from hpcopt.cloud import offline_reference
+        from hpcopt.osdec import offline_reference
 
         hit = self.items.get(key)
         if hit and hit["backend"] == backend and hit.get("kind") in ("optimum", "dual bound"):
@@ -220,7 +220,7 @@ class OfflineCache:
 # ------------------------------------------------------------------------ running
 def run_one(path: Path, model, name: str, opts: dict, seed: int, ref: float | None) -> dict:
     """One online run: the summary terms, gap, wall time and decide latency."""
-    from hpcopt.cloud import simulate_osdec
+    from hpcopt.osdec import simulate_osdec
 
     pol, times = timed_policy(name, opts)
     t0 = time.perf_counter()
@@ -513,7 +513,7 @@ def main(argv=None) -> int:
         return 0
     from tqdm import tqdm
 
-    from hpcopt.cloud import load_osdec
+    from hpcopt.osdec import load_osdec
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
     bad = [t for t in tables if t not in TABLE_CASES]

@@ -3,7 +3,7 @@
 For each seed: a one-day deferrable workload from the Azure v1 dev split (tight:
 ``--on-demand-share 0.05 --machine-quantile 0.5``), the offline MIP (SCIP with a time limit;
 its dual bound is the reference when it stops at the limit), then every online policy run
-slot by slot through the driver (``hpcopt.cloud.simulate_osdec``).  Reports total reward,
+slot by slot through the driver (``hpcopt.osdec.simulate_osdec``).  Reports total reward,
 its three terms, started/dropped, utilization, gap to the offline reference and wall time.
 
     python benchmarks/osdec_online.py --seeds 1 2 3 --out benchmarks/results/osdec_online
@@ -20,7 +20,7 @@ import csv
 import time
 from pathlib import Path
 
-from hpcopt.cloud import load_osdec, offline_reference, simulate_osdec
+from hpcopt.osdec import load_osdec, offline_reference, simulate_osdec
 from hpcopt.workloads.osdec import azure_path, deferrable_workload, save_workload
 
 HERE = Path(__file__).resolve().parent

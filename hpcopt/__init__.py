@@ -10,6 +10,9 @@ from .version import __version__
 
 _LAZY = {
     "simulate": "hpcopt.api",
+    "simulate_run": "hpcopt.api",
+    "RunSettings": "hpcopt.run_settings",
+    "simulate_osdec": "hpcopt.osdec",
     "solve": "hpcopt.api",
     "load_trace": "hpcopt.api",
     "load_instance": "hpcopt.api",

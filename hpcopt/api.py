@@ -7,9 +7,11 @@ from operator import attrgetter
 from pathlib import Path
 
 from .domain import Job, System
-from .errors import SimulationError
-from .jsonsafe import json_safe
-from .scenario import Scenario, build_scenario
+from .policies import build_policy
+from .run_settings import RunSettings
+from .sim.driver import Simulator, fewer_collections
+from .sim.eventlog import run_logged
+from .sim.metrics import job_columns, summarize
 from .sim.result import SimulationResult
 
 
@@ -72,7 +74,8 @@ def simulate(
     events=None,
     **policy_options,
 ) -> SimulationResult:
-    """Simulate a trace (path, ``Trace`` or list of ``Job``) under a policy.
+    """Simulate a workload trace (path, ``Trace``, ``Scenario`` or list of ``Job``) under a
+    policy: the keywords build a ``RunSettings`` and ``simulate_run`` runs it.
 
     ``policy`` is a registered name (``hpcopt policies``) or a policy object; further keyword
     options (``backend=``, ``value=`` ...) go to the policy.  ``nodes`` overrides the system
@@ -82,69 +85,43 @@ def simulate(
     else 1; see ``hpcopt.traces.cleaning``).  ``backfill`` and ``period``
     default to the policy's own (EASY and none for most).  ``workload`` (S1-S7, seeded by
     ``workload_seed``, default ``seed``), ``bb``, ``ssd_classes`` and ``topology`` shape the
-    trace's jobs and system (``hpcopt.scenario.build_scenario``, which the CLI uses too);
+    trace's jobs and system (``hpcopt.scenario.ScenarioSettings``, which the CLI uses too);
     ``tz``, ``sizes`` and ``partition`` say how a Slurm trace (sacct, jobcomp) is read
     (``hpcopt.traces.load_trace``).
     ``events`` (a path, or a callable taking a dict) gets one row per driver event: submit,
     start (with how the job started), reserve, complete, drop (``hpcopt.sim.eventlog``).
     Returns a ``SimulationResult``.
 
-    An ``osdec`` instance (file, ``Instance`` or model) runs online slot by slot
-    (``hpcopt.cloud.simulate_osdec``; options ``offline_bound=``, ``offline_backend=``,
-    ``offline_time_limit=`` give the gap to the offline optimum).
+    A cloud day (an ``osdec`` instance) is ``hpcopt.simulate_osdec``.
     """
-    from .cloud import is_osdec_file, simulate_osdec
-    from .policies import build_policy
-    from .sim.driver import Simulator, fewer_collections
-    from .sim.eventlog import run_logged
-    from .sim.metrics import job_columns, summarize
+    run = RunSettings.from_flat(
+        nodes=nodes, system=system, jobs=jobs, cores_per_node=cores_per_node, policy=policy,
+        order=order, backfill=backfill, window=window, seed=seed,
+        starvation_bound=starvation_bound, period=period, warmup=warmup, cooldown=cooldown,
+        progress=progress, workload=workload, workload_seed=workload_seed, bb=bb,
+        ssd_classes=ssd_classes, topology=topology, tz=tz, sizes=sizes, partition=partition,
+        **policy_options)
+    return simulate_run(trace, run, events=events)
 
-    if getattr(trace, "kind", None) == "osdec" or getattr(getattr(trace, "model", None),
-                                                          "kind", None) == "osdec" \
-            or (isinstance(trace, (str, Path)) and is_osdec_file(trace)):
-        # a deferrable-job instance: the cloud-slot run (hpcopt.cloud), driver settings fixed
-        return simulate_osdec(trace, policy, seed=seed, progress=progress, events=events,
-                              **policy_options)
-    cleaning, shaped = None, {}
-    if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path, Trace, Scenario
-        if not isinstance(trace, Scenario):  # (a Scenario is already shaped: used as it is)
-            trace = build_scenario(trace, nodes=nodes, jobs=jobs, cores_per_node=cores_per_node,
-                                   workload=workload, bb=bb, ssd_classes=ssd_classes,
-                                   topology=topology, tz=tz, sizes=sizes,
-                                   partition=partition, workload_seed=(
-                                       (seed or 0) if workload_seed is None else workload_seed))
-        job_list, shaped = list(trace.jobs), trace.settings
-        system = trace.system if system is None else system
-        cleaning = trace.report.to_dict() if trace.report is not None else None
-    else:
-        if workload or bb is not None or ssd_classes or topology:
-            raise SimulationError("workload=, bb=, ssd_classes= and topology= shape a trace "
-                                  "(a path or Trace); a job list needs system=")
-        job_list = list(trace)
-        if jobs is not None:
-            job_list = job_list[:jobs]
-        if system is None:
-            if nodes is None:
-                raise SimulationError("simulate() of a job list needs nodes= or system=")
-            system = System(nodes)
-    pol = build_policy(policy, **policy_options)
-    pol.reset(seed)
+
+def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
+    """Run ``run`` (``RunSettings``) on ``trace`` (path, ``Trace``, ``Scenario`` or list of
+    ``Job``; ``ScenarioSettings.build``); ``events`` as in ``simulate``."""
+    scenario = run.scenario.build(trace)
+    job_list, system = list(scenario.jobs), scenario.system
+    cleaning = scenario.report.to_dict() if scenario.report is not None else None
+    pol = build_policy(run.policy, **run.policy_options)
+    pol.reset(run.seed)
     with fewer_collections():  # records, running jobs, events and the table: no cycles
-        sim = Simulator(job_list, system, pol, order=order, backfill=backfill, window=window,
-                        starvation_bound=starvation_bound, period=period,
-                        progress=progress)
+        sim = Simulator(job_list, system, pol, **run.driver.as_kwargs())
         run_logged(sim, events)
         table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
-    summary = summarize(table, system.nodes, warmup=warmup, cooldown=cooldown,
+    summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
-    settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
-                    backfill="easy" if sim.backfilling else "none", window=sim.window_size,
-                    starvation_bound=sim.starvation_bound, period=sim.period, seed=seed,
-                    nodes=system.nodes,
-                    cores_per_node=cleaning["cores_per_node"] if cleaning else None,
-                    policy_options=json_safe({**getattr(pol, "options", {}), **policy_options}),
-                    **shaped)
+    settings = {**run.record(pol, sim.settings, nodes=system.nodes,
+                             cores_per_node=cleaning["cores_per_node"] if cleaning else None),
+                **scenario.settings}
     return SimulationResult(table, summary, settings, cleaning)
 
 

@@ -4,7 +4,9 @@
 The settings are those of ``hpcopt simulate``: the first N jobs, the system size, processors
 per node, a shared burst buffer, local-SSD classes, a generated BBSched workload (S1-S7,
 ``hpcopt.workloads.make_workload``) or a fat-tree topology preset (the trace may then be a
-TJAP job file).  ``hpcopt.simulate``, sweeps and the CLI all build their runs here.
+TJAP job file).  ``ScenarioSettings`` is that part of a run's settings
+(``hpcopt.run_settings.RunSettings``): ``hpcopt.simulate``, sweeps and the CLI all build
+their runs here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 
 from .domain import Job, System
 from .errors import SimulationError, closest
+from .traces import load_trace
+from .traces.tjap import load_tjap_jobs
+from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload, tjap_system
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,56 @@ class Scenario:
     report: Any = None
     notes: tuple[str, ...] = field(default=())
     settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScenarioSettings:
+    """How a trace becomes a scenario (``build``): its first ``jobs`` jobs, the system size
+    ``nodes``, processors per node (``cores_per_node``), the file's format (``fmt``; default
+    from the suffix) and what to do with extra SWF fields, a shared burst buffer ``bb``
+    (GB), local-SSD classes, a generated BBSched workload (seeded by ``workload_seed``), a
+    fat-tree ``topology`` preset, or the whole ``system`` (it replaces the trace's);
+    ``tz``, ``sizes`` and ``partition`` say how a Slurm trace (sacct, jobcomp) is read."""
+
+    nodes: int | None = None
+    jobs: int | None = None
+    cores_per_node: int | None = None
+    fmt: str | None = None
+    extra_fields: str = "error"
+    workload: str | None = None
+    workload_seed: int = 0
+    bb: float | None = None
+    ssd_classes: Any = None
+    topology: str | None = None
+    tz: str | None = None
+    sizes: str = "nodes"
+    partition: str | None = None
+    system: System | None = None
+
+    def build(self, trace) -> Scenario:
+        """The scenario of ``trace``: a path or a ``Trace`` (``build_scenario``), a
+        ``Scenario`` (used as it is, on ``system`` when given) or a list of ``Job`` (the
+        first ``jobs``, on ``system`` or ``nodes`` interchangeable nodes)."""
+        if isinstance(trace, Scenario):
+            return trace if self.system is None else replace(trace, system=self.system)
+        if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path or a Trace
+            built = build_scenario(trace, nodes=self.nodes, jobs=self.jobs,
+                                   cores_per_node=self.cores_per_node, fmt=self.fmt,
+                                   extra_fields=self.extra_fields, workload=self.workload,
+                                   workload_seed=self.workload_seed, bb=self.bb,
+                                   ssd_classes=self.ssd_classes, topology=self.topology,
+                                   tz=self.tz, sizes=self.sizes, partition=self.partition)
+            return built if self.system is None else replace(built, system=self.system)
+        if self.workload or self.bb is not None or self.ssd_classes or self.topology:
+            raise SimulationError("workload=, bb=, ssd_classes= and topology= shape a trace "
+                                  "(a path or Trace); a job list needs system=")
+        jobs = tuple(trace)[:self.jobs]
+        system = self.system
+        if system is None:
+            if self.nodes is None:
+                raise SimulationError("simulate() of a job list needs nodes= or system=")
+            system = System(self.nodes)
+        return Scenario(jobs, system)
 
 
 def parse_ssd_classes(value) -> dict:
@@ -72,8 +127,6 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
     ``tz``, ``sizes`` and ``partition`` say how a Slurm trace is read
     (``hpcopt.traces.load_trace``).
     """
-    from .traces import load_trace
-
     if workload:
         check_workload_name(workload)
     if topology and workload:
@@ -82,8 +135,6 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
     notes: list[str] = []
     report = None
     if topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
-        from .traces.tjap import load_tjap_jobs
-
         job_list, system = tuple(load_tjap_jobs(trace, max_jobs=jobs)), None
     else:
         if isinstance(trace, (str, Path)):
@@ -101,8 +152,6 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
             job_list = tuple(trace.jobs)[:jobs]
             system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
     if topology:
-        from .workloads import tjap_system
-
         system = tjap_system(topology)
     elif bb is not None or ssd_classes or workload:
         system = System(system.nodes, bb=system.bb if bb is None else bb,
@@ -117,8 +166,6 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
 
 def check_workload_name(name: str, label: str = "workload") -> None:
     """A ``SimulationError`` naming ``label`` unless ``name`` is a generated workload."""
-    from .workloads import NAMES
-
     if name not in NAMES:
         raise SimulationError(f"{label} {name!r}: expected one of {', '.join(NAMES)}."
                               + closest(name, NAMES))
@@ -127,8 +174,6 @@ def check_workload_name(name: str, label: str = "workload") -> None:
 def _generate(jobs, system: System, name: str, seed: int):
     """``make_workload(name)`` applied to ``jobs`` and the system it needs, plus one line
     saying what was generated."""
-    from .workloads import BB_PER_NODE_GB, SSD_SPLITS, bb_system, make_workload
-
     check_workload_name(name)
     if name != "original" and system.bb <= 0:
         system = replace(system, bb=BB_PER_NODE_GB * system.nodes)

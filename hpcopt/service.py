@@ -29,7 +29,7 @@ Requests (every reply carries the request's ``id`` and ``"ok": true|false``; a f
 "free": {"nodes": F}, "queue": [{"id", "submit", "walltime", "nodes"[, "bb", "ssd",
 "priority", "passed"]}, ...], "running": [{"id", "nodes", "expected_end"[, "bb", "ssd"]},
 ...]}``; ``free`` is optional and, when given, must equal what the running jobs leave.
-A cloud-slot state (OSDEC deferrable jobs, ``hpcopt.cloud``) adds ``"capacity": [C_T,
+A cloud-slot state (OSDEC deferrable jobs, ``hpcopt.osdec``) adds ``"capacity": [C_T,
 C_T+1, ...]`` to ``system`` (the usable capacity now, then a forecast per slot of
 ``"slot"`` time units, default 1; the last value holds after), ``"earliest"``/``"latest"`` to
 the queued jobs, ``"upcoming"``: the submitted jobs whose earliest start has not come (the

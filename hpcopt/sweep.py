@@ -17,7 +17,8 @@ of the product and anything else a single value::
 Settings: ``trace``, ``nodes``, ``jobs``, ``cores_per_node``, ``policy``, ``order``,
 ``backfill``, ``window``, ``seed``, ``starvation_bound``, ``period``, ``warmup``,
 ``cooldown``, ``workload``, ``workload_seed``, ``bb``, ``ssd_classes``, ``topology`` (the
-arguments of ``hpcopt.simulate``) and the options of any registered policy
+flat names of ``hpcopt.run_settings.RunSettings``, as ``hpcopt.simulate`` takes them; each
+run is one ``RunSettings``) and the options of any registered policy
 (``hpcopt policies``), at the top level or under ``"options"``.  A policy option goes only to
 the policies that take it (``backend`` does not multiply the ``fcfs`` runs); runs that end
 up with the same settings are run once.  An option whose value is itself a list (``weights``)
@@ -37,14 +38,23 @@ import hashlib
 import itertools
 import json
 import os
+import signal
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import HpcoptError, closest, one_line
+from .api import simulate_run
+from .batch import is_done
+from .errors import HpcoptError, UnknownPolicyError, UnknownSolverError, closest, one_line
+from .executors import Interrupted, run_tasks, worker_stop
+from .jsonsafe import json_safe
+from .policies import policy_names
+from .policies.base import policy_options
 from .result import RunStatus, Termination
+from .run_settings import RunSettings
+from .solvers import get_solver
 
 SIM_KEYS = ["trace", "nodes", "jobs", "cores_per_node", "policy", "order", "backfill",
             "window", "seed", "starvation_bound", "period", "warmup", "cooldown", "workload",
@@ -86,15 +96,10 @@ class Sweep:
 
 
 def _policy_option_names() -> set[str]:
-    from .policies import policy_names
-    from .policies.base import policy_options
-
     return set().union(*(policy_options(p) for p in policy_names())) - set(SIM_KEYS)
 
 
 def _accepts(policy: Any, option: str) -> bool:
-    from .policies.base import policy_options
-
     try:
         return option in policy_options(policy)
     except Exception:  # noqa: BLE001 - an unknown policy: its run is an error row
@@ -163,10 +168,6 @@ def load_sweep(spec: str | Path | dict, base: str | Path | None = None) -> Sweep
 def _check_names(label: str, axes: dict) -> None:
     """Policy and backend names are checked with the file, before any run: a typo is one
     line, not a row per run."""
-    from .errors import UnknownPolicyError, UnknownSolverError
-    from .policies.base import policy_options
-    from .solvers import get_solver
-
     for name in axes["policy"]:
         if isinstance(name, str):
             try:
@@ -190,26 +191,19 @@ def missing_traces(sweep: Sweep) -> list[str]:
 
 def _row(settings: dict, **fields) -> dict:
     """A strict-JSON row: run id, settings, status, metrics, then wall time and error."""
-    from .jsonsafe import json_safe
-
     tail = {k: fields.pop(k, None) for k in TAIL}
     return json_safe({"run": run_id(settings), **settings, **fields, **tail})
 
 
 def run_one(task: tuple, stop=None) -> dict:
     """Worker side: the row of one run (``task`` = (settings, trace path to read))."""
-    import signal
-
-    from .api import simulate
-    from .executors import Interrupted, worker_stop
-
     settings, path = task
     stop = stop if stop is not None else worker_stop()
-    kwargs = {k: v for k, v in settings.items() if k != "trace"}
     t0 = time.perf_counter()
     try:
+        run = RunSettings.from_flat(**{k: v for k, v in settings.items() if k != "trace"})
         with stop.solving() if stop is not None else nullcontext():
-            res = simulate(path, **kwargs)
+            res = simulate_run(path, run)
         summary = {k: res.summary[k] for k in METRICS if k in res.summary}
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
         return _row(settings, status=DONE, **summary,
@@ -252,9 +246,6 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     """Run every setting of ``sweep`` (a ``Sweep``, a sweep file or its object); each row
     goes to ``writer`` (a ``RowWriter``) as soon as its run ends.  The executor and stop
     handling are ``hpcopt solve``'s (``hpcopt.executors.run_tasks``)."""
-    from .batch import is_done
-    from .executors import run_tasks
-
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
     done = writer.done if writer is not None else set()

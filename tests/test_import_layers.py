@@ -315,7 +315,7 @@ def test_import_linter_contracts(tmp_path):
 
 
 def test_no_module_of_the_old_layout_is_left_behind():
-    for name in ("hpcopt.tjap", "hpcopt.learn", "hpcopt.policies.cloud",
+    for name in ("hpcopt.tjap", "hpcopt.learn", "hpcopt.cloud", "hpcopt.policies.cloud",
                  "hpcopt.policies.topology", "hpcopt.workloads.deferrable"):
         assert importlib.util.find_spec(name) is None, name
     assert not (ROOT / "hpcopt" / "learn").exists()

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import hpcopt
-from hpcopt.cloud import simulate_osdec
 from hpcopt.domain import Job, System
 from hpcopt.instances import instance_from_dict
+from hpcopt.osdec import simulate_osdec
 from hpcopt.policies import policy_names
 from hpcopt.policies.base import declared_options
 

@@ -17,10 +17,10 @@ torch = pytest.importorskip("torch")
 
 from hpcopt.agents import osdec_agent  # noqa: E402
 from hpcopt.agents.osdec_agent import VARIANTS, Actor, AgentConfig, OSDECAgent  # noqa: E402
-from hpcopt.cloud import load_osdec, simulate_osdec  # noqa: E402
 from hpcopt.domain import Job, RunningJob  # noqa: E402
 from hpcopt.errors import HpcoptError  # noqa: E402
 from hpcopt.models.osdec import OSDECModel  # noqa: E402
+from hpcopt.osdec import load_osdec, simulate_osdec  # noqa: E402
 from hpcopt.policies import make_policy  # noqa: E402
 from hpcopt.policies.osdec_learned import OSDECPolicy  # noqa: E402
 from hpcopt.trainers.osdec_train import TrainConfig, run_episode, step_rewards, train  # noqa: E402
@@ -217,7 +217,7 @@ def test_missing_checkpoint_is_a_one_line_error(tmp_path, monkeypatch):
 
 
 def test_import_hpcopt_does_not_import_torch():
-    code = ("import sys, hpcopt, hpcopt.policies, hpcopt.cloud; "
+    code = ("import sys, hpcopt, hpcopt.policies, hpcopt.osdec; "
             "assert 'torch' not in sys.modules; "
             "hpcopt.policies.make_policy('osdec'); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hpcopt.cli import main
-from hpcopt.cloud import simulate_osdec
 from hpcopt.instances import instance_from_dict
+from hpcopt.osdec import simulate_osdec
 from hpcopt.workloads.osdec import (
     DEFERRABLE_FAMILY,
     LOOSE_LOAD,

@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from hpcopt.cloud import SUMMARY_KEYS, online_decision, osdec_workload, simulate_osdec
 from hpcopt.domain import Job, System
 from hpcopt.errors import SimulationError
 from hpcopt.models.osdec import OSDECModel
+from hpcopt.osdec import SUMMARY_KEYS, online_decision, osdec_workload, simulate_osdec
 from hpcopt.policies import make_policy
 from hpcopt.policies.osdec import ScorePolicy, start_by_scores
 from hpcopt.sim.driver import DROPPED, Event, Simulator
@@ -292,11 +292,16 @@ def test_cli_simulate_osdec_file(tmp_path, capsys):
     assert s["gap_to_offline"] == pytest.approx((85 - s["total_reward"]) / 85)
 
 
-def test_api_simulate_routes_osdec():
+def test_api_simulate_osdec_is_its_own_entry_point():
+    """A cloud day is ``hpcopt.simulate_osdec``: its result declares the offline decision and
+    the simulator (nothing is set on a result after the fact)."""
     import hpcopt
+    from hpcopt.osdec import OsdecResult
 
-    res = hpcopt.simulate(str(OSDEC / "tiny_4jobs.json"), policy="fifo")
+    res = hpcopt.simulate_osdec(str(OSDEC / "tiny_4jobs.json"), policy="fifo")
+    assert isinstance(res, OsdecResult)
     assert res.decision == TINY_EXPECTED["fifo"][0]
+    assert res.simulator.records and res.settings["model"] == "osdec"
 
 
 def _model(capacity, jobs):

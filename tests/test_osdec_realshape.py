@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 import hpcopt
-from hpcopt.cloud import offline_reference, simulate_osdec
 from hpcopt.instances import instance_from_dict
 from hpcopt.models.osdec import OSDECModel
+from hpcopt.osdec import offline_reference, simulate_osdec
 
 from .conftest import shared_file
 

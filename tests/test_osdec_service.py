@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from hpcopt.cloud import load_osdec, osdec_workload
+from hpcopt.osdec import load_osdec, osdec_workload
 from hpcopt.policies import make_policy
 from hpcopt.service import handle
 from hpcopt.sim.driver import Simulator

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from hpcopt.cloud import simulate_osdec
 from hpcopt.domain import NumberedId, id_order
 from hpcopt.instances import instance_from_dict
+from hpcopt.osdec import simulate_osdec
 from hpcopt.solvers import solve
 
 from .conftest import shared_file

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
+from ..errors import HpcoptError
+from ..jsonsafe import json_safe
 from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
 
 
@@ -73,19 +75,39 @@ def register(sub) -> None:
 
 
 def _emit_json(res, files: dict) -> None:
-    from ..jsonsafe import json_safe
-
     doc = {"summary": res.summary, "settings": res.settings,
            "files": {k: str(v) for k, v in files.items() if v is not None}}
     print(json.dumps(json_safe(doc), default=str))
 
 
+def run_settings(args, options: dict):
+    """The ``RunSettings`` the command line describes (``hpcopt.run_settings``)."""
+    from ..run_settings import RunSettings  # (as in run: these load the trace readers)
+    from ..scenario import ScenarioSettings
+    from ..sim.settings import DriverOptions
+
+    seed = 0 if args.seed is None else args.seed
+    return RunSettings(
+        scenario=ScenarioSettings(nodes=args.nodes, jobs=args.jobs,
+                                  cores_per_node=args.cores_per_node, fmt=args.format,
+                                  extra_fields=args.extra_fields, workload=args.workload,
+                                  workload_seed=seed, bb=args.bb,
+                                  ssd_classes=args.ssd_classes, topology=args.topology,
+                                  tz=args.tz, sizes=args.sizes, partition=args.partition),
+        policy=args.policy, policy_options=options,
+        driver=DriverOptions(order=args.order, backfill=args.backfill, window=args.window,
+                             starvation_bound=args.starvation,
+                             progress=not args.no_progress),
+        seed=args.seed, warmup=args.warmup, cooldown=args.cooldown)
+
+
 def run(args) -> int:
-    from ..api import simulate
-    from ..cloud import is_osdec_file
-    from ..errors import HpcoptError
+    # every command module loads when ``hpcopt`` starts: the driver, the policies and the
+    # readers load when this command runs
+    from ..api import simulate_run
+    from ..osdec import is_osdec_file
     from ..policies import check_policy
-    from ..scenario import build_scenario, check_workload_name
+    from ..scenario import check_workload_name
 
     options = policy_options(args)
     check_policy(args.policy, **options)  # a typo is reported before any input is read
@@ -93,26 +115,18 @@ def run(args) -> int:
         raise HpcoptError(f"--events {args.events}: expected a file name ending in .jsonl "
                           "(one JSON object per line)")
     info = sys.stderr if args.json else sys.stdout
-    if is_osdec_file(args.trace):
+    if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
         return _simulate_osdec(args, options, info)
     if args.workload:
         check_workload_name(args.workload, "--workload")
         if args.topology:
             raise HpcoptError("--workload generates burst-buffer/SSD workloads; it does not "
                               "apply with --topology")
-    seed = 0 if args.seed is None else args.seed
-    scenario = build_scenario(args.trace, nodes=args.nodes, jobs=args.jobs,
-                              cores_per_node=args.cores_per_node, fmt=args.format,
-                              extra_fields=args.extra_fields, workload=args.workload,
-                              workload_seed=seed, bb=args.bb, ssd_classes=args.ssd_classes,
-                              topology=args.topology, tz=args.tz, sizes=args.sizes,
-                              partition=args.partition)
+    run = run_settings(args, options)
+    scenario = run.scenario.build(args.trace)
     for line in scenario.notes:
         print(line, file=info)
-    res = simulate(scenario, policy=args.policy, order=args.order, backfill=args.backfill,
-                   window=args.window, seed=args.seed, starvation_bound=args.starvation,
-                   warmup=args.warmup, cooldown=args.cooldown, progress=not args.no_progress,
-                   events=args.events, **options)
+    res = simulate_run(scenario, run, events=args.events)
     print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:
@@ -134,8 +148,8 @@ def _written(args, res, info) -> int:
 
 
 def _simulate_osdec(args, options: dict, info) -> int:
-    """An osdec instance file: online, slot by slot (hpcopt.cloud)."""
-    from ..cloud import simulate_osdec
+    """An osdec instance file: a cloud day, online, slot by slot (hpcopt.osdec)."""
+    from ..osdec import simulate_osdec  # (as in run)
 
     res = simulate_osdec(args.trace, args.policy, seed=args.seed,
                          offline_bound=args.offline_bound,

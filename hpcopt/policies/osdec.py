@@ -2,7 +2,7 @@
 and ``ScorePolicy``, the score-to-starts mapping they and the learned ones
 (``hpcopt.policies.osdec_learned``) share.
 
-Run slot by slot through the driver (``hpcopt.cloud.simulate_osdec``: period one slot, no
+Run slot by slot through the driver (``hpcopt.osdec.simulate_osdec``: period one slot, no
 backfilling, a capacity profile): each pass the window holds the current set B_cur (submitted,
 ``earliest <= t <= latest``, not started), ``window.running`` the history set, the driver's
 ``upcoming`` the future set, and ``window.resources`` the free capacity.  Every policy gives
@@ -12,7 +12,7 @@ id by its numbers, so ``"t:44"`` comes before ``"t:213"``), the longest prefix t
 free capacity (``classic.prefix_fill``, the head-first rule).  SJF is the registered ``sjf``
 policy: the prefix of the shortest-duration-first order, i.e. the same mapping with score
 ``-d_i`` (the driver's base order breaks its ties by submission and id, which
-``hpcopt.cloud`` makes numeric).  Every policy here decides from what is known at the slot:
+``hpcopt.osdec`` makes numeric).  Every policy here decides from what is known at the slot:
 the rolling MIP's ``forecast=oracle`` is the one exception, an ablation by name.
 """
 
@@ -168,7 +168,7 @@ class RollingMIP(ScorePolicy):
 
     def set_weights(self, w1: float, w2: float, end: int | None = None) -> None:
         """The instance's delay and violation weights and the slot where its objective ends
-        (T: overload from there on is not priced; ``None``: never), which ``hpcopt.cloud``
+        (T: overload from there on is not priced; ``None``: never), which ``hpcopt.osdec``
         and the service set."""
         self.w1, self.w2 = float(w1), float(w2)
         self.end = None if end is None else int(end)

@@ -59,7 +59,7 @@ overload is the model's violation, priced afterwards).  A job with ``earliest`` 
 submission is visible from its submission (``upcoming``, the future set) but joins the queue
 only at ``earliest``; a queued job whose ``latest`` has passed (``latest < now``) is dropped:
 removed from the queue, never started, its mode ``dropped`` (event ``drop``).  With a period
-of one slot this is the online MDP of the cloud model (``hpcopt.cloud``); nothing else about
+of one slot this is the online MDP of the cloud model (``hpcopt.osdec``); nothing else about
 the loop changes.
 
 Speed: a policy with ``waits_for_head`` (it starts nothing while the first queued job does

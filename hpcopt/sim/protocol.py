@@ -47,7 +47,7 @@ class PolicyHooks:
         checkpoint, fix the window, subscribe to events)."""
 
     def set_weights(self, w1: float, w2: float, end: int | None = None) -> None:
-        """The prices of a cloud day, set by whoever knows them (``hpcopt.cloud``, the
+        """The prices of a cloud day, set by whoever knows them (``hpcopt.osdec``, the
         service's ``window.weights``, ``hpcopt.sim.decide``): ``w1`` per unit of delay, ``w2``
         per unit of capacity overload, up to slot ``end``.  Ignored by a policy that prices
         neither."""

@@ -1,5 +1,5 @@
 """The result of a simulation run: the per-job table, the summary metrics and the settings
-(what ``hpcopt.simulate`` and ``hpcopt.cloud.simulate_osdec`` return; a sweep row holds its
+(what ``hpcopt.simulate`` and ``hpcopt.osdec.simulate_osdec`` return; a sweep row holds its
 summary)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """PPO training of the OSDEC agent (spec osdec.md, "PPO"; paper section 4.3, Table 3).
 
 Rollouts run through the one driver loop: the agent is the ``hpcopt.policies.osdec_learned`` policy
-inside ``hpcopt.cloud.simulate_osdec`` with a sampling actor that records each slot it is
+inside ``hpcopt.osdec.simulate_osdec`` with a sampling actor that records each slot it is
 asked (input tokens, mask, sampled scores, log-probability, value).  The reward of eq. 6,
 ``R_t = sum_{i started at t} (c_i d_i - w1 (t - e_i)) - w2 v_t`` with ``v_t`` over all running
 jobs, is computed per slot from the finished episode (``slot_rewards``); a step's reward is
@@ -113,7 +113,7 @@ def run_episode(agent: OSDECAgent, model, generator: torch.Generator | None = No
                 record: bool = True):
     """One trajectory through ``simulate_osdec`` with the agent as the policy; returns
     ``(actor, step rewards, summary)`` (sampling when ``generator`` is given)."""
-    from hpcopt.cloud import simulate_osdec
+    from hpcopt.osdec import simulate_osdec
     from hpcopt.policies.osdec_learned import OSDECPolicy
 
     actor = Actor(agent, generator=generator, record=record)
@@ -265,7 +265,7 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
     """``(train models, validation models, description)``: the given instance files (the
     last ``max(1, n // 5)`` validate, or the only one does both), else ``n_train + n_val``
     trajectories of ``deferrable_suite("train")`` (the last ``n_val`` held out)."""
-    from hpcopt.cloud import load_osdec
+    from hpcopt.osdec import load_osdec
 
     if workloads:
         models = [load_osdec(p) for p in workloads]

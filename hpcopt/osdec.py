@@ -32,6 +32,23 @@ from pathlib import Path
 
 from .domain import Job, NumberedId, System
 from .errors import InstanceError, SimulationError
+from .instances import (
+    decode_instance_bytes,
+    load_instance,
+    parse_instance_text,
+    read_instance_bytes,
+)
+from .models.osdec import OSDECModel
+from .policies import build_policy
+from .run_settings import RunSettings
+from .sim.driver import Simulator
+from .sim.eventlog import run_logged
+from .sim.metrics import job_columns
+from .sim.orders import total_ids
+from .sim.resources import CapacityProfile
+from .sim.result import SimulationResult
+from .sim.settings import DriverOptions
+from .solvers import solve
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
                 "dropped", "utilization")
@@ -39,13 +56,9 @@ SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty",
 
 def load_osdec(source):
     """An ``OSDECModel`` from a model, an ``Instance`` or an instance file path."""
-    from .models.osdec import OSDECModel
-
     if isinstance(source, OSDECModel):
         return source
     if isinstance(source, (str, Path)):
-        from .instances import load_instance
-
         source = load_instance(source)
     model = getattr(source, "model", None)
     if not isinstance(model, OSDECModel):
@@ -59,8 +72,6 @@ def is_osdec_file(path) -> bool:
     p = Path(path)
     if not p.name.endswith((".json", ".json.gz")) or not p.is_file():
         return False
-    from .instances import decode_instance_bytes, parse_instance_text, read_instance_bytes
-
     try:
         doc = parse_instance_text(decode_instance_bytes(read_instance_bytes(p), p), p)
     except InstanceError:
@@ -71,8 +82,6 @@ def is_osdec_file(path) -> bool:
 def machine_size(source) -> int | None:
     """The machine size M recorded with an instance (``meta.machine_size``), else None."""
     if isinstance(source, (str, Path)):
-        from .instances import load_instance
-
         source = load_instance(source)
     size = (getattr(source, "meta", None) or {}).get("machine_size")
     return int(size) if size is not None else None
@@ -80,9 +89,6 @@ def machine_size(source) -> int | None:
 
 def osdec_workload(model, machine: int | None = None) -> tuple[list[Job], System]:
     """Driver jobs and system of an OSDEC model (module docstring); ``machine`` is M."""
-    from .sim.orders import total_ids
-    from .sim.resources import CapacityProfile
-
     T = int(model.slots)
     if model.n_jobs and int(model.submit.min()) < 0:
         i = int(model.submit.argmin())
@@ -143,8 +149,6 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
     """Solve the offline model: ``{reference, objective, bound, status, backend}``; the
     reference is the optimum when proven, else the dual bound (an upper bound on any
     schedule), else the incumbent."""
-    from .solvers import solve
-
     res = solve(model, backend, time_limit=time_limit, seed=seed)
     status = getattr(res.status, "name", str(res.status))
     bound = res.bound
@@ -158,31 +162,42 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
             "status": status, "backend": backend, "wall_time": res.wall_time}
 
 
+class OsdecResult(SimulationResult):
+    """A cloud day run online: the per-job table (with ``cores``, ``earliest``, ``latest``),
+    the summary (``SUMMARY_KEYS``, ``gap_to_offline`` given a reference, ``offline``, the
+    driver's drops) and the settings, plus the offline ``decision`` the schedule stands for
+    (each job's start slot, -1 if dropped; ``OSDECModel.evaluate`` scores it) and the
+    finished ``simulator``."""
+
+    def __init__(self, jobs, summary: dict, settings: dict, decision: list[int],
+                 simulator: Simulator) -> None:
+        super().__init__(jobs, summary, settings)
+        self.decision = decision
+        self.simulator = simulator
+
+
 def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
                    offline_bound: float | None = None, offline_backend: str | None = None,
                    offline_time_limit: float | None = None, progress: bool = False,
-                   machine: int | None = None, events=None, **policy_options):
-    """Run an OSDEC instance online under ``policy`` (module docstring); returns a
-    ``SimulationResult`` whose summary has ``SUMMARY_KEYS`` (+ ``gap_to_offline``).
+                   machine: int | None = None, events=None, **policy_options) -> OsdecResult:
+    """Run an OSDEC instance (a model, an ``Instance`` or an instance file) online under
+    ``policy`` (module docstring): the driver with a period of one slot, no backfilling.
     ``machine`` is the machine size M (default: the instance's ``meta.machine_size``);
-    ``events`` a path or callable for the driver's events (``hpcopt.sim.eventlog``)."""
-    from .jsonsafe import json_safe
-    from .policies import build_policy
-    from .sim.driver import Simulator
-    from .sim.eventlog import run_logged
-    from .sim.metrics import job_columns
-    from .sim.result import SimulationResult
-
+    ``offline_bound`` (a known optimum or bound) or ``offline_backend`` (solved here, within
+    ``offline_time_limit`` seconds) gives ``gap_to_offline``; ``events`` a path or callable
+    for the driver's events (``hpcopt.sim.eventlog``); further keywords are policy
+    options."""
+    run = RunSettings(policy=policy, policy_options=policy_options, seed=seed,
+                      driver=DriverOptions(backfill="none", period=1.0, progress=progress))
     model = load_osdec(source)
     if machine is None and not hasattr(source, "slots"):  # an instance or a file, not a model
         machine = machine_size(source)
     jobs, system = osdec_workload(model, machine)
-    pol = build_policy(policy, **policy_options)
+    pol = build_policy(run.policy, **run.policy_options)
     if hasattr(pol, "set_weights"):
         pol.set_weights(model.w1, model.w2, model.slots)
     pol.reset(seed)
-    sim = run_logged(Simulator(jobs, system, pol, backfill="none", period=1.0,
-                               progress=progress), events)
+    sim = run_logged(Simulator(jobs, system, pol, **run.driver.as_kwargs()), events)
     decision = online_decision(model, sim.records)
     offline = None
     if offline_bound is not None:
@@ -196,18 +211,11 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     extra = {"cores": lambda r: r.job.cores, "earliest": lambda r: r.job.earliest,
              "latest": lambda r: r.job.latest}
     table = job_columns(sim.records.values(), extra)
-    settings = dict(policy=getattr(pol, "name", type(pol).__name__), order=sim.order_name,
-                    backfill="none", period=1.0, seed=seed, model="osdec",
-                    w1=model.w1, w2=model.w2,
-                    policy_options=json_safe({**getattr(pol, "options", {}),
-                                               **policy_options}))
-    res = SimulationResult(table, summary, settings)
-    res.decision = decision
-    res.simulator = sim
-    return res
+    settings = run.record(pol, sim.settings, model="osdec", w1=model.w1, w2=model.w2)
+    return OsdecResult(table, summary, settings, decision, sim)
 
 
-__all__ = ["SUMMARY_KEYS", "gap", "is_osdec_file", "load_osdec", "machine_size",
-           "offline_reference", "online_decision", "online_summary", "osdec_workload",
-           "simulate_osdec"]
+__all__ = ["SUMMARY_KEYS", "OsdecResult", "gap", "is_osdec_file", "load_osdec",
+           "machine_size", "offline_reference", "online_decision", "online_summary",
+           "osdec_workload", "simulate_osdec"]
 
