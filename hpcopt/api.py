@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
 
+from . import traces
 from .domain import Job, System
 from .policies import build_policy
 from .run_settings import RunSettings
@@ -18,9 +19,7 @@ from .sim.result import SimulationResult
 def load_trace(path, **kwargs):
     """Read a workload trace (SWF, CSV or JSON job table, Batsim JSON); see
     ``hpcopt.traces.load_trace``."""
-    from .traces import load_trace as _load
-
-    return _load(path, **kwargs)
+    return traces.load_trace(path, **kwargs)
 
 
 def load_instance(path):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from . import solvers
 from .domain import Job, NumberedId, System
 from .errors import InstanceError, SimulationError
 from .instances import (
@@ -48,7 +49,6 @@ from .sim.orders import total_ids
 from .sim.resources import CapacityProfile
 from .sim.result import SimulationResult
 from .sim.settings import DriverOptions
-from .solvers import solve
 
 SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
                 "dropped", "utilization")
@@ -149,7 +149,7 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
     """Solve the offline model: ``{reference, objective, bound, status, backend}``; the
     reference is the optimum when proven, else the dual bound (an upper bound on any
     schedule), else the incumbent."""
-    res = solve(model, backend, time_limit=time_limit, seed=seed)
+    res = solvers.solve(model, backend, time_limit=time_limit, seed=seed)
     status = getattr(res.status, "name", str(res.status))
     bound = res.bound
     if bound is not None and not math.isfinite(bound):

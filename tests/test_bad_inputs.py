@@ -168,7 +168,7 @@ def test_osdec_fields_fuzz(tmp_path, where, field):
         except HpcoptError as err:
             assert "\n" not in str(err) and str(path) in str(err), str(err)
             continue
-        hpcopt.simulate(str(path), policy="fcfs")  # e.g. ids 0 and "a" mixed
+        hpcopt.simulate_osdec(str(path), policy="fcfs")  # e.g. ids 0 and "a" mixed
 
 
 # ------------------------------------------------------------------- batch

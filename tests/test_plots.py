@@ -129,7 +129,7 @@ def test_pareto_plot_refuses_rows_without_a_front(tmp_path, capsys):
 
 def test_osdec_plot_load_matches_the_run(tmp_path):
     day = INSTANCES / "osdec" / "small_12slots_20jobs.json"
-    res = hpcopt.simulate(day, policy="fifo")
+    res = hpcopt.simulate_osdec(day, policy="fifo")
     res.write(tmp_path / "fifo")
     model = hpcopt.load_instance(day).model
     jobs = res.jobs

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections import Counter
 
 from ..cliargs import out_path
+from ..errors import HpcoptError
+from ..jsonsafe import json_safe
 from .common import add_executor_flags, executor
 
 
@@ -32,8 +35,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    # every command module loads when ``hpcopt`` starts: the sweep's own (the driver, the
+    # policies, the executors) loads when it runs
     from ..batch import RowWriter
-    from ..errors import HpcoptError
     from ..sweep import load_sweep, missing_traces, run_key, run_sweep
 
     sweep = load_sweep(args.sweep)  # a malformed sweep file stops here, before any run
@@ -63,10 +67,6 @@ def run(args) -> int:
         if ex is not None:
             ex.close()
     if args.json:
-        from collections import Counter
-
-        from ..jsonsafe import json_safe
-
         doc = {"runs": done.runs, "finished": done.finished, "skipped": done.skipped,
                "status": dict(Counter(r.get("status") for r in done.rows)),
                "errors": sum(r.get("status") == "ERROR" for r in done.rows),

@@ -1,8 +1,11 @@
 """The event-driven rolling-horizon driver (a batch-scheduler simulator).
 
-This module is the event core and the decision pass; the EASY rule (reservation and
-backfill) is ``hpcopt.sim.easy``, the one-pick stages ``hpcopt.sim.picks``, and the job
-modes, events and per-job records ``hpcopt.sim.records``.
+This module is the event core and the decision pass.  The settings are resolved once into a
+frozen ``DriverSettings`` (``hpcopt.sim.settings``); the EASY rule (reservation and
+backfill, ``hpcopt.sim.easy``) and the one-pick stages (``hpcopt.sim.picks``) are strategies
+that work through one ``PassContext`` (``hpcopt.sim.context``); the resource arithmetic is
+the pool's own (``hpcopt.sim.resources``); the job modes, events and per-job records are
+``hpcopt.sim.records``.
 
 Events are job submissions and completions (at the job's actual, capped runtime), plus
 optional periodic ticks.  At each event time the driver applies all completions, then all
@@ -360,7 +363,7 @@ class Simulator:
         bar = None
         settings = self.settings
         if settings.progress and until is None:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # only with a progress bar (tens of ms to import)
 
             bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5)
         period = settings.period

@@ -93,7 +93,7 @@ def _ascending(submit: np.ndarray, ids: list) -> bool:
 
 def job_table(records, extra_columns: dict | None = None):
     """pandas DataFrame, one row per job, sorted by (submit, job_id)."""
-    import pandas as pd
+    import pandas as pd  # heavy: loaded only when a DataFrame is asked for
 
     return pd.DataFrame(job_columns(records, extra_columns))
 

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .metrics import write_job_csv
+
 
 class SimulationResult:
     """A finished simulation: the per-job table, the summary metrics and the settings.
@@ -27,7 +29,7 @@ class SimulationResult:
     def jobs(self):
         """The per-job table (pandas DataFrame)."""
         if isinstance(self._jobs, dict):
-            import pandas as pd
+            import pandas as pd  # heavy: loaded only when a DataFrame is asked for
 
             self._jobs = pd.DataFrame(self._jobs)
         return self._jobs
@@ -42,8 +44,6 @@ class SimulationResult:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
-        from .metrics import write_job_csv
-
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
