@@ -1,16 +1,21 @@
-"""How soon a job starts after the one before it ends, under ``hpcopt slurm run``: polling
-alone against cycles woken by Slurm's EpilogSlurmctld (``--wake-port``), at the adapter's
-default interval (5 s), side by side on fresh testbeds.
+"""How soon a job starts after the one before it ends, or after its submission, under
+``hpcopt slurm run``: polling alone against cycles woken by Slurm's EpilogSlurmctld and the
+submit script (``--wake-port``), at the adapter's default interval (5 s), side by side on
+fresh testbeds.
 
 Part ``sequence``: whole-machine jobs (8 nodes each, sleeps 3-8 s) queued at once; each
 start can only follow the previous end, so every gap is the scheduler's latency.  Part
 ``replay``: a scaled slice of a real trace (``slurm_validation.py``'s replay, FCFS with
 EASY); the latency of a start is its time minus the last end before it, over the starts
 that came within 10 s of an end (Slurm's records are whole seconds).  Slurm's own
-backfill scheduler (no hpcopt) is the reference of both parts.
+backfill scheduler (no hpcopt) is the reference of all parts.  Part ``submit``: one-node
+jobs submitted one by one to an idle machine (every ``--every`` seconds); each job writes the
+time it began running (``date +%s.%N``), so its submit-to-start latency is measured to the
+millisecond from ``sbatch``'s call to its first line running.
 
     python benchmarks/slurm_latency.py sequence --out results/slurm/latency      (root)
     python benchmarks/slurm_latency.py replay --out results/slurm/latency
+    python benchmarks/slurm_latency.py submit --out results/slurm/latency
 
 Writes ``OUT/<part>.json`` (the gaps of each run) and prints the rows.
 """
@@ -86,7 +91,8 @@ def gaps_after_ends(done: dict, window: float = 10.0) -> list[float]:
 
 
 def summary(gaps: list[float]) -> dict:
-    return {"starts": len(gaps), "median_s": statistics.median(gaps) if gaps else None,
+    return {"starts": len(gaps),
+            "median_s": round(statistics.median(gaps), 3) if gaps else None,
             "mean_s": round(statistics.fmean(gaps), 2) if gaps else None,
             "max_s": max(gaps) if gaps else None}
 
@@ -108,6 +114,29 @@ def part_sequence(args) -> dict:
     return rows
 
 
+def part_submit(args) -> dict:
+    rows = {}
+    for mode in args.modes:
+        with tempfile.TemporaryDirectory(prefix="hpcopt-lat-") as tmp:
+            starts = Path(tmp) / "starts"
+            starts.mkdir()
+            submitted: list[float] = []
+
+            def submit(env):
+                for i in range(args.jobs):
+                    submitted.append(time.time())
+                    subprocess.run(["sbatch", "-N", "1", "-t", "1", "-o", "/dev/null",
+                                    "--wrap", f"date +%s.%N > {starts}/{i}; sleep 1"],
+                                   env=env, check=True, capture_output=True)
+                    time.sleep(max(0.0, submitted[-1] + args.every - time.time()))
+            run(mode, submit, args.jobs, args.interval, args.nodes, Path(tmp))
+            gaps = sorted(round(float((starts / str(i)).read_text()) - t, 3)
+                          for i, t in enumerate(submitted))
+        rows[mode] = {"latency_s": gaps, **summary(gaps)}
+        print(mode, {k: v for k, v in rows[mode].items() if k != "latency_s"}, flush=True)
+    return rows
+
+
 def part_replay(args) -> dict:
     from slurm_validation import scaled_slice, submit_all
 
@@ -126,7 +155,7 @@ def part_replay(args) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="part", required=True)
-    for name in ("sequence", "replay"):
+    for name in ("sequence", "replay", "submit"):
         p = sub.add_parser(name)
         p.add_argument("--modes", nargs="+", default=["poll", "wake", "slurm"],
                        choices=["poll", "wake", "slurm"])
@@ -144,8 +173,13 @@ def main() -> None:
     r.add_argument("--limit-max", type=int, default=2)
     r.add_argument("--load", type=float, default=1.1)
     r.add_argument("--max-minutes", type=float, default=20)
+    s = sub.choices["submit"]
+    s.add_argument("--jobs", type=int, default=20)
+    s.add_argument("--every", type=float, default=3.0,
+                   help="seconds between two submissions (each job runs about 1 s)")
     args = ap.parse_args()
-    rows = part_sequence(args) if args.part == "sequence" else part_replay(args)
+    rows = {"sequence": part_sequence, "replay": part_replay,
+            "submit": part_submit}[args.part](args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.part}.json").write_text(json.dumps(

@@ -53,6 +53,8 @@ from hpcopt.slurm.service import read_log
 
 HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
 _STARTING = threading.Lock()
+SHARED = "shared"  # the testbed's partition whose jobs share nodes core by core (--shared)
+CPUS = 4  # cores per testbed node
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpc_swf" / "pwa" / \
     "KTH-SP2-1996-2.1-cln.swf.gz"
 
@@ -73,27 +75,40 @@ def scaled_slice(args) -> list[dict]:
     n = np.array([j.nodes for j in jobs], float)
     run = np.array([max(j.runtime, 1.0) for j in jobs])
     wall = np.array([max(j.walltime, j.runtime, 1.0) for j in jobs])
-    size = np.clip(np.rint(log_map(n, 1, trace.system.nodes, 1, args.nodes)), 1, args.nodes)
+    most = machine_size(args)  # nodes, or cores on the shared partition
+    size = np.clip(np.rint(log_map(n, 1, trace.system.nodes, 1, most)), 1, most)
     sleep = np.rint(log_map(run, run.min(), run.max(), args.run_min, args.run_max))
     limit = np.ceil(log_map(wall, wall.min(), wall.max(), 0.5, args.limit_max))
     limit = np.maximum(limit, np.ceil(sleep / 60))
     sub = np.array([j.submit for j in jobs])
     work = float((size * sleep).sum())
-    span = work / (args.nodes * args.load)
+    span = work / (most * args.load)
     arrive = (sub - sub[0]) * (span / max(sub[-1] - sub[0], 1.0))
     return [dict(name=f"j{i}", trace_id=j.id, nodes=int(size[i]), sleep=int(sleep[i]),
-                 limit=int(limit[i]), at=float(arrive[i])) for i, j in enumerate(jobs)]
+                 limit=int(limit[i]), at=float(arrive[i]),
+                 **({"partition": SHARED} if getattr(args, "shared", False) else {}))
+            for i, j in enumerate(jobs)]
+
+
+def machine_size(args) -> int:
+    """The machine the jobs are sized for: nodes, or with ``--shared`` the cores of the
+    shared partition (nodes x ``CPUS``)."""
+    return args.nodes * CPUS if getattr(args, "shared", False) else args.nodes
 
 
 def submit_all(jobs: list[dict], env: dict) -> None:
-    """Each job at its scaled time; a job with ``licenses`` (``"bb:12"``) asks them (``-L``)."""
+    """Each job at its scaled time; a job with ``licenses`` (``"bb:12"``) asks them (``-L``);
+    one of the shared partition asks its size in cores (``-p shared -n N``: N tasks of one
+    core each, anywhere), the others in whole nodes."""
     t0 = time.monotonic()
     for job in jobs:
         delay = job["at"] - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
         subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-J", job["name"],
-                        "-N", str(job["nodes"]), "-t", str(job["limit"]),
+                        *(["-p", job["partition"], "-n", str(job["nodes"])]
+                          if job.get("partition") else ["-N", str(job["nodes"])]),
+                        "-t", str(job["limit"]),
                         *(["-L", job["licenses"]] if job.get("licenses") else []), "--wrap",
                         f"sleep {job['sleep']}"], env=env, check=True, capture_output=True,
                        timeout=60)
@@ -177,7 +192,28 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
                 proc.wait(30)
         finally:
             testbed.stop(d)
-    return run_record(d, len(jobs), kind)
+    record = run_record(d, len(jobs), kind)
+    if any(j.get("partition") == SHARED for j in jobs):
+        record["read_back"] = cores_read_back(d, jobs)
+    return record
+
+
+def cores_read_back(d: Path, jobs: list[dict]) -> dict:
+    """The shared run's jobcomp log read by hpcopt's trace reader in cores (``sizes="cores"``,
+    ``partition="shared"``, the machine ``nodes x CPUS`` cores): the jobs whose size or run
+    time it reads otherwise than submitted and recorded."""
+    from hpcopt import load_trace
+
+    n_nodes = len(list((d / "spool").iterdir()))
+    trace = load_trace(d / "log" / "jobcomp.txt", fmt="jobcomp", sizes="cores",
+                       partition=SHARED, nodes=n_nodes, cores_per_node=CPUS, rebase=False)
+    size = {j["name"]: j["nodes"] for j in jobs}
+    read = {str(j.id): j for j in trace.jobs}
+    wrong = sorted(rec["name"] for jid, rec in completed_jobs(d, by="JobId").items()
+                   if jid not in read or read[jid].nodes != size[rec["name"]]
+                   or read[jid].runtime != rec["end"] - rec["start"])
+    return {"jobs_read": len(trace.jobs), "machine_cores": trace.system.nodes,
+            "wrong": wrong}
 
 
 def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None = None,
@@ -321,7 +357,7 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
         read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
         decide_ms=round(1000 * float(np.mean([c["decide_s"] for c in ok])), 2))
     for model, delay, period in models:
-        sim = simulate_same(jobs, real, policy, args.nodes, delay, period)
+        sim = simulate_same(jobs, real, policy, machine_size(args), delay, period)
         row = dict(label, model=model, launch_delay=delay, period=period,
                    wall_s=round(run["wall"], 1), **compare(real, sim), **adapter)
         rows.append(row)
@@ -334,7 +370,7 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
         runs = []
         for seed in range(args.draws):
             rng = np.random.default_rng(seed)
-            sim = simulate_same(jobs, real, policy, args.nodes,
+            sim = simulate_same(jobs, real, policy, machine_size(args),
                                 lambda job, rng=rng: float(rng.choice(gaps)))
             runs.append(compare(real, sim))
         row = dict(label, model="drawn", launch_delay=round(float(gaps.mean()), 2),
@@ -357,6 +393,9 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
 def cmd_replay(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.shared and args.runs != ["slurm"]:
+        raise SystemExit("--shared: hpcopt schedules whole nodes; give --runs slurm (Slurm's "
+                         "own scheduler on the shared partition)")
     jobs = scaled_slice(args)
     (out / "replay_jobs.json").write_text(json.dumps(jobs, indent=1))
     print(f"{len(jobs)} jobs of {Path(args.trace).name} from record {args.first}: "
@@ -370,7 +409,7 @@ def cmd_replay(args) -> None:
     elif not args.analyze_only:
         work = Path(tempfile.mkdtemp(prefix="hpcopt-slurm-"))  # kept: each testbed's logs
         print(f"testbeds in {work}", flush=True)
-        runs = replay_all(jobs, args, work)
+        runs = replay_all(jobs, args, work, {"shared": True} if args.shared else None)
     if not args.analyze_only:
         for kind, run in runs.items():
             (out / f"replay_{kind}.json").write_text(json.dumps(run))
@@ -479,6 +518,10 @@ def main() -> None:
     r.add_argument("--from-testbeds", metavar="DIR",
                    help="read the runs from the testbed directories an earlier replay kept "
                         "(DIR/fcfs, ...: Slurm's jobcomp log and the adapter's log); no Slurm")
+    r.add_argument("--shared", action="store_true",
+                   help="the jobs sized in cores (1..nodes x 4) on the testbed's shared "
+                        "partition, Slurm's own scheduler (--runs slurm), read back and "
+                        "simulated in cores")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])

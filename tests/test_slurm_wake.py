@@ -1,10 +1,12 @@
-"""Event-driven cycles: Slurm's EpilogSlurmctld wakes the adapter as each job ends.
+"""Event-driven cycles: Slurm's EpilogSlurmctld wakes the adapter as each job ends, the
+submit script as each managed job is submitted.
 
-Fast tier: the script and the adapter's socket (a datagram wakes it, a burst wakes it once,
+Fast tier: the scripts and the adapter's socket (a datagram wakes it, a burst wakes it once,
 a timeout is a timeout, a port in use is a one-line error).  Slow tier (both Slurm
 versions): with polling every 30 s, a sequence of whole-machine jobs runs back to back (each
-start follows the previous end by about a second, not by the interval), and (22.05) a burst
-of 200 short jobs loses none: each is released once and completes.
+start follows the previous end by about a second, not by the interval); with polling every
+10 minutes, jobs submitted to an idle machine start (only a submission's wake-up can start
+them); and (22.05) a burst of 200 short jobs loses none: each is released once and completes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 import pytest
 
 from hpcopt.errors import HpcoptError
+from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.wake import Waker, epilog_script
 
 from .slurm_fixtures import VERSIONS, started_testbed
@@ -43,6 +46,27 @@ def test_epilog_script_sends_the_job_end(tmp_path):
         waker.close()
     p = subprocess.run([str(script)], env={"SLURM_JOB_ID": "43"}, timeout=10)
     assert p.returncode == 0  # no listener: still exits 0 at once
+
+
+def test_the_submit_script_wakes_at_each_managed_submission():
+    assert "local WAKE = nil" in job_submit_lua("batch")  # no port: the adapter polls
+    port = free_port()
+    lua = job_submit_lua("batch", wake_port=port)
+    assert "      if WAKE ~= nil then os.execute(WAKE) end\n" in lua
+    command = re.search(r'^local WAKE = "(.*)"$', lua, re.M)[1]
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    waker = Waker(port)
+    try:
+        t0 = time.monotonic()
+        assert subprocess.run(["sh", "-c", command], timeout=10).returncode == 0
+        assert time.monotonic() - t0 < 1.0  # in the background: slurmctld does not wait
+        assert waker.wait(5.0) and waker.woken == 1
+    finally:
+        waker.close()
+    assert subprocess.run(["sh", "-c", command], timeout=10).returncode == 0  # no listener
+    with pytest.raises(HpcoptError, match="--wake-port: a port 1..65535"):
+        job_submit_lua("batch", wake_port=0)
 
 
 def test_a_burst_wakes_once_and_a_port_in_use_is_one_line():
@@ -100,6 +124,23 @@ def test_whole_machine_jobs_run_back_to_back(woken):
     jobs = c.jobs()
     gaps = [jobs[b]["start_time"] - jobs[a]["end_time"] for a, b in zip(ids, ids[1:])]
     assert all(g <= 3 for g in gaps), (gaps, err)
+
+
+@pytest.mark.slow
+def test_a_submission_wakes_the_adapter(woken):
+    """Polling every 10 minutes, after a first cycle that saw nothing to start: jobs submitted
+    then start only if their submissions wake the adapter."""
+    c = woken
+    log = c.dir / "submit-wake.jsonl"
+    p = c.cli("run", "--policy", "fcfs", "--interval", "600", "--wake-port",
+              str(c.wake_port), "--lock", str(c.dir / "adapter.lock"), "--log", str(log))
+    try:
+        c.wait(lambda: log.exists() and log.read_text().count("\n") >= 1, 30)
+        ids = [c.submit("-N", "2", "-t", "1", sleep=1) for _ in range(3)]
+        c.wait(lambda: all(c.state(i) in ("RUNNING", "COMPLETED") for i in ids), 30)
+    finally:
+        err = _stop(p)
+    assert sorted(i for i in c.releases() if i in ids) == sorted(ids), err
 
 
 @pytest.mark.slow

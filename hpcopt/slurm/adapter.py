@@ -704,8 +704,9 @@ class Adapter:
     def run(self, interval: float = 5.0, *, once: bool = False,
             release_on_exit: bool = False, wake_port: int | None = None) -> int:
         """Cycle every ``interval`` seconds until interrupted (or once), holding the
-        partition's lock (when one is given) all along.  With ``wake_port`` a job's end
-        (``hpcopt.slurm.wake``: Slurm's EpilogSlurmctld sends a datagram) starts the next
+        partition's lock (when one is given) all along.  With ``wake_port`` a job's end or
+        submission (``hpcopt.slurm.wake``: Slurm's EpilogSlurmctld and the submit script send
+        a datagram) starts the next
         cycle at once, and while nodes are still completing a job the cycles come every
         ``RECHECK`` s; the interval stays the fallback.  On SIGINT/SIGTERM
         (``KeyboardInterrupt``) the held jobs stay held, or with ``release_on_exit`` are all

@@ -60,9 +60,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                         "default file: the one beside slurm.conf): the policy chooses the "
                         "nodes (tjap-window) and each job is pinned to them")
     r.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
-                   help="also cycle as soon as a job ends: listen on UDP port P of loopback "
-                        "for the EpilogSlurmctld script that `hpcopt slurm epilog --wake-port "
-                        "P` prints (the interval stays the fallback)")
+                   help="also cycle as soon as a job ends or is submitted: listen on UDP port "
+                        "P of loopback for the EpilogSlurmctld script that `hpcopt slurm "
+                        "epilog --wake-port P` prints and the submit script of `hpcopt slurm "
+                        "job-submit-lua --wake-port P` (the interval stays the fallback)")
     r.add_argument("--lock", default=None, metavar="FILE",
                    help="the partition's lock file: one adapter per partition (default: one "
                         "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
@@ -114,8 +115,8 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                     help="with --switch-size: three levels, pod switches p1, p2, ... of P "
                          "leaf switches each under s0 (the nodes must fill every pod)")
     ts.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
-                    help="install the EpilogSlurmctld script that wakes `hpcopt slurm run "
-                         "--wake-port P` as each job ends")
+                    help="install the EpilogSlurmctld script and the submit script that wake "
+                         "`hpcopt slurm run --wake-port P` as each job ends or is submitted")
     ts.add_argument("--shared", action="store_true",
                     help="a third partition 'shared' on the same nodes whose jobs share nodes "
                          "core by core (OverSubscribe=NO)")
@@ -144,6 +145,8 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     j.add_argument("--admin", action="append", default=[], metavar="USER",
                    help="a user (name or uid) who, besides root, may release and change the "
                         "partition's jobs: give SlurmUser and the adapter's user; repeatable")
+    j.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
+                   help="also wake `hpcopt slurm run --wake-port P` at each submission")
     return s
 
 
@@ -152,7 +155,7 @@ def cmd_slurm(args, policy_options: dict) -> int:
     if args.slurm_command == "job-submit-lua":
         from .lua import admin_uids, job_submit_lua
 
-        print(job_submit_lua(args.partition, admin_uids(args.admin)), end="")
+        print(job_submit_lua(args.partition, admin_uids(args.admin), args.wake_port), end="")
         return 0
     if args.slurm_command == "status":
         from .service import status_text

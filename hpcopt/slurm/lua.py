@@ -12,6 +12,10 @@ job, reshape it (nodes, tasks, CPUs, memory, time limit raised, licenses, array 
 nodes asked or excluded, features, GRES/TRES, QOS, reservation) or move it into or out of
 the managed partition.  A lower time limit is allowed (a smaller request only helps);
 renaming, comments, mail, dependencies and begin times stay the user's.
+
+With a wake port the submit hook also wakes the adapter (``hpcopt.slurm.wake``) at each
+managed submission, so that a job submitted to free nodes starts within a cycle's read, not
+an interval: one short background process per submission (Lua has no sockets of its own).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ local MANAGED = "@PARTITION@"
 -- uids that may release and change the partition's jobs: root, SlurmUser, the adapter's user
 local ADMINS = { @ADMINS@ }
 local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
+-- the command that wakes `hpcopt slurm run --wake-port P` (nil: it polls)
+local WAKE = @WAKE@
 
 local NO_VAL = slurm.NO_VAL or 4294967294  -- what a field left alone reads as
 local NO_VAL16 = slurm.NO_VAL16 or 65534
@@ -63,6 +69,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       end
       job_desc.priority = 0
       job_desc.admin_comment = MARK
+      if WAKE ~= nil then os.execute(WAKE) end
    end
    return slurm.SUCCESS
 end
@@ -115,9 +122,13 @@ end
 """
 
 
-def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,)) -> str:
+def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,),
+                   wake_port: int | None = None) -> str:
     """The script for ``partition`` (``hpcopt slurm job-submit-lua``): only the uids in
-    ``admins`` (root always among them) may release or change the partition's jobs."""
+    ``admins`` (root always among them) may release or change the partition's jobs; with
+    ``wake_port`` each managed submission wakes the adapter listening there."""
+    from .wake import submit_command
+
     if not partition or any(c.isspace() or not c.isprintable() or c in "\"'\\,"
                             for c in partition):
         raise OptionError(f"--partition: a Slurm partition name expected (no space, comma, "
@@ -128,8 +139,9 @@ def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,)) -> st
             raise OptionError(f"--admin: a user id expected, got {uid!r}")
         uids.add(uid)
     table = ", ".join(f"[{uid}] = true" for uid in sorted(uids))
+    wake = "nil" if wake_port is None else f'"{submit_command(wake_port)}"'
     return (_TEMPLATE.replace("@PARTITION@", partition).replace("@ADMINS@", table)
-            .replace("@MARK@", MARK))
+            .replace("@MARK@", MARK).replace("@WAKE@", wake))
 
 
 def admin_uids(users: Iterable[str]) -> tuple[int, ...]:

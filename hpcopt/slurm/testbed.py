@@ -536,9 +536,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     pool (``burst_buffer_files``); ``ssd="128:4,256:4"`` gives the nodes, in order, SSD
     classes as a gres ``ssd`` counting GB (jobs ask ``--gres=ssd:100``); ``shared=True``
     adds the partition ``shared`` (the same nodes, ``OverSubscribe=NO``: jobs share nodes
-    core by core); ``wake_port=P`` installs
-    ``hpcopt.slurm.wake``'s ``EpilogSlurmctld`` script, which wakes ``hpcopt slurm run
-    --wake-port P`` as each job ends."""
+    core by core); ``wake_port=P`` installs ``hpcopt.slurm.wake``'s ``EpilogSlurmctld``
+    script and the submit script's wake-up, which wake ``hpcopt slurm run --wake-port P`` as
+    each job ends or is submitted."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -602,7 +602,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
         # 24.11's slurmd needs cgroups unless told not to use them
         (d / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
         _prepare_root(root, d)
-    (d / "job_submit.lua").write_text(job_submit_lua(PARTITION))
+    (d / "job_submit.lua").write_text(job_submit_lua(PARTITION, wake_port=wake_port))
     (d / "testbed.json").write_text(json.dumps({
         "slurm": slurm, "root": str(root) if root else None, "accounting": accounting,
         "dbd_port": dbd_port, "db_port": dbd_port + 1 if accounting else None}))

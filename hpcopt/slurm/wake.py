@@ -1,9 +1,11 @@
-"""Wake the adapter when a job ends: Slurm's ``EpilogSlurmctld`` sends a datagram.
+"""Wake the adapter when a job ends or is submitted: Slurm's hooks send a datagram.
 
 slurmctld runs the ``EpilogSlurmctld`` script on the controller as each job ends (within a
 second of its end time, ``SLURM_JOB_ID`` set).  ``epilog_script(port)`` is such a script: it
 sends ``end JOBID`` to the adapter's UDP port on loopback (bash's ``/dev/udp``, nothing to
-install) and exits 0 at once, whether or not an adapter listens.  ``Waker(port)`` is the
+install) and exits 0 at once, whether or not an adapter listens.  Submissions have no such
+script: the submit hook that holds each managed job (``hpcopt.slurm.lua``) runs
+``submit_command(port)`` in the background, which sends ``submit``.  ``Waker(port)`` is the
 adapter's end: ``wait(timeout)`` returns as soon as a datagram came (True) or when the
 timeout passed (False).  A lost datagram only costs latency: the adapter still cycles every
 ``--interval``.  Any local process can send one; it buys nothing but an earlier cycle, and
@@ -31,6 +33,13 @@ def epilog_script(port: int) -> str:
             "SlurmUser).\n"
             f'echo "end ${{SLURM_JOB_ID:-0}}" > /dev/udp/127.0.0.1/{port} 2>/dev/null\n'
             "exit 0\n")
+
+
+def submit_command(port: int) -> str:
+    """The shell command the submit hook runs (in the background: slurmctld does not wait for
+    it) to wake an adapter listening on ``port`` as a managed job is submitted."""
+    _check_port(port)
+    return f"bash -c 'echo submit > /dev/udp/127.0.0.1/{port}' >/dev/null 2>&1 &"
 
 
 def _check_port(port: int) -> None:
