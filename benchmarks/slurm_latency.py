@@ -114,22 +114,27 @@ def part_sequence(args) -> dict:
     return rows
 
 
+def submit_spaced(env: dict, starts: Path, submitted: list[float], jobs: int,
+                  every: float) -> None:
+    """``jobs`` one-node jobs, one every ``every`` seconds, each writing the time it began
+    running into ``starts/I``; the time of each ``sbatch`` call goes to ``submitted``."""
+    for i in range(jobs):
+        submitted.append(time.time())
+        subprocess.run(["sbatch", "-N", "1", "-t", "1", "-o", "/dev/null",
+                        "--wrap", f"date +%s.%N > {starts}/{i}; sleep 1"],
+                       env=env, check=True, capture_output=True)
+        time.sleep(max(0.0, submitted[-1] + every - time.time()))
+
+
 def part_submit(args) -> dict:
     rows = {}
     for mode in args.modes:
         with tempfile.TemporaryDirectory(prefix="hpcopt-lat-") as tmp:
-            starts = Path(tmp) / "starts"
+            starts, submitted = Path(tmp) / "starts", []
             starts.mkdir()
-            submitted: list[float] = []
-
-            def submit(env):
-                for i in range(args.jobs):
-                    submitted.append(time.time())
-                    subprocess.run(["sbatch", "-N", "1", "-t", "1", "-o", "/dev/null",
-                                    "--wrap", f"date +%s.%N > {starts}/{i}; sleep 1"],
-                                   env=env, check=True, capture_output=True)
-                    time.sleep(max(0.0, submitted[-1] + args.every - time.time()))
-            run(mode, submit, args.jobs, args.interval, args.nodes, Path(tmp))
+            run(mode, lambda env, s=starts, t=submitted: submit_spaced(env, s, t, args.jobs,
+                                                                       args.every),
+                args.jobs, args.interval, args.nodes, Path(tmp))
             gaps = sorted(round(float((starts / str(i)).read_text()) - t, 3)
                           for i, t in enumerate(submitted))
         rows[mode] = {"latency_s": gaps, **summary(gaps)}

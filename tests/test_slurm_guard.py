@@ -31,7 +31,7 @@ USER = "hpcopt-test-user"
 
 def test_script_compiles_and_names_partition_and_admins(tmp_path):
     text = job_submit_lua("gpu", (1001, 64030))
-    assert 'local MANAGED = "gpu"' in text
+    assert 'local MANAGED = { ["gpu"] = true }' in text
     assert "local ADMINS = { [0] = true, [1001] = true, [64030] = true }" in text
     assert f'local MARK = "{MARK}"' in text and MARK == "hpcopt:held"
     assert "local ADMINS = { [0] = true }" in job_submit_lua("batch")  # root always
@@ -44,7 +44,8 @@ def test_script_compiles_and_names_partition_and_admins(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.parametrize("bad", ["ba tch", 'a"b', "a'b", "a\\b", "a,b", "a\nb", "a\tb", ""])
+@pytest.mark.parametrize("bad", ["ba tch", 'a"b', "a'b", "a\\b", "a,,b", "a[1]", "a\nb", "a\tb",
+                                 ""])
 def test_partition_names_are_checked(bad):
     with pytest.raises(OptionError, match="--partition: a Slurm partition name"):
         job_submit_lua(bad)

@@ -3,6 +3,7 @@ Slurm 22.05 prints them) to the driver-pass state, and the command wrapper's ret
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 
@@ -12,7 +13,7 @@ from hpcopt.domain import Job, System
 from hpcopt.errors import OptionError
 from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
-from hpcopt.slurm.adapter import FAR, array_task_ids, cycle_state, parse_mark
+from hpcopt.slurm.adapter import FAR, Adapter, array_task_ids, cycle_state, parse_mark
 from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.state import (
     Slurm,
@@ -343,9 +344,13 @@ def test_one_adapter_per_partition_lock(tmp_path):
 
 def test_job_submit_lua_names_the_partition():
     text = job_submit_lua("gpu")
-    assert 'local MANAGED = "gpu"' in text and "job_desc.priority = 0" in text
+    assert 'local MANAGED = { ["gpu"] = true }' in text and "job_desc.priority = 0" in text
     assert "function slurm_job_modify" in text
-    for bad in ('a"b', "a,b", ""):
+    both = job_submit_lua(["gpu", "batch,gpu"])  # given again, or as a comma list
+    assert 'local MANAGED = { ["gpu"] = true, ["batch"] = true }' in both
+    assert both.startswith('-- job_submit.lua (hpcopt): hold every job submitted to '
+                           'partitions "gpu", "batch", so that')
+    for bad in ('a"b', "a,,b", ""):
         with pytest.raises(OptionError, match="--partition: a Slurm partition name"):
             job_submit_lua(bad)
 
@@ -677,3 +682,46 @@ def test_errors_entry_reads_as_its_description():
     with pytest.raises(SlurmCommandError,
                        match=r"^squeue --json: Invalid partition specified$"):
         squeue({"squeue": doc}).jobs()
+
+
+def test_several_partitions_must_have_disjoint_nodes():
+    from hpcopt.slurm.adapter import disjoint_partitions
+
+    nodes = [node("n1", partitions=("batch", "debug")), node("n2", partitions=("batch",)),
+             node("n3", partitions=("batch2", "debug"))]
+    snap = Snapshot(NOW, (), tuple(nodes), 0.01)
+    disjoint_partitions(snap, ["batch", "batch2"])
+    with pytest.raises(OptionError, match=r"^partitions batch and debug share node n1: one "
+                                          r"adapter schedules several partitions only when"):
+        disjoint_partitions(snap, ["batch", "debug"])
+    with pytest.raises(OptionError, match=r"^--partition gpu: no such partition with nodes "
+                                          r"\(sinfo lists batch, batch2, debug\)$"):
+        disjoint_partitions(snap, ["batch", "gpu"])
+
+
+def test_several_partitions_are_decided_each_on_its_own():
+    """One read, one pass and one log record per partition; the locks of one --lock file
+    are one lock for the set."""
+    from hpcopt.slurm.adapter import run_adapters
+
+    nodes = [node("n1"), node("n2"), node("n3", partitions=("batch2",)),
+             node("n4", partitions=("batch2",))]
+    jobs = [job(1, nodes=2), job(2, nodes=1, partition="batch2"),
+            job(3, nodes=2, partition="batch2")]
+
+    class Fake(Slurm):
+        reads = 0
+
+        def snapshot(self):
+            Fake.reads += 1
+            return Snapshot(NOW, tuple(jobs), tuple(nodes), 0.01)
+
+    said, log, slurm = [], io.StringIO(), Fake()
+    adapters = [Adapter(make_policy("fcfs"), slurm=slurm, partition=p, dry_run=True,
+                        log=log, say=said.append) for p in ("batch", "batch2")]
+    assert run_adapters(adapters, once=True) == 0
+    recs = [json.loads(line) for line in log.getvalue().splitlines() if "event" not in line]
+    assert Fake.reads == 1
+    assert [(r["partition"], r["released"]) for r in recs] == [("batch", [1]),
+                                                               ("batch2", [2])]
+    assert said == ["cycle 1: would release 1", "cycle 1: would release 2; reserved 3 at +60 s"]

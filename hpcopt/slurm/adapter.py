@@ -547,10 +547,13 @@ class Adapter:
         self.slurm.on_error = self._errors.append
         self.cycles = 0
 
-    def cycle(self) -> dict:
-        """One read-decide-release cycle; returns its log record (also written to ``log``)."""
+    def cycle(self, snap: Snapshot | None = None) -> dict:
+        """One read-decide-release cycle; returns its log record (also written to ``log``).
+        ``snap``: Slurm as read for several partitions at once (``run_adapters``; no burst
+        buffer then), instead of a read of its own."""
         self.cycles += 1
         self._errors.clear()
+        self.slurm.on_error = self._errors.append  # (adapters of several partitions share it)
         rec: dict = {"time": round(time.time(), 3), "cycle": self.cycles,
                      "partition": self.partition, "dry_run": self.dry_run}
         try:
@@ -558,7 +561,7 @@ class Adapter:
             # jobs' read lists it), and one that ends leaves its use counted (the safe side)
             licenses = self.slurm.licenses() if self.bb_license else None
             pools = self.slurm.burst_pools() if self.bb_pool else None
-            snap = self.slurm.snapshot()
+            snap = self.slurm.snapshot() if snap is None else snap
             gres = self.slurm.node_gres() if self.ssd_gres else None
             state = cycle_state(snap, self.partition, licenses, self.bb_license,
                                 self.topology, pools=pools, bb_pool=self.bb_pool,
@@ -703,46 +706,10 @@ class Adapter:
 
     def run(self, interval: float = 5.0, *, once: bool = False,
             release_on_exit: bool = False, wake_port: int | None = None) -> int:
-        """Cycle every ``interval`` seconds until interrupted (or once), holding the
-        partition's lock (when one is given) all along.  With ``wake_port`` a job's end or
-        submission (``hpcopt.slurm.wake``: Slurm's EpilogSlurmctld and the submit script send
-        a datagram) starts the next
-        cycle at once, and while nodes are still completing a job the cycles come every
-        ``RECHECK`` s; the interval stays the fallback.  On SIGINT/SIGTERM
-        (``KeyboardInterrupt``) the held jobs stay held, or with ``release_on_exit`` are all
-        released to Slurm's own scheduler; the interrupt then goes on to the caller."""
-        lock = PartitionLock(self.lock, self.partition) if self.lock is not None else None
-        if lock is not None:
-            lock.acquire()
-        waker = None
-        try:
-            if wake_port is not None and not once:
-                from .wake import Waker
-
-                waker = Waker(wake_port)
-            while True:
-                t0 = time.monotonic()
-                rec = self.cycle()
-                if once:
-                    if rec["ok"] and not (rec["released"] or rec["release_failed"]):
-                        self.say(f"cycle {self.cycles}: {_idle_line(rec)}")
-                    return 0 if rec["ok"] else 1
-                pause = interval - (time.monotonic() - t0)
-                if waker is None:
-                    time.sleep(max(0.0, pause))
-                    continue
-                if rec.get("completing"):  # freed nodes come back without an event
-                    pause = min(pause, RECHECK)
-                waker.wait(pause)
-        except KeyboardInterrupt:
-            if release_on_exit and not self.dry_run:
-                self.release_all()
-            raise
-        finally:
-            if waker is not None:
-                waker.close()
-            if lock is not None:
-                lock.release()
+        """Cycle every ``interval`` seconds until interrupted (or once): ``run_adapters`` with
+        this adapter alone."""
+        return run_adapters([self], interval, once=once, release_on_exit=release_on_exit,
+                            wake_port=wake_port)
 
     def release_all(self) -> list[str]:
         """Release every job of the partition that hpcopt holds (``--release-on-exit``)."""
@@ -786,6 +753,97 @@ def _where(state: CycleState, decision, topology: SlurmTopology | None) -> dict:
         free = [n for n in free if n not in names]
         out[state.entries[job.id].key] = names
     return out
+
+
+def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool = False,
+                 release_on_exit: bool = False, wake_port: int | None = None) -> int:
+    """Cycle ``adapters`` (one per managed partition, sharing one Slurm) every ``interval``
+    seconds until interrupted (or once), holding their locks all along: adapters with the
+    same lock file share one lock (``--lock``: one per partition set), the others take one
+    each.  Several partitions are read once per cycle and decided one after the other, each
+    its own pass and log record; they must have disjoint nodes (``disjoint_partitions``),
+    so that no node is promised by two decisions.  With ``wake_port`` a job's end or
+    submission (``hpcopt.slurm.wake``: Slurm's EpilogSlurmctld and the submit script send a
+    datagram) starts the next cycle at once, and while nodes are still completing a job the
+    cycles come every ``RECHECK`` s; the interval stays the fallback.  On SIGINT/SIGTERM
+    (``KeyboardInterrupt``) the held jobs stay held, or with ``release_on_exit`` are all
+    released to Slurm's own scheduler; the interrupt then goes on to the caller."""
+    shared: dict = defaultdict(list)  # lock file -> the partitions it covers
+    for a in adapters:
+        if a.lock is not None:
+            shared[a.lock].append(a.partition)
+    locks = [PartitionLock(path, ",".join(names)) for path, names in shared.items()]
+    waker = None
+    taken: list[PartitionLock] = []
+    try:
+        for lock in locks:
+            lock.acquire()
+            taken.append(lock)
+        if wake_port is not None and not once:
+            from .wake import Waker
+
+            waker = Waker(wake_port)
+        while True:
+            t0 = time.monotonic()
+            recs = _cycle_all(adapters)
+            if once:
+                for a, rec in zip(adapters, recs):
+                    if rec["ok"] and not (rec["released"] or rec["release_failed"]):
+                        a.say(f"cycle {a.cycles}: {_idle_line(rec)}")
+                return 0 if all(rec["ok"] for rec in recs) else 1
+            pause = interval - (time.monotonic() - t0)
+            if waker is None:
+                time.sleep(max(0.0, pause))
+                continue
+            if any(rec.get("completing") for rec in recs):  # freed nodes come back unsaid
+                pause = min(pause, RECHECK)
+            waker.wait(pause)
+    except KeyboardInterrupt:
+        if release_on_exit:
+            for a in adapters:
+                if not a.dry_run:
+                    a.release_all()
+        raise
+    finally:
+        if waker is not None:
+            waker.close()
+        for lock in taken:
+            lock.release()
+
+
+def _cycle_all(adapters: list[Adapter]) -> list[dict]:
+    """One cycle of each adapter: one read of Slurm for all (each reads its own when that
+    read fails, to log the failure), partitions checked disjoint."""
+    if len(adapters) == 1:
+        return [adapters[0].cycle()]
+    try:
+        snap = adapters[0].slurm.snapshot()
+    except SlurmCommandError:
+        return [a.cycle() for a in adapters]
+    disjoint_partitions(snap, [a.partition for a in adapters])
+    return [a.cycle(snap) for a in adapters]
+
+
+def disjoint_partitions(snap: Snapshot, partitions: list[str]) -> None:
+    """An ``OptionError`` unless the managed ``partitions`` exist and share no node: one
+    adapter decides each on its own, and a node in two of them could be promised twice."""
+    seen: dict[str, str] = {}
+    known = {p for n in snap.nodes for p in n.partitions}
+    for p in partitions:
+        if p not in known:
+            raise OptionError(f"--partition {p}: no such partition with nodes (sinfo lists "
+                              f"{', '.join(sorted(known))})")
+    for n in snap.nodes:
+        for p in partitions:
+            if p not in n.partitions:
+                continue
+            if n.name in seen:
+                raise OptionError(
+                    f"partitions {seen[n.name]} and {p} share node {n.name}: one adapter "
+                    "schedules several partitions only when their nodes are disjoint (a "
+                    "shared node could be promised by both decisions); run them with "
+                    "disjoint nodes, or one adapter for one of them")
+            seen[n.name] = p
 
 
 def _idle_line(rec: dict) -> str:

@@ -20,8 +20,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     r = ss.add_parser("run", help="each cycle: read Slurm, ask the policy, release the held "
                                   "jobs to start now (SLURM_CONF names the cluster)")
     r.add_argument("--policy", required=True, help="a registered policy (hpcopt policies)")
-    r.add_argument("--partition", default="batch",
-                   help="the partition hpcopt schedules (default batch)")
+    r.add_argument("--partition", action="append", default=None, metavar="P",
+                   help="the partition hpcopt schedules (default batch); several (given "
+                        "again, or as a comma list) are each decided on their own, one log "
+                        "line each, and must have disjoint nodes")
     r.add_argument("--interval", type=positive_seconds, default=5.0, metavar="S",
                    help="seconds between cycles (default 5)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
@@ -65,9 +67,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                         "epilog --wake-port P` prints and the submit script of `hpcopt slurm "
                         "job-submit-lua --wake-port P` (the interval stays the fallback)")
     r.add_argument("--lock", default=None, metavar="FILE",
-                   help="the partition's lock file: one adapter per partition (default: one "
-                        "per SLURM_CONF and partition in /run/lock; adapters on several hosts "
-                        "need a file on a file system they share)")
+                   help="the lock file of the partitions: one adapter per partition (default: "
+                        "one per SLURM_CONF and partition in /run/lock; adapters on several "
+                        "hosts need a file on a file system they share)")
     r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -117,6 +119,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
                     help="install the EpilogSlurmctld script and the submit script that wake "
                          "`hpcopt slurm run --wake-port P` as each job ends or is submitted")
+    ts.add_argument("--split", type=positive_int, default=None, metavar="K",
+                    help="batch gets the first K nodes and a second managed partition batch2 "
+                         "the others")
     ts.add_argument("--shared", action="store_true",
                     help="a third partition 'shared' on the same nodes whose jobs share nodes "
                          "core by core (OverSubscribe=NO)")
@@ -141,7 +146,8 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the adapter's --wake-port")
     j = ss.add_parser("job-submit-lua", help="print the job_submit.lua that holds every job "
                                              "of the partition for hpcopt")
-    j.add_argument("--partition", default="batch", help="the managed partition (default batch)")
+    j.add_argument("--partition", action="append", default=None, metavar="P",
+                   help="the managed partition (default batch); repeatable, or a comma list")
     j.add_argument("--admin", action="append", default=[], metavar="USER",
                    help="a user (name or uid) who, besides root, may release and change the "
                         "partition's jobs: give SlurmUser and the adapter's user; repeatable")
@@ -155,7 +161,8 @@ def cmd_slurm(args, policy_options: dict) -> int:
     if args.slurm_command == "job-submit-lua":
         from .lua import admin_uids, job_submit_lua
 
-        print(job_submit_lua(args.partition, admin_uids(args.admin), args.wake_port), end="")
+        print(job_submit_lua(args.partition or ["batch"], admin_uids(args.admin),
+                             args.wake_port), end="")
         return 0
     if args.slurm_command == "status":
         from .service import status_text
@@ -186,7 +193,8 @@ def _testbed(args) -> int:
                          chroot_cache=args.chroot_cache, accounting=args.accounting,
                          licenses=args.licenses, switch_size=args.switch_size,
                          pod_size=args.pod_size, bb_pool=args.bb_pool, ssd=args.ssd,
-                         shared=args.shared, wake_port=args.wake_port, say=print)
+                         shared=args.shared, wake_port=args.wake_port, split=args.split,
+                         say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0
@@ -215,15 +223,19 @@ def _unit(args) -> int:
 def _run(args, options: dict) -> int:
     from ..errors import OptionError
     from ..policies import build_policy
-    from .adapter import Adapter
+    from .adapter import Adapter, run_adapters
     from .lock import default_lock_path
+    from .lua import partition_names
     from .state import Slurm
 
     conf = os.environ.get("SLURM_CONF")
     if conf and not os.path.isfile(conf):
         raise OptionError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the cluster's "
                           "configuration from it)")
-    lock = None if args.dry_run else (args.lock or default_lock_path(args.partition, conf))
+    partitions = partition_names(args.partition or ["batch"])
+    if len(partitions) > 1 and (args.bb_license or args.bb_pool or args.topology is not None):
+        raise OptionError("--bb-license, --bb-pool and --topology schedule one partition: give "
+                          f"one --partition (got {', '.join(partitions)})")
     topology = None
     if args.topology is not None:
         from .topology import read_topology
@@ -231,18 +243,24 @@ def _run(args, options: dict) -> int:
         where = args.topology if args.topology != "auto" else \
             Path(conf or "/etc/slurm/slurm.conf").parent / "topology.conf"
         topology = read_topology(where)
-    policy = build_policy(args.policy, **options)
-    policy.reset(args.seed)
     slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
     log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
     try:
-        adapter = Adapter(policy, slurm=slurm, partition=args.partition, dry_run=args.dry_run,
-                          log=log, lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
-                          ssd_gres=args.ssd_gres, topology=topology,
-                          order=args.order, backfill=args.backfill,
-                          window=args.window, starvation_bound=args.starvation)
-        return adapter.run(args.interval, once=args.once,
-                           release_on_exit=args.release_on_exit, wake_port=args.wake_port)
+        adapters = []
+        for p in partitions:
+            policy = build_policy(args.policy, **options)  # each partition its own
+            policy.reset(args.seed)
+            lock = None if args.dry_run else (args.lock or default_lock_path(p, conf))
+            say = None if len(partitions) == 1 else \
+                (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
+            adapters.append(Adapter(
+                policy, slurm=slurm, partition=p, dry_run=args.dry_run, log=log, say=say,
+                lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
+                ssd_gres=args.ssd_gres, topology=topology, order=args.order,
+                backfill=args.backfill, window=args.window,
+                starvation_bound=args.starvation))
+        return run_adapters(adapters, args.interval, once=args.once,
+                            release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     finally:
         if log is not None:
             log.close()

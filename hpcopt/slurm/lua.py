@@ -1,5 +1,5 @@
-"""The ``job_submit.lua`` that holds every job submitted to the partition hpcopt schedules,
-and keeps its users from starting or reshaping those jobs themselves.
+"""The ``job_submit.lua`` that holds every job submitted to the partitions hpcopt schedules,
+and keeps their users from starting or reshaping those jobs themselves.
 
 Slurm runs ``slurm_job_submit`` for each submission when ``JobSubmitPlugins=lua`` is set and
 the script lies beside ``slurm.conf``.  Setting the priority to 0 holds the job and the
@@ -28,10 +28,10 @@ from ..errors import OptionError
 MARK = "hpcopt:held"
 
 _TEMPLATE = """\
--- job_submit.lua (hpcopt): hold every job submitted to partition "@PARTITION@", so that
+-- job_submit.lua (hpcopt): hold every job submitted to @PARTITION@, so that
 -- only `hpcopt slurm run` starts it (scontrol release).  Install: JobSubmitPlugins=lua in
 -- slurm.conf, this file beside slurm.conf, then `scontrol reconfigure`.
-local MANAGED = "@PARTITION@"
+local MANAGED = { @MANAGED@ }
 -- uids that may release and change the partition's jobs: root, SlurmUser, the adapter's user
 local ADMINS = { @ADMINS@ }
 local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
@@ -44,28 +44,29 @@ local NO_VAL64 = slurm.NO_VAL64 or 18446744073709551614
 local INFINITE = slurm.INFINITE or 4294967295
 local DENIED = slurm.ESLURM_ACCESS_DENIED or 2002  -- "Access/permission denied"
 
-local function names_managed(parts)  -- a comma-separated partition list names MANAGED
-   if parts == nil then return false end
+local function managed_name(parts)  -- the first managed partition a comma list names
+   if parts == nil then return nil end
    for name in string.gmatch(parts, "[^,%s]+") do
-      if name == MANAGED then return true end
+      if MANAGED[name] then return name end
    end
-   return false
+   return nil
 end
 
-local function managed(job_desc, part_list)
-   if job_desc.partition ~= nil then return names_managed(job_desc.partition) end
+local function managed(job_desc, part_list)  -- the managed partition of a submission, or nil
+   if job_desc.partition ~= nil then return managed_name(job_desc.partition) end
    for _, p in pairs(part_list) do  -- no --partition: the cluster's default partition
-      if p.flag_default == 1 then return p.name == MANAGED end
+      if p.flag_default == 1 then return managed_name(p.name) end
    end
-   return false
+   return nil
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
-   if managed(job_desc, part_list) then
-      if job_desc.partition ~= nil and job_desc.partition ~= MANAGED then
+   local name = managed(job_desc, part_list)
+   if name ~= nil then
+      if job_desc.partition ~= nil and job_desc.partition ~= name then
          slurm.log_user("hpcopt: partitions %s narrowed to %s, whose jobs the scheduler starts",
-                        job_desc.partition, MANAGED)
-         job_desc.partition = MANAGED
+                        job_desc.partition, name)
+         job_desc.partition = name
       end
       job_desc.priority = 0
       job_desc.admin_comment = MARK
@@ -107,13 +108,12 @@ end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
    if ADMINS[modify_uid] then return slurm.SUCCESS end
-   if not (names_managed(job_rec.partition) or names_managed(job_desc.partition)) then
-      return slurm.SUCCESS
-   end
+   local name = managed_name(job_rec.partition) or managed_name(job_desc.partition)
+   if name == nil then return slurm.SUCCESS end
    local field = refused_field(job_desc, job_rec)
    if field == nil then return slurm.SUCCESS end
    slurm.log_user("hpcopt: jobs of partition %s are started by the scheduler; changing %s " ..
-                  "of job %s is reserved to the administrator", MANAGED, field,
+                  "of job %s is reserved to the administrator", name, field,
                   tostring(job_rec.job_id))
    slurm.log_info("hpcopt: refused uid %s changing %s of job %s", tostring(modify_uid), field,
                   tostring(job_rec.job_id))
@@ -122,17 +122,16 @@ end
 """
 
 
-def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,),
+def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[int] = (0,),
                    wake_port: int | None = None) -> str:
-    """The script for ``partition`` (``hpcopt slurm job-submit-lua``): only the uids in
-    ``admins`` (root always among them) may release or change the partition's jobs; with
-    ``wake_port`` each managed submission wakes the adapter listening there."""
+    """The script for ``partition`` (``hpcopt slurm job-submit-lua``; a list of names: each
+    of them is managed, and a submission naming several is narrowed to the first managed
+    one): only the uids in ``admins`` (root always among them) may release or change the
+    partitions' jobs; with ``wake_port`` each managed submission wakes the adapter listening
+    there."""
     from .wake import submit_command
 
-    if not partition or any(c.isspace() or not c.isprintable() or c in "\"'\\,"
-                            for c in partition):
-        raise OptionError(f"--partition: a Slurm partition name expected (no space, comma, "
-                          f"quote, backslash or newline), got {partition!r}")
+    names = partition_names(partition)
     uids = {0}
     for uid in admins:
         if isinstance(uid, bool) or not isinstance(uid, int) or not 0 <= uid < 2**32 - 2:
@@ -140,8 +139,29 @@ def job_submit_lua(partition: str = "batch", admins: Iterable[int] = (0,),
         uids.add(uid)
     table = ", ".join(f"[{uid}] = true" for uid in sorted(uids))
     wake = "nil" if wake_port is None else f'"{submit_command(wake_port)}"'
-    return (_TEMPLATE.replace("@PARTITION@", partition).replace("@ADMINS@", table)
-            .replace("@MARK@", MARK).replace("@WAKE@", wake))
+    said = (f'partition "{names[0]}"' if len(names) == 1 else
+            "partitions " + ", ".join(f'"{n}"' for n in names))
+    return (_TEMPLATE.replace("@PARTITION@", said)
+            .replace("@MANAGED@", ", ".join(f'["{n}"] = true' for n in names))
+            .replace("@ADMINS@", table).replace("@MARK@", MARK).replace("@WAKE@", wake))
+
+
+def partition_names(partition: str | Iterable[str]) -> tuple[str, ...]:
+    """Managed partition names, each checked (``--partition``: one name, or several given
+    again or as a comma list), in the order given, without repeats."""
+    given = [partition] if isinstance(partition, str) else list(partition)
+    names: list[str] = []
+    for text in given:
+        for name in str(text).split(",") if text else [""]:
+            if not name or any(c.isspace() or not c.isprintable() or c in "\"'\\[]"
+                               for c in name):
+                raise OptionError(f"--partition: a Slurm partition name expected (no space, "
+                                  f"quote, backslash, bracket or newline), got {text!r}")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise OptionError("--partition: at least one partition name expected")
+    return tuple(names)
 
 
 def admin_uids(users: Iterable[str]) -> tuple[int, ...]:

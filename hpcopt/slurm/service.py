@@ -43,11 +43,20 @@ def read_log(path: str | Path) -> tuple[list[dict], list[dict]]:
 
 
 def status_text(path: str | Path, now: float | None = None) -> str:
-    """The adapter's state from its log at ``path`` (module docstring)."""
+    """The adapter's state from its log at ``path`` (module docstring); an adapter of several
+    partitions: one block each, in the order of their first cycle."""
     cycles, _ = read_log(path)
     if not cycles:
         return f"{path}: no cycle yet"
     now = time.time() if now is None else now
+    by_partition: dict = {}
+    for c in cycles:
+        by_partition.setdefault(c.get("partition", "?"), []).append(c)
+    return "\n".join(_partition_status(part, now) for part in by_partition.values())
+
+
+def _partition_status(cycles: list[dict], now: float) -> str:
+    """One partition's block of ``status_text``."""
     last = cycles[-1]
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["time"]))
     head = (f"partition {last.get('partition', '?')}: cycle {last['cycle']} at {when} "
@@ -90,13 +99,13 @@ def status_text(path: str | Path, now: float | None = None) -> str:
 def systemd_unit(run_args: list[str], hpcopt: str, slurm_conf: str | None = None,
                  user: str = "root") -> str:
     """A systemd unit for ``hpcopt slurm run RUN_ARGS`` (module docstring)."""
-    partition = "batch"
-    if "--partition" in run_args[:-1]:
-        partition = run_args[run_args.index("--partition") + 1]
+    names = [v for k, v in zip(run_args, run_args[1:]) if k == "--partition"] or ["batch"]
+    names = ",".join(names).split(",")
     env = f"Environment=SLURM_CONF={slurm_conf}\n" if slurm_conf else ""
     return (
         "[Unit]\n"
-        f"Description=hpcopt scheduler of Slurm partition {partition}\n"
+        f"Description=hpcopt scheduler of Slurm partition{'s' if len(names) > 1 else ''} "
+        f"{', '.join(names)}\n"
         "After=network-online.target slurmctld.service\n"
         "Wants=network-online.target\n\n"
         "[Service]\n"

@@ -61,6 +61,8 @@ DAEMONS = ("slurmctld", "slurmd", "munged", "slurmdbd", "mariadbd")
 PARTITION = "batch"
 #: the second partition: the same nodes, not managed (its jobs are not held)
 OTHER_PARTITION = "debug"
+#: the second managed partition of ``split=K``: the nodes after the first K (batch keeps those)
+SPLIT_PARTITION = "batch2"
 #: the partition of ``shared=True``: the same nodes, shared by jobs core by core
 SHARED_PARTITION = "shared"
 VERSIONS = ("22.05", "24.11")
@@ -273,13 +275,14 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
                licenses: dict[str, int] | None = None, topology: bool = False,
                shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
-               ssd: list[tuple[int, int]] | None = None) -> str:
+               ssd: list[tuple[int, int]] | None = None, split: int | None = None) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
     partition ``shared`` whose jobs share nodes core by core; ``bb_pool``: the
     ``burst_buffer/lua`` plugin, ``burst_buffer_files``; ``ssd``: SSD classes ``[(GB,
-    nodes), ...]`` in node order, each node a gres ``ssd`` of that count)."""
+    nodes), ...]`` in node order, each node a gres ``ssd`` of that count; ``split=K``:
+    ``batch`` has the first K nodes, the managed partition ``batch2`` the others)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
     if dbd_port is None:
         accounting = ["AccountingStorageType=accounting_storage/none"]
@@ -350,11 +353,14 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                      + (f"Gres=ssd:{size} " if size is not None else "") + "State=UNKNOWN")
         first = last + 1
     lines += [
-        f"PartitionName={PARTITION} Nodes=n[1-{nodes}] Default=YES MaxTime=INFINITE "
+        f"PartitionName={PARTITION} Nodes=n[1-{split or nodes}] Default=YES MaxTime=INFINITE "
         "State=UP OverSubscribe=EXCLUSIVE",
         f"PartitionName={OTHER_PARTITION} Nodes=n[1-{nodes}] Default=NO MaxTime=INFINITE "
         "State=UP OverSubscribe=EXCLUSIVE",
     ]
+    if split:
+        lines.append(f"PartitionName={SPLIT_PARTITION} Nodes=n[{split + 1}-{nodes}] Default=NO "
+                     "MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE")
     if shared:
         lines.append(f"PartitionName={SHARED_PARTITION} Nodes=n[1-{nodes}] Default=NO "
                      "MaxTime=INFINITE State=UP OverSubscribe=NO")
@@ -523,7 +529,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           accounting: bool = False, licenses: str | dict | None = None,
           switch_size: int | None = None, pod_size: int | None = None, shared: bool = False,
           wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
-          say=None) -> Path:
+          split: int | None = None, say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -538,7 +544,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     adds the partition ``shared`` (the same nodes, ``OverSubscribe=NO``: jobs share nodes
     core by core); ``wake_port=P`` installs ``hpcopt.slurm.wake``'s ``EpilogSlurmctld``
     script and the submit script's wake-up, which wake ``hpcopt slurm run --wake-port P`` as
-    each job ends or is submitted."""
+    each job ends or is submitted; ``split=K`` gives ``batch`` the first K nodes and a
+    second managed partition ``batch2`` the others (the submit script holds the jobs of
+    both)."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -548,6 +556,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     lic = parse_licenses(licenses)
     pool = parse_bb_pool(bb_pool) if bb_pool else None
     classes = parse_ssd(ssd, nodes) if ssd else None
+    if split is not None and not 1 <= split < nodes:
+        raise TestbedError(f"split must be 1..{nodes - 1} (batch's nodes), got {split}")
     if switch_size is not None and not 1 <= switch_size <= nodes:
         raise TestbedError(f"switch_size must be 1..{nodes} (the nodes), got {switch_size}")
     if pod_size is not None and switch_size is None:
@@ -588,7 +598,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                                root / _PLUGINS if root else None, dbd_port=dbd_port,
                                licenses=lic, topology=switch_size is not None, shared=shared,
                                bb_pool=pool is not None, ssd=classes,
-                               epilog=d / "wake-epilog.sh" if wake_port is not None else None))
+                               epilog=d / "wake-epilog.sh" if wake_port is not None else None,
+                               split=split))
     if wake_port is not None:
         from .wake import epilog_script
 
@@ -602,7 +613,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
         # 24.11's slurmd needs cgroups unless told not to use them
         (d / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
         _prepare_root(root, d)
-    (d / "job_submit.lua").write_text(job_submit_lua(PARTITION, wake_port=wake_port))
+    managed = (PARTITION, SPLIT_PARTITION) if split else (PARTITION,)
+    (d / "job_submit.lua").write_text(job_submit_lua(managed, wake_port=wake_port))
     (d / "testbed.json").write_text(json.dumps({
         "slurm": slurm, "root": str(root) if root else None, "accounting": accounting,
         "dbd_port": dbd_port, "db_port": dbd_port + 1 if accounting else None}))
@@ -749,10 +761,10 @@ def _wait_idle(env: dict, nodes: int, timeout: float, d: Path) -> None:
     deadline = time.monotonic() + timeout
     out = ""
     while time.monotonic() < deadline:
-        proc = subprocess.run(["sinfo", "-h", "-N", "-p", PARTITION, "-o", "%N %t"], env=env,
+        proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=env,
                               capture_output=True, text=True, timeout=20)
-        out = proc.stdout
-        idle = [ln for ln in out.splitlines() if ln.split()[-1:] == ["idle"]]
+        out = proc.stdout  # (a node once per partition it is in)
+        idle = {ln.split()[0] for ln in out.splitlines() if ln.split()[-1:] == ["idle"]}
         if len(idle) == nodes:
             return
         time.sleep(0.5)
