@@ -460,6 +460,133 @@ def cmd_cost(args) -> None:
     (out / "cost.json").write_text(json.dumps(rows, indent=1))
 
 
+def saved_run(d: Path, kind: str) -> dict:
+    """A saved run of replay folder ``d``, from its per-job file (the real submit, start
+    and end of every job, as Slurm's jobcomp recorded them)."""
+    import csv
+
+    files = sorted(d.glob(f"replay_{kind}_measured*.csv"))
+    if not files:
+        raise SystemExit(f"{d}: no replay_{kind}_measured*.csv (run the replay first)")
+    with open(files[0]) as f:
+        return {r["name"]: (float(r["submit"]), float(r["real_start"]), float(r["real_end"]))
+                for r in csv.DictReader(f)}
+
+
+def driver(kind: str) -> str:
+    """Who started a run's jobs: the adapter (fcfs, knapsack) or Slurm's own scheduler."""
+    return "slurm" if kind == "slurm" else "adapter"
+
+
+def rank_text(real: float, sims: np.ndarray) -> str:
+    """Where the real value falls among the drawn simulations, in words that do not call a
+    value outside all of them "within": the share of simulations below it, or above/below
+    all N."""
+    below = float((sims < real).mean())
+    if below == 1.0:
+        return f"above all {len(sims)}"
+    if (sims > real).all():
+        return f"below all {len(sims)}"
+    return f"rank {below:.2f}"
+
+
+def rank_words(row: dict) -> str:
+    """``rank_text`` of a saved drawn row (its share of simulations below the real run)."""
+    below, n = row["wait_real_rank"], row.get("draws", 20)
+    return (f"above all {n}" if below == 1.0 else f"below all {n}" if below == 0.0
+            else f"rank {below:.2f}")
+
+
+def cmd_crossval(args) -> None:
+    """Out of sample: each run simulated with the latency measured on the runs of the OTHER
+    replay folders that the same driver started (the adapter's runs, or Slurm's own), never
+    on the run it predicts nor on the runs of its own replay; per run its deviations, per
+    slice and run kind the signed mean and the mean absolute deviation over the runs."""
+    dirs = [Path(d) for d in args.dirs]
+    runs = []  # (folder, kind, jobs, real)
+    for d in dirs:
+        jobs = json.loads((d / "replay_jobs.json").read_text())
+        for f in sorted(d.glob("replay_*_measured*.csv")):
+            kind = f.name[len("replay_"):].split("_measured")[0]
+            runs.append((d, kind, jobs, saved_run(d, kind)))
+    rows = []
+    for d, kind, jobs, real in runs:
+        pool = [g for d2, k2, _, r2 in runs if d2 != d and driver(k2) == driver(kind)
+                for g in latency_kept(r2)]
+        if not pool:
+            print(f"{d.name} {kind}: no other run of the same driver: left out", flush=True)
+            continue
+        gaps = np.array(pool)
+        shared = any(j.get("partition") == SHARED for j in jobs)
+        machine = args.nodes * CPUS if shared else args.nodes
+        policy = "fcfs" if kind == "slurm" else kind
+        delay = round(float(gaps.mean()), 2)
+        const = compare(real, simulate_same(jobs, real, policy, machine, delay))
+        draws = []
+        for seed in range(args.draws):
+            rng = np.random.default_rng(seed)
+            draws.append(compare(real, simulate_same(
+                jobs, real, policy, machine, lambda job, rng=rng: float(rng.choice(gaps)))))
+        sim_wait = np.array([r["wait_sim"] for r in draws])
+        sim_bsld = np.array([r["bsld_sim"] for r in draws])
+        others = sorted({f"{d2.name}/{k2}" for d2, k2, _, _ in runs
+                         if d2 != d and driver(k2) == driver(kind)})
+        row = dict(replay=d.name, run=kind if kind == "slurm" else f"hpcopt {kind}",
+                   kind=kind, slice=d.name.split("-")[0], shared=shared,
+                   latency_from=others, latency_starts=len(gaps), launch_delay=delay,
+                   jobs=const["jobs"], tau=const["tau"],
+                   wait_real=const["wait_real"], wait_sim=const["wait_sim"],
+                   wait_dev_pct=const["wait_dev_pct"], bsld_real=const["bsld_real"],
+                   bsld_sim=const["bsld_sim"], bsld_dev_pct=const["bsld_dev_pct"],
+                   drawn_wait_sim=round(float(sim_wait.mean()), 2),
+                   drawn_wait_sd=round(float(sim_wait.std(ddof=1)), 2),
+                   drawn_wait_dev_pct=round(100 * (const["wait_real"] / sim_wait.mean() - 1),
+                                            2),
+                   drawn_bsld_dev_pct=round(100 * (const["bsld_real"] / sim_bsld.mean() - 1),
+                                            2),
+                   drawn_rank=rank_text(const["wait_real"], sim_wait))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["slice"], r["run"]), []).append(r)
+    summary = []
+    for (slc, run), rs in groups.items():
+        summary.append(dict(slice=slc, run=run, runs=len(rs), **{
+            f"{key}_{stat}": round(float(fn([r[key] for r in rs])), 2)
+            for key in ("wait_dev_pct", "drawn_wait_dev_pct", "bsld_dev_pct")
+            for stat, fn in (("mean", np.mean), ("mad", lambda v: np.mean(np.abs(v))))},
+            within_2pct=int(sum(abs(r["wait_dev_pct"]) <= 2 for r in rs))))
+    (out / "crossval.json").write_text(json.dumps({"runs": rows, "summary": summary},
+                                                  indent=1))
+    print_crossval(rows, summary)
+
+
+def print_crossval(rows: list[dict], summary: list[dict]) -> None:
+    """The two markdown tables of benchmarks/README.md's out-of-sample validation."""
+    print("| replay | run | latency from | delay (s) | tau | wait real / sim (dev) | "
+          "drawn: wait sim ± sd (dev, where the real run falls) | bsld real / sim (dev) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['replay']} | {r['run']} | {len(r['latency_from'])} other runs "
+              f"({r['latency_starts']} starts) | {r['launch_delay']:g} | {r['tau']:.3f} | "
+              f"{r['wait_real']:.0f} / {r['wait_sim']:.0f} ({r['wait_dev_pct']:+.1f}%) | "
+              f"{r['drawn_wait_sim']:.0f} ± {r['drawn_wait_sd']:.0f} "
+              f"({r['drawn_wait_dev_pct']:+.1f}%, {r['drawn_rank']}) | "
+              f"{r['bsld_real']:.2f} / {r['bsld_sim']:.2f} ({r['bsld_dev_pct']:+.1f}%) |")
+    print()
+    print("| slice | run | runs | wait dev: mean / mean absolute | within 2% | drawn: mean / "
+          "mean absolute | bsld dev: mean / mean absolute |")
+    print("|---|---|---|---|---|---|---|")
+    for s in summary:
+        print(f"| {s['slice']} | {s['run']} | {s['runs']} | {s['wait_dev_pct_mean']:+.1f}% / "
+              f"{s['wait_dev_pct_mad']:.1f}% | {s['within_2pct']} of {s['runs']} | "
+              f"{s['drawn_wait_dev_pct_mean']:+.1f}% / {s['drawn_wait_dev_pct_mad']:.1f}% | "
+              f"{s['bsld_dev_pct_mean']:+.1f}% / {s['bsld_dev_pct_mad']:.1f}% |")
+
+
 MODEL_NAMES = {"none": "no latency", "given": "given", "measured": "measured (constant)",
                "cycle": "adapter cycle", "drawn": "drawn (20 seeds)"}
 
@@ -480,7 +607,7 @@ def cmd_report(args) -> None:
             tau = (f"{r['tau']:.3f} ({r['tau_min']:.2f}-{r['tau_max']:.2f})" if drawn
                    else f"{r['tau']:.3f}")
             wait = (f"{r['wait_real']:.0f} / {r['wait_sim']:.0f} ± {r['wait_sim_sd']:.0f} "
-                    f"({r['wait_dev_pct']:+.1f}%, rank {r['wait_real_rank']:.2f})" if drawn
+                    f"({r['wait_dev_pct']:+.1f}%, {rank_words(r)})" if drawn
                     else f"{r['wait_real']:.0f} / {r['wait_sim']:.0f} "
                          f"({r['wait_dev_pct']:+.1f}%)")
             print(f"| {Path(d).name} | {r['run']} | {MODEL_NAMES[r['model']]} | {delay} | {tau} "
@@ -531,8 +658,15 @@ def main() -> None:
     t = sub.add_parser("report")
     t.add_argument("dirs", nargs="+", help="--out folders of earlier replays")
     t.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
+    x = sub.add_parser("crossval", help="out of sample: each run simulated with the latency "
+                                        "of the other replays' runs")
+    x.add_argument("dirs", nargs="+", help="--out folders of earlier replays")
+    x.add_argument("--nodes", type=int, default=8)
+    x.add_argument("--draws", type=int, default=20)
+    x.add_argument("--out", default="results/slurm/crossval")
     args = p.parse_args()
-    {"replay": cmd_replay, "cost": cmd_cost, "report": cmd_report}[args.part](args)
+    {"replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
+     "crossval": cmd_crossval}[args.part](args)
 
 
 if __name__ == "__main__":
