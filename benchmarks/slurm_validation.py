@@ -526,7 +526,7 @@ def cmd_crossval(args) -> None:
         for seed in range(args.draws):
             rng = np.random.default_rng(seed)
             draws.append(compare(real, simulate_same(
-                jobs, real, policy, machine, lambda job, rng=rng: float(rng.choice(gaps)))))
+                jobs, real, policy, machine, lambda job, rng=rng, g=gaps: float(rng.choice(g)))))
         sim_wait = np.array([r["wait_sim"] for r in draws])
         sim_bsld = np.array([r["bsld_sim"] for r in draws])
         others = sorted({f"{d2.name}/{k2}" for d2, k2, _, _ in runs
