@@ -46,15 +46,16 @@ def free_udp_port() -> int:
 
 
 def run(mode: str, submit, n_jobs: int, interval: float, nodes: int, workdir: Path,
-        minutes: float = 20) -> dict:
+        minutes: float = 20, batch_sched_delay: int | None = None) -> dict:
     """One run on a fresh testbed: ``mode`` is ``poll``, ``wake`` or ``slurm`` (Slurm's own
-    backfill); ``submit(env)`` submits the jobs.  Returns the finished jobs (jobcomp)."""
+    backfill); ``submit(env)`` submits the jobs; ``batch_sched_delay``: Slurm's parameter
+    (default 3 s).  Returns the finished jobs (jobcomp)."""
     from hpcopt.slurm import testbed
 
     d = workdir / mode
     port = free_udp_port() if mode == "wake" else None
     testbed.start(d, nodes, scheduler="backfill" if mode == "slurm" else "builtin",
-                  hold=mode != "slurm", wake_port=port)
+                  hold=mode != "slurm", wake_port=port, batch_sched_delay=batch_sched_delay)
     env = testbed.env(d)
     proc = None
     try:
@@ -134,7 +135,8 @@ def part_submit(args) -> dict:
             starts.mkdir()
             run(mode, lambda env, s=starts, t=submitted: submit_spaced(env, s, t, args.jobs,
                                                                        args.every),
-                args.jobs, args.interval, args.nodes, Path(tmp))
+                args.jobs, args.interval, args.nodes, Path(tmp),
+                batch_sched_delay=args.batch_sched_delay)
             gaps = sorted(round(float((starts / str(i)).read_text()) - t, 3)
                           for i, t in enumerate(submitted))
         rows[mode] = {"latency_s": gaps, **summary(gaps)}
@@ -182,15 +184,19 @@ def main() -> None:
     s.add_argument("--jobs", type=int, default=20)
     s.add_argument("--every", type=float, default=3.0,
                    help="seconds between two submissions (each job runs about 1 s)")
+    s.add_argument("--batch-sched-delay", type=int, default=None, metavar="S",
+                   help="Slurm's batch_sched_delay (default: Slurm's, 3 s)")
     args = ap.parse_args()
     rows = {"sequence": part_sequence, "replay": part_replay,
             "submit": part_submit}[args.part](args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.part}.json").write_text(json.dumps(
+    name = args.part + ("" if getattr(args, "batch_sched_delay", None) is None
+                        else f"_delay{args.batch_sched_delay}")
+    (out / f"{name}.json").write_text(json.dumps(
         {"args": {k: v for k, v in vars(args).items() if k != "part"}, "rows": rows},
         indent=1))
-    print(f"wrote {out / (args.part + '.json')}")
+    print(f"wrote {out / (name + '.json')}")
 
 
 if __name__ == "__main__":

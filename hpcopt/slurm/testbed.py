@@ -275,14 +275,16 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
                licenses: dict[str, int] | None = None, topology: bool = False,
                shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
-               ssd: list[tuple[int, int]] | None = None, split: int | None = None) -> str:
+               ssd: list[tuple[int, int]] | None = None, split: int | None = None,
+               batch_sched_delay: int | None = None) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
     partition ``shared`` whose jobs share nodes core by core; ``bb_pool``: the
     ``burst_buffer/lua`` plugin, ``burst_buffer_files``; ``ssd``: SSD classes ``[(GB,
     nodes), ...]`` in node order, each node a gres ``ssd`` of that count; ``split=K``:
-    ``batch`` has the first K nodes, the managed partition ``batch2`` the others)."""
+    ``batch`` has the first K nodes, the managed partition ``batch2`` the others;
+    ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
     if dbd_port is None:
         accounting = ["AccountingStorageType=accounting_storage/none"]
@@ -315,8 +317,9 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         "SelectTypeParameters=CR_Core",
         "ReturnToService=2",
         f"SchedulerType={sched}",
-        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_min_interval=100000"
-        if scheduler == "backfill" else "SchedulerParameters=sched_min_interval=100000",
+        ("SchedulerParameters=bf_interval=1,bf_resolution=1,sched_min_interval=100000"
+         if scheduler == "backfill" else "SchedulerParameters=sched_min_interval=100000")
+        + ("" if batch_sched_delay is None else f",batch_sched_delay={batch_sched_delay}"),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d}/log/jobcomp.txt",
         *accounting,
@@ -529,7 +532,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           accounting: bool = False, licenses: str | dict | None = None,
           switch_size: int | None = None, pod_size: int | None = None, shared: bool = False,
           wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
-          split: int | None = None, say=None) -> Path:
+          split: int | None = None, batch_sched_delay: int | None = None,
+          say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -546,7 +550,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     script and the submit script's wake-up, which wake ``hpcopt slurm run --wake-port P`` as
     each job ends or is submitted; ``split=K`` gives ``batch`` the first K nodes and a
     second managed partition ``batch2`` the others (the submit script holds the jobs of
-    both)."""
+    both); ``batch_sched_delay=S`` sets Slurm's scheduling parameter of that name (how long
+    a batch job's scheduling may be put off; Slurm's default 3 s)."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -599,7 +604,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                                licenses=lic, topology=switch_size is not None, shared=shared,
                                bb_pool=pool is not None, ssd=classes,
                                epilog=d / "wake-epilog.sh" if wake_port is not None else None,
-                               split=split))
+                               split=split, batch_sched_delay=batch_sched_delay))
     if wake_port is not None:
         from .wake import epilog_script
 
