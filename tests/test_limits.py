@@ -427,6 +427,7 @@ def test_nsa_refused_for_time_answers_what_sa_starts_from(scas):
     # what sa starts from in the same limit
     same = hpcopt.solve(dcas, backend="sa", time_limit=4.0)
     res = hpcopt.solve(dcas, backend="nsa", time_limit=4.0)
-    assert res.objective <= same.extra["start_cost"] + 1e-6
+    # on a loaded machine the greedy start may use the whole limit: then ``same`` is that start
+    assert res.objective <= same.extra.get("start_cost", same.objective) + 1e-6
     if "refused" in res.extra:
         assert res.extra["greedy_fallback"]
