@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcopt.policies import make_policy
+from hpcopt.policies import build_policy
 from hpcopt.slurm import testbed
 from hpcopt.slurm.adapter import Adapter
 from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number
@@ -189,8 +189,9 @@ class Cluster:
                                   ("PENDING", "RUNNING", "COMPLETING") for i in ids), 20)
 
     def adapter(self, policy="fcfs", slurm: Slurm | None = None, **kw) -> Adapter:
+        """An adapter on this cluster; ``policy`` a registered name or a policy object."""
         slurm = slurm or Slurm(env=self.env, timeout=5, retries=1, backoff=0.2)
-        return Adapter(make_policy(policy), slurm=slurm, say=lambda s: None, **kw)
+        return Adapter(build_policy(policy), slurm=slurm, say=lambda s: None, **kw)
 
     def releases(self) -> list[int]:
         """Job ids in Slurm's log lines 'release hold on JobId=...', in order."""

@@ -1,23 +1,26 @@
-"""The burst buffer as a ``burst_buffer/lua`` pool, local SSD as a gres, and a fat tree of
-several pods, read from Slurm.
+"""The burst buffer as a ``burst_buffer/lua`` pool, local SSD as a gres or as node features,
+and a fat tree of several pods, read from Slurm.
 
 Fast: ``scontrol show burst`` (the text Slurm 22.05 and 24.11 print alike), a job's ``#BB_LUA``
-request and gres counts parsed; a pool's released job holding its share before it runs is
-counted once; a job whose request cannot be read stays held; the decision core counts nodes
-per SSD class.  Slow (both Slurm versions, real testbeds): the adapter reads the pool and
-releases jobs that fit it, none waits on the burst buffer in Slurm; SSD-constrained jobs run
-on nodes whose SSD fits, where the adapter pinned them; a job placed across pods runs on the
-nodes ``tjap-window`` chose.
+request, gres counts and constraints parsed; a pool's released job holding its share before
+it runs is counted once; a job whose request cannot be read stays held; the decision core
+counts nodes per SSD class, read from gres or features alike.  Slow (both Slurm versions,
+real testbeds): the adapter reads the pool and releases jobs that fit it, none waits on the
+burst buffer in Slurm; SSD-constrained jobs (gres or feature) run on nodes whose SSD fits,
+where the adapter pinned them; a job placed across pods runs on the nodes ``tjap-window``
+chose, with SCAS and with DCAS.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from hpcopt.domain import Job, System
+from hpcopt.errors import HpcoptError
 from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
 from hpcopt.slurm.adapter import cycle_state
@@ -27,6 +30,8 @@ from hpcopt.slurm.state import (
     SlurmNode,
     Snapshot,
     bb_size,
+    constraint_terms,
+    feature_size,
     gres_count,
     job_bb_request,
     parse_burst,
@@ -37,6 +42,7 @@ from hpcopt.slurm.testbed import (
     parse_bb_pool,
     parse_ssd,
     slurm_conf,
+    start,
     topology_conf,
 )
 from hpcopt.slurm.topology import expand_hostlist, read_topology
@@ -81,6 +87,17 @@ def test_burst_pools_and_requests_parse():
     assert gres_count("gres:ssd:lots", "ssd") is None
 
 
+def test_constraints_and_ssd_features_parse():
+    assert feature_size("ssd256", "ssd") == 256 and feature_size("ssdx", "ssd") is None
+    assert feature_size("nvme800", "ssd") is None and feature_size("a.b1", "a.b") == 1
+    for text, terms in (("", ("", [])), ("(null)", ("", [])), ("ssd256", ("", ["ssd256"])),
+                        ("ssd128|ssd256", ("|", ["ssd128", "ssd256"])),
+                        ("intel&ssd128", ("&", ["intel", "ssd128"]))):
+        assert constraint_terms(text) == terms, text
+    for bad in ("[ssd128|ssd256]", "ssd128*2", "ssd128|intel&x", "!ssd128", "(a|b)", "a||b"):
+        assert constraint_terms(bad) is None, bad
+
+
 def test_testbed_options_write_the_pool_the_gres_and_the_pods(tmp_path):
     assert parse_bb_pool("bb:100") == ("bb", 100)
     assert parse_ssd("128:2,256:2", 4) == [(128, 2), (256, 2)]
@@ -108,11 +125,11 @@ def test_testbed_options_write_the_pool_the_gres_and_the_pods(tmp_path):
 
 
 def _job(jid, *, held=True, nodes=1, bb="", gres="", state="PENDING", reason="JobHeldUser",
-         node_names=(), required=""):
+         node_names=(), required="", features=""):
     return SlurmJob(jid, state, reason, 0 if held else 100, "batch", NOW - 10,
                     NOW - 5 if state == "RUNNING" else 0.0, 600.0, nodes, tuple(node_names),
                     mark="hpcopt:held" if held else "hpcopt:released:0", burst_buffer=bb,
-                    gres=gres, required_nodes=required)
+                    gres=gres, required_nodes=required, features=features)
 
 
 NODES = tuple(SlurmNode(f"n{i}", "idle", frozenset(), ("batch",)) for i in range(1, 5))
@@ -152,11 +169,59 @@ def test_ssd_classes_are_read_per_node_and_decided_per_class():
     d = decide(c, make_policy("fcfs"))
     assert [str(j.id) for j, _ in d.started] == ["2", "4"] and str(d.reserved.id) == "3"
     assert {str(k): v for k, v in d.placements.items()} == {"2": (0, 1), "4": (2, 0)}
+    nodes = NODES[:2] + (SlurmNode("n3", "idle", frozenset(), ("debug",)),)
+    with pytest.raises(HpcoptError, match=r"node n2: gres 'ssd:x' cannot be read"):
+        cycle_state(Snapshot(NOW, (), nodes, 0.01), "batch",
+                    node_gres={"n1": "ssd:1", "n2": "ssd:x"}, ssd_gres="ssd")
     state = ClusterState(NOW, System(4, ssd_classes={128: 2, 256: 2}),
                          (Job(9, NOW, 9.0, 9.0, 2, ssd=200),), completing={256: 1},
                          unavailable={128: 1})
     d = decide(state, make_policy("fcfs"))
     assert not d.started and d.reserved.id == 9  # one 256 GB node completes: not yet
+
+
+def test_ssd_features_are_classes_and_constraints_requests():
+    """Node features ``ssd128``/``ssd256`` read as the gres's classes (a node's largest; none:
+    0 GB), each job's constraint as its need per node; a constraint hpcopt cannot read or a
+    feature it does not schedule leaves the job held; a job placed on nodes of larger SSD
+    than its constraint names is released with the constraint widened to them."""
+    features = {"n1": "ssd128", "n2": "ssd128,intel", "n3": "ssd256",
+                "n4": "ssd128,ssd256", "n5": "(null)"}
+    nodes = NODES + (SlurmNode("n5", "idle", frozenset(), ("batch",)),)
+    jobs = (_job(2, nodes=2, features="ssd256"), _job(3, nodes=2, features="ssd128"),
+            _job(4, features="ssd128|ssd256"), _job(5, features="intel"),
+            _job(6, features="[ssd128|ssd256]"), _job(7, features="ssd128&ssd256"),
+            _job(8, nodes=1))
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", node_features=features,
+                    ssd_feature="ssd")
+    c = s.cluster
+    assert c.system.ssd_classes == {0.0: 1, 128.0: 2, 256.0: 2}
+    assert [(str(j.id), j.ssd) for j in c.queue] == [("2", 256.0), ("3", 128.0),
+                                                     ("4", 128.0), ("8", 0.0)]
+    for jid, why in ((5, "asks features intel, which hpcopt does not schedule"),
+                     (6, "asks features '[ssd128|ssd256]', which cannot be read"),
+                     (7, "asks features 'ssd128&ssd256', which cannot be read")):
+        assert any(f"job {jid} {why}" in n for n in s.notes), (jid, s.notes)
+    d = decide(c, make_policy("fcfs"))
+    assert [str(j.id) for j, _ in d.started] == ["2", "3", "8"]
+    ssd = s.ssd
+    assert ssd.constraint(jobs[0], ["n3", "n4"]) is None  # its feature: as asked
+    assert ssd.constraint(jobs[1], ["n1", "n2"]) is None
+    assert ssd.constraint(jobs[1], ["n1", "n3"]) == "ssd128|ssd256"
+    assert ssd.constraint(jobs[6], ["n5"]) is None  # no constraint: none needed
+    plain = cycle_state(Snapshot(NOW, jobs[3:4], nodes, 0.01), "batch")
+    assert not plain.cluster.queue and any(
+        "asks features intel, which hpcopt does not schedule (--ssd-feature names the "
+        "SSD's)" in n for n in plain.notes)
+    with pytest.raises(HpcoptError, match="one SSD"):
+        cycle_state(Snapshot(NOW, (), nodes, 0.01), "batch", node_gres={}, ssd_gres="ssd",
+                    node_features=features, ssd_feature="ssd")
+    conf = slurm_conf(Path("/x"), 4, 2, 7000, "builtin", True, ssd=[(128, 2), (256, 2)],
+                      ssd_feature="ssd")
+    assert "Gres=ssd:256 Feature=ssd256 State=UNKNOWN" in conf
+    for ssd, prefix in ((None, "ssd"), ("128:4", "a b")):  # refused before anything starts
+        with pytest.raises(BedError, match="ssd_feature: expected a feature prefix"):
+            start(Path("/nonexistent/bed"), 4, ssd=ssd, ssd_feature=prefix)
 
 
 # ------------------------------------------------------------------ the real testbed
@@ -174,9 +239,9 @@ def user():
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def pooled(request):
     """8 nodes, ``burst_buffer/lua`` with the pool ``bb`` of 100, n1-n4 128 GB and n5-n8
-    256 GB of SSD (gres ``ssd``)."""
+    256 GB of SSD (gres ``ssd``, and features ``ssd128``/``ssd256``)."""
     with started_testbed(request.param, "pooled", bb_pool="bb:100",
-                         ssd="128:4,256:4") as c:
+                         ssd="128:4,256:4", ssd_feature="ssd") as c:
         yield c
 
 
@@ -190,6 +255,22 @@ def submit(c: Cluster, *args: str, bb: int = 0, sleep: int = 3) -> int:
                        capture_output=True, text=True, timeout=30, cwd="/tmp")
     assert p.returncode == 0, p.stderr
     return int(p.stdout.strip().split(";")[0])
+
+
+SSD = {f"n{i}": 128 if i <= 4 else 256 for i in range(1, 9)}  # ``pooled``'s nodes, GB
+
+
+def ran_where_placed(c: Cluster, records: list[dict], needs: dict) -> dict:
+    """Check that each job of ``needs`` ({id: SSD GB per node it asked}) ran on the nodes a
+    cycle of ``records`` placed it on, each with that much SSD; every job, as Slurm shows
+    it."""
+    placed = {k: v for r in records for k, v in r["placed"].items()}
+    jobs = c.jobs()
+    for jid, need in needs.items():
+        ran = expand_hostlist(jobs[jid]["nodes"])
+        assert sorted(ran) == sorted(placed[str(jid)].split(",")), (jid, ran, placed)
+        assert all(SSD[n] >= need for n in ran), (jid, ran)
+    return jobs
 
 
 def drive(c: Cluster, adapter, until, timeout: float = 60) -> list[dict]:
@@ -232,19 +313,39 @@ def test_ssd_jobs_run_on_nodes_whose_ssd_fits(pooled, user):
     late = submit(c, "-N", "2", "--gres=ssd:200", sleep=2)
     ids = [big, small, late]
     adapter = c.adapter("bbsched", ssd_gres="ssd")
-    ssd = {f"n{i}": 128 if i <= 4 else 256 for i in range(1, 9)}
     try:
         records = drive(c, adapter, lambda: all(c.state(i) in ENDED for i in ids))
         first = next(r for r in records if r["released"])
         assert sorted(first["released"]) == [big, small], first
-        placed = {k: v for r in records for k, v in r["placed"].items()}
-        jobs = c.jobs()
-        for jid, need in ((big, 200), (small, 100), (late, 200)):
-            ran = expand_hostlist(jobs[jid]["nodes"])
-            assert sorted(ran) == sorted(placed[str(jid)].split(",")), (jid, ran, placed)
-            assert all(ssd[n] >= need for n in ran), (jid, ran)
-        assert all(ssd[n] == 128 for n in expand_hostlist(jobs[small]["nodes"]))
+        jobs = ran_where_placed(c, records, {big: 200, small: 100, late: 200})
+        assert all(SSD[n] == 128 for n in expand_hostlist(jobs[small]["nodes"]))
         assert jobs[late]["start_time"] >= jobs[big]["end_time"]
+    finally:
+        c.cancel(ids)
+
+
+@pytest.mark.slow
+def test_feature_constrained_jobs_run_where_pinned(pooled):
+    """SSD as node features: held jobs asking ``ssd256`` (3 nodes), then ``ssd128`` (2 and 3
+    nodes), on four ``ssd128`` and four ``ssd256`` nodes.  One cycle starts all three: the
+    last one on the two 128 GB nodes left and a 256 GB one, released with its constraint
+    widened to ``ssd128|ssd256``; every job runs on the nodes the adapter pinned it to."""
+    c = pooled
+    big = c.submit("-N", "3", "--constraint=ssd256", "-t", "1", sleep=2)
+    small = c.submit("-N", "2", "--constraint=ssd128", "-t", "1", sleep=2)
+    spill = c.submit("-N", "3", "--constraint=ssd128", "-t", "1", sleep=2)
+    ids = [big, small, spill]
+    adapter = c.adapter("fcfs", ssd_feature="ssd")
+    try:
+        records = drive(c, adapter, lambda: all(c.state(i) in ENDED for i in ids))
+        first = next(r for r in records if r["released"])
+        assert first["released"] == ids, first
+        assert any(f"job {spill} placed on larger SSD" in n for n in first["notes"]), first
+        jobs = ran_where_placed(c, records[:1 + records.index(first)],
+                                {big: 256, small: 128, spill: 128})
+        assert jobs[spill]["features"] == "ssd128|ssd256" and jobs[big]["features"] == "ssd256"
+        assert all(jobs[i]["job_state"] == "COMPLETED" for i in ids), jobs
+        assert sorted(SSD[n] for n in expand_hostlist(jobs[spill]["nodes"])) == [128, 128, 256]
     finally:
         c.cancel(ids)
 
@@ -257,17 +358,18 @@ def pods(request):
 
 
 @pytest.mark.slow
-def test_a_job_placed_across_pods_runs_where_chosen(pods):
-    """With n1 busy, a 6-node job cannot fit one pod of 4: tjap-window places it on two pods
-    (the paper's 6-hop level), and a 1-node job on the node left; both run on exactly those
-    nodes."""
+@pytest.mark.parametrize("model", ["scas", "dcas"])
+def test_a_job_placed_across_pods_runs_where_chosen(pods, model):
+    """With n1 busy, a 6-node job cannot fit one pod of 4: tjap-window (SCAS's exact backend,
+    DCAS's simulated annealing) places it on two pods (the paper's 6-hop level), and a 1-node
+    job on the node left; both run on exactly those nodes."""
     c = pods
     topo = read_topology(c.dir / "topology.conf")
     busy = c.submit("-N", "1", "-w", "n1", "-t", "1", sleep=300)
     c.run("scontrol", "release", str(busy))
     c.wait(lambda: c.state(busy) == "RUNNING", 10)
     wide, single = (c.submit("-N", str(n), "-t", "1", sleep=2) for n in (6, 1))
-    adapter = c.adapter("tjap-window", topology=topo)
+    adapter = c.adapter(make_policy("tjap-window", model=model), topology=topo)
     try:
         placed = cycle_until_placed(adapter, 2)
         c.wait(lambda: all(c.state(i) in ("RUNNING",) + ENDED for i in (wide, single)), 15)

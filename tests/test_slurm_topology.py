@@ -54,15 +54,17 @@ def test_topology_conf_two_and_three_levels(tmp_path):
         read_topology(tmp_path / "none.conf")
 
 
-def test_the_core_places_jobs_on_the_nodes_a_topology_tells_apart():
+@pytest.mark.parametrize("model", ["scas", "dcas"])
+def test_the_core_places_jobs_on_the_nodes_a_topology_tells_apart(model):
     """Node 1 busy, node 7 down: each leaf switch has three nodes left; a 3-node and a 2-node
-    job each go under one leaf, and nothing lands on a busy or down node."""
+    job each go under one leaf (SCAS's exact optimum, DCAS's simulated annealing alike), and
+    nothing lands on a busy or down node."""
     tree = FatTree(8, 4, 2)
     state = ClusterState(0.0, System(8, topology=tree),
                          (Job(10, 0.0, 9.0, 9.0, 3), Job(11, 0.0, 9.0, 9.0, 2)),
                          ((Job(1, 0.0, 0.0, 0.0, 1), 50.0),), placed={1: (1,)},
                          unavailable=(7,))
-    out = decide(state, make_policy("tjap-window"))
+    out = decide(state, make_policy("tjap-window", model=model))
     assert sorted(job.id for job, _ in out.started) == [10, 11]
     used = [n for ids in out.placements.values() for n in ids]
     assert len(used) == len(set(used)) == 5 and not {1, 7} & set(used)

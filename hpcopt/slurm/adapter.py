@@ -18,12 +18,15 @@ own pass, with its window, policy call, EASY reservation and backfilling):
 
 Besides nodes a cycle may schedule a burst buffer, a license (``--bb-license``) or a pool of the
 ``burst_buffer`` plugin (``--bb-pool``, ``scontrol show burst``; a released job holds its share
-from stage-in on), and local SSD, a gres counting each node's GB (``--ssd-gres``): the machine
+from stage-in on), and local SSD, a gres counting each node's GB (``--ssd-gres``) or node
+features naming it (``--ssd-feature``, ``ssd128``; a job's constraint its request): the machine
 then has SSD classes and each released job is pinned to free nodes of the classes the decision
-counted for it (``ReqNodeList``), so Slurm runs it where hpcopt accounted it.
+counted for it (``ReqNodeList``; its constraint widened where those carry larger SSD), so
+Slurm runs it where hpcopt accounted it.
 
 A job held by the administrator (JobHeldAdmin), one without the mark, one whose size or
-request (a license, pool or gres hpcopt does not schedule or cannot read) cannot be read, or
+request (a license, pool, gres or node feature hpcopt does not schedule or cannot read)
+cannot be read, or
 one waiting for an unmet dependency stays held, with a note in the log.  A job that
 comes back after a requeue (its restart count passed the one in its mark) is held again.
 
@@ -55,9 +58,12 @@ from .state import (
     SlurmCommandError,
     SlurmJob,
     Snapshot,
+    constraint_terms,
+    feature_size,
     gres_count,
     job_bb_request,
     job_licenses,
+    node_features,
 )
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
 
@@ -135,16 +141,36 @@ class BurstBuffer:
 
 @dataclass(frozen=True)
 class Resources:
-    """What a cycle schedules besides nodes: the burst buffer (or None) and the gres that is
-    each node's local SSD in GB (or None)."""
+    """What a cycle schedules besides nodes: the burst buffer (or None) and each node's local
+    SSD in GB, a gres counting them (``ssd_gres``) or node features ``PREFIX<GB>``
+    (``ssd_feature`` the prefix; or None)."""
 
     bb: BurstBuffer | None = None
     ssd_gres: str | None = None
+    ssd_feature: str | None = None
+
+    @property
+    def ssd(self) -> bool:
+        return self.ssd_gres is not None or self.ssd_feature is not None
+
+    def node_ssd(self, name: str, text: str) -> tuple[float, str]:
+        """A node's SSD in GB and the SSD feature it carries ("" for a gres): its count of
+        the gres, or the largest of its ``PREFIX<GB>`` features (0 without one), from
+        ``text`` (``sinfo``'s gres or features of the node)."""
+        if self.ssd_gres is not None:
+            count = gres_count(text, self.ssd_gres)
+            if count is None:
+                raise HpcoptError(f"node {name}: gres {text!r} cannot be read (expected "
+                                  f"{self.ssd_gres}:GB)")
+            return float(count), ""
+        sizes = [(feature_size(f, self.ssd_feature), f) for f in node_features(text)]
+        return max(((s, f) for s, f in sizes if s is not None), default=(0.0, ""))
 
     def ask(self, j: SlurmJob) -> tuple[float, float, str | None]:
         """The burst buffer and the SSD per node ``j`` asks, and why it cannot be scheduled
-        (None: it can): a license, pool or gres hpcopt does not schedule, or a request that
-        cannot be read."""
+        (None: it can): a license, pool, gres or feature hpcopt does not schedule, or a
+        request that cannot be read.  A constraint is read as SSD features: one, or several
+        joined by ``|`` (each node has one of them: the smallest is asked)."""
         asked = job_licenses(j.licenses)
         if asked is None:
             return 0.0, 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
@@ -165,11 +191,25 @@ class Resources:
             return 0.0, 0.0, (f"asks burst-buffer pool {','.join(other)}, which hpcopt does "
                               "not schedule" + ("" if pool else
                                                 " (--bb-pool names the burst buffer's)"))
-        ssd = 0
+        ssd = 0.0
         if self.ssd_gres is not None:
             ssd = gres_count(j.gres, self.ssd_gres)
             if ssd is None:
                 return 0.0, 0.0, f"asks gres {j.gres!r}, which cannot be read"
+        terms = constraint_terms(j.features)
+        op, words = terms if terms is not None else ("", [])
+        sizes = [feature_size(w, self.ssd_feature) if self.ssd_feature else None
+                 for w in words]
+        other = [w for w, size in zip(words, sizes) if size is None]
+        if other:
+            return 0.0, 0.0, (f"asks features {','.join(other)}, which hpcopt does not "
+                              "schedule" + ("" if self.ssd_feature else
+                                            " (--ssd-feature names the SSD's)"))
+        if terms is None or op == "&":
+            return 0.0, 0.0, (f"asks features {j.features!r}, which cannot be read (one "
+                              "SSD feature, or several joined by |, expected)")
+        if sizes:
+            ssd = min(sizes)
         bb = asked.get(license, 0) if license else pools.get(pool, 0.0)
         return float(bb), float(ssd), None
 
@@ -194,19 +234,22 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
                 bb_license: str | None = None,
                 topology: SlurmTopology | None = None, *, pools: dict | None = None,
                 bb_pool: str | None = None, node_gres: dict | None = None,
-                ssd_gres: str | None = None) -> CycleState:
+                ssd_gres: str | None = None, node_features: dict | None = None,
+                ssd_feature: str | None = None) -> CycleState:
     """The core's state of ``partition`` in ``snap`` and the entries behind its queue
     (module docstring).  With ``bb_license``, that license of ``licenses`` (``{name: (total,
     used)}``) is the burst buffer, with ``bb_pool`` that pool of ``pools`` (``{name:
     Pool}``, the ``burst_buffer`` plugin's): its total the machine's, each job's count
     (``-L``) or capacity (``#BB_LUA``) its request (``BurstBuffer``).  With ``ssd_gres``
     that gres of each node (``node_gres``: {name: gres text}) is its local SSD in GB, and
-    each job's count of it per node its request: the machine has SSD classes, nodes are
+    each job's count of it per node its request; with ``ssd_feature`` a node's largest
+    feature ``PREFIX<GB>`` (``node_features``: {name: features text}) is, and the feature a
+    job's constraint names (``Resources.ask``).  The machine then has SSD classes, nodes are
     counted per class and the decision says how many of each class a job starts on.
     With ``topology`` (the partition's nodes, ``hpcopt.slurm.topology``) nodes are told
     apart: the state says which nodes each job holds and the decision where jobs start."""
     bb = BurstBuffer.read(licenses, bb_license, pools, bb_pool)
-    res = Resources(bb, ssd_gres)
+    res = Resources(bb, ssd_gres, ssd_feature)
     bb_total, used_bb = (bb.total, bb.used) if bb is not None else (0.0, 0.0)
     nodes = [n for n in snap.nodes if partition in n.partitions]
     if not nodes:
@@ -216,10 +259,13 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
         raise TopologyConfError(f"partition {partition!r} has nodes "
                                 f"{sorted(n.name for n in nodes)[:6]}..., the topology "
                                 f"{list(topology.names)[:6]}...: they must be the same nodes")
-    if topology is not None and (bb is not None or ssd_gres is not None):
+    if topology is not None and (bb is not None or res.ssd):
         raise HpcoptError("a machine with a topology has no burst buffer or SSD here: use "
-                          "--topology, or --bb-license/--bb-pool/--ssd-gres")
-    ssd = _node_ssd(nodes, node_gres, ssd_gres) if ssd_gres is not None else None
+                          "--topology, or --bb-license/--bb-pool/--ssd-gres/--ssd-feature")
+    if ssd_gres is not None and ssd_feature is not None:
+        raise HpcoptError("one SSD: a gres (--ssd-gres) or node features (--ssd-feature)")
+    ssd = NodeSsd.read(nodes, res, node_gres if ssd_gres is not None else node_features) \
+        if res.ssd else None
     usable = {n.name for n in nodes if n.usable}
     idle = {n.name for n in nodes if n.idle}
     placed: dict = {}
@@ -323,10 +369,21 @@ def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:
 
 @dataclass(frozen=True)
 class NodeSsd:
-    """Each node's local SSD (GB): the machine's SSD classes, nodes counted per class, and
-    the nodes of a class a decision's counts stand for."""
+    """Each node's local SSD (GB; ``feature``: the SSD feature it carries, where node
+    features are the SSD): the machine's SSD classes, nodes counted per class, and the nodes
+    of a class a decision's counts stand for."""
 
     size: dict
+    feature: dict = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, nodes, res: Resources, text: dict | None) -> NodeSsd:
+        """The SSD of each of ``nodes`` from ``text`` ({name: its gres or features as
+        ``sinfo`` prints them}) under ``res``'s rule (``Resources.node_ssd``)."""
+        size, feature = {}, {}
+        for n in nodes:
+            size[n.name], feature[n.name] = res.node_ssd(n.name, (text or {}).get(n.name, ""))
+        return cls(size, feature)
 
     def classes(self) -> dict:
         out: dict = defaultdict(int)
@@ -352,17 +409,16 @@ class NodeSsd:
             out += [n for n in idle if self.size[n] == s][:k]
         return out
 
-
-def _node_ssd(nodes, node_gres: dict | None, name: str) -> NodeSsd:
-    """The SSD of each node, its count of gres ``name`` (``Slurm.node_gres``)."""
-    size = {}
-    for n in nodes:
-        count = gres_count((node_gres or {}).get(n.name, ""), name)
-        if count is None:
-            raise HpcoptError(f"node {n.name}: gres {(node_gres or {}).get(n.name)!r} cannot "
-                              f"be read (expected {name}:GB)")
-        size[n.name] = float(count)
-    return NodeSsd(size)
+    def constraint(self, j: SlurmJob, names) -> str | None:
+        """The constraint ``j`` is released with on ``names`` when its own would keep Slurm
+        from running it there (None: it would not): the SSD features it asked and those of
+        the nodes, joined by ``|``.  Slurm runs a job asking ``ssd128`` only on nodes that
+        carry ``ssd128``; hpcopt places it on any node with at least 128 GB."""
+        asked = (constraint_terms(j.features) or ("", []))[1]
+        if not asked or all(self.feature.get(n) in asked for n in names):
+            return None
+        own = [f for _, f in sorted({(self.size[n], self.feature[n]) for n in names}) if f]
+        return "|".join(dict.fromkeys([*asked, *own]))
 
 
 def _upper(j: SlurmJob) -> int | None:
@@ -495,7 +551,7 @@ def _fingerprint(records: tuple[SlurmJob, ...], key: str, jobs: dict[int, SlurmJ
             task_pending = int(key.rsplit("_", 1)[1]) in tasks
         out.append((now.state, now.held, now.reason, now.mark, now.partition, now.nodes,
                     now.max_nodes, now.tasks, now.limit, now.dependency, now.array_max,
-                    now.licenses, now.burst_buffer, now.gres, task_pending))
+                    now.licenses, now.burst_buffer, now.gres, now.features, task_pending))
     return out
 
 
@@ -509,8 +565,9 @@ class Adapter:
     license that is the burst buffer (its count per job the job's request), or ``bb_pool`` the
     ``burst_buffer`` plugin's pool that is (a job's ``#BB_LUA`` capacity its request);
     ``ssd_gres`` the gres that is each node's local SSD in GB (a job's count per node its
-    request; each job started is pinned to free nodes of the SSD classes it was counted on);
-    ``topology`` the
+    request; each job started is pinned to free nodes of the SSD classes it was counted on),
+    or ``ssd_feature`` the prefix of the node features that are (``ssd128``: 128 GB; a job's
+    constraint its request, widened where it is placed on larger SSD); ``topology`` the
     partition's network (``hpcopt.slurm.topology.read_topology``): each job placed by the
     decision is pinned to its nodes (``ReqNodeList``) before its release.
     """
@@ -518,7 +575,7 @@ class Adapter:
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
                  lock=None, bb_license: str | None = None, bb_pool: str | None = None,
-                 ssd_gres: str | None = None,
+                 ssd_gres: str | None = None, ssd_feature: str | None = None,
                  topology: SlurmTopology | None = None, **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
@@ -534,7 +591,10 @@ class Adapter:
             raise OptionError("one burst buffer: give --bb-license or --bb-pool, not both")
         self.bb_license = bb_license
         self.bb_pool = bb_pool
+        if ssd_gres is not None and ssd_feature is not None:
+            raise OptionError("one SSD: give --ssd-gres or --ssd-feature, not both")
         self.ssd_gres = ssd_gres
+        self.ssd_feature = ssd_feature
         self.topology = topology
         self.dry_run = dry_run
         self.log = log
@@ -563,9 +623,11 @@ class Adapter:
             pools = self.slurm.burst_pools() if self.bb_pool else None
             snap = self.slurm.snapshot() if snap is None else snap
             gres = self.slurm.node_gres() if self.ssd_gres else None
+            features = self.slurm.node_features() if self.ssd_feature else None
             state = cycle_state(snap, self.partition, licenses, self.bb_license,
                                 self.topology, pools=pools, bb_pool=self.bb_pool,
-                                node_gres=gres, ssd_gres=self.ssd_gres)
+                                node_gres=gres, ssd_gres=self.ssd_gres,
+                                node_features=features, ssd_feature=self.ssd_feature)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -601,9 +663,15 @@ class Adapter:
                      "ids": [_id(e.key) for e, _ in picked]})
         released, failed = [], []
         for entry, mode in picked:
+            nodes = where.get(entry.key)
+            features = state.ssd.constraint(entry.records[0], nodes) \
+                if state.ssd is not None and nodes else None
+            if features is not None:
+                notes.append(f"job {entry.key} placed on larger SSD than its constraint "
+                             f"{entry.records[0].features} names: it becomes {features}")
             if not self.dry_run:
                 try:
-                    self._release(entry, where.get(entry.key))
+                    self._release(entry, nodes, features)
                 except SlurmCommandError as exc:
                     failed.append({"id": _id(entry.key), "error": str(exc)})
                     continue
@@ -621,7 +689,7 @@ class Adapter:
                     "shadow": round(decision.shadow, 3)},
                    release_failed=failed, changed=changed, reheld=reheld, notes=notes,
                    errors=list(self._errors))
-        if self.topology is not None or self.ssd_gres is not None:
+        if self.topology is not None or state.ssd is not None:
             rec["placed"] = {r["id"]: ",".join(where[r["id"]]) for r in released
                              if r["id"] in where}
         self._write(rec)
@@ -676,14 +744,18 @@ class Adapter:
             notes.append(f"job {entry.key} {why}: back to the next cycle")
         return keep, changed
 
-    def _release(self, entry: Entry, nodes: list[str] | None = None) -> None:
+    def _release(self, entry: Entry, nodes: list[str] | None = None,
+                 features: str | None = None) -> None:
         """Pin and mark each record of ``entry`` (one ``scontrol update`` each; placed on
-        ``nodes``: exactly those), then release it once."""
+        ``nodes``: exactly those, and with ``features`` its constraint), then release it
+        once."""
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
             pins = dict(entry.pins.get(r.id, {}))
             if nodes:
                 pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
+                if features is not None:
+                    pins["Features"] = features
             self.slurm.update(key, AdminComment=f"{MARK}released:{r.restarts}", **pins)
         self.slurm.release(entry.key)
 

@@ -57,6 +57,11 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the gres that is each node's local SSD in GB (Gres=NAME:GB; jobs ask "
                         "--gres=NAME:GB per node): the machine's SSD classes, each job's "
                         "count its request; released jobs are pinned to nodes that fit")
+    r.add_argument("--ssd-feature", default=None, metavar="PREFIX",
+                   help="where node features name each node's local SSD (Feature=PREFIX<GB>, "
+                        "e.g. ssd256; jobs ask --constraint=ssd256, or several joined by |): "
+                        "the machine's SSD classes, each job's smallest its request per node; "
+                        "released jobs are pinned to nodes that fit")
     r.add_argument("--topology", nargs="?", const="auto", default=None, metavar="FILE",
                    help="place jobs on the network of Slurm's topology.conf (topology/tree; "
                         "default file: the one beside slurm.conf): the policy chooses the "
@@ -110,6 +115,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--ssd", default=None, metavar="GB:NODES[,GB:NODES...]",
                     help="local SSD classes in node order, e.g. 128:4,256:4: each node a gres "
                          "ssd counting its GB (jobs ask --gres=ssd:GB per node)")
+    ts.add_argument("--ssd-feature", default=None, metavar="PREFIX",
+                    help="with --ssd: each node also gets the feature PREFIX<GB>, e.g. ssd128 "
+                         "(jobs ask --constraint=ssd256)")
     ts.add_argument("--switch-size", type=positive_int, default=None, metavar="K",
                     help="a fat tree (topology/tree): ceil(nodes/K) leaf switches s1, s2, ... "
                          "of K nodes each, in node order, under one root switch s0")
@@ -193,6 +201,7 @@ def _testbed(args) -> int:
                          chroot_cache=args.chroot_cache, accounting=args.accounting,
                          licenses=args.licenses, switch_size=args.switch_size,
                          pod_size=args.pod_size, bb_pool=args.bb_pool, ssd=args.ssd,
+                         ssd_feature=args.ssd_feature,
                          shared=args.shared, wake_port=args.wake_port, split=args.split,
                          say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
@@ -256,7 +265,8 @@ def _run(args, options: dict) -> int:
             adapters.append(Adapter(
                 policy, slurm=slurm, partition=p, dry_run=args.dry_run, log=log, say=say,
                 lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
-                ssd_gres=args.ssd_gres, topology=topology, order=args.order,
+                ssd_gres=args.ssd_gres, ssd_feature=args.ssd_feature,
+                topology=topology, order=args.order,
                 backfill=args.backfill, window=args.window,
                 starvation_bound=args.starvation))
         return run_adapters(adapters, args.interval, once=args.once,

@@ -65,7 +65,8 @@ class SlurmJob:
     AdminComment (the submit script's ``hpcopt:held``).  ``burst_buffer`` is the job's
     burst-buffer request as Slurm keeps it (``#BB_LUA pool=bb capacity=60`` lines of its
     script under ``burst_buffer/lua``), ``gres`` its generic resources per node
-    (``tres_per_node``: ``gres:ssd:200`` in 22.05, ``gres/ssd:200`` in 24.11).
+    (``tres_per_node``: ``gres:ssd:200`` in 22.05, ``gres/ssd:200`` in 24.11), ``features``
+    its constraint (``--constraint``: ``ssd256``, ``ssd128|ssd256``).
     """
 
     id: int
@@ -94,6 +95,7 @@ class SlurmJob:
     required_nodes: str = ""
     burst_buffer: str = ""
     gres: str = ""
+    features: str = ""
 
     @property
     def held(self) -> bool:
@@ -238,19 +240,29 @@ class Slurm:
         return self.call("scontrol", "show", "burst", parse=parse_burst)
 
     def node_gres(self) -> dict[str, str]:
-        """Each node's generic resources as ``sinfo`` prints them (``%G``, ``ssd:128``):
-        one line per node, the same text in Slurm 22.05 and 24.11 (24.11's ``sinfo --json``
-        groups nodes of different gres into one record)."""
+        """Each node's generic resources as ``sinfo`` prints them (``%G``, ``ssd:128``)."""
+        return self._per_node("%G")
+
+    def node_features(self) -> dict[str, str]:
+        """Each node's active features as ``sinfo`` prints them (``%b``, ``ssd128,intel``;
+        ``(null)``: none), the ones a job's constraint is matched against."""
+        return self._per_node("%b")
+
+    def _per_node(self, field: str) -> dict[str, str]:
+        """One ``sinfo`` field of each node: one line per node, the same text in Slurm 22.05
+        and 24.11 (24.11's ``sinfo --json`` groups nodes of different gres or features into
+        one record)."""
         def parse(text: str) -> dict[str, str]:
             out = {}
             for line in text.splitlines():
-                name, sep, gres = line.strip().partition("|")
+                name, sep, value = line.strip().partition("|")
                 if not sep or not name:
-                    raise SlurmCommandError(f"sinfo -N -o %N|%G: unreadable line {line!r}")
-                out[name] = gres
+                    raise SlurmCommandError(f"sinfo -N -o %N|{field}: unreadable line "
+                                            f"{line!r}")
+                out[name] = value
             return out
 
-        return self.call("sinfo", "-N", "-h", "-o", "%N|%G", parse=parse)
+        return self.call("sinfo", "-N", "-h", "-o", f"%N|{field}", parse=parse)
 
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
@@ -381,6 +393,33 @@ def gres_count(text: str, name: str) -> int | None:
     return total
 
 
+def feature_size(word: str, prefix: str) -> float | None:
+    """The GB of an SSD feature ``PREFIX<GB>`` (``ssd256`` with prefix ``ssd``: 256); None
+    for any other feature."""
+    m = re.fullmatch(re.escape(prefix) + r"(\d+)", word.strip())
+    return float(m[1]) if m else None
+
+
+def node_features(text: str) -> list[str]:
+    """A node's features as ``sinfo`` prints them (``ssd128,intel``; ``(null)``: none)."""
+    return [f for f in (t.strip() for t in text.split(",")) if f and f != "(null)"]
+
+
+def constraint_terms(text: str) -> tuple[str, list[str]] | None:
+    """A job's constraint (``--constraint``, ``squeue``'s ``features``) as its operator
+    (``&``, ``|``, or ``""`` for one feature or none) and its features; None when it is not
+    features joined by one operator (brackets, counts ``*N``, negation, both operators)."""
+    text = "" if text.strip() == "(null)" else text.strip()
+    if not text:
+        return "", []
+    ops = {c for c in "&|" if c in text}
+    if len(ops) > 1 or any(c in text for c in "[]()*!,@ "):
+        return None
+    op = ops.pop() if ops else ""
+    words = text.split(op) if op else [text]
+    return (op, words) if all(words) else None
+
+
 def job_licenses(text: str) -> dict[str, int] | None:
     """A job's license request as ``squeue`` prints it (``bb:60,matlab:1``; ``bb*60`` and a
     bare name, one, as Slurm accepts them) -> {name: count}; None when unreadable."""
@@ -442,6 +481,7 @@ def parse_job(j: dict) -> SlurmJob:
         required_nodes=_text(j.get("required_nodes"), where, "required_nodes"),
         burst_buffer=_text(j.get("burst_buffer"), where, "burst_buffer"),
         gres=_text(j.get("tres_per_node"), where, "tres_per_node"),
+        features=_text(j.get("features"), where, "features"),
     )
 
 

@@ -35,7 +35,7 @@ the host's ``slurmdbd`` and ``mariadb-server`` packages, 24.11 the chroot's (ins
 a chroot built without them on first use).  ``licenses="bb:100"`` sets ``Licenses=``;
 ``switch_size=K`` a fat tree (``topology/tree``; ``pod_size=P``: three levels),
 ``bb_pool="bb:100"`` a ``burst_buffer/lua`` pool, ``ssd="128:4,256:4"`` SSD classes (a gres
-``ssd``); ``shared=True`` a partition
+``ssd``; with ``ssd_feature="ssd"`` also node features ``ssd128``, ...); ``shared=True`` a partition
 ``shared`` whose jobs share nodes core by core.
 """
 
@@ -275,14 +275,15 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                hold: bool, plugin_dir: Path | None = None, *, dbd_port: int | None = None,
                licenses: dict[str, int] | None = None, topology: bool = False,
                shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
-               ssd: list[tuple[int, int]] | None = None, split: int | None = None,
-               batch_sched_delay: int | None = None) -> str:
+               ssd: list[tuple[int, int]] | None = None, ssd_feature: str | None = None,
+               split: int | None = None, batch_sched_delay: int | None = None) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
     partition ``shared`` whose jobs share nodes core by core; ``bb_pool``: the
     ``burst_buffer/lua`` plugin, ``burst_buffer_files``; ``ssd``: SSD classes ``[(GB,
-    nodes), ...]`` in node order, each node a gres ``ssd`` of that count; ``split=K``:
+    nodes), ...]`` in node order, each node a gres ``ssd`` of that count and, with
+    ``ssd_feature``, a feature ``ssd_feature`` + GB, e.g. ``ssd128``; ``split=K``:
     ``batch`` has the first K nodes, the managed partition ``batch2`` the others;
     ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
@@ -353,7 +354,9 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         last = first + count - 1
         lines.append(f"NodeName=n[{first}-{last}] NodeHostname=localhost "
                      f"Port=[{port + first}-{port + last}] CPUs={cpus} RealMemory=1000 "
-                     + (f"Gres=ssd:{size} " if size is not None else "") + "State=UNKNOWN")
+                     + (f"Gres=ssd:{size} " if size is not None else "")
+                     + (f"Feature={ssd_feature}{size} " if size is not None and ssd_feature
+                        else "") + "State=UNKNOWN")
         first = last + 1
     lines += [
         f"PartitionName={PARTITION} Nodes=n[1-{split or nodes}] Default=YES MaxTime=INFINITE "
@@ -532,8 +535,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           accounting: bool = False, licenses: str | dict | None = None,
           switch_size: int | None = None, pod_size: int | None = None, shared: bool = False,
           wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
-          split: int | None = None, batch_sched_delay: int | None = None,
-          say=None) -> Path:
+          ssd_feature: str | None = None, split: int | None = None,
+          batch_sched_delay: int | None = None, say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -544,7 +547,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     ``TopologyPlugin=topology/tree``, and ``pod_size=P`` groups the leaves P by P under pod
     switches (three levels); ``bb_pool="bb:100"`` configures ``burst_buffer/lua`` with that
     pool (``burst_buffer_files``); ``ssd="128:4,256:4"`` gives the nodes, in order, SSD
-    classes as a gres ``ssd`` counting GB (jobs ask ``--gres=ssd:100``); ``shared=True``
+    classes as a gres ``ssd`` counting GB (jobs ask ``--gres=ssd:100``), and with
+    ``ssd_feature="ssd"`` as node features too, ``ssd128`` ... (jobs ask
+    ``--constraint=ssd256``); ``shared=True``
     adds the partition ``shared`` (the same nodes, ``OverSubscribe=NO``: jobs share nodes
     core by core); ``wake_port=P`` installs ``hpcopt.slurm.wake``'s ``EpilogSlurmctld``
     script and the submit script's wake-up, which wake ``hpcopt slurm run --wake-port P`` as
@@ -563,6 +568,11 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     classes = parse_ssd(ssd, nodes) if ssd else None
     if split is not None and not 1 <= split < nodes:
         raise TestbedError(f"split must be 1..{nodes - 1} (batch's nodes), got {split}")
+    if ssd_feature is not None and (not classes or
+                                    not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", ssd_feature)):
+        raise TestbedError(f"ssd_feature: expected a feature prefix of letters, digits, _ and "
+                           f"- (e.g. ssd), with ssd classes; got {ssd_feature!r}"
+                           + ("" if classes else " without ssd"))
     if switch_size is not None and not 1 <= switch_size <= nodes:
         raise TestbedError(f"switch_size must be 1..{nodes} (the nodes), got {switch_size}")
     if pod_size is not None and switch_size is None:
@@ -602,7 +612,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
                                root / _PLUGINS if root else None, dbd_port=dbd_port,
                                licenses=lic, topology=switch_size is not None, shared=shared,
-                               bb_pool=pool is not None, ssd=classes,
+                               bb_pool=pool is not None, ssd=classes, ssd_feature=ssd_feature,
                                epilog=d / "wake-epilog.sh" if wake_port is not None else None,
                                split=split, batch_sched_delay=batch_sched_delay))
     if wake_port is not None:
