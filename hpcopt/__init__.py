@@ -6,6 +6,8 @@ The top-level names are imported lazily so that ``import hpcopt`` stays fast.
 
 from __future__ import annotations
 
+import importlib
+
 from .version import __version__
 
 _LAZY = {
@@ -33,8 +35,6 @@ __all__ = sorted(_LAZY) + ["__version__"]
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value

@@ -41,6 +41,13 @@ from typing import Any
 
 from .errors import HpcoptError, InstanceError, one_line
 from .executors import Interrupted, StopSignals, run_tasks, worker_stop
+from .instances import (
+    decode_instance_bytes,
+    expand_paths,
+    instance_from_dict,
+    load_instance,
+    parse_instance_text,
+)
 from .jsonsafe import json_safe
 from .result import Limit, SolutionStatus, Status, Termination
 
@@ -120,8 +127,6 @@ class Item:
         return self.file if self.parsed or self.error else Path(self.file).name
 
     def load(self):
-        from .instances import instance_from_dict, load_instance
-
         if self.error is not None:
             raise InstanceError(self.error)
         if self.parsed:
@@ -138,7 +143,6 @@ def read_stdin_items(stream) -> list[Item]:
     """Instances from a binary stream: one envelope, a JSON array of envelopes, or JSON
     Lines (one envelope per line).  Entries are named ``<stdin>``, ``<stdin>[i]`` (array
     index) or ``<stdin>:N`` (line); one that cannot be parsed is an error item."""
-    from .instances import decode_instance_bytes, parse_instance_text
 
     label = "<stdin>"
     try:
@@ -167,7 +171,6 @@ def read_stdin_items(stream) -> list[Item]:
 def expand_items(patterns, stdin=None) -> list[Item]:
     """Items for file names, folders, quoted globs and ``-`` (stdin, read once), in order
     without duplicates; a pattern that matches nothing is an error item (its rows say so)."""
-    from .instances import expand_paths
 
     items: dict[str, Item] = {}
     for pattern in patterns:

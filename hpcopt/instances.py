@@ -13,12 +13,18 @@ an ``InstanceError`` with one line naming the file, the JSON path of the field (
 
 from __future__ import annotations
 
+import csv
 import functools
 import glob
+import gzip
+import importlib.resources
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hpcopt.models import model_class
 
 from .errors import InstanceError, ModelError
 
@@ -35,7 +41,6 @@ def bundled_path(*parts: str) -> Path:
     ``package-dir`` maps ``hpcopt._bundled`` onto ``instances/``, only what the library
     reads); an editable install or a source tree reads the checkout's ``instances/``.
     """
-    import importlib.resources
 
     packaged = importlib.resources.files("hpcopt").joinpath(BUNDLED_PACKAGE_DIR, *parts)
     if isinstance(packaged, Path) and packaged.exists():
@@ -152,7 +157,6 @@ def _reject_constant(name: str):
 def instance_from_dict(obj: Any, path: str | Path = "<memory>") -> Instance:
     """Validate parsed JSON and build its ``Instance`` (``InstanceError`` on any problem,
     also for data nested too deeply to check or too large to build)."""
-    from hpcopt.models import model_class
 
     try:
         validate_instance(obj, path)
@@ -234,7 +238,6 @@ def bundled_instances() -> list[dict]:
     """One row per bundled instance: ``name`` (``FAMILY/NAME``, what ``load_instance`` and
     ``hpcopt solve`` take), ``model``, the known ``optimum`` (from the family's
     ``optima.csv``, else None) and ``description``."""
-    import csv
 
     rows = []
     for family in FAMILIES:
@@ -278,8 +281,6 @@ def load_instance(path: str | Path) -> Instance:
 def read_instance_bytes(path: str | Path) -> bytes:
     """The bytes of an instance file, gunzipped when they start with gzip's magic bytes
     (``day.json.gz``); ``InstanceError`` naming the file when it cannot be read."""
-    import gzip
-    import zlib
 
     try:
         data = Path(path).read_bytes()

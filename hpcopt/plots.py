@@ -20,10 +20,14 @@ input. matplotlib is imported only when a plot is drawn, with the Agg backend (n
 from __future__ import annotations
 
 import csv
+import heapq
 import json
 from pathlib import Path
 
+import numpy as np
+
 from .errors import HpcoptError
+from .instances import load_instance
 
 KINDS = ("run", "pareto", "osdec", "gantt")
 MODE_COLORS = {"ready": "tab:blue", "reserved": "tab:orange", "backfilled": "tab:green"}
@@ -77,8 +81,6 @@ def _read_columns(path: Path, needed: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def _floats(path: Path, name: str, values: list[str]):
-    import numpy as np
-
     out = np.full(len(values), np.nan)
     for i, v in enumerate(values):
         if v not in ("", "nan", "None"):
@@ -93,7 +95,6 @@ def _floats(path: Path, name: str, values: list[str]):
 def read_run(path) -> dict:
     """A run's label, its machine size (``machine``) and per-job arrays of submit, start,
     end, nodes and wait (jobs that never started are left out)."""
-    import numpy as np
 
     jobs_csv, summary_json = _run_files(path)
     try:
@@ -120,7 +121,6 @@ def utilization_series(submit, start, end, nodes, machine: float, bins: int = 20
     """Mean utilization per time bin from the jobs' start/end/nodes: the exact integral of
     the busy nodes over each bin, divided by the machine size and the bin's length.
     Returns ``(bin centres in seconds, utilization)``."""
-    import numpy as np
 
     if len(start) == 0:
         return np.zeros(0), np.zeros(0)
@@ -186,7 +186,6 @@ def read_fronts(path) -> list[dict]:
 
 def osdec_load(model, starts: dict[str, float]):
     """Cores in use at each slot of an OSDEC day, given each started job's start slot."""
-    import numpy as np
 
     load = np.zeros(model.slots)
     ids = model.ids if model.ids is not None else range(len(model.cores))
@@ -205,7 +204,6 @@ def osdec_load(model, starts: dict[str, float]):
 def run_figure(paths):
     """Wait distribution (empirical CDF, hours) and utilization over time (days) of one or
     more simulation runs."""
-    import numpy as np
 
     plt = _pyplot()
     fig, (ax_wait, ax_util) = plt.subplots(1, 2, figsize=(11, 4))
@@ -302,9 +300,6 @@ def convergence_axes(ax, fronts) -> None:
 def osdec_figure(instance, runs):
     """An OSDEC day's capacity per slot against the load of each online run, with the
     violation (load above capacity) shaded."""
-    import numpy as np
-
-    from .instances import load_instance
 
     model = load_instance(instance).model
     if getattr(model, "kind", None) != "osdec":
@@ -339,9 +334,6 @@ def gantt_layout(start, end, nodes, machine: int):
     contiguous runs of the lowest ranks free at each job's start (ends free their ranks
     before starts at the same time).  A job that finds too few free ranks (a table that is
     not a whole run) gets ranks past ``machine``."""
-    import heapq
-
-    import numpy as np
 
     order = sorted(range(len(start)), key=lambda i: (start[i], i))
     free = list(range(machine))

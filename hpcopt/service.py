@@ -50,7 +50,13 @@ import sys
 import time
 from typing import Any
 
+from .agents.asa import ASAEstimator
+from .batch import Item, claim_stdout, release_stdout, solve_item
+from .domain import Job, System
 from .errors import HpcoptError, closest, one_line
+from .jsonsafe import json_safe
+from .sim.records import BACKFILLED
+from .sim.resources import CapacityProfile
 from .version import __version__
 
 PROTOCOL = "hpcopt/1"
@@ -175,7 +181,6 @@ def _leading_id(text: str):
 def dumps(reply: dict) -> str:
     """Strict JSON (RFC 8259): non-finite numbers become null; an id past the double range
     is written as it came (``1e400``)."""
-    from .jsonsafe import json_safe
 
     rid = reply.get("id")
     if isinstance(rid, _Huge):
@@ -197,7 +202,6 @@ def serve_lines(stdin=None, stdout=None) -> int:
     ``stdin`` yields lines as bytes (default: ``sys.stdin.buffer``) or text.  Every line
     with text besides JSON whitespace gets exactly one reply; a line that is not UTF-8 gets
     an error reply like any other bad line."""
-    from .batch import claim_stdout, release_stdout
 
     stdin = stdin if stdin is not None else sys.stdin.buffer
     saved = None
@@ -254,8 +258,6 @@ def op_hello(request: dict) -> dict:
 
 
 def op_solve(request: dict) -> dict:
-    from .batch import Item, solve_item
-
     instance = _field(request, "instance", dict)
     backend = _field(request, "backend", str, None)
     time_limit = _number(request, "time_limit", None, minimum=0)
@@ -293,7 +295,6 @@ _ESTIMATORS: dict = {}
 def _estimator(request: dict):
     """The named estimator (``"estimator"``, default ``"default"``): made on first use from
     ``config`` (``ASAEstimator`` arguments), or loaded from ``path`` when that file exists."""
-    from .agents.asa import ASAEstimator
 
     name = _field(request, "estimator", str, "default")
     path = _field(request, "path", str, None)
@@ -367,7 +368,6 @@ def decide(state: dict, policy, **options) -> dict:
     calls."""
     from .sim.decide import ClusterState
     from .sim.decide import decide as decide_state
-    from .sim.records import BACKFILLED
 
     window = state
     now = _number(window, "time", where="window")
@@ -409,13 +409,9 @@ def decide(state: dict, policy, **options) -> dict:
 
 
 def _system(obj: dict, now: float = 0.0, slot: float = 1.0):
-    from .domain import System
-
     nodes = _field(obj, "nodes", int, where="window.system")
     capacity = _field(obj, "capacity", list, None, where="window.system")
     if capacity is not None:
-        from .sim.resources import CapacityProfile
-
         if not slot > 0:
             _fail("window.slot", "a number > 0", slot)
         if not capacity or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
@@ -434,8 +430,6 @@ def _system(obj: dict, now: float = 0.0, slot: float = 1.0):
 
 
 def _job(obj: Any, where: str, now: float, running: bool = False):
-    from .domain import Job
-
     if not isinstance(obj, dict):
         _fail(where, "an object", obj)
     jid = obj.get("id")

@@ -40,6 +40,7 @@ Variants (``VARIANTS``): ``osdec`` = att + high + low, ``ppo-att-auxh`` (high on
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -356,7 +357,6 @@ class Actor:
 
     def scores(self, window, upcoming) -> list:
         """One score per window job (lowest for the jobs not tokenised)."""
-        import time
 
         t0 = time.perf_counter()
         agent = self.agent

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 
+from ..datadir import use_data_dir
 from ..errors import HpcoptError, one_line
 from ..version import __version__
 from . import (
@@ -114,8 +115,6 @@ def main(argv: list[str] | None = None) -> int:
             pass
     try:
         if args.data_dir is not None:
-            from ..datadir import use_data_dir
-
             use_data_dir(args.data_dir)  # HPCOPT_DATA for this process and its workers
         return args.run(args)
     except KeyboardInterrupt as exc:

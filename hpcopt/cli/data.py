@@ -3,8 +3,12 @@ the data directory checked (verify); ``hpcopt.datasets``."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
+from ..datadir import data_dir, fetch_dir
+from ..errors import HpcoptError
 from .common import add_json_flag, print_listing
 
 
@@ -54,10 +58,6 @@ def _size(n: float) -> str:
 
 
 def _root(given: str | None):
-    from pathlib import Path
-
-    from ..datadir import data_dir
-
     return Path(given).expanduser() if given else data_dir()
 
 
@@ -99,18 +99,11 @@ def run_list(args) -> int:
 
 
 def _default_target() -> str:
-    from ..datadir import fetch_dir
-
     return str(fetch_dir())
 
 
 def run_fetch(args) -> int:
-    import json
-    from pathlib import Path
-
-    from ..datadir import fetch_dir
     from ..datasets import catalogue, fetch, select
-    from ..errors import HpcoptError
 
     if args.all == bool(args.names):
         raise HpcoptError("data fetch: name the data sets to fetch (hpcopt data list), or "
@@ -144,10 +137,7 @@ def run_fetch(args) -> int:
 
 
 def run_verify(args) -> int:
-    import json
-
     from ..datasets import by_path, select, verify
-    from ..errors import HpcoptError
 
     root = _root(args.dir)
     if root is None or not root.is_dir():

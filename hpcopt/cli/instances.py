@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..errors import InstanceError, closest
 from .common import add_json_flag, print_listing
 
 
@@ -16,7 +17,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import InstanceError, closest
     from ..instances import FAMILIES, bundled_instances
 
     if args.family is not None and args.family not in FAMILIES:

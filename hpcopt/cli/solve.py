@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
+from collections import Counter
 
 from ..cliargs import positive_int
-from ..errors import HpcoptError
+from ..errors import HpcoptError, closest
+from ..jsonsafe import json_safe
 from .common import add_executor_flags, executor, print_rows
 
 
@@ -66,7 +69,6 @@ def run(args) -> int:
     for name in backends or []:
         get_solver(name)  # an unknown backend is a usage error, not a row per file
     if args.rule is not None:
-        from ..errors import closest
         from ..models.pareto_rules import RULES
 
         if args.rule not in RULES:
@@ -152,10 +154,6 @@ SUMMARY_FIELDS = ("file", "instance", "backend", "status", "objective", "bound",
 
 def _print_json(rows: list[dict], batch, args) -> None:
     """The batch's machine-readable summary: one JSON object on standard output."""
-    import json
-    from collections import Counter
-
-    from ..jsonsafe import json_safe
 
     doc = {"rows": len(rows), "files": batch.items, "finished": batch.finished,
            "skipped": batch.skipped,

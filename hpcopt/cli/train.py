@@ -4,6 +4,7 @@ Needs torch (``pip install 'hpcopt[ml]'``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
@@ -130,8 +131,6 @@ def run(args) -> int:
 
 
 def _train_nsa(args, torch) -> int:
-    from dataclasses import replace
-
     from ..trainers.nsa_train import PPOConfig, train
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))

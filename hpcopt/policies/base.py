@@ -24,10 +24,12 @@ from hpcopt.errors import (
     PolicyOptionError,
     RegistryError,
     SimulationError,
+    SolverOptionError,
     UnknownPolicyError,
     closest,
     refuse_duplicate,
 )
+from hpcopt.sim.orders import ORDERS
 from hpcopt.sim.protocol import PolicyHooks
 
 _POLICIES: dict[str, tuple[type, dict]] = {}
@@ -119,7 +121,6 @@ def window_solver(backend: str, kind: str, time_limit: float | None = None):
     ``backend`` must be a registered backend that solves ``kind`` models and can run here
     (a family's named solver exists); ``time_limit`` is None or a number of seconds in
     (0, ``MAX_TIME_LIMIT``]."""
-    from hpcopt.errors import SolverOptionError
     from hpcopt.solvers import available_backends, get_solver
     from hpcopt.solvers.registry import family_classes
 
@@ -269,8 +270,6 @@ _TYPES = {int: ("an integer", lambda v: isinstance(v, Integral) and not isinstan
 
 
 def _driver_options() -> tuple[Option, ...]:
-    from hpcopt.sim.orders import ORDERS
-
     return (Option("order", str, "", choices=tuple(ORDERS)), Option("window", int, "", min=1),
             Option("starvation_bound", int, "", min=1), Option("seed", int, "", min=0))
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from hpcopt.agents import CHECKPOINTS
+from hpcopt.agents.dras_state import StateEncoder, make_reward, step_context
 from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, PolicyOptionError
 
@@ -133,7 +136,6 @@ class DrasPolicy(OnePickPolicy):
                                         f"window {self.window} does not apply")
             self.window = w
             self.window_fixed = True
-            from hpcopt.agents.dras_state import StateEncoder, make_reward
 
             opts = agent.env_options()
             self._encoder = StateEncoder(w, sim.system.nodes, node_rows=opts["node_rows"],
@@ -168,8 +170,6 @@ class DrasPolicy(OnePickPolicy):
         return request.choices[action]
 
     def _on_pick(self, sim, event, pick) -> None:
-        from hpcopt.agents.dras_state import step_context
-
         self._step_reward = self._reward(step_context(sim, pick))
         self.total_reward += self._step_reward
 
@@ -182,8 +182,6 @@ class DrasPolicy(OnePickPolicy):
             self.losses.append(loss)
 
     def _on_end(self, sim, event, payload) -> None:
-        import numpy as np
-
         if self._pending is not None:
             enc = self._encoder
             self._learn(np.zeros(enc.shape, dtype=np.float32),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
+from hpcopt.instances import save_instance
 
 from .base import Option, Policy, register_policy, window_solver
 
@@ -104,8 +105,6 @@ class WindowAllocation(Policy):
         if self.record is not None:
             self.record.append(model)
         if self.dump_windows is not None:
-            from hpcopt.instances import save_instance
-
             self.dump_windows.mkdir(parents=True, exist_ok=True)
             name = f"window_{self.solved:05d}_t{int(window.time)}"
             save_instance(self.dump_windows / f"{name}.json", model, name,

@@ -15,6 +15,8 @@ is a one-line ``TraceError`` naming file, line and field.
 
 from __future__ import annotations
 
+import gzip
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +38,6 @@ class AzureLine:
 
 
 def _open_text(path: Path):
-    import gzip
-
     with open(path, "rb") as fh:
         magic = fh.read(2)
     return gzip.open(path, "rt", encoding="ascii", newline="") if magic == b"\x1f\x8b" \
@@ -112,7 +112,6 @@ def _file_kind(path: Path) -> str:
 
 def split_prefix(path: Path) -> str:
     """``v1.dev`` for ``v1.dev.txt.gz`` and for ``v1.dev.c2100000.txt.gz``."""
-    import re
 
     name = re.sub(r"\.txt(\.gz)?$", "", path.name)
     return re.sub(r"\.c\d+$", "", name)

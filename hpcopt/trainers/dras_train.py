@@ -23,6 +23,7 @@ from hpcopt.agents.dras import KINDS, DrasAgent, get_config
 from hpcopt.domain import System
 from hpcopt.errors import HpcoptError, closest
 from hpcopt.sim.metrics import job_table, summarize
+from hpcopt.traces import load_trace
 
 from .dras_env import DrasEnv, run_episode
 from .jobsets import PHASES, JobsetGenerator, rebase, split_months
@@ -61,7 +62,6 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     ``trace`` is a path or a ``Trace``; ``phases`` orders the curriculum (Figure 4 compares
     orders).  Returns the ``train.json`` document.
     """
-    from hpcopt.traces import load_trace
 
     if select not in SELECT:
         raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")

@@ -51,6 +51,14 @@ from hpcopt.agents.nsa import (
     reward_scale,
 )
 from hpcopt.errors import closest
+from hpcopt.models.dcas import DCASModel
+from hpcopt.policies.tjap import generate_windows
+from hpcopt.solvers.dcas_sa import (
+    RandomRepair,
+    anneal,
+    initial_decision,
+    sequential_decision,
+)
 from hpcopt.topology import FatTree, take_block
 
 
@@ -61,7 +69,6 @@ def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
     of the idle sequence until a utilisation drawn from U[0.2, 0.95] is reached (so the idle
     nodes are fragmented as on a busy cluster), then a window of U[1, max_jobs] jobs of
     U[1, n_max] nodes that fits the idle nodes."""
-    from hpcopt.models.dcas import DCASModel
 
     topo = topology if isinstance(topology, FatTree) else FatTree.preset(topology)
     rng = np.random.default_rng(seed)
@@ -86,7 +93,6 @@ def random_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
 def training_windows(n_windows: int, *, seed: int, topology="paper-1000") -> tuple[list, str]:
     """Windows of the paper's workload from the window-period driver
     (``hpcopt.policies.tjap.generate_windows``), and the name of their source."""
-    from hpcopt.policies.tjap import generate_windows
 
     return generate_windows(n_windows, seed=seed, topology=topology), "generate_windows"
 
@@ -101,13 +107,6 @@ class _Start:
 
 
 def _start_solution(model, how: str, rng: np.random.Generator) -> _Start:
-    from hpcopt.solvers.dcas_sa import (
-        RandomRepair,
-        anneal,
-        initial_decision,
-        sequential_decision,
-    )
-
     if how == "sequential":
         x = sequential_decision(model)
     else:

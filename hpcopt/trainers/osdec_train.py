@@ -43,6 +43,10 @@ import torch
 
 from hpcopt.agents.osdec_agent import Actor, AgentConfig, OSDECAgent, aux_targets, check_variant
 from hpcopt.errors import HpcoptError
+from hpcopt.instances import instance_from_dict
+from hpcopt.osdec import load_osdec, simulate_osdec
+from hpcopt.policies.osdec_learned import OSDECPolicy
+from hpcopt.workloads.osdec import deferrable_suite
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,6 @@ def run_episode(agent: OSDECAgent, model, generator: torch.Generator | None = No
                 record: bool = True):
     """One trajectory through ``simulate_osdec`` with the agent as the policy; returns
     ``(actor, step rewards, summary)`` (sampling when ``generator`` is given)."""
-    from hpcopt.osdec import simulate_osdec
-    from hpcopt.policies.osdec_learned import OSDECPolicy
-
     actor = Actor(agent, generator=generator, record=record)
     res = simulate_osdec(model, OSDECPolicy.for_actor(actor))
     rewards = step_rewards(model, res.decision, [s.slot for s in actor.steps]) \
@@ -265,15 +266,11 @@ def load_pool(workloads=None, *, n_train: int, n_val: int, seed: int, progress: 
     """``(train models, validation models, description)``: the given instance files (the
     last ``max(1, n // 5)`` validate, or the only one does both), else ``n_train + n_val``
     trajectories of ``deferrable_suite("train")`` (the last ``n_val`` held out)."""
-    from hpcopt.osdec import load_osdec
-
     if workloads:
         models = [load_osdec(p) for p in workloads]
         k = max(1, len(models) // 5)
         train, val = (models, models) if len(models) == 1 else (models[:-k], models[-k:])
         return train, val, {"workloads": [str(p) for p in workloads]}
-    from hpcopt.instances import instance_from_dict
-    from hpcopt.workloads.osdec import deferrable_suite
 
     if progress:  # reading the Azure split once per trajectory takes a while: say so first
         print(f"building the training pool: {n_train + n_val} one-day trajectories of "

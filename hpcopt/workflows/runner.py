@@ -118,7 +118,9 @@ import copy
 import math
 from dataclasses import dataclass, field, replace
 
+from hpcopt.agents.asa import ASAEstimator
 from hpcopt.domain import Job, System
+from hpcopt.errors import closest
 from hpcopt.sim.driver import Event, Simulator
 
 from .reader import Workflow, WorkflowError
@@ -436,8 +438,6 @@ class WorkflowRun:
                  seed: int = 0, progress: bool = False, name: str = "workflow") -> None:
         if isinstance(strategy, str):
             if strategy not in STRATEGIES:
-                from hpcopt.errors import closest
-
                 raise WorkflowError(f"strategy: unknown {strategy!r}; expected one of "
                                     f"{', '.join(STRATEGIES)}."
                                     f"{closest(strategy, STRATEGIES)}".rstrip("."))
@@ -481,8 +481,6 @@ class WorkflowRun:
         self.at = float(first + warmup if at is None else at)
         self.warmup, self.horizon = float(warmup), float(horizon)
         if strategy.learns and estimator is None:
-            from hpcopt.agents.asa import ASAEstimator
-
             estimator = ASAEstimator(seed=seed)
         self.estimator = estimator if strategy.learns else None
         self.cancel_delay = float(cancel_delay)

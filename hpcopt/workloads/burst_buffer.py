@@ -35,6 +35,9 @@ import numpy as np
 from ..datadir import data_path
 from ..domain import Job, System
 from ..errors import TraceError, closest
+from ..traces import load_trace
+from ..traces._text import read_text
+from ..traces.batsim import load_batsim as _load
 
 KOPANSKI = "burst_buffer/kopanski_kth_batsim/KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 KOPANSKI_BB_GB = 480.0  # 12 storage nodes x 40 GB (platform_dragonfly96.yaml)
@@ -56,7 +59,6 @@ def load_batsim(path=None, **kwargs):
     Kopanski KTH workload in the data directory (``hpcopt.datadir``).  The reader is
     ``hpcopt.traces.batsim.load_batsim`` (``kwargs`` go to it), which ``hpcopt.load_trace``
     and ``hpcopt simulate FILE.json`` use too."""
-    from ..traces.batsim import load_batsim as _load
 
     return _load(default_batsim_path() if path is None else path, **kwargs)
 
@@ -114,8 +116,6 @@ def make_workload(jobs, name: str, *, system: System, seed: int | None = 0,
 def load_bb_swf(path, **kwargs):
     """An SWF trace whose records have a 19th field (burst buffer GB) and optionally a 20th
     (SSD GB per node); ``kwargs`` go to ``load_trace``."""
-    from ..traces import load_trace
-    from ..traces._text import read_text
 
     path = Path(path)
     trace = load_trace(path, extra_fields="ignore", **kwargs)

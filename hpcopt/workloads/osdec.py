@@ -68,6 +68,7 @@ import numpy as np
 
 from ..datadir import data_path
 from ..errors import TraceError, closest
+from ..instances import _dumps, instance_from_dict
 from ..traces.azure import (
     BIN_SECONDS,
     lifetime_bins,
@@ -382,7 +383,6 @@ def deferrable_suite(split: str = "test", n: int = 20, *, seed: int = 0, azure_d
 
 def deferrable_model(azure_file=None, **kwargs):
     """``deferrable_workload(...)`` as an ``OSDECModel``."""
-    from ..instances import instance_from_dict
 
     return instance_from_dict(deferrable_workload(azure_file, **kwargs)).model
 
@@ -390,7 +390,6 @@ def deferrable_model(azure_file=None, **kwargs):
 def save_workload(instance: dict, path) -> Path:
     """Write an instance dict (``deferrable_workload``'s) after validating it; returns the
     path."""
-    from ..instances import _dumps, instance_from_dict
 
     instance_from_dict(instance, path)  # schema + model checks: one-line InstanceError
     path = Path(path)
