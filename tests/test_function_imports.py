@@ -45,9 +45,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "hpcopt.sim.decide"): COST.format("the decision core over the driver, 13 modules"),
     ("*", "hpcopt.traces"): COST.format("every trace reader, 13 modules"),
     ("*", "hpcopt.traces._text"): COST.format("its package loads every trace reader"),
-    ("*", "hpcopt.traces.tjap"): COST.format("its package loads every trace reader"),
     ("*", "hpcopt.traces.convert"): COST.format("its package loads every trace reader"),
-    ("*", "hpcopt.workloads"): COST.format("every workload generator and the trace readers"),
     ("*", "hpcopt.workloads.tjap"): COST.format("its package loads every workload generator"),
     ("*", "hpcopt.workloads.osdec"): COST.format("its package loads every workload generator"),
     ("*", "hpcopt.datasets"): COST.format("the data-set catalogue and its download stack "
@@ -59,21 +57,16 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "hpcopt.models.scas"): MODEL,
     ("*", "hpcopt.models.pareto_rules"): MODEL,
     ("hpcopt/cli/*", "*"): CLI,
-    # the driver's files (hpcopt.api, cloud, sweep, sim),
-    # the Slurm adapter's and the formulation table's: being reworked as this list was made
+    # files of the Python API, the Slurm adapter, workflows on Slurm and the formulation
+    # table: being reworked as this list was made
     ("hpcopt/api.py", "*"): NOT_YET,
-    ("hpcopt/cloud.py", "*"): NOT_YET,
-    ("hpcopt/sweep.py", "*"): NOT_YET,
-    ("hpcopt/sim/result.py", "hpcopt.sim.metrics"): NOT_YET,
     ("hpcopt/slurm/*", "*"): NOT_YET,
     ("hpcopt/workflows/cli.py", "*"): NOT_YET,
     ("hpcopt/workflows/onslurm.py", "*"): NOT_YET,
 }
 #: standard-library imports inside functions: (file, module) -> why
 ALLOWED_STDLIB: dict[tuple[str, str], str] = {
-    ("hpcopt/cli/sweep.py", "collections"): NOT_YET,
     ("hpcopt/slurm/cli.py", "sys"): NOT_YET,
-    ("hpcopt/sweep.py", "signal"): NOT_YET,
     ("models/knapsack.py", "itertools"): NOT_YET,
     ("models/scas.py", "math"): NOT_YET,
     ("solvers/cpsat.py", "threading"): NOT_YET,
