@@ -62,3 +62,22 @@ def test_free_port_block_from_a_given_port():
     port = testbed.free_port_block(3, 40_000)
     assert 40_000 <= port < 65_000
     assert 16_900 <= testbed.free_port_block(3) < 30_000 + 3
+
+
+def test_scheduler_parameters_and_min_job_age():
+    d = Path("/tb")
+
+    def line(text, key):
+        return next(x for x in text.splitlines() if x.startswith(key + "="))
+
+    assert line(slurm_conf(d, 8, 4, 20000, "backfill", False), "SchedulerParameters") == \
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_min_interval=100000"
+    fast = slurm_conf(d, 8, 4, 20000, "backfill", False, min_job_age=5,
+                      scheduler_parameters="batch_sched_delay=0,sched_min_interval=0,defer")
+    assert line(fast, "SchedulerParameters") == ("SchedulerParameters=bf_interval=1,"
+                                                 "bf_resolution=1,sched_min_interval=0,"
+                                                 "batch_sched_delay=0,defer")
+    assert line(fast, "MinJobAge") == "MinJobAge=5"
+    for bad in ("x y=1", "a=1\nSlurmUser=me", "Bad=1"):
+        with pytest.raises(BedError, match="scheduler_parameters: expected key=value"):
+            testbed.parse_scheduler_parameters(bad)

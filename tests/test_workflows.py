@@ -133,6 +133,41 @@ def test_reader_errors_name_file_and_field(tmp_path, mutate, field):
     assert "\n" not in msg and str(p) in msg and field in msg
 
 
+def test_reader_keeps_task_commands_and_a_stage_script_runs_them(tmp_path):
+    import subprocess
+
+    from hpcopt.workflows.onslurm import task_script
+
+    doc = _doc15([("a", 1.0, ()), ("b", 1.0, ("a",)), ("c", 1.0, ("a",)), ("d", 1.0, ("a",))])
+    exe = doc["workflow"]["execution"]["tasks"]
+    out = tmp_path / "o"
+    for t in exe:  # each task appends its name to a file; b fails
+        t["command"] = {"program": "sh", "arguments": [
+            "-c", f"echo {t['id']} >> '{out}'" + ("; exit 3" if t["id"] == "b" else "")]}
+    wf = load_wfformat(_write(tmp_path, doc))
+    assert wf.tasks[0].command == ("sh", "-c", f"echo a >> '{out}'")
+    stages = stages_of(wf, cap=2)
+    assert [len(s.commands) for s in stages] == [1, 3]
+    script = tmp_path / "s.sh"
+    script.write_text(task_script(stages))
+    p = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1  # b failed: the stage fails, after all its tasks ran
+    assert out.read_text().split()[0] == "a" and sorted(out.read_text().split()) == \
+        ["a", "b", "c", "d"]
+    out.unlink()
+    script.write_text(task_script(stages[:1]))
+    assert subprocess.run(["bash", str(script)], timeout=30).returncode == 0
+    # a level with a task without a command has none; a bad command names its field
+    exe[2].pop("command")
+    assert stages_of(load_wfformat(_write(tmp_path, doc)), cap=2)[1].commands == ()
+    exe[2]["command"] = {"program": "", "arguments": []}
+    with pytest.raises(WorkflowError, match=r"execution.tasks\[2\].command.program"):
+        load_wfformat(_write(tmp_path, doc))
+    exe[2]["command"] = {"program": "x", "arguments": [["nested"]]}
+    with pytest.raises(WorkflowError, match=r"execution.tasks\[2\].command.arguments\[0\]"):
+        load_wfformat(_write(tmp_path, doc))
+
+
 def test_reader_bad_json(tmp_path):
     p = tmp_path / "bad.json"
     p.write_text("{not json")
@@ -516,13 +551,20 @@ def test_an_early_submission_holds_no_cores_while_blocked():
     assert dep.runs[0]["overhead_core_hours"] == pytest.approx(4 * 900 / 3600)
 
 
-def test_afterok_asa_observes_start_minus_submit_and_is_deterministic():
+def test_afterok_asa_observes_start_minus_eligible_and_is_deterministic():
     stub = _Fixed(600.0)
     res = _run("asa", runs=2, interval=3600, mode="afterok", estimator=stub)
     # observed when started: every proactive stage, and a first stage planned before it started
-    waits = sorted(x["wait"] for x in res.rows if x["estimate"] is not None)
-    assert len(waits) >= 2 * (len(STAGES) - 1)
-    assert sorted(w for _, w in stub.observed) == pytest.approx(waits)
+    sampled = [x for x in res.rows if x["estimate"] is not None]
+    assert len(sampled) >= 2 * (len(STAGES) - 1)
+    ends = {(x["run"], x["stage"]): x["end"] for x in res.rows}
+    for x in sampled:  # eligible: the later of its submission and its predecessor's end
+        pred = ends.get((x["run"], x["stage"] - 1), -math.inf)
+        assert x["eligible"] == max(x["submit"], pred)
+    assert sorted(w for _, w in stub.observed) == pytest.approx(
+        sorted(x["start"] - x["eligible"] for x in sampled))
+    # the time blocked on the dependency (the lead ASA chose) is not part of the wait
+    assert any(x["eligible"] > x["submit"] for x in sampled)
     a = _run("asa", runs=4, interval=3600, mode="afterok", estimator=ASAEstimator(seed=5))
     b = _run("asa", runs=4, interval=3600, mode="afterok", estimator=ASAEstimator(seed=5))
     assert a.rows == b.rows and a.summary == b.summary

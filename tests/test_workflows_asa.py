@@ -111,7 +111,10 @@ def test_plan_submit_plans_from_the_expected_end_before_the_predecessor_starts()
     assert s1["submit"] == 700  # the first pass at or after 500, long before stage 0 started
     assert s1["submit"] < s0["alloc_start"]  # the lead exceeds t_0: impossible at its start
     assert s1["start"] == 6000 and s1["outcome"] == "hit"
-    assert est.observed == [(4, 5000.0), (2, 5300.0)]  # stage 0's sampled wait is observed
+    # stage 0's sampled wait is observed; stage 1 started the moment stage 0 ended (its
+    # 5300 s blocked on the dependency are not a queue wait)
+    assert est.observed == [(4, 5000.0), (2, 0.0)]
+    assert s1["eligible"] == 6000
     start = run_workflow(TWO, (BUSY, System(4)), "asa", estimator=_Keyed({4: 0.0, 2: 500.0}),
                          at=0.0, warmup=0.0, plan="start", key="stage")
     assert _stage(start, 1)["submit"] == 5500  # today's rule: when stage 0 starts, T - a
@@ -300,3 +303,26 @@ def test_cli_plan_flag(tmp_path):
     rows = (d / "stages.csv").read_text().splitlines()[1:]
     assert len(rows) == 2 * 3
 
+
+
+def test_a_real_queues_launch_delay_and_reaction():
+    # an idle machine: every start comes launch_delay after its decision, and Per-Stage
+    # submits each stage reaction seconds after its predecessor's end
+    idle = [Job(id=0, submit=0.0, runtime=1.0, walltime=1.0, nodes=1)]
+    res = run_workflow(TWO, (idle, System(8)), "perstage", at=10.0, warmup=10.0,
+                       launch_delay=50.0, reaction=20.0)
+    s0, s1 = _stage(res, 0), _stage(res, 1)
+    assert (s0["start"], s0["end"]) == (60.0, 1060.0)
+    assert (s1["submit"], s1["start"], s1["end"]) == (1080.0, 1130.0, 1230.0)
+    assert res.runs[0]["perceived_wait"] == 50.0 + 70.0 and res.runs[0]["makespan"] == 1220.0
+    assert res.simulator.records[0].start == 50.0  # the background's starts too
+    asa = run_workflow(TWO, (idle, System(8)), "asa", estimator=_Keyed({4: 0.0, 2: 0.0}),
+                       at=10.0, warmup=10.0, key="stage", launch_delay=50.0, reaction=20.0)
+    assert _stage(asa, 1)["start"] == 1110.0  # afterok: released at the end, no reaction
+    # the queue is told a longer walltime (whole minutes), the work stays the stage's
+    told = run_workflow(TWO, (idle, System(8)), "perstage", at=10.0, warmup=10.0,
+                        requested_walltime=lambda w: 60.0 * math.ceil(w / 60.0 + 1))
+    rec = told.simulator.records[_stage(told, 1)["job_id"]]
+    assert (rec.job.walltime, rec.end - rec.start) == (180.0, 100.0)
+    with pytest.raises(WorkflowError, match="launch_delay"):
+        run_workflow(TWO, (idle, System(8)), "perstage", launch_delay=-1.0)

@@ -88,6 +88,10 @@ def test_strategy_on_slurm(tb, wf_file, tmp_path, strategy):
             assert float(r["wait"]) == pytest.approx((j["start_time"] - j["submit_time"])
                                                      / SCALE)
         assert float(r["slurm_start"]) == j["start_time"]
+        if strategy != "bigjob" and r["cancelled"] == "False":
+            # what ASA learns from: start - Slurm's eligible time (its dependency met)
+            assert float(r["eligible"]) == pytest.approx(
+                (j["eligible_time"] - summary["settings"]["t0"]) / SCALE)
     if strategy != "bigjob":
         for a, b in zip(rows, rows[1:]):  # in order: a stage starts after its predecessor
             ja, jb = jobs[int(a["slurm_job"])], jobs[int(b["slurm_job"])]
@@ -133,6 +137,85 @@ def test_restart_adopts_jobs(tb, wf_file, tmp_path):
              str(SCALE), "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert len(_ours(tb, tag)) == len(LEVELS)
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def tb_acct(request):
+    """A testbed with accounting (slurmdbd) that forgets finished jobs 2 s after they end."""
+    with started_testbed(request.param, "wfacct", hold=False, accounting=True,
+                         min_job_age=2) as c:
+        yield c
+
+
+def _sacct(tb, jid):
+    out = tb.run("env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "-n", "-P", "-j", str(jid),
+                 "-o", "Submit,Start,End")
+    return [float(x) for x in out.strip().split("|")]
+
+
+def test_restart_after_min_job_age_reads_accounting(tb_acct, wf_file, tmp_path):
+    out = tmp_path / "acct"
+    args = [str(wf_file), "--slurm", "--strategy", "perstage", "--time-scale", str(SCALE),
+            "--out", str(out)]
+    p = subprocess.Popen([*HPCOPT, "workflow", *args], env=tb_acct.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    journal = out / "slurm-run.json"
+    end = time.monotonic() + 60
+    while time.monotonic() < end:  # killed once the second stage is submitted
+        if journal.exists():
+            try:
+                if len(json.loads(journal.read_text())["jobs"]) >= 2:
+                    break
+            except ValueError:
+                pass
+        time.sleep(0.2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    first = json.loads(journal.read_text())["jobs"]["0:0:0"]
+    # squeue forgets the first stage (MinJobAge 2 s; slurmctld purges about once a minute)
+    tb_acct.wait(lambda: first not in tb_acct.jobs(), 180, step=2)
+    q = _cli(tb_acct, *args)
+    assert q.returncode == 0, q.stderr
+    rows = _rows(out)
+    assert [int(r["stage"]) for r in rows] == list(range(len(LEVELS)))
+    # the forgotten stage's times are accounting's, and nothing was submitted twice
+    r0 = next(r for r in rows if int(r["slurm_job"]) == first)
+    assert [float(r0[k]) for k in ("slurm_submit", "slurm_start", "slurm_end")] == \
+        _sacct(tb_acct, first)
+    def recorded():  # slurmdbd records a job a moment after it ends
+        return tb_acct.run("sacct", "-X", "-n", "-P", "--allusers", "-S", "now-1hour",
+                           "--name", "hpcopt-wf", "-o", "JobID").split()
+
+    tb_acct.wait(lambda: len(recorded()) >= len(LEVELS), 30, step=1)
+    assert len(recorded()) == len(LEVELS)
+
+
+def test_run_commands_runs_the_tasks_own_commands(tb, tmp_path):
+    # a file every job can reach (24.11's jobs run in its chroot, where the testbed's own
+    # directory is mounted at the same path)
+    log = tb.dir / f"wfcmd-{tmp_path.name}.txt"
+    spec, exe = [], []
+    for lv, ids in enumerate([["a"], ["b", "c", "d"]]):
+        for t in ids:
+            spec.append({"id": t, "name": t, "parents": ["a"] if lv else [], "children": []})
+            exe.append({"id": t, "runtimeInSeconds": 1.0, "command": {
+                "program": "sh", "arguments": ["-c", f"echo {t} >> {log}"]}})
+    wf = tmp_path / "cmd.json"
+    wf.write_text(json.dumps({"name": "cmd", "schemaVersion": "1.5", "workflow": {
+        "specification": {"tasks": spec}, "execution": {"tasks": exe}}}))
+    out = tmp_path / "cmd"
+    p = _cli(tb, str(wf), "--slurm", "--strategy", "perstage", "--run-commands",
+             "--time-scale", "1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    lines = log.read_text().split()
+    assert lines[0] == "a" and sorted(lines[1:]) == ["b", "c", "d"]
+    assert [int(r["stage"]) for r in _rows(out)] == [0, 1]
+    # opting in needs time scale 1, and it never runs in the simulator
+    p = _cli(tb, str(wf), "--slurm", "--strategy", "perstage", "--run-commands",
+             "--out", str(tmp_path / "scaled"))
+    assert p.returncode != 0 and "time scale 1" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    log.unlink()
 
 
 def test_failed_stage_stops(tb, wf_file, tmp_path):

@@ -133,6 +133,12 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     ts.add_argument("--shared", action="store_true",
                     help="a third partition 'shared' on the same nodes whose jobs share nodes "
                          "core by core (OverSubscribe=NO)")
+    ts.add_argument("--scheduler-parameters", default=None, metavar="KEY=VALUE[,...]",
+                    help="over the testbed's own SchedulerParameters, e.g. "
+                         "batch_sched_delay=0,sched_min_interval=0 (jobs start within the "
+                         "second they can)")
+    ts.add_argument("--min-job-age", type=positive_int, default=600, metavar="S",
+                    help="seconds a finished job stays in squeue (MinJobAge; default 600)")
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
 
@@ -203,7 +209,8 @@ def _testbed(args) -> int:
                          pod_size=args.pod_size, bb_pool=args.bb_pool, ssd=args.ssd,
                          ssd_feature=args.ssd_feature,
                          shared=args.shared, wake_port=args.wake_port, split=args.split,
-                         say=print)
+                         scheduler_parameters=args.scheduler_parameters,
+                         min_job_age=args.min_job_age, say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0

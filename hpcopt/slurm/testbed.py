@@ -276,7 +276,8 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                licenses: dict[str, int] | None = None, topology: bool = False,
                shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
                ssd: list[tuple[int, int]] | None = None, ssd_feature: str | None = None,
-               split: int | None = None, batch_sched_delay: int | None = None) -> str:
+               split: int | None = None, batch_sched_delay: int | None = None,
+               scheduler_parameters: str | None = None, min_job_age: int = 600) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
@@ -285,8 +286,16 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
     nodes), ...]`` in node order, each node a gres ``ssd`` of that count and, with
     ``ssd_feature``, a feature ``ssd_feature`` + GB, e.g. ``ssd128``; ``split=K``:
     ``batch`` has the first K nodes, the managed partition ``batch2`` the others;
-    ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset)."""
+    ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset;
+    ``scheduler_parameters``: ``key=value,...`` over the testbed's own
+    ``SchedulerParameters``; ``min_job_age``: seconds a finished job stays in ``squeue``)."""
     sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
+    params = dict(kv.partition("=")[::2] for kv in (
+        "bf_interval=1,bf_resolution=1," if scheduler == "backfill" else "").split(",") if kv)
+    params["sched_min_interval"] = "100000"
+    if batch_sched_delay is not None:
+        params["batch_sched_delay"] = str(batch_sched_delay)
+    params.update(parse_scheduler_parameters(scheduler_parameters))
     if dbd_port is None:
         accounting = ["AccountingStorageType=accounting_storage/none"]
     else:
@@ -318,14 +327,13 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         "SelectTypeParameters=CR_Core",
         "ReturnToService=2",
         f"SchedulerType={sched}",
-        ("SchedulerParameters=bf_interval=1,bf_resolution=1,sched_min_interval=100000"
-         if scheduler == "backfill" else "SchedulerParameters=sched_min_interval=100000")
-        + ("" if batch_sched_delay is None else f",batch_sched_delay={batch_sched_delay}"),
+        "SchedulerParameters=" + ",".join(k if v == "" else f"{k}={v}"
+                                          for k, v in params.items()),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d}/log/jobcomp.txt",
         *accounting,
         "JobAcctGatherType=jobacct_gather/none",
-        "MinJobAge=600",
+        f"MinJobAge={min_job_age}",
         "OverTimeLimit=0",
         "KillWait=2",
         "InactiveLimit=0",
@@ -371,6 +379,20 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append(f"PartitionName={SHARED_PARTITION} Nodes=n[1-{nodes}] Default=NO "
                      "MaxTime=INFINITE State=UP OverSubscribe=NO")
     return "\n".join(lines) + "\n"
+
+
+def parse_scheduler_parameters(text: str | None) -> dict[str, str]:
+    """``"batch_sched_delay=0,defer"`` as {key: value} (a flag's value is "")."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, _, value = item.partition("=")
+        if not re.fullmatch(r"[a-z_]+", key) or not re.fullmatch(r"[\w.:-]*", value):
+            raise TestbedError(f"scheduler_parameters: expected key=value,..., got {item!r}")
+        out[key] = value
+    return out
 
 
 def parse_licenses(text: str | dict | None) -> dict[str, int]:
@@ -536,7 +558,8 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           switch_size: int | None = None, pod_size: int | None = None, shared: bool = False,
           wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
           ssd_feature: str | None = None, split: int | None = None,
-          batch_sched_delay: int | None = None, say=None) -> Path:
+          batch_sched_delay: int | None = None, scheduler_parameters: str | None = None,
+          min_job_age: int = 600, say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -556,7 +579,10 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     each job ends or is submitted; ``split=K`` gives ``batch`` the first K nodes and a
     second managed partition ``batch2`` the others (the submit script holds the jobs of
     both); ``batch_sched_delay=S`` sets Slurm's scheduling parameter of that name (how long
-    a batch job's scheduling may be put off; Slurm's default 3 s)."""
+    a batch job's scheduling may be put off; Slurm's default 3 s); ``scheduler_parameters``
+    (``"sched_min_interval=0"``) are set over the testbed's own ``SchedulerParameters``;
+    ``min_job_age`` is how many seconds a finished job stays in ``squeue`` (Slurm's
+    ``MinJobAge``)."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -573,6 +599,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
         raise TestbedError(f"ssd_feature: expected a feature prefix of letters, digits, _ and "
                            f"- (e.g. ssd), with ssd classes; got {ssd_feature!r}"
                            + ("" if classes else " without ssd"))
+    parse_scheduler_parameters(scheduler_parameters)
+    if not 2 <= min_job_age:
+        raise TestbedError(f"min_job_age must be at least 2 s, got {min_job_age}")
     if switch_size is not None and not 1 <= switch_size <= nodes:
         raise TestbedError(f"switch_size must be 1..{nodes} (the nodes), got {switch_size}")
     if pod_size is not None and switch_size is None:
@@ -614,7 +643,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                                licenses=lic, topology=switch_size is not None, shared=shared,
                                bb_pool=pool is not None, ssd=classes, ssd_feature=ssd_feature,
                                epilog=d / "wake-epilog.sh" if wake_port is not None else None,
-                               split=split, batch_sched_delay=batch_sched_delay))
+                               split=split, batch_sched_delay=batch_sched_delay,
+                               scheduler_parameters=scheduler_parameters,
+                               min_job_age=min_job_age))
     if wake_port is not None:
         from .wake import epilog_script
 

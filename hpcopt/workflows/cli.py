@@ -19,7 +19,7 @@ from .reader import WorkflowError
 from .runner import KEYS, MODES, PLANS, STRATEGIES
 
 STAGE_COLUMNS = ["run", "stage", "attempt", "job_id", "cores", "nodes", "alloc_cores",
-                 "submit", "alloc_start", "start", "end", "alloc_end", "wait",
+                 "submit", "eligible", "alloc_start", "start", "end", "alloc_end", "wait",
                  "perceived_wait", "overhead_core_hours", "estimate", "start_estimate",
                  "outcome", "cancelled"]
 #: the Slurm runner's columns after those: Slurm's job id and its own epoch seconds
@@ -44,6 +44,9 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
                         "0.01); times in the outputs are workflow seconds (real / F)")
     w.add_argument("--poll", type=seconds, default=0.5,
                    help="--slurm: seconds between reads of Slurm's queue (default 0.5)")
+    w.add_argument("--run-commands", action="store_true",
+                   help="--slurm: each stage job runs its tasks' own commands from the file "
+                        "(as you, in the job) instead of sleeping; needs --time-scale 1")
     w.add_argument("--on-interrupt", choices=["cancel", "leave"], default="cancel",
                    help="--slurm: on Ctrl-C cancel the workflow's pending and running jobs "
                         "(default) or leave them to Slurm (run again with the same --out to "
@@ -175,8 +178,9 @@ def cmd_workflow_slurm(args, wf) -> int:
     result = run_workflow_on_slurm(
         wf, args.strategy, slurm=slurm, out=args.out, cap=cap, partition=part,
         cores_per_node=cpn, time_scale=args.time_scale, poll=args.poll,
-        on_interrupt=args.on_interrupt, runs=args.runs, interval=args.interval,
-        estimator=estimator, mode=args.mode, plan=args.plan, key=args.key, seed=args.seed,
+        on_interrupt=args.on_interrupt, run_commands=args.run_commands, runs=args.runs,
+        interval=args.interval, estimator=estimator, mode=args.mode, plan=args.plan,
+        key=args.key, seed=args.seed,
         say=None if args.no_progress else (lambda m: print(m, file=sys.stderr)))
     result.settings["workflow_file"] = str(args.workflow)
     result.settings["cap"] = cap
@@ -194,6 +198,8 @@ def cmd_workflow(args) -> int:
     wf = load_wfformat(args.workflow)
     if args.slurm:
         return cmd_workflow_slurm(args, wf)
+    if args.run_commands:
+        raise WorkflowError("--run-commands: only a --slurm run has jobs to run them in")
     if args.trace is None:
         raise WorkflowError("--trace: the simulated queue needs a background trace (or "
                             "--slurm for a real cluster)")

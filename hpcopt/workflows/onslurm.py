@@ -13,7 +13,8 @@ things differ, and they are here:
   simulator (its candidates are 10 s .. 28 h).  The ``slurm_*`` columns are Slurm's own
   epoch seconds.
 * **the queue** (``enqueue``): a stage job is ``sbatch -N nodes --exclusive -t minutes``
-  running ``sleep runtime x time_scale`` (whole-minute limits, at least the sleep plus 10 s),
+  running ``sleep runtime x time_scale`` (whole-minute limits, at least the sleep plus 10 s:
+  ``limit_minutes``),
   named ``hpcopt-wf`` and commented ``hpcopt-wf:TAG:run:stage:attempt:index:estimate``; a
   submission due later waits in the runner until its time (``sbatch`` at that moment, so
   Slurm's own submit time is the submission time the strategy chose).  ``afterok`` stages
@@ -24,9 +25,10 @@ things differ, and they are here:
   callbacks the simulator's events reach.  A stage's real end replaces its expected end
   (start + t_y) as its successor's ready time.
 
-What the estimator observes is what the simulator observes: ``start - submit`` of each sampled
-submission (for an ``afterok`` stage this includes the time blocked on its dependency; Slurm
-records the end of that block as ``eligible_time``, kept in ``slurm_eligible``).  A proactive
+What the estimator observes is what the simulator observes: ``start - eligible`` of each
+sampled submission, with Slurm's own ``eligible_time`` (its submission, or for an ``afterok``
+stage the scheduling pass that found its dependency met; kept in ``slurm_eligible``): the time
+blocked on the dependency is the lead ASA chose, not a queue wait.  A proactive
 ``afterok`` stage is a hit when it started within ``slack_s`` (4 real seconds: Slurm's
 whole seconds and its start latency, which under ``sched/builtin`` is its default
 ``batch_sched_delay`` of 3 s) of its predecessor's end.
@@ -46,6 +48,15 @@ Ctrl-C (``KeyboardInterrupt``) the workflow's pending and running jobs are cance
 (``on_interrupt="cancel"``, the default) or left to Slurm (``"leave"``; run again with the
 same DIR to follow them to the end).
 
+``run_commands=True`` (``--run-commands``, a site's explicit choice): each stage job runs
+its tasks' own commands (``Stage.commands``, from the WfFormat file) instead of ``sleep``:
+a bash script (``DIR/scripts``) starts them, as the submitting user in the job's working
+directory, at most the stage's cores at a time, with no shell between (each command is the
+program and its arguments, quoted; a redirection in the file is an argument like any other),
+and exits 1 when one failed (the stage then fails and stops the workflow).  Every stage must
+give a command for every task, and the time scale must be 1 (commands take their own time;
+the time limit is the stage's runtime plus a margin).
+
 Several workflows share one estimator through ``SharedEstimator`` (``--state F``): each
 sample and observation is made on the state read from F under a lock and written back at
 once, so concurrent runs, in one process or several, learn from each other's waits.
@@ -58,6 +69,7 @@ import json
 import math
 import os
 import secrets
+import shlex
 import sys
 import time
 from contextlib import contextmanager
@@ -116,6 +128,59 @@ def read_jobs(slurm) -> dict[int, Record]:
             *(_time(j.get(f"{k}_time"), where, f"{k}_time")
               for k in ("submit", "eligible", "start", "end")))
     return out
+
+
+def read_accounting(slurm, ids, comments: dict[int, str]) -> dict[int, Record]:
+    """Jobs ``ids`` from Slurm's accounting (``sacct -X``; times as epoch seconds through
+    ``SLURM_TIME_FORMAT=%s``), for jobs that ``squeue`` no longer shows (``MinJobAge``
+    after they ended); ``comments``: each job's comment as this run wrote it (``sacct``
+    keeps a comment only where the site stores it).  {} where accounting is off."""
+    from hpcopt.slurm.state import SlurmCommandError
+
+    if not ids:
+        return {}
+    try:
+        out = slurm.call("env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--noheader",
+                         "--parsable2", "-j", ",".join(map(str, sorted(ids))),
+                         "-o", "JobID,JobName,State,Submit,Eligible,Start,End")
+    except SlurmCommandError:  # no accounting storage here
+        return {}
+
+    def epoch(text: str) -> float:
+        return float(text) if text.isdigit() else 0.0
+
+    recs = {}
+    for line in out.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 7 or not parts[0].isdigit() or int(parts[0]) not in ids:
+            continue
+        jid = int(parts[0])
+        recs[jid] = Record(jid, parts[1], comments.get(jid, ""),
+                           parts[2].split()[0] if parts[2] else "", "",
+                           *(epoch(t) for t in parts[3:]))
+    return recs
+
+
+def limit_minutes(walltime: float, time_scale: float) -> int:
+    """The time limit (``sbatch -t``, whole minutes) of a stage job of ``walltime`` workflow
+    seconds: its real seconds plus a 10 s margin, rounded up to a minute."""
+    return max(1, math.ceil((walltime * time_scale + 10.0) / 60.0))
+
+
+def task_script(stages) -> str:
+    """The bash script that runs ``stages``' task commands, stage after stage, each with at
+    most its cores' worth of tasks at a time; exit 1 after a stage in which one failed."""
+    lines = ["#!/bin/bash", "# the tasks' own commands (hpcopt workflow --run-commands)",
+             "failed=0"]
+    for st in stages:
+        lines.append(f"# stage {st.index}: {len(st.commands)} task(s) on {st.cores} core(s)")
+        for cmd in st.commands:
+            lines.append(f'while [ "$(jobs -rp | wc -l)" -ge {st.cores} ]; do '
+                         "wait -n || failed=1; done")
+            lines.append(" ".join(shlex.quote(c) for c in cmd) + " &")
+        lines.append('while [ -n "$(jobs -p)" ]; do wait -n || failed=1; done')
+        lines.append('[ "$failed" = 0 ] || exit 1')
+    return "\n".join(lines) + "\n"
 
 
 def partition_size(slurm, partition: str | None) -> tuple[str, int, int]:
@@ -214,7 +279,8 @@ class SlurmWorkflowRun(WorkflowRun):
 
     def __init__(self, stages, strategy, *, slurm, out, partition: str | None = None,
                  time_scale: float = 0.01, poll: float = 0.5, slack_s: float = 4.0,
-                 on_interrupt: str = "cancel", say=None, **options) -> None:
+                 on_interrupt: str = "cancel", run_commands: bool = False, say=None,
+                 **options) -> None:
         name = strategy if isinstance(strategy, str) else strategy.name
         if name == "oracle":
             raise WorkflowError("strategy: oracle needs what-if forks of the simulator; on "
@@ -242,6 +308,15 @@ class SlurmWorkflowRun(WorkflowRun):
         self.time_scale, self.poll = float(time_scale), float(poll)
         self.slack = slack_s / self.time_scale
         self.on_interrupt = on_interrupt
+        self.run_commands = bool(run_commands)
+        if self.run_commands:
+            if self.time_scale != 1:
+                raise WorkflowError(f"run_commands: the tasks' commands take their own time; "
+                                    f"use time scale 1, not {self.time_scale:g}")
+            bare = [st.index for st in self.stages if not st.commands]
+            if bare:
+                raise WorkflowError(f"run_commands: stage {bare[0]}'s tasks do not all give "
+                                    "a command (WfFormat execution.tasks[].command)")
         self.out = Path(out)
         self.say = say or (lambda s: None)
         self._bg, self.horizon_used = [], 0.0
@@ -264,6 +339,7 @@ class SlurmWorkflowRun(WorkflowRun):
                 have = j["settings"]
                 self.tag, self.t0 = str(j["tag"]), float(j["t0"])
                 jobs, observed = dict(j["jobs"]), list(j["observed"])
+                comments = dict(j.get("comments", {}))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise WorkflowError(f"{path}: unreadable journal ({exc}); use another --out"
                                     ) from None
@@ -275,10 +351,11 @@ class SlurmWorkflowRun(WorkflowRun):
         else:
             # t0 in whole seconds, as Slurm records times
             self.tag, self.t0 = secrets.token_hex(4), float(int(time.time()))
-            jobs, observed = {}, []
+            jobs, observed, comments = {}, [], {}
             self.resumed = False
         self.journal = {"tag": self.tag, "t0": self.t0, "settings": want, "jobs": jobs,
-                        "observed": observed, "status": "running"}
+                        "comments": comments, "observed": observed, "status": "running"}
+        self._accounted: dict[int, Record] = {}  # ended jobs found in accounting
         self._observed = set(observed)
         self._save_journal()
 
@@ -313,7 +390,7 @@ class SlurmWorkflowRun(WorkflowRun):
         self._found = {}
         self.strategy.reset()
         try:
-            self._recs = read_jobs(self.slurm)
+            self._recs = self._read()
             self._found = self._ours(self._recs)
             for r in range(self.runs):
                 a_r = self.at + r * self.interval
@@ -324,7 +401,7 @@ class SlurmWorkflowRun(WorkflowRun):
                 if self._finished():
                     break
                 time.sleep(self.poll)
-                self._recs = read_jobs(self.slurm)
+                self._recs = self._read()
                 self._found = self._ours(self._recs)
         except KeyboardInterrupt:
             left = self._unfinished_ids(reread=True)
@@ -347,6 +424,20 @@ class SlurmWorkflowRun(WorkflowRun):
         self.journal["status"] = "done"
         self._save_journal()
         return self._result()
+
+    def _read(self) -> dict[int, Record]:
+        """Every job of ``squeue``, plus this run's jobs it no longer shows (ended more than
+        ``MinJobAge`` ago, as after a long pause) from Slurm's accounting."""
+        recs = read_jobs(self.slurm)
+        jobs = {jid: key for key, jid in self.journal["jobs"].items() if jid is not None}
+        gone = {jid for jid in jobs if jid not in recs and jid not in self._accounted}
+        if gone:
+            comments = {jid: self.journal["comments"].get(jobs[jid], "") for jid in gone}
+            self._accounted.update(
+                {jid: rec for jid, rec in read_accounting(self.slurm, gone, comments).items()
+                 if rec.state in ENDED})
+        recs.update({jid: rec for jid, rec in self._accounted.items() if jid not in recs})
+        return recs
 
     def _ours(self, recs: dict) -> dict:
         """(run, stage, attempt) -> Record of this run's jobs, found by their comment."""
@@ -440,7 +531,8 @@ class SlurmWorkflowRun(WorkflowRun):
         if found is None and self.journal["jobs"].get(key) is not None:
             raise WorkflowError(f"{self.out / JOURNAL}: run {att.run} stage {att.stage} was "
                                 f"submitted as Slurm job {self.journal['jobs'][key]}, which "
-                                "Slurm no longer shows (MinJobAge); not submitting it again")
+                                "Slurm no longer shows (MinJobAge) and its accounting (sacct) "
+                                "does not know; not submitting it again")
         if found is not None:  # a restart: adopt it with the estimate it was submitted with
             rec, extra = found
             jid = rec.id
@@ -450,21 +542,32 @@ class SlurmWorkflowRun(WorkflowRun):
             self.say(f"found Slurm job {jid} (run {att.run} stage {att.stage})")
         else:
             real = runtime * self.time_scale
-            minutes = max(1, math.ceil((att.walltime * self.time_scale + 10.0) / 60.0))
-            dep = [f"--dependency=afterok:{':'.join(str(self._job_of(d)) for d in deps)}"
-                   ] if deps else []
+            minutes = limit_minutes(att.walltime, self.time_scale)
+            # a predecessor that already completed is no dependency (Slurm may have
+            # forgotten it: 24.11 refuses a dependency on a job it no longer knows)
+            wait_for = [j for j in map(self._job_of, deps)
+                        if getattr(self._recs.get(j), "state", "") != "COMPLETED"]
+            dep = [f"--dependency=afterok:{':'.join(map(str, wait_for))}"] if wait_for else []
             comment = (f"{NAME}:{self.tag}:{key}:{'' if att.index is None else att.index}:"
                        f"{_fmt(att.estimate)}")
             self.journal["jobs"][key] = None  # the intent, before sbatch
+            self.journal["comments"][key] = comment
             self._save_journal()
             logs = self.out / "logs"
             logs.mkdir(exist_ok=True)
+            work = ["--wrap", f"sleep {real:.3f}"]
+            if self.run_commands:
+                scripts = self.out / "scripts"
+                scripts.mkdir(exist_ok=True)
+                script = scripts / f"{key.replace(':', '-')}.sh"
+                script.write_text(task_script(self.stages if att.stage < 0
+                                              else [self.stages[att.stage]]))
+                work = [str(script)]
             try:
                 text = self.slurm.call(
                     "sbatch", "--parsable", "-J", NAME, "--comment", comment,
                     "-o", str(logs / "%j.out"), "-p", self.partition, "-N", str(att.nodes),
-                    "--exclusive", "-t", str(minutes), *dep, "--wrap", f"sleep {real:.3f}",
-                    retry=False)
+                    "--exclusive", "-t", str(minutes), *dep, *work, retry=False)
             except SlurmCommandError as exc:
                 raise WorkflowError(f"run {att.run} stage {att.stage}: sbatch failed: "
                                     f"{exc}") from None
@@ -560,6 +663,12 @@ class SlurmWorkflowRun(WorkflowRun):
                     not math.isnan(nxt.ready):
                 nxt.ready = end
         self.stage_completed(att)
+
+    def eligible_time(self, att: Attempt, ready: float) -> float:
+        rec = self._rec.get(id(att))
+        if rec is None or rec.eligible <= 0:
+            return super().eligible_time(att, ready)
+        return self.wf_time(rec.eligible)
 
     def observe(self, att: Attempt, wait: float) -> None:
         jid = self._slurm.get(id(att))

@@ -22,6 +22,10 @@ and ``MAX_CORES``, every parent a known task, no cycle.
 
 ``coreCount``/``cores`` is kept on each task (default 1) but the stage rule in
 ``hpcopt.workflows.stages`` counts a task as one core, like the paper's Tigres tasks.
+
+A task's ``command`` (``{program, arguments}``: in the execution record in 1.5, on the task
+in 1.2-1.4) is kept as ``Task.command``, the program and its arguments as strings (empty
+when the file gives none); ``hpcopt workflow --slurm --run-commands`` runs it.
 """
 
 from __future__ import annotations
@@ -46,12 +50,14 @@ class WorkflowError(HpcoptError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One workflow task: its id, measured runtime (s), parents (ids) and core count."""
+    """One workflow task: its id, measured runtime (s), parents (ids), core count and
+    command (program and arguments; empty: none given)."""
 
     id: str
     runtime: float
     parents: tuple[str, ...] = ()
     cores: int = 1
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,20 @@ def _cores(src, field, value) -> int:
     return int(value)
 
 
+def _command(src, field, value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    rec = _obj(src, field, value)
+    program = rec.get("program")
+    if not isinstance(program, str) or not program.strip():
+        _fail(src, f"{field}.program", f"expected a program name, got {_show(program)}")
+    args = _list(src, f"{field}.arguments", rec.get("arguments", []))
+    for i, a in enumerate(args):
+        if isinstance(a, bool) or not isinstance(a, (str, numbers.Real)):
+            _fail(src, f"{field}.arguments[{i}]", f"expected a string, got {_show(a)}")
+    return (program, *(str(a) for a in args))
+
+
 def _show(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:37]}..."
@@ -156,7 +176,7 @@ def load_wfformat(path) -> Workflow:
         exe = _obj(src, "workflow.execution", wf.get("execution"))
         stasks = _list(src, "workflow.specification.tasks", spec.get("tasks"))
         etasks = _list(src, "workflow.execution.tasks", exe.get("tasks"))
-        runs: dict[str, tuple[float, int]] = {}
+        runs: dict[str, tuple[float, int, tuple[str, ...]]] = {}
         for i, rec in enumerate(etasks):
             f = f"workflow.execution.tasks[{i}]"
             rec = _obj(src, f, rec)
@@ -166,7 +186,8 @@ def load_wfformat(path) -> Workflow:
             if "runtimeInSeconds" not in rec:
                 _fail(src, f"{f}.runtimeInSeconds", "missing")
             runs[tid] = (_runtime(src, f"{f}.runtimeInSeconds", rec["runtimeInSeconds"]),
-                         _cores(src, f"{f}.coreCount", rec.get("coreCount")))
+                         _cores(src, f"{f}.coreCount", rec.get("coreCount")),
+                         _command(src, f"{f}.command", rec.get("command")))
         tasks, seen = [], set()
         for i, rec in enumerate(stasks):
             f = f"workflow.specification.tasks[{i}]"
@@ -177,8 +198,9 @@ def load_wfformat(path) -> Workflow:
             seen.add(tid)
             if tid not in runs:
                 _fail(src, f"{f}.id", f"task {tid!r} has no record in workflow.execution.tasks")
-            rt, cores = runs[tid]
-            tasks.append(Task(tid, rt, _parents(src, f"{f}.parents", rec.get("parents")), cores))
+            rt, cores, command = runs[tid]
+            tasks.append(Task(tid, rt, _parents(src, f"{f}.parents", rec.get("parents")), cores,
+                              command))
         extra = [t for t in runs if t not in seen]
         if extra:
             _fail(src, "workflow.execution.tasks",
@@ -200,7 +222,8 @@ def load_wfformat(path) -> Workflow:
             tasks.append(Task(tid, _runtime(src, f"{f}.{rname}", rec[rname]),
                               _parents(src, f"{f}.parents", rec.get("parents")),
                               _cores(src, f"{f}.cores", rec.get("cores",
-                                                               rec.get("coreCount")))))
+                                                               rec.get("coreCount"))),
+                              _command(src, f"{f}.command", rec.get("command"))))
     if not tasks:
         _fail(src, "workflow tasks", "the workflow has no task")
     ids = {t.id for t in tasks}

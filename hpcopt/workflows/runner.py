@@ -17,11 +17,11 @@ Strategies (stage i: n_i cores for t_i seconds; run r submitted at a_r)
 * ``perstage``: stage 1 at a_r, stage y when stage y-1 ends (its COMPLETE event).
 * ``asa``: stage 1 at a_r; stage y is submitted at ``T - a``, where T is the expected end of
   stage y-1 and ``a`` a queue wait sampled from ``ASAEstimator``; the estimator observes the
-  stage job's queue wait (start - submit) when it starts.  Its key, the paper's "job
-  geometry", is the ``key`` rule: ``"workflow"`` (the default) the workflow's geometry (its
-  widest stage, what Big Job asks), so every stage of a workflow at one scale shares one
-  estimate, as the paper shares it "in a per job-geometry basis" and reports it per
-  workflow geometry (28 ... 640 cores, its Table 2); ``"stage"`` the stage's own cores, so
+  stage job's queue wait (start - eligible, see "Modes") when it starts.  Its key, the
+  paper's "job geometry", is the ``key`` rule: ``"workflow"`` (the default) the workflow's
+  geometry (its widest stage, what Big Job asks), so every stage of a workflow at one scale
+  shares one estimate, as the paper shares it "in a per job-geometry basis" and reports it
+  per workflow geometry (28 ... 640 cores, its Table 2); ``"stage"`` the stage's own cores, so
   each stage size learns its own waits.  When stage y is planned is the ``plan`` rule:
 
   - ``plan="submit"`` (the default, the paper's algorithm): as soon as T is estimable, at
@@ -71,9 +71,14 @@ Modes (what happens when an allocation starts before its predecessor ends)
   it by its own (early) submit time, so under FCFS it has aged in the queue and may overtake
   jobs submitted after it.  It never starts before its predecessor ends, holds no cores
   early (``overhead_core_hours`` is 0, ``core_hours`` is the useful work) and is never
-  cancelled; it asks for ``t_y`` of walltime.  The estimator observes ``start - submit`` (what
-  ``sacct`` reports: it includes the time blocked on the dependency).  A proactive stage is
-  a ``hit`` when it started at its release (start = T) and a ``miss`` when it started later.
+  cancelled; it asks for ``t_y`` of walltime.  The estimator observes ``start - eligible``,
+  eligible = ``max(submit, predecessor's end)`` (Slurm's ``eligible_time``): the wait the
+  queue gave once the job could run.  ``start - submit`` would include the time blocked on
+  the dependency, which is the lead ASA itself chose (at least ``a``), so each sample would
+  confirm the estimate that made it; the paper's waits (its Table 2) are those of jobs
+  without dependencies, where the two agree.  In the other modes eligible = submit.  A
+  proactive stage is a ``hit`` when it started at its release (start = T) and a ``miss``
+  when it started later.
 * ``dependency`` (an early allocation is held and charged): the stage job holds its cores
   from its start; its useful work begins when the predecessor ends.  Its runtime in the
   simulator is ``hold + t_y`` (hold = predecessor end - start), set when it starts; the hold
@@ -95,6 +100,17 @@ Stage cores are the workflow's (one core per task, ``--cap`` bounds them).  The 
 machine has ``system.nodes`` nodes of ``cores_per_node`` cores; a stage of n cores asks
 ``ceil(n / cores_per_node)`` whole nodes and is charged for the cores of those nodes
 (``core_hours``).
+
+A real queue's delays (both 0 by default: the model starts a job the instant it can)
+------------------------------------------------------------------------------------
+``launch_delay``: seconds from the driver's start decision to the job's start, for every
+job (the driver's own ``launch_delay``; a real Slurm's scheduling cadence and job launch).
+``reaction``: seconds from a stage's end to its successor's submission where the strategy
+submits on seeing the end (``perstage``, a naive resubmission): the user's or the runner's
+reaction.  ``benchmarks/asa_slurm.py`` measures both on real runs.  ``requested_walltime``
+(a function of the walltime a stage job needs) is the walltime the queue is told, where it
+asks more (a real Slurm's whole-minute limits: ``onslurm.limit_minutes``); the backfill
+plans with it.
 
 Metrics (per run; section 4.1 of the paper)
 -------------------------------------------
@@ -148,6 +164,7 @@ class Attempt:
     index: int | None = None
     start_estimate: float | None = None
     ready: float = math.nan  # when the predecessor ends (T); a_r for the first stage
+    eligible: float = math.nan  # when it could first start (``WorkflowRun.eligible_time``)
     start: float = math.nan
     useful_start: float = math.nan
     end: float = math.nan
@@ -229,7 +246,7 @@ class Naive(Mode):
     def early_start(self, run, att, rec, ready):
         att.cancelled = True
         att.hold = rec.end - run.sim.now  # the cancel delay
-        run.submit_stage(att.run, att.stage, max(ready, rec.end), ready=ready)
+        run.submit_stage(att.run, att.stage, max(ready, rec.end) + run.reaction, ready=ready)
         return True
 
 
@@ -295,8 +312,8 @@ class PerStage(Strategy):
 
     def completed(self, run, att):
         if att.stage + 1 < len(run.stages):
-            run.submit_stage(att.run, att.stage + 1, run.sim.now, ready=run.sim.now,
-                             deps=run.mode.deps(att))
+            run.submit_stage(att.run, att.stage + 1, run.sim.now + run.reaction,
+                             ready=run.sim.now, deps=run.mode.deps(att))
 
 
 class ASA(Strategy):
@@ -435,6 +452,7 @@ class WorkflowRun:
                  warmup: float = 2 * 86400.0, horizon: float = 7 * 86400.0,
                  estimator=None, mode: str | None = None, plan: str = "submit",
                  key: str = "workflow", cancel_delay: float = 0.0, oracle_steps: int = 10,
+                 launch_delay: float = 0.0, reaction: float = 0.0, requested_walltime=None,
                  seed: int = 0, progress: bool = False, name: str = "workflow") -> None:
         if isinstance(strategy, str):
             if strategy not in STRATEGIES:
@@ -463,8 +481,10 @@ class WorkflowRun:
             raise WorkflowError(f"runs: expected an integer >= 1, got {runs!r}")
         if not interval >= 0:
             raise WorkflowError(f"interval: expected seconds >= 0, got {interval!r}")
-        if not cancel_delay >= 0:
-            raise WorkflowError(f"cancel_delay: expected seconds >= 0, got {cancel_delay!r}")
+        for what, v in (("cancel_delay", cancel_delay), ("launch_delay", launch_delay),
+                        ("reaction", reaction)):
+            if not (math.isfinite(v) and v >= 0):
+                raise WorkflowError(f"{what}: expected seconds >= 0, got {v!r}")
         self.cpn = int(cores_per_node)
         self.system = system
         self.geometry = max(s.cores for s in self.stages)  # the widest stage: Big Job's size
@@ -484,6 +504,9 @@ class WorkflowRun:
             estimator = ASAEstimator(seed=seed)
         self.estimator = estimator if strategy.learns else None
         self.cancel_delay = float(cancel_delay)
+        self.launch_delay, self.reaction = float(launch_delay), float(reaction)
+        self.slack = self.launch_delay  # a start that late is still at its release
+        self.requested_walltime = requested_walltime
         self.oracle_steps = int(oracle_steps)
         self.seed, self.progress, self.name = seed, progress, name
         ids = [j.id for j in self.jobs]
@@ -547,7 +570,8 @@ class WorkflowRun:
     def _simulate(self, cutoff: float) -> None:
         lo = self.at - self.warmup
         self._bg = [j for j in self.jobs if lo <= j.submit <= cutoff]
-        sim = Simulator(self._bg, self.system, self._policy(), progress=self.progress)
+        sim = Simulator(self._bg, self.system, self._policy(), progress=self.progress,
+                        launch_delay=self.launch_delay)
         self.sim = sim
         sim.on_start(self._hook)
         self._counter = 0
@@ -599,8 +623,11 @@ class WorkflowRun:
     def enqueue(self, att: Attempt, runtime: float, deps: tuple) -> None:
         """Hand the allocation request ``att`` to the queue (here: the driver, at
         ``att.submit``)."""
+        wall = att.walltime
+        if self.requested_walltime is not None:
+            wall = max(wall, float(self.requested_walltime(wall)))
         self.sim.submit(Job(id=att.job_id, submit=att.submit, runtime=runtime,
-                            walltime=att.walltime, nodes=att.nodes, deps=deps))
+                            walltime=wall, nodes=att.nodes, deps=deps))
 
     # ------------------------------------------------------------------ driver callbacks
     def _hook(self, sim, job: Job):
@@ -619,8 +646,8 @@ class WorkflowRun:
         if sim is not self.sim:
             return
         att = self._by_id.get(rec.job.id)
-        if att is not None:
-            self.stage_started(att, sim.now, rec)
+        if att is not None:  # it runs from rec.start: the decision plus the launch delay
+            self.stage_started(att, rec.start, rec)
 
     def stage_started(self, att: Attempt, now: float, rec) -> None:
         """Allocation ``att`` started at ``now`` (``rec.end``: its allocation's end): the
@@ -628,6 +655,7 @@ class WorkflowRun:
         att.start = now
         att.alloc_end = rec.end
         if att.stage < 0:  # the Big Job
+            att.eligible = att.submit
             att.useful_start, att.end = now, rec.end
             return
         y, r = att.stage, att.run
@@ -641,8 +669,9 @@ class WorkflowRun:
                                 f"predecessor ended ({ready})")
         if att.proactive:
             att.outcome = self.mode.outcome(now, ready, self.slack)
+        att.eligible = self.eligible_time(att, ready)
         if att.sampled:
-            self.observe(att, now - att.submit)
+            self.observe(att, now - att.eligible)
         if now < ready and y > 0 and self.mode.early_start(self, att, rec, ready):
             return
         att.useful_start = max(now, ready)
@@ -651,6 +680,13 @@ class WorkflowRun:
         if y + 1 < len(self.stages):
             self.ready[(r, y + 1)] = att.end
         self.strategy.started(self, att)
+
+    def eligible_time(self, att: Attempt, ready: float) -> float:
+        """When ``att`` could first start: its submission, or its predecessor's end
+        (``ready``) when a dependency held it (module docstring, ``afterok``)."""
+        if self.mode.early or att.stage <= 0:
+            return att.submit
+        return max(att.submit, ready)
 
     def observe(self, att: Attempt, wait: float) -> None:
         """The estimator learns the queue wait of ``att`` (a sampled submission)."""
@@ -800,7 +836,8 @@ class WorkflowRun:
             "nodes": self.system.nodes, "cores_per_node": self.cpn, "runs": self.runs,
             "interval": self.interval, "at": self.at, "warmup": self.warmup,
             "horizon": self.horizon_used, "background_jobs": len(self._bg),
-            "cancel_delay": self.cancel_delay, "seed": self.seed,
+            "cancel_delay": self.cancel_delay, "launch_delay": self.launch_delay,
+            "reaction": self.reaction, "seed": self.seed,
             "stages": [{"index": s.index, "tasks": s.tasks, "cores": s.cores,
                         "nodes": self.nodes(s.cores), "runtime": s.runtime, "work": s.work}
                        for s in self.stages],
@@ -810,8 +847,9 @@ class WorkflowRun:
     def _row(a: Attempt, stage, cores, start, end, *, wait, pwait, overhead) -> dict:
         return {"run": a.run, "stage": stage, "attempt": a.attempt, "job_id": a.job_id,
                 "cores": cores, "nodes": a.nodes, "alloc_cores": a.alloc_cores,
-                "submit": a.submit, "alloc_start": a.start, "start": start, "end": end,
-                "alloc_end": a.alloc_end, "wait": wait, "perceived_wait": pwait,
+                "submit": a.submit, "eligible": a.eligible, "alloc_start": a.start,
+                "start": start, "end": end, "alloc_end": a.alloc_end, "wait": wait,
+                "perceived_wait": pwait,
                 "overhead_core_hours": overhead, "estimate": a.estimate,
                 "start_estimate": a.start_estimate, "outcome": a.outcome,
                 "cancelled": a.cancelled}

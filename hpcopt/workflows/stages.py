@@ -15,7 +15,9 @@ needing n_i cores for t_i seconds.  From a WfFormat DAG (``hpcopt.workflows.read
   (1 s): a stage of zero-second tasks still is a job.
 
 ``Stage.work`` is the sum of the task runtimes (core-seconds really used); ``runtime *
-cores - work`` is the idle time inside the stage's own allocation.
+cores - work`` is the idle time inside the stage's own allocation.  ``Stage.commands`` are
+the level's task commands (``Task.command``) when every task of the level has one, else
+empty.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ MIN_RUNTIME = 1.0
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """One sequential stage: its index, task count, cores n_i and runtime t_i (s)."""
+    """One sequential stage: its index, task count, cores n_i, runtime t_i (s), the core
+    seconds its tasks use and their commands (empty: not every task has one)."""
 
     index: int
     tasks: int
     cores: int
     runtime: float
     work: float
+    commands: tuple[tuple[str, ...], ...] = ()
 
 
 def lpt_makespan(runtimes, cores: int) -> float:
@@ -64,6 +68,7 @@ def stages_of(workflow: Workflow, cap: int | None = None,
     for i, level in enumerate(workflow.levels()):
         n = len(level) if cap is None else min(len(level), int(cap))
         rts = [t.runtime for t in level]
+        commands = tuple(t.command for t in level)
         out.append(Stage(i, len(level), n, max(lpt_makespan(rts, n), min_runtime),
-                         float(sum(rts))))
+                         float(sum(rts)), commands if all(commands) else ()))
     return out
