@@ -58,6 +58,24 @@ def _rows(out):
         return list(csv.DictReader(fh))
 
 
+def _killed_at_second_stage(p, out):
+    """Kill the run ``p`` (SIGKILL: no clean-up) once its second stage is submitted; its
+    journal."""
+    journal = out / "slurm-run.json"
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        if journal.exists():
+            try:
+                if len(json.loads(journal.read_text())["jobs"]) >= 2:
+                    break
+            except ValueError:
+                pass
+        time.sleep(0.2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    return journal
+
+
 def _ours(tb, tag):
     return [j for j in tb.jobs().values() if str(j.get("comment", "")).startswith(
         f"hpcopt-wf:{tag}:")]
@@ -109,18 +127,7 @@ def test_restart_adopts_jobs(tb, wf_file, tmp_path):
     args = [*HPCOPT, "workflow", str(wf_file), "--slurm", "--strategy", "perstage",
             "--time-scale", str(SCALE), "--out", str(out)]
     p = subprocess.Popen(args, env=tb.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    journal = out / "slurm-run.json"
-    end = time.monotonic() + 60
-    while time.monotonic() < end:  # killed once the second stage is submitted
-        if journal.exists():
-            try:
-                if len(json.loads(journal.read_text())["jobs"]) >= 2:
-                    break
-            except ValueError:
-                pass
-        time.sleep(0.2)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    journal = _killed_at_second_stage(p, out)
     tag = json.loads(journal.read_text())["tag"]
     before = {j["job_id"] for j in _ours(tb, tag)}
     assert before
@@ -159,18 +166,7 @@ def test_restart_after_min_job_age_reads_accounting(tb_acct, wf_file, tmp_path):
             "--out", str(out)]
     p = subprocess.Popen([*HPCOPT, "workflow", *args], env=tb_acct.env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    journal = out / "slurm-run.json"
-    end = time.monotonic() + 60
-    while time.monotonic() < end:  # killed once the second stage is submitted
-        if journal.exists():
-            try:
-                if len(json.loads(journal.read_text())["jobs"]) >= 2:
-                    break
-            except ValueError:
-                pass
-        time.sleep(0.2)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    journal = _killed_at_second_stage(p, out)
     first = json.loads(journal.read_text())["jobs"]["0:0:0"]
     # squeue forgets the first stage (MinJobAge 2 s; slurmctld purges about once a minute)
     tb_acct.wait(lambda: first not in tb_acct.jobs(), 180, step=2)
