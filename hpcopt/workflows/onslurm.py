@@ -30,8 +30,8 @@ sampled submission, with Slurm's own ``eligible_time`` (its submission, or for a
 stage the scheduling pass that found its dependency met; kept in ``slurm_eligible``): the time
 blocked on the dependency is the lead ASA chose, not a queue wait.  A proactive
 ``afterok`` stage is a hit when it started within ``slack_s`` (4 real seconds: Slurm's
-whole seconds and its start latency, which under ``sched/builtin`` is its default
-``batch_sched_delay`` of 3 s) of its predecessor's end.
+whole seconds and its start latency, 0-1 s measured on the testbed, with room for a busier
+controller) of its predecessor's end.
 
 ``naive`` mode: a proactive stage that starts while its predecessor still runs is cancelled
 (``scancel``) and resubmitted once the predecessor's end has been seen.  ``dependency`` mode
