@@ -12,6 +12,8 @@ On every window it solves:
 - ``scas-exact``: SCAS proved optimal by the constrained-shortest-path DP;
 - ``scip``: SCAS by SCIP on the paper's 0-1 ILP (plus node rows), on the first
   ``--scip-windows`` windows of each epoch, with ``--scip-time-limit``;
+- ``scip-compact``, ``cpsat``, ``cpsat-paper`` (by ``--methods`` only): SCIP on the compact
+  form, CP-SAT on the compact form (its default) and on the paper's, with the same limit;
 - ``dcas-warm``: SA-500 started from the SCAS optimum (never worse than it).
 
 ``--big N`` adds N windows of 20 jobs (idle sets met by the driver under a lighter load, job
@@ -49,6 +51,9 @@ def methods(nsa: bool, scip_limit: float):
         "sa-3500": ("dcas", "sa", {"t_max": 3500, "init": "sequential"}, None),
         "scas-exact": ("scas", "scas-exact", {}, None),
         "scip": ("scas", "scip", {}, scip_limit),
+        "scip-compact": ("scas", "scip", {"formulation": "compact"}, scip_limit),
+        "cpsat": ("scas", "cpsat", {}, scip_limit),
+        "cpsat-paper": ("scas", "cpsat", {"formulation": "paper"}, scip_limit),
         "dcas-warm": ("dcas", "sa", {"t_max": 500}, None),
     }
     if nsa:
@@ -128,12 +133,13 @@ def main(argv=None) -> None:
         windows = generate_windows(args.windows, seed=args.seed + epoch)
         for wi, w in enumerate(tqdm(windows, desc=f"epoch {epoch + 1}", unit="window")):
             for name, spec in specs.items():
-                if name == "scip" and wi >= args.scip_windows:
+                if name.startswith("scip") and wi >= args.scip_windows:
                     continue
                 rows.append(dict(set="paper", epoch=epoch + 1, window=wi, jobs=w.n_jobs,
                                  idle=w.n_idle, **solve_row(w, name, spec, args.seed + wi)))
     if args.big:
-        big_specs = {k: specs[k] for k in ("scas-exact", "scip", "sa-500") if k in specs}
+        big_specs = {k: specs[k] for k in ("scas-exact", "scip", "scip-compact", "cpsat",
+                                           "cpsat-paper", "sa-500") if k in specs}
         if "scas-exact" in big_specs:
             big_specs["scas-exact"] = ("scas", "scas-exact", {}, 60.0)
         for wi, w in enumerate(tqdm(big_windows(args.big, args.seed), desc="20-job windows")):

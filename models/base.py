@@ -10,6 +10,9 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
+from .algebraic import algebraic_form
+from .algebraic import to_pyomo as pyomo_model
+
 
 def field_error(model: str, field: str, expected: str, got: Any = None) -> ModelError:
     """A one-line ``ModelError`` naming ``model`` and ``field``; ``err.field``/``err.detail``
@@ -109,11 +112,7 @@ class Model(ABC):
         """Ids of the items a decision selects (for tables and the CLI)."""
         return tuple(i for i, v in enumerate(x) if v)
 
-    def to_pyomo(self):  # pragma: no cover - overridden by mathematical programs
-        raise NotImplementedError(f"model {self.kind!r} has no algebraic form")
-
-    def pyomo_decision(self, pm) -> list[int]:
-        """The decision held by a solved ``to_pyomo()`` model (default: its vector ``x``)."""
-        from pyomo.environ import value
-
-        return [round(value(pm.x[i]) or 0) for i in pm.x]
+    def to_pyomo(self, **options):
+        """The model's algebraic form (``hpcopt.models.algebraic``) as a pyomo
+        ``ConcreteModel``, for export to LP/MPS or any pyomo solver."""
+        return pyomo_model(algebraic_form(self, "pyomo", **options))

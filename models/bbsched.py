@@ -451,7 +451,7 @@ def brute_force_front(model: BBSchedModel, max_items: int = 20):
     enumeration order), rows sorted by decreasing f1 then f2.  Non-dominated filtering is
     pymoo's.
     """
-    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting  # lazy: pymoo takes ~0.2 s
 
     n = model.n_items
     if n > max_items:

@@ -22,6 +22,7 @@ at most 10**6) "optimal" is up to float round-off, and ties may then differ in t
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,6 +32,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
+from .algebraic import AlgebraicForm, Rows, Variables, formulation
 from .base import Evaluation, Model, check_labels, field_error
 
 FEAS_TOL = 1e-9  # relative round-off allowed on a capacity row with non-integer weights
@@ -375,30 +377,8 @@ class KnapsackModel(Model):
 
     # -- algebraic form and instance files ------------------------------------------------
     def algebraic_size(self) -> tuple[int, int, int]:
-        """(variables, rows, nonzeros) of ``to_pyomo()``: what a solver build costs."""
+        """(variables, rows, nonzeros) of ``knapsack_form``: what a solver build costs."""
         return self.n_items, self.n_resources, int(np.count_nonzero(self.weights))
-
-    def to_pyomo(self):
-        """A pyomo ``ConcreteModel``: binary ``x[i]``, objective ``obj``, ``capacity[r]`` rows."""
-        import pyomo.environ as pyo
-
-        m = pyo.ConcreteModel(name="knapsack")
-        m.I = pyo.RangeSet(0, self.n_items - 1)
-        m.R = pyo.RangeSet(0, self.n_resources - 1)
-        m.x = pyo.Var(m.I, within=pyo.Binary)
-        v = self.values.tolist()
-        a = self.weights.tolist()
-        b = self.capacities.tolist()
-        m.obj = pyo.Objective(expr=sum(v[i] * m.x[i] for i in m.I if v[i]), sense=pyo.maximize)
-
-        def capacity(m, r):
-            used = [i for i in m.I if a[r][i]]
-            if not used:
-                return pyo.Constraint.Skip
-            return sum(a[r][i] * m.x[i] for i in used) <= b[r]
-
-        m.capacity = pyo.Constraint(m.R, rule=capacity)
-        return m
 
     def to_dict(self) -> dict:
         """The ``data`` part of an instance file (ids/resources only when not the default)."""
@@ -446,10 +426,24 @@ class KnapsackModel(Model):
         return f"KnapsackModel(n_items={self.n_items}, resources={list(self.resources)})"
 
 
+@formulation("knapsack")
+def knapsack_form(model: KnapsackModel) -> AlgebraicForm:
+    """Binary ``x[i]`` per item, objective ``obj``, ``capacity[r]`` rows (rows without a
+    weight left out).  The MIP backends solve it in a loop of their own that makes the answer
+    exact and canonical (``hpcopt.solvers.knapsack_mip``)."""
+    n = model.n_items
+    rows = [r for r in range(model.n_resources) if model.weights[r].any()]
+    index = [np.flatnonzero(model.weights[r]) for r in rows]
+    capacity = Rows("capacity", rows, index, [model.weights[r, i] for r, i in zip(rows, index)],
+                    "<=", model.capacities[rows])
+    return AlgebraicForm(
+        "knapsack", "max", (Variables("x", list(range(n)), "binary", model.values),),
+        (capacity,), decode=lambda values: [int(round(v)) for v in values],
+        encode=lambda x: np.asarray(x, dtype=float))
+
+
 def brute_force_optimum(model: KnapsackModel, max_items: int = 20) -> float:
     """Optimal value by enumerating every 0-1 vector: the oracle for small test instances."""
-    import itertools
-
     if model.n_items > max_items:
         raise ModelError(f"brute force enumerates 2^n decisions; n={model.n_items} > {max_items}")
     best = -np.inf

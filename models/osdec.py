@@ -28,8 +28,9 @@ objective pays it), and a job that waited longer than its revenue is worth is dr
 A decision holds one entry per job: its start slot, or ``-1`` when it is dropped.
 ``evaluate`` returns an ``OSDECEvaluation``: the objective and its three terms (revenue,
 delay penalty, violation penalty), the per-slot overload ``v_t``, the started / dropped
-counts.  The time-indexed MIP above is ``to_pyomo()``; ``time_indexed()`` gives backends its
-columns and rows (reduced: starts worth <= 0 and rows that can never be overloaded dropped).
+counts.  The time-indexed MIP above is ``osdec_form`` (``to_pyomo()``); ``time_indexed()`` gives
+its columns and rows (reduced: starts worth <= 0 and rows that can never be overloaded
+dropped).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError
 
+from .algebraic import AlgebraicForm, Rows, Variables, formulation
 from .base import Evaluation, Model, check_labels, field_error
 
 DROPPED = -1  # the decision entry of a job that is not started
@@ -328,9 +330,10 @@ class OSDECModel(Model):
         return {self.ids[i]: int(s[i]) for i in np.flatnonzero(s != DROPPED).tolist()}
 
     # -- the time-indexed MIP ----------------------------------------------------------------
-    def algebraic_size(self) -> tuple[int, int, int]:
-        """(variables, rows, nonzeros) of ``to_pyomo()`` (the unreduced form; the reduced one
-        of the direct backends is smaller): what a solver build costs, without building it."""
+    def algebraic_size(self, reduce: bool = True) -> tuple[int, int, int]:
+        """(variables, rows, nonzeros) of ``osdec_form(reduce)``, without building it: what a
+        solver build costs.  The reduced form's rows and nonzeros are taken as a quarter of the
+        unreduced ones (it is a few times smaller; its exact size needs the reduction)."""
         lo = np.maximum(self.earliest, 0)
         hi = np.minimum(self.latest, self.slots - 1)
         if self.past_horizon == "forbid":
@@ -338,7 +341,10 @@ class OSDECModel(Model):
         columns = np.maximum(hi - lo + 1, 0)
         n = int(columns.sum())
         covered = int((columns * np.minimum(self.duration, self.slots)).sum())  # an upper bound
-        return n + self.slots, self.n_jobs + self.slots, n + covered + self.slots
+        rows, nonzeros = self.n_jobs + self.slots, n + covered + self.slots
+        if reduce:
+            rows, nonzeros = rows // 4, nonzeros // 4
+        return n + self.slots, rows, nonzeros
 
     def time_indexed(self, reduce: bool = True) -> TimeIndexed:
         """Columns (job, start) and capacity rows of the MIP.
@@ -387,47 +393,12 @@ class OSDECModel(Model):
                            self.capacity[rows], max_load[rows], cols, self.w2)
 
     def to_pyomo(self, reduce: bool = False):
-        """A pyomo ``ConcreteModel``: binary ``x[i, s]`` (job i starts at slot s, for every
-        admissible start), ``v[t] >= 0`` per slot t < T, ``one_start[i]``, ``overload[t]``
-        (``sum c_i x[i, s] over starts covering t - v[t] <= C_t``), objective ``obj``.
-        ``reduce=True`` gives the reduced form the direct backends solve."""
-        import pyomo.environ as pyo
-
-        ti = self.time_indexed(reduce=reduce)
-        m = pyo.ConcreteModel(name="osdec")
-        m.K = pyo.Set(initialize=list(zip(ti.job.tolist(), ti.start.tolist())), dimen=2,
-                      ordered=True)
-        m.T = pyo.Set(initialize=ti.slot.tolist(), ordered=True)
-        m.x = pyo.Var(m.K, within=pyo.Binary)
-        m.v = pyo.Var(m.T, within=pyo.NonNegativeReals)
-        keys = list(m.K)
-        values = ti.value.tolist()
-        m.obj = pyo.Objective(
-            expr=sum(values[k] * m.x[key] for k, key in enumerate(keys))
-            - self.w2 * sum(m.v[t] for t in m.T), sense=pyo.maximize)
-        by_job: dict[int, list] = {}
-        for key in keys:
-            by_job.setdefault(key[0], []).append(key)
-        m.one_start = pyo.Constraint(
-            sorted(by_job), rule=lambda m, i: sum(m.x[k] for k in by_job[i]) <= 1)
-        cores = self.cores.tolist()
-        rows = {int(t): (ti.cols[r], int(ti.capacity[r])) for r, t in enumerate(ti.slot.tolist())}
-
-        def overload(m, t):
-            cols, cap = rows[t]
-            return sum(cores[keys[k][0]] * m.x[keys[k]] for k in cols.tolist()) - m.v[t] <= cap
-
-        m.overload = pyo.Constraint(m.T, rule=overload)
-        return m
-
-    def pyomo_decision(self, pm) -> list[int]:
-        from pyomo.environ import value
-
-        x = [DROPPED] * self.n_jobs
-        for (i, s) in pm.x:
-            if (value(pm.x[i, s], exception=False) or 0) > 0.5:
-                x[i] = int(s)
-        return x
+        """A pyomo ``ConcreteModel`` of ``osdec_form``: binary ``x[i, s]`` (job i starts at
+        slot s, for every admissible start), integer ``v[t] >= 0`` per slot t < T,
+        ``one_start[i]``, ``overload[t]`` (``sum c_i x[i, s] over starts covering t - v[t]
+        <= C_t``), objective ``obj``.  ``reduce=True`` gives the reduced form the backends
+        solve."""
+        return super().to_pyomo(reduce=reduce)
 
     # -- instance files ----------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -489,3 +460,41 @@ class OSDECModel(Model):
     def __repr__(self) -> str:
         return f"OSDECModel(slots={self.slots}, n_jobs={self.n_jobs}, w1={self.w1:g}, " \
                f"w2={self.w2:g})"
+
+
+@formulation("osdec")
+def osdec_form(model: OSDECModel, reduce: bool = True) -> AlgebraicForm:
+    """The time-indexed MIP over ``model.time_indexed(reduce)``: binary ``x[i, s]`` worth
+    ``c d - w1 (s - e)``, integer ``v[t]`` in ``[0, max_load_t - C_t]`` costing ``w2`` each,
+    rows ``one_start[i]`` (jobs with more than one column) and ``overload[t]``.  v is integer
+    (loads and capacities are), so the optimum is unchanged and a solver knows the objective
+    is integral when w1 and w2 are."""
+    ti = model.time_indexed(reduce=reduce)
+    n = ti.n_columns
+    x = Variables("x", list(zip(ti.job.tolist(), ti.start.tolist())), "binary", ti.value)
+    v = Variables("v", ti.slot.tolist(), "integer", np.full(ti.slot.size, -ti.w2),
+                  ub=np.maximum(ti.max_load - ti.capacity, 0))
+    first = np.searchsorted(ti.job, np.arange(model.n_jobs + 1))  # columns are by job
+    jobs = [i for i in range(model.n_jobs) if first[i + 1] - first[i] > 1]
+    cols = [np.arange(first[i], first[i + 1]) for i in jobs]
+    one = Rows("one_start", jobs, cols, [np.ones(c.size) for c in cols], "<=", np.ones(len(jobs)))
+    index = [np.append(c, n + r) for r, c in enumerate(ti.cols)]
+    coefs = [np.append(ti.cores[c].astype(float), -1.0) for c in ti.cols]
+    overload = Rows("overload", ti.slot.tolist(), index, coefs, "<=", ti.capacity)
+
+    def encode(decision) -> np.ndarray:
+        chosen = ti.columns_of(decision)
+        return np.concatenate([chosen.astype(float), ti.overload_of(chosen).astype(float)])
+
+    return AlgebraicForm("osdec", "max", (x, v), (one, overload),
+                         decode=lambda values: ti.decision(np.asarray(values[:n]) > 0.5),
+                         encode=encode)
+
+
+@formulation("osdec", "pyomo")
+def osdec_pyomo_form(model: OSDECModel, reduce: bool = False) -> AlgebraicForm:
+    """pyomo solvers take the unreduced form by default, the one ``to_pyomo()`` exports and
+    the one the pyomo build and load estimates are fitted to (``benchmarks/pyomo_build.py``;
+    on a 48-slot day the reduced form keeps 54k of the 84k nonzeros, more than the quarter
+    ``algebraic_size`` assumes for SCIP and CP-SAT); ``reduce=True`` gives the reduced one."""
+    return osdec_form(model, reduce)

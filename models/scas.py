@@ -12,15 +12,17 @@ same Q, so a decision is one first position per job::
 
 The paper's formulation has (3)-(5) only, which lets two jobs share a node; hpcopt adds the
 last constraint (no node serves two jobs), so its optimum can be higher than the paper's
-model would report.  ``to_pyomo`` gives this form (``formulation="paper"``) or the compact
-one without x, ``sum_j sum_{i: k in D(i, n_j)} y_ji <= 1`` per node (``"compact"``), which
-has the same integer solutions and a tighter LP relaxation.
+model would report.  ``scas_form`` (and ``to_pyomo``) gives this form
+(``formulation="paper"``) or the compact one without x, ``sum_j sum_{i: k in D(i, n_j)} y_ji
+<= 1`` per node (``"compact"``), which has the same integer solutions and a tighter LP
+relaxation.
 
 A decision ``x`` lists each job's first position in Q (0-based, window order).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +31,7 @@ import numpy as np
 from hpcopt.errors import ModelError
 from hpcopt.topology import block
 
+from .algebraic import AlgebraicForm, IntegerObjective, Rows, Variables, formulation
 from .allocation import AllocationModel, check_decision
 from .base import Evaluation
 
@@ -65,8 +68,6 @@ class SCASModel(AllocationModel):
         number and ``L`` = the lcm of the window's sizes makes every cost one.  Integer
         backends (CP-SAT) prove optimality on these, not on rounded costs.  ``None`` when the
         costs are not of that form or a total could exceed ``limit``."""
-        import math
-
         costs = self.interval_costs
         sizes = [int(n) for n in self.sizes]
         whole = np.array_equal(costs, np.round(costs))
@@ -81,10 +82,6 @@ class SCASModel(AllocationModel):
             return None
         return L, [cols[n].tolist() for n in sizes]
 
-    def start_nodes(self, x) -> tuple[int, ...]:
-        """First node id of each job."""
-        return tuple(int(self.idle_nodes[int(s)]) for s in x)
-
     def algebraic_size(self, formulation: str = "paper") -> tuple[int, int, int]:
         """(variables, rows, nonzeros) of ``to_pyomo(formulation)``: what a solver build
         costs (``compact``: y and the node rows; ``paper`` adds x and the rows (4))."""
@@ -95,38 +92,9 @@ class SCASModel(AllocationModel):
         return 2 * jq, self.n_jobs + spans + q, jq + 2 * spans + jq
 
     def to_pyomo(self, formulation: str = "paper"):
-        """A pyomo ``ConcreteModel`` with binary ``y[j, i]`` (job j starts at position i),
-        objective ``obj``; ``"paper"`` adds ``x[j, k]`` and rows (4) plus the node rows."""
-        import pyomo.environ as pyo
-
-        if formulation not in ("paper", "compact"):
-            raise ModelError(f"SCAS formulation must be 'paper' or 'compact', got {formulation!r}")
-        costs = self.interval_costs
-        m = pyo.ConcreteModel(name=f"scas-{formulation}")
-        m.J = pyo.RangeSet(0, self.n_jobs - 1)
-        m.Q = pyo.RangeSet(0, self.n_idle - 1)
-        m.y = pyo.Var(m.J, m.Q, within=pyo.Binary)
-        sizes = [int(n) for n in self.sizes]
-        m.obj = pyo.Objective(expr=sum(float(costs[i, sizes[j] - 1]) * m.y[j, i]
-                                       for j in m.J for i in m.Q), sense=pyo.minimize)
-        m.one_start = pyo.Constraint(m.J, rule=lambda m, j: sum(m.y[j, i] for i in m.Q) == 1)
-        covers = self.covering_starts()
-        if formulation == "compact":
-            m.node = pyo.Constraint(m.Q, rule=lambda m, k: sum(
-                m.y[j, i] for j in m.J for i in covers[sizes[j]][k]) <= 1)
-            return m
-        m.x = pyo.Var(m.J, m.Q, within=pyo.Binary)
-        q = self.n_idle
-        m.span = pyo.Constraint(
-            [(j, i, k) for j in m.J for i in m.Q for k in range(sizes[j])],
-            rule=lambda m, j, i, k: m.y[j, i] <= m.x[j, (i + k) % q])
-        m.node = pyo.Constraint(m.Q, rule=lambda m, k: sum(m.x[j, k] for j in m.J) <= 1)
-        return m
-
-    def pyomo_decision(self, pm) -> list[int]:
-        from pyomo.environ import value
-
-        return [next(i for i in pm.Q if (value(pm.y[j, i]) or 0) > 0.5) for j in pm.J]
+        """A pyomo ``ConcreteModel`` of ``scas_form``: binary ``y[j, i]`` (job j starts at
+        position i), objective ``obj``; ``"paper"`` adds ``x[j, k]`` and rows (4)."""
+        return super().to_pyomo(formulation=formulation)
 
     def covering_starts(self) -> dict[int, list[list[int]]]:
         """For each job size n: ``[k]`` = the first positions i whose D(i, n) holds position k."""
@@ -135,3 +103,73 @@ class SCASModel(AllocationModel):
         for n in {int(v) for v in self.sizes}:
             out[n] = [[(k - d) % q for d in range(n)] for k in range(q)]
         return out
+
+
+ROUNDED_SCALE = 1000  # costs that are not exact integers: integer backends round L * cost
+
+
+@formulation("scas")
+def scas_form(model: SCASModel, formulation: str = "paper") -> AlgebraicForm:
+    """Binary ``y[j, i]`` (job j starts at position i of Q), rows ``one_start[j]`` (3); the
+    paper's ``x[j, k]`` with rows ``span[j, i, d]`` (4) and ``node[k]`` (``"paper"``), or
+    the compact ``node[k]`` rows on y alone (``"compact"``).  The integer objective is the
+    exact one of ``integer_costs`` (so ties are not merged by a solver's tolerances), else
+    the costs rounded to 1/``ROUNDED_SCALE``, whose round-off the bound then covers."""
+    if formulation not in ("paper", "compact"):
+        raise ModelError(f"SCAS formulation must be 'paper' or 'compact', got {formulation!r}")
+    J, q = model.n_jobs, model.n_idle
+    sizes = [int(n) for n in model.sizes]
+    costs = model.interval_costs[:, np.asarray(sizes) - 1].T  # [j, i]
+    ys = np.arange(J * q).reshape(J, q)
+    blocks = [Variables("y", [(j, i) for j in range(J) for i in range(q)], "binary",
+                        costs.ravel())]
+    one = np.ones
+    rows = [Rows("one_start", list(range(J)), list(ys), [one(q)] * J, "==", one(J))]
+    covers = model.covering_starts()
+    if formulation == "compact":
+        index = [np.concatenate([ys[j, covers[n][k]] for j, n in enumerate(sizes)])
+                 for k in range(q)]
+        rows.append(Rows("node", list(range(q)), index, [one(len(i)) for i in index], "<=",
+                         one(q)))
+    else:
+        xs = J * q + ys
+        blocks.append(Variables("x", [(j, k) for j in range(J) for k in range(q)], "binary",
+                                np.zeros(J * q)))
+        keys = [(j, i, d) for j, n in enumerate(sizes) for i in range(q) for d in range(n)]
+        j, i, d = np.array(keys, dtype=np.int64).reshape(-1, 3).T
+        index = list(np.stack([ys[j, i], xs[j, (i + d) % q]], axis=1))
+        rows.append(Rows("span", keys, index, [np.array([1.0, -1.0])] * len(keys), "<=",
+                         np.zeros(len(keys))))
+        rows.append(Rows("node", list(range(q)), list(xs.T), [one(J)] * q, "<=", one(q)))
+    exact = model.integer_costs()
+    n_vars = sum(len(b) for b in blocks)
+    if exact is not None:
+        scale, weights = exact
+        coefs = np.zeros(n_vars, dtype=np.int64)
+        coefs[:J * q] = np.asarray(weights, dtype=np.int64).ravel()
+        integer = IntegerObjective(scale, coefs)
+    else:
+        coefs = np.zeros(n_vars, dtype=np.int64)
+        coefs[:J * q] = np.round(costs.ravel() * ROUNDED_SCALE).astype(np.int64)
+        integer = IntegerObjective(ROUNDED_SCALE, coefs, slack=0.5 * J / ROUNDED_SCALE)
+
+    def decode(values) -> list[int]:
+        return np.argmax(np.asarray(values[:J * q]).reshape(J, q) > 0.5, axis=1).tolist()
+
+    def encode(starts) -> np.ndarray:
+        values = np.zeros(n_vars)
+        for j, (s, n) in enumerate(zip(starts, sizes)):
+            values[ys[j, int(s)]] = 1.0
+            if formulation == "paper":
+                values[J * q + ys[j, [(int(s) + d) % q for d in range(n)]]] = 1.0
+        return values
+
+    return AlgebraicForm(f"scas-{formulation}", "min", tuple(blocks), tuple(rows), decode,
+                         encode, integer)
+
+
+@formulation("scas", "cpsat")
+def scas_cpsat_form(model: SCASModel, formulation: str = "compact") -> AlgebraicForm:
+    """CP-SAT takes the compact form by default (SCIP and pyomo the paper's): see
+    ``benchmarks/tjap_solvers.py --forms`` in benchmarks/README for the two compared."""
+    return scas_form(model, formulation)

@@ -16,6 +16,7 @@ from . import (  # noqa: E402,F401
     dcas_sa,
     knapsack_dp,
     knapsack_greedy,
+    knapsack_mip,
     ortools_backends,
     osdec_greedy,
     pymoo_nsga2,

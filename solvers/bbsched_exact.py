@@ -52,7 +52,7 @@ import numpy as np
 from hpcopt.errors import ModelError, SolverOptionError
 from hpcopt.result import Limit, Status
 
-from .bbsched_ga import front_points
+from .bbsched_ga import front_points, pareto_rows
 from .registry import Outcome, SolveOptions, Solver, register
 
 MAX_JOBS = 62  # the states algorithm's bitmask; bitset has no job limit
@@ -493,8 +493,6 @@ class ParetoExact(Solver):
         else:
             X, limit, info = states_front(model, budget)
         F, _ = model.evaluate_many(X)
-        from .bbsched_ga import pareto_rows
-
         keep = pareto_rows(_merge_round_off(F), np.arange(len(F)))
         status = Status.OPTIMAL if limit is None else Status.FEASIBLE
         return Outcome(status, pareto=front_points(model, X[keep], F[keep]), limit=limit,

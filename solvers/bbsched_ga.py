@@ -170,7 +170,7 @@ def greedy_seeds(model) -> np.ndarray:
 def pareto_rows(F: np.ndarray, newest_first: np.ndarray) -> np.ndarray:
     """Indices of one row per distinct non-dominated objective vector (the first of
     ``newest_first`` order represents its copies)."""
-    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting  # lazy: pymoo takes ~0.2 s
 
     order = newest_first
     Fo = F[order]

@@ -1,7 +1,9 @@
-"""What every CP-SAT formulation shares (knapsack and SCAS in ``ortools_backends``, the OSDEC
-MIP in ``osdec_mip``): the status map, the parameter setup, hints and the stoppable solve."""
+"""What every CP-SAT solve shares (the algebraic forms in ``ortools_backends``, the knapsack loop
+in ``knapsack_mip``): the status map, the parameter setup, hints and the stoppable solve."""
 
 from __future__ import annotations
+
+import threading
 
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
@@ -67,8 +69,6 @@ def solve_stoppable(solver, cp) -> tuple[int, bool]:
     SIGTERM handler) calls ``stop_search`` and the incumbent is returned.  The interrupt is
     not re-raised: as with SCIP's ``userinterrupt``, it is a limit, recorded in the result;
     a handler that must stop more (the batch) records the signal itself."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return solver.solve(cp), False
     done, box = threading.Event(), {}

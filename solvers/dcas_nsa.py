@@ -23,14 +23,14 @@ TORCH_IMPORT_SECONDS = 3.0
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, mtime: float, mode: str):
-    from hpcopt.agents.nsa import LearnedRepair
+    from hpcopt.agents.nsa import LearnedRepair  # lazy: it imports torch (seconds)
 
     return LearnedRepair.load(path, mode=mode)
 
 
 def learned_repair(checkpoint=None, mode: str = "sample"):
     """The (cached) ``LearnedRepair`` of ``checkpoint`` (default: the shipped one)."""
-    from hpcopt.agents.nsa import DEFAULT_CHECKPOINT, LearnedRepair
+    from hpcopt.agents.nsa import DEFAULT_CHECKPOINT, LearnedRepair  # lazy: torch
 
     path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
     if not path.is_file():

@@ -22,10 +22,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hpcopt.errors import SolverOptionError
+from hpcopt.models.scas import SCASModel
 from hpcopt.result import Limit, Status
 from hpcopt.topology import take_block
 
 from .registry import Outcome, SolveOptions, Solver, register, register_greedy
+from .scas_exact import ScasExact, sequential_starts
 
 SA_DEFAULTS = {"t_max": 500, "T_max": 2500.0, "T_min": 2.5, "n_remove": 2}
 
@@ -172,10 +174,6 @@ def initial_decision(model, warm_start, init: str, backend: str,
     if init == "sequential":
         return sequential_decision(model), init
     if init == "scas-exact":
-        from hpcopt.models.scas import SCASModel
-
-        from .scas_exact import ScasExact
-
         scas = SCASModel(model.topology, model.idle_nodes, model.sizes, ids=model.ids)
         left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
         res = ScasExact().solve(scas, time_limit=left)
@@ -249,8 +247,6 @@ def _dcas_start(model, deadline, seed):
 @register_greedy("scas")
 def _scas_start(model, deadline, seed):
     """The greedy start of SCAS models: the ``sequential`` decision."""
-    from .scas_exact import sequential_starts
-
     return sequential_starts(model.sizes), None
 
 
@@ -271,6 +267,4 @@ class Sequential(Solver):
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         if model.kind == "dcas":
             return Outcome(Status.FEASIBLE, sequential_decision(model))
-        from .scas_exact import sequential_starts
-
         return Outcome(Status.FEASIBLE, sequential_starts(model.sizes))

@@ -99,7 +99,7 @@ def lp_relaxation(model, ti, deadline: float | None = None):
     the deadline passed or HiGHS did not report an optimum."""
     if importlib.util.find_spec("highspy") is None or ti.n_columns == 0:
         return None
-    import highspy
+    import highspy  # lazy: a solver library, loaded when the LP bound is asked for
 
     left = None if deadline is None else deadline - time.perf_counter()
     if left is not None and left <= 0:

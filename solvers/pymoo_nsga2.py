@@ -59,7 +59,7 @@ class NSGA2(Solver):
     OPTIONS = ("generations", "population", "mutation")
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
-        from pymoo.algorithms.moo.nsga2 import NSGA2 as Algorithm
+        from pymoo.algorithms.moo.nsga2 import NSGA2 as Algorithm  # lazy: pymoo takes ~1 s
         from pymoo.core.problem import Problem
         from pymoo.operators.crossover.pntx import SinglePointCrossover
         from pymoo.operators.mutation.bitflip import BitflipMutation

@@ -14,16 +14,14 @@ import sys
 import time
 from typing import NamedTuple
 
-import numpy as np
-
 from hpcopt.errors import SolverUnavailableError, closest
+from hpcopt.models.algebraic import pyomo_values, to_pyomo
 from hpcopt.result import Limit, Status
 
-from .knapsack_dp import canonical_tie_break, tie_break_option
-from .registry import Footprint, Outcome, SolveOptions, Solver, register
+from .mip import MipBackend
+from .registry import Footprint, Outcome, SolveOptions, register
 from .scip_output import stdout_to_stderr
 
-LEX_CHUNK = 24  # items per canonical tie-break solve: integer objectives below 2**24
 # Build estimates, fitted to ``benchmarks/pyomo_build.py`` (SCAS windows in both formulations,
 # OSDEC days of 96 and 288 slots, a knapsack; benchmarks/README "Limits"): 1.7 to 3.4 times
 # the builds measured on an idle machine.  The pyomo model (``to_pyomo``), any solver: seconds per
@@ -102,9 +100,9 @@ OPTION_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
 }
 
 
-def _termination_map() -> dict:
+def termination_map() -> dict:
     """pyomo ``TerminationCondition`` -> (status with an incumbent, limit)."""
-    from pyomo.opt import TerminationCondition as TC
+    from pyomo.opt import TerminationCondition as TC  # lazy: pyomo takes ~0.7 s to import
 
     return {
         TC.optimal: (Status.OPTIMAL, None),
@@ -134,16 +132,19 @@ def _termination_map() -> dict:
 
 
 @register("pyomo", family=True)
-class Pyomo(Solver):
-    """Any pyomo solver on ``model.to_pyomo()``: ``pyomo:<solver>``.
+class Pyomo(MipBackend):
+    """Any pyomo solver on a model's algebraic form (``to_pyomo``): ``pyomo:<solver>``.
 
-    Supported models: ``knapsack``, ``scas`` (the paper's formulation; ``solver_options``
-    ``{"formulation": "compact"}`` for the compact one).  ``time_limit``, ``seed`` and a
+    Supported models: those with an algebraic form (``hpcopt.models.algebraic``: ``scas``,
+    the paper's formulation unless ``solver_options`` say ``{"formulation": "compact"}``;
+    ``osdec``) or a pyomo procedure (``knapsack``, ``hpcopt.solvers.knapsack_mip``); the
+    greedy start is not handed to the solver.  ``time_limit``, ``seed`` and a
     zero relative MIP gap go to the solver under its own option names (``OPTION_NAMES``; a
     solver not listed gets none of them, which ``Result.log`` says, and its "optimal" is then
     within its default gap);
-    ``solver_options`` are set on ``opt.options`` unchecked, after those.  Native statuses are
-    pyomo's ``TerminationCondition`` values, mapped by ``_termination_map()``::
+    ``solver_options`` other than the form's options are set on ``opt.options`` unchecked,
+    after those.  Native statuses are pyomo's ``TerminationCondition`` values, mapped by
+    ``termination_map()``::
 
         optimal/globallyOptimal -> OPTIMAL; feasible/locallyOptimal/other -> FEASIBLE;
         maxTimeLimit -> FEASIBLE + TIME; maxIterations -> FEASIBLE + ITERATION;
@@ -164,25 +165,20 @@ class Pyomo(Solver):
     """
 
     doc = "any pyomo solver on to_pyomo() (appsi_highs, scip_direct, cbc, gurobi, ...)"
-    SUPPORTED_MODELS = ("knapsack", "scas", "osdec")
+    FAMILY = "pyomo"
     REQUIRED_MODULES = ("pyomo",)
     INSTALL_HINT = "pip install pyomo"
-    EXACT = True
-    GREEDY_START = True
-    OPTIONS = ("formulation", "tie_break")
-    NATIVE_OPTIONS = True  # options of the pyomo solver
+    OPTIONS = ("formulation", "reduce", "tie_break")
 
     def check_ready(self) -> None:
         super().check_ready()
         self._solver()
 
-    def build_estimate(self, model, form: str | None = None) -> BuildEstimate:
+    def build_estimate(self, model, solver_options: dict | None = None) -> BuildEstimate:
         """Seconds of the pyomo build and of the solver's load, and their megabytes, from
-        the formulation's nonzeros and rows (``PYOMO_BUILD_S``, ``PYOMO_LOAD``)."""
-        if model.kind == "scas":
-            vars_, rows, nz = model.algebraic_size(form or "paper")
-        else:
-            vars_, rows, nz = model.algebraic_size()
+        the nonzeros and rows of the form ``solver_options`` choose (``PYOMO_BUILD_S``,
+        ``PYOMO_LOAD``)."""
+        vars_, rows, nz = self.algebraic_size(model, solver_options or {})
         c = load_costs(self.arg, model.kind)
         return BuildEstimate(nz * PYOMO_BUILD_S[0] + rows * PYOMO_BUILD_S[1],
                              c.s + nz * c.s_per_nz + rows * c.s_per_row,
@@ -191,7 +187,7 @@ class Pyomo(Solver):
 
     def footprint(self, model, opts: SolveOptions) -> Footprint | None:
         """Import, model build and solver load, by the formulation's nonzeros and rows."""
-        est = self.build_estimate(model, opts.solver_options.get("formulation"))
+        est = self.build_estimate(model, opts.solver_options)
         seconds = est.build_s + est.load_s
         if "pyomo.environ" not in sys.modules:
             seconds += PYOMO_IMPORT_SECONDS
@@ -233,7 +229,7 @@ class Pyomo(Solver):
         return opt.solve(pm, load_solutions=False)
 
     def _solver(self):
-        import pyomo.environ  # noqa: F401  (registers the solver plugins)
+        import pyomo.environ  # noqa: F401  (lazy, see termination_map; registers the plugins)
         from pyomo.opt import SolverFactory
 
         name = self.arg
@@ -265,127 +261,32 @@ class Pyomo(Solver):
                 opt.options[option] = given
         return notes
 
-    def _solve(self, model, opts: SolveOptions) -> Outcome:
-        from pyomo.common.log import LoggingIntercept
+    def _solve_form(self, model, form, opts: SolveOptions, native: dict, start) -> Outcome:
+        from pyomo.common.log import LoggingIntercept  # lazy: see termination_map
 
-        if model.kind == "knapsack":
-            return self._knapsack(model, opts)
         opt = self._solver()
         notes = self._common_options(opt, opts)
-        options = dict(opts.solver_options)
-        form = options.pop("formulation", None)
-        for key, val in options.items():
+        for key, val in native.items():
             opt.options[key] = val
-        est = self.build_estimate(model, form)
+        est = self.build_estimate(model, opts.solver_options)
         t0 = time.perf_counter()
-        pm = model.to_pyomo() if form is None else model.to_pyomo(form)
+        pm = to_pyomo(form)
         to_come = self._load(opt, pm, est, time.perf_counter() - t0)
         if not self._give_time(opt, opts, to_come + est.stop_s):  # the greedy stands
             return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
                            log="no time left to solve after the build")
         results = self._run(opt, pm)
         condition = results.solver.termination_condition
-        status, limit = _termination_map().get(condition, (Status.ERROR, None))
+        status, limit = termination_map().get(condition, (Status.ERROR, None))
         decision = None
         if status.has_solution and len(results.solution) > 0:
             with LoggingIntercept(io.StringIO()) as captured:  # "aborted status" on limits
                 pm.solutions.load_from(results)
             notes.append(captured.getvalue().strip())
-            decision = model.pyomo_decision(pm)
-        side = results.problem.upper_bound if model.sense == "max" else results.problem.lower_bound
+            decision = form.decode(pyomo_values(form, pm))
+        side = results.problem.upper_bound if form.sense == "max" else results.problem.lower_bound
         bound = float(side) if side is not None and math.isfinite(float(side)) else None
         notes.append(f"termination_condition={condition}")
         return Outcome(status, decision, bound=bound, limit=limit,
                        log="\n".join(n for n in notes if n),
                        extra={"termination_condition": str(condition)})
-
-    def _knapsack(self, model, opts: SolveOptions) -> Outcome:
-        """Knapsack on ``to_pyomo()``: the time limit counts the model build and every
-        re-solve (each gets what is left, less the solver's late stop); answers
-        ``model.evaluate`` refuses get a cover cut and a re-solve; an optimum is then made
-        canonical: by ``canonical_tie_break`` (the dp on integer data, checked against the
-        solver's optimal value; ``solver_options`` ``{"tie_break": "dp"}``, the default),
-        otherwise (or ``"resolve"``) the value is kept (``>= z - 1/2`` for integer values)
-        and the 0-1 vector maximized lexicographically, ``LEX_CHUNK`` items per solve,
-        items worth <= 0 fixed at 0."""
-        import pyomo.environ as pyo
-        from pyomo.common.log import LoggingIntercept
-
-        deadline = opts.deadline
-        opt = self._solver()
-        red = model.reduced(backend=self.full_name)
-        if red.size == 0:  # nothing to choose (and an empty pyomo objective)
-            return Outcome(Status.OPTIMAL, red.lift([]))
-        notes = self._common_options(opt, opts)
-        stop_s = self.build_estimate(model).stop_s
-        mode = tie_break_option(opts.solver_options, self.full_name)
-        for key, val in opts.solver_options.items():
-            if key not in self.OPTIONS:
-                opt.options[key] = val
-        pm = model.to_pyomo()
-        pm.cuts = pyo.ConstraintList()
-        items = list(pm.x)
-        conditions = []
-
-        def run():
-            """Solve until the answer passes ``model.evaluate``: (status, limit, x, results)."""
-            while True:
-                if not self._give_time(opt, opts, stop_s):
-                    return Status.NO_SOLUTION, Limit.TIME, None, None
-                results = self._run(opt, pm)
-                condition = results.solver.termination_condition
-                conditions.append(str(condition))
-                status, limit = _termination_map().get(condition, (Status.ERROR, None))
-                if not status.has_solution or len(results.solution) == 0:
-                    return (Status.NO_SOLUTION if status.has_solution else status), limit, \
-                        None, results
-                with LoggingIntercept(io.StringIO()) as captured:  # "aborted status"
-                    pm.solutions.load_from(results)
-                notes.append(captured.getvalue().strip())
-                x = [round(pm.x[i].value or 0) for i in items]  # unused x may be unset
-                if model.evaluate(x).feasible:
-                    return status, limit, x, results
-                taken = [i for i, v in zip(items, x) if v]  # float round-off: cut it off
-                pm.cuts.add(sum(pm.x[i] for i in taken) <= len(taken) - 1)
-
-        status, limit, x, results = run()
-        bound = None
-        if results is not None:
-            side = results.problem.upper_bound
-            bound = float(side) if side is not None and math.isfinite(float(side)) else None
-        extra = {"termination_condition": conditions[-1] if conditions else "not started"}
-        if status != Status.OPTIMAL or x is None:
-            notes.append(f"termination_condition={extra['termination_condition']}")
-            return Outcome(status, x, bound=bound, limit=limit, extra=extra,
-                           log="\n".join(n for n in notes if n))
-        if mode == "dp":
-            canonical = canonical_tie_break(model, x, deadline)
-            if canonical is not None:
-                notes.append(f"termination_condition={extra['termination_condition']}")
-                return Outcome(Status.OPTIMAL, canonical, extra={**extra, "tie_break": "dp"},
-                               log="\n".join(n for n in notes if n))
-        values = model.values.tolist()
-        best = float(model.values @ np.asarray(x, dtype=float))
-        integral = all(float(v).is_integer() for v in values)
-        slack = 0.5 if integral else 1e-9 * max(1.0, abs(best))
-        pm.keep = pyo.Constraint(expr=sum(v * pm.x[i] for i, v in zip(items, values) if v)
-                                 >= best - slack)
-        for i, v in zip(items, values):
-            if v <= 0:
-                pm.x[i].fix(0)
-        pm.obj.deactivate()
-        for start in range(0, len(items), LEX_CHUNK):
-            chunk = items[start:start + LEX_CHUNK]
-            pm.lex = pyo.Objective(expr=sum((1 << (len(chunk) - 1 - j)) * pm.x[i]
-                                            for j, i in enumerate(chunk)), sense=pyo.maximize)
-            status, limit, found, _ = run()
-            pm.del_component(pm.lex)
-            if status != Status.OPTIMAL:  # proven optimal, but not yet canonical
-                return Outcome(Status.FEASIBLE, x, bound=best, limit=limit or Limit.TIME,
-                               extra=extra, log="\n".join(n for n in notes if n))
-            x = found
-            for i in chunk:
-                pm.x[i].fix(x[items.index(i)])
-        notes.append(f"termination_condition={extra['termination_condition']}")
-        return Outcome(Status.OPTIMAL, x, extra={**extra, "tie_break": "resolve"},
-                       log="\n".join(n for n in notes if n))

@@ -21,6 +21,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from importlib import metadata
 from typing import Any, ClassVar
 
 from hpcopt.errors import (
@@ -33,6 +34,7 @@ from hpcopt.errors import (
     closest,
     refuse_duplicate,
 )
+from hpcopt.models.pareto_rules import choose, rule_name
 from hpcopt.result import Limit, ParetoPoint, Result, Status
 
 _REGISTRY: dict[str, type[Solver]] = {}
@@ -303,8 +305,6 @@ class Solver:
         if out.pareto is not None:
             pareto = self._certify_pareto(model, out.pareto)
             if out.decision is None and pareto and status.has_solution:
-                from hpcopt.models.pareto_rules import choose, rule_name
-
                 rule = "bbsched" if opts.rule is None else opts.rule
                 points = [(p.decision, p.objectives) for p in pareto]
                 out.decision = pareto[choose(model, points, rule)].decision
@@ -384,8 +384,6 @@ class Solver:
 def _dist_version(module: str) -> str:
     """Installed version of the distribution providing ``module`` (cached: the metadata
     lookup costs ~0.25 ms, more than a small knapsack solve)."""
-    from importlib import metadata
-
     dist = {"pyscipopt": "PySCIPOpt", "ortools": "ortools", "pyomo": "pyomo"}
     try:
         return metadata.version(dist.get(module, module))
@@ -490,9 +488,7 @@ def _load_entry_points() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="hpcopt.solvers"):
+    for ep in metadata.entry_points(group="hpcopt.solvers"):
         ep.load()  # the module registers its backends with @register
 
 

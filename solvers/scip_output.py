@@ -1,4 +1,5 @@
-"""Running SCIP: its output kept off stdout, and its time limit leaving room to read back.
+"""Running SCIP: one set-up, its output kept off stdout, its time limit leaving room to read
+back.
 
 Output: ``hpcopt solve --out -`` writes JSON Lines to stdout.
 ``hideOutput`` silences SCIP's message handler, but SCIP's Ctrl-C handler prints its
@@ -13,8 +14,11 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import tempfile
 import threading
 from contextlib import contextmanager
+
+from hpcopt.errors import SolverOptionError
 
 # reading a solution back and freeing the model after the search, per variable (measured
 # ~1.2e-5 s on an OSDEC day of 47k variables, busy 2-core machine; with a margin)
@@ -60,9 +64,24 @@ def stdout_to_stderr():
                 _state["saved"] = None
 
 
-def quiet(scip) -> None:
-    """No SCIP log (the message handler)."""
-    scip.hideOutput()
+def new_model(name: str, opts, params: dict):
+    """A quiet PySCIPOpt model with the solve's memory cap (``limits/memory``), seed
+    (``randomization/randomseedshift``) and SCIP parameters ``params`` (a bad one is a
+    ``SolverOptionError``): the one SCIP set-up of every SCIP formulation."""
+    import pyscipopt  # lazy: a missing SCIP is the registry's SolverUnavailableError
+
+    scip = pyscipopt.Model(name)
+    scip.hideOutput()  # no SCIP log (the message handler)
+    if opts.max_memory_mb is not None:
+        scip.setParam("limits/memory", opts.max_memory_mb)
+    if opts.seed is not None:
+        scip.setParam("randomization/randomseedshift", opts.seed)
+    for key, val in params.items():
+        try:
+            scip.setParam(key, val)
+        except (KeyError, ValueError, TypeError, LookupError) as err:
+            raise SolverOptionError(f"scip: bad SCIP parameter {key}={val!r} ({err})") from None
+    return scip
 
 
 def optimize(scip, left: float | None = None, log: list | None = None) -> None:
@@ -77,8 +96,6 @@ def optimize(scip, left: float | None = None, log: list | None = None) -> None:
         with stdout_to_stderr():
             scip.optimize()
         return
-    import tempfile
-
     fd, path = tempfile.mkstemp(prefix="hpcopt-scip-", suffix=".log")
     os.close(fd)
     try:

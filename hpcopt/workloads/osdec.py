@@ -102,7 +102,7 @@ def _streams(seed: int, n: int) -> dict:
             for name, code in _STREAMS.items()}
 
 
-def _parse_start(start, n_bins_hint=None) -> int:
+def _parse_start(start) -> int:
     """``--start``: a bin index from the file's first line (``600``) or days (``1d``,
     ``day1``, ``day:1``: 288 bins a day)."""
     if isinstance(start, (int, np.integer)) and not isinstance(start, bool):
