@@ -54,7 +54,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "hpcopt.models.knapsack"): MODEL,
     ("*", "hpcopt.models.bbsched"): MODEL,
     ("*", "hpcopt.models.osdec"): MODEL,
-    ("*", "hpcopt.models.scas"): MODEL,
     ("*", "hpcopt.models.pareto_rules"): MODEL,
     ("hpcopt/cli/*", "*"): CLI,
     # files of the Python API, the Slurm adapter, workflows on Slurm and the formulation
@@ -67,13 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
 #: standard-library imports inside functions: (file, module) -> why
 ALLOWED_STDLIB: dict[tuple[str, str], str] = {
     ("hpcopt/slurm/cli.py", "sys"): NOT_YET,
-    ("models/knapsack.py", "itertools"): NOT_YET,
-    ("models/scas.py", "math"): NOT_YET,
-    ("solvers/cpsat.py", "threading"): NOT_YET,
-    ("solvers/registry.py", "importlib"): NOT_YET,
-    ("solvers/registry.py", "importlib.metadata"): COST.format("entry points are read only "
-                                                               "when a plugin is looked up"),
-    ("solvers/scip_output.py", "tempfile"): NOT_YET,
 }
 
 
