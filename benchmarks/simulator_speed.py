@@ -1,6 +1,6 @@
 """Simulator speed: hpcopt's FCFS+EASY against a plain-Python reference loop, and scaling.
 
-Three tables (issues #2 and #11):
+Four tables (issues #2 and #11):
 
 ``classic``  FCFS+EASY and the knapsack policy on whole real traces, jobs per second
              (issue #2's target: all of KTH-SP2 under FCFS+EASY in at most 3 s).
@@ -15,11 +15,15 @@ Three tables (issues #2 and #11):
              trace load, simulate loop, metrics, summary print, writing).
 ``scaling``  one process per size (10k .. 500k jobs of a replay): jobs per second of the
              loop and peak resident memory of the whole process, hpcopt and reference.
+``loops``    the loop ratio on the replays (``Simulator.run`` and ``hpcopt.simulate`` over
+             the reference loop, CPU seconds, best of 2 in each process) of this tree and of
+             ``--baseline``, one process per run, interleaved; medians of ``--repeat``.
 
 A replay concatenates copies of a real trace, each shifted by the trace's submit span plus
 one day, with ids renumbered 1..N.
 
-    python benchmarks/simulator_speed.py [--tables classic,reference,scaling] [--repeat 3]
+    python benchmarks/simulator_speed.py [--tables classic,reference,scaling,loops]
+                                         [--repeat 3] [--baseline DIR]
                                          [--out benchmarks/results]
 """
 
@@ -356,6 +360,71 @@ def table_scaling(args, out: Path) -> None:
     print(f"wrote {out / 'simulator_speed_scaling.csv'} and .png")
 
 
+LOOPS = r"""
+import importlib.util, json, sys, time
+tree, path, nodes, reference = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if tree:
+    sys.path.insert(0, tree)
+import hpcopt
+from hpcopt.policies import build_policy
+from hpcopt.sim.driver import Simulator
+spec = importlib.util.spec_from_file_location("ref", reference)
+ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)
+trace = hpcopt.load_trace(path, nodes=nodes)
+tuples = [(j.id, j.submit, j.runtime, j.walltime, j.nodes) for j in trace.jobs]
+got = dict(loop=1e9, ref=1e9, simulate=1e9)
+for _ in range(2):  # CPU seconds (process_time): less sensitive to other processes
+    t0 = time.process_time(); ref.simulate_easy(tuples, nodes)
+    got["ref"] = min(got["ref"], time.process_time() - t0)
+    pol = build_policy("fcfs")
+    t0 = time.process_time(); Simulator(list(trace.jobs), trace.system, pol).run()
+    got["loop"] = min(got["loop"], time.process_time() - t0)
+    t0 = time.process_time(); hpcopt.simulate(trace, policy="fcfs")
+    got["simulate"] = min(got["simulate"], time.process_time() - t0)
+print(json.dumps(dict(got, file=hpcopt.__file__)))
+"""
+
+
+def table_loops(args, out: Path) -> None:
+    """The loop ratio (``Simulator.run`` / the reference loop, and ``hpcopt.simulate`` / the
+    reference loop) of this tree and of ``--baseline``, one process per run, the trees
+    interleaved (the order flips every repeat); the median over ``--repeat`` runs."""
+    import statistics
+
+    import pandas as pd
+
+    trees = {"this tree": ""}
+    if args.baseline:
+        trees["baseline"] = str(Path(args.baseline).resolve())
+    rows = []
+    for name, (src, kwargs, n_jobs) in REPLAYS.items():
+        if args.replays and name not in args.replays.split(","):
+            continue
+        path = out / "replays" / (name.replace(" ", "_") + ".swf")
+        nodes = write_replay(path, src, kwargs, n_jobs)
+        runs: dict[str, list] = {t: [] for t in trees}
+        for r in range(args.repeat):
+            for tree in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                text = _run([sys.executable, "-c", LOOPS, trees[tree], str(path), str(nodes),
+                             str(REFERENCE)])[2]
+                got = json.loads(text.strip().splitlines()[-1])
+                if trees[tree] and not got["file"].startswith(trees[tree]):
+                    raise SystemExit(f"--baseline {trees[tree]}: imported {got['file']}")
+                runs[tree].append(got)
+        for tree, got in runs.items():
+            rows.append(dict(
+                trace=name, tree=tree, runs=len(got),
+                loop_ratio=round(statistics.median(g["loop"] / g["ref"] for g in got), 3),
+                simulate_ratio=round(statistics.median(g["simulate"] / g["ref"] for g in got),
+                                     3),
+                loop_s=round(statistics.median(g["loop"] for g in got), 3),
+                ref_s=round(statistics.median(g["ref"] for g in got), 3)))
+            print(rows[-1], flush=True)
+    df = pd.DataFrame(rows)
+    df.to_csv(out / "simulator_speed_loops.csv", index=False)
+    print(df.to_string(index=False))
+
+
 def table_classic(args, out: Path) -> None:
     import matplotlib
 
@@ -394,7 +463,7 @@ def table_classic(args, out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", default="classic,reference,scaling",
-                    help="comma-separated: classic, reference, scaling")
+                    help="comma-separated: classic, reference, scaling, loops")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
     ap.add_argument("--max-jobs", type=int, default=max(SCALING_SIZES),
                     help="largest size of the scaling table")
@@ -403,8 +472,9 @@ def main() -> None:
                          f"({', '.join(REPLAYS)}); default all")
     ap.add_argument("--baseline", default="",
                     help="a source tree holding an older hpcopt/ package (e.g. "
-                         "'git archive COMMIT hpcopt | tar -x -C DIR'): its whole-process "
-                         "time joins the reference table, interleaved")
+                         "'git archive COMMIT | tar -x -C DIR'): its whole-process time "
+                         "joins the reference table, its loop ratios the loops table, "
+                         "interleaved")
     ap.add_argument("--out", default=str(HERE / "results"))
     args = ap.parse_args()
     out = Path(args.out)
@@ -418,6 +488,8 @@ def main() -> None:
         table_reference(args, out, [])
     if "scaling" in tables:
         table_scaling(args, out)
+    if "loops" in tables:
+        table_loops(args, out)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
 
 
