@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import traces
 from .domain import Job, System
+from .instances import load_instance as _load
 from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
@@ -24,8 +25,6 @@ def load_trace(path, **kwargs):
 
 def load_instance(path):
     """Read and validate an instance file; see ``hpcopt.instances.load_instance``."""
-    from .instances import load_instance as _load
-
     return _load(path)
 
 

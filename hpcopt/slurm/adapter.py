@@ -66,6 +66,7 @@ from .state import (
     node_features,
 )
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
+from .wake import Waker
 
 FAR = 365 * 86400.0  # "no known end": unlimited time limits
 ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"})
@@ -852,8 +853,6 @@ def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool =
             lock.acquire()
             taken.append(lock)
         if wake_port is not None and not once:
-            from .wake import Waker
-
             waker = Waker(wake_port)
         while True:
             t0 = time.monotonic()

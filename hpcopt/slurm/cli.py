@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from ..cliargs import nonneg_int, positive_int, positive_seconds
+from ..errors import OptionError
 
 
 def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
@@ -217,9 +219,6 @@ def _testbed(args) -> int:
 
 
 def _unit(args) -> int:
-    import sys
-
-    from ..errors import OptionError
     from .service import systemd_unit
 
     run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
@@ -237,7 +236,6 @@ def _unit(args) -> int:
 
 
 def _run(args, options: dict) -> int:
-    from ..errors import OptionError
     from ..policies import build_policy
     from .adapter import Adapter, run_adapters
     from .lock import default_lock_path

@@ -24,6 +24,7 @@ import pwd
 from collections.abc import Iterable
 
 from ..errors import OptionError
+from .wake import submit_command
 
 MARK = "hpcopt:held"
 
@@ -129,8 +130,6 @@ def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[in
     one): only the uids in ``admins`` (root always among them) may release or change the
     partitions' jobs; with ``wake_port`` each managed submission wakes the adapter listening
     there."""
-    from .wake import submit_command
-
     names = partition_names(partition)
     uids = {0}
     for uid in admins:

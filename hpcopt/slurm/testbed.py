@@ -56,6 +56,7 @@ from pathlib import Path
 
 from ..errors import HpcoptError
 from .lua import job_submit_lua
+from .wake import epilog_script
 
 DAEMONS = ("slurmctld", "slurmd", "munged", "slurmdbd", "mariadbd")
 PARTITION = "batch"
@@ -647,8 +648,6 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                                scheduler_parameters=scheduler_parameters,
                                min_job_age=min_job_age))
     if wake_port is not None:
-        from .wake import epilog_script
-
         (d / "wake-epilog.sh").write_text(epilog_script(wake_port))
         os.chmod(d / "wake-epilog.sh", 0o755)
     if switch_size is not None:

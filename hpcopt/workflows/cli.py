@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int, probability, seconds
+from ..domain import System
 from .reader import WorkflowError
 from .runner import KEYS, MODES, PLANS, STRATEGIES
 
@@ -207,7 +208,6 @@ def cmd_workflow(args) -> int:
     system = trace.system
     cpn = args.cores_per_node or trace.report.to_dict().get("cores_per_node") or 1
     if args.nodes is not None and args.nodes != system.nodes:
-        from hpcopt.domain import System
 
         system = System(args.nodes, name=system.name)
     estimator = _estimator(args)

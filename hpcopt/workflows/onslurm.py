@@ -77,10 +77,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+from hpcopt.agents.asa import ASAEstimator
 from hpcopt.domain import System
+from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number, _time
 
-from .reader import WorkflowError
+from .reader import Workflow, WorkflowError
 from .runner import Attempt, WorkflowRun
+from .stages import stages_of
 
 NAME = "hpcopt-wf"
 JOURNAL = "slurm-run.json"
@@ -95,7 +98,6 @@ SLURM_COLUMNS = ["slurm_job", "slurm_submit", "slurm_eligible", "slurm_start", "
 
 class StageFailed(WorkflowError):
     """A stage job ended other than COMPLETED, or Slurm will never start it."""
-
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -115,7 +117,6 @@ class Record:
 def read_jobs(slurm) -> dict[int, Record]:
     """Every job Slurm still knows, finished ones included (``squeue --states=all``; 24.11
     leaves them out otherwise), by id."""
-    from hpcopt.slurm.state import _job_state, _number, _time
 
     doc = slurm._json("squeue", "--json", "--states=all")
     out = {}
@@ -135,7 +136,6 @@ def read_accounting(slurm, ids, comments: dict[int, str]) -> dict[int, Record]:
     ``SLURM_TIME_FORMAT=%s``), for jobs that ``squeue`` no longer shows (``MinJobAge``
     after they ended); ``comments``: each job's comment as this run wrote it (``sacct``
     keeps a comment only where the site stores it).  {} where accounting is off."""
-    from hpcopt.slurm.state import SlurmCommandError
 
     if not ids:
         return {}
@@ -239,8 +239,6 @@ class SharedEstimator:
         self.est = estimator
 
     def _with(self, fn):
-        from hpcopt.agents.asa import ASAEstimator
-
         with _locked(self.path):
             if self.path.exists():
                 self.est = ASAEstimator.load(self.path)
@@ -455,7 +453,6 @@ class SlurmWorkflowRun(WorkflowRun):
     def _unfinished_ids(self, reread: bool = False) -> list[int]:
         """This run's jobs that have not ended (``reread``: also those found by their comment
         in a fresh read, such as one submitted the moment Ctrl-C came)."""
-        from hpcopt.slurm.state import SlurmCommandError
 
         out = []
         if reread:
@@ -473,8 +470,6 @@ class SlurmWorkflowRun(WorkflowRun):
         return out
 
     def _cancel(self, ids) -> None:
-        from hpcopt.slurm.state import SlurmCommandError
-
         try:
             self.slurm.call("scancel", *map(str, ids), retry=True)
         except SlurmCommandError as exc:
@@ -524,8 +519,6 @@ class SlurmWorkflowRun(WorkflowRun):
         self._timers = keep
 
     def _sbatch(self, att: Attempt, runtime: float, deps: tuple) -> None:
-        from hpcopt.slurm.state import SlurmCommandError
-
         key = f"{att.run}:{att.stage}:{att.attempt}"
         found = self._found.get((att.run, att.stage, att.attempt))
         if found is None and self.journal["jobs"].get(key) is not None:
@@ -711,10 +704,6 @@ def run_workflow_on_slurm(workflow, strategy: str, *, slurm=None, out, cap=None,
                           **options):
     """Run ``workflow`` (a ``Workflow`` or a list of ``Stage``) on Slurm under
     ``strategy``; ``options`` are ``SlurmWorkflowRun``'s and ``WorkflowRun``'s."""
-    from hpcopt.slurm.state import Slurm
-
-    from .reader import Workflow
-    from .stages import stages_of
 
     if isinstance(workflow, Workflow):
         stages, name = stages_of(workflow, cap), workflow.name
