@@ -134,6 +134,15 @@ def test_gzipped_osdec_file_everywhere(tmp_path):
     assert row["file"] == "day.json.gz" and row["model"] == "osdec" and row["certified"]
 
 
+def test_osdec_file_handed_to_simulate_is_named():
+    """The Python front door takes job traces; an OSDEC day handed to it is named, with the
+    entry point that runs it."""
+    import hpcopt
+
+    with pytest.raises(HpcoptError, match="osdec instance.*simulate_osdec"):
+        hpcopt.simulate(str(OSDEC), policy="fcfs")
+
+
 @pytest.mark.parametrize("name", ["deep.json", "deep.json.gz"])
 def test_deep_json_is_named(tmp_path, name):
     data = DEEP.encode()

@@ -235,6 +235,9 @@ def parse_json(
 ) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
     """The columns of a decoded JSON job table (``doc`` from ``json.loads``)."""
     if isinstance(doc, dict):
+        if "jobs" not in doc and doc.get("model") == "osdec":
+            raise TraceError(f"{src}: an osdec instance (a cloud day), not a job trace; run it "
+                             "with hpcopt.simulate_osdec or 'hpcopt simulate FILE'")
         if "jobs" not in doc:
             raise TraceError(f"{src}: JSON object has no 'jobs' key; expected a list of jobs "
                              "or {\"jobs\": [...]}")
