@@ -316,8 +316,9 @@ def cmd_topo(args) -> None:
 
 def cmd_report(args) -> None:
     """The markdown tables of benchmarks/README.md from saved ``summary.json`` files."""
-    bb = [(Path(d).name, r) for d in args.dirs
-          for r in json.loads((Path(d) / "summary.json").read_text()) if "model" in r]
+    rows = [(Path(d).name, r) for d in args.dirs
+            for r in json.loads((Path(d) / "summary.json").read_text())]
+    bb = [(name, r) for name, r in rows if "model" in r]
     if bb:
         print("| replay | run | wait real / sim (dev) | bsld real / sim (dev) | bb util real / "
               "sim | node util real / sim | tau | waited on Licenses | cycles: bb / nodes "
@@ -333,8 +334,7 @@ def cmd_report(args) -> None:
                   f"{r['node_util_sim']:.3f} | {r['tau']:.3f} | {r['licenses_waited']} | "
                   f"{r['bb_over_free']} / {r['nodes_over_free']}, {r['failed_cycles']} of "
                   f"{r['cycles']} |")
-    topo = [(Path(d).name, r) for d in args.dirs
-            for r in json.loads((Path(d) / "summary.json").read_text()) if "cost_total" in r]
+    topo = [(name, r) for name, r in rows if "cost_total" in r]
     if topo:
         print("| replay | run | CH cost total | mean (all / >1 node) | at the least cost for "
               "its size | <=leaf on one leaf | <=pod on one pod | across pods | "
