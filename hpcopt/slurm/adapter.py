@@ -178,9 +178,8 @@ class Resources:
         license = self.bb.name if self.bb is not None and self.bb.kind == "license" else None
         other = sorted(set(asked) - {license})
         if other:
-            return 0.0, 0.0, (f"asks licenses {','.join(other)}, which hpcopt does not "
-                              "schedule" + ("" if license else
-                                            " (--bb-license names the burst buffer's)"))
+            return 0.0, 0.0, _not_scheduled("licenses", other, license,
+                                            "--bb-license names the burst buffer's")
         pools = job_bb_request(j.burst_buffer)
         if pools is None:
             return 0.0, 0.0, (f"asks a burst buffer that cannot be read "
@@ -189,9 +188,8 @@ class Resources:
         pool = self.bb.name if self.bb is not None and self.bb.kind == "pool" else None
         other = sorted(set(pools) - {pool})
         if other:
-            return 0.0, 0.0, (f"asks burst-buffer pool {','.join(other)}, which hpcopt does "
-                              "not schedule" + ("" if pool else
-                                                " (--bb-pool names the burst buffer's)"))
+            return 0.0, 0.0, _not_scheduled("burst-buffer pool", other, pool,
+                                            "--bb-pool names the burst buffer's")
         ssd = 0.0
         if self.ssd_gres is not None:
             ssd = gres_count(j.gres, self.ssd_gres)
@@ -203,9 +201,8 @@ class Resources:
                  for w in words]
         other = [w for w, size in zip(words, sizes) if size is None]
         if other:
-            return 0.0, 0.0, (f"asks features {','.join(other)}, which hpcopt does not "
-                              "schedule" + ("" if self.ssd_feature else
-                                            " (--ssd-feature names the SSD's)"))
+            return 0.0, 0.0, _not_scheduled("features", other, self.ssd_feature,
+                                            "--ssd-feature names the SSD's")
         if terms is None or op == "&":
             return 0.0, 0.0, (f"asks features {j.features!r}, which cannot be read (one "
                               "SSD feature, or several joined by |, expected)")
@@ -213,6 +210,13 @@ class Resources:
             ssd = min(sizes)
         bb = asked.get(license, 0) if license else pools.get(pool, 0.0)
         return float(bb), float(ssd), None
+
+
+def _not_scheduled(what: str, names, scheduled: str | None, hint: str) -> str:
+    """Why a job asking ``names`` of ``what`` stays held; ``hint`` names the option that
+    would schedule one when none is (``scheduled`` None)."""
+    return (f"asks {what} {','.join(names)}, which hpcopt does not schedule"
+            + ("" if scheduled else f" ({hint})"))
 
 
 def names_partition(text: str, partition: str) -> bool:
