@@ -98,6 +98,12 @@ OPTION_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
     "gurobi": _GUROBI, "gurobi_direct": _GUROBI, "gurobi_persistent": _GUROBI,
     "appsi_gurobi": _GUROBI,
 }
+# solver name -> options that keep its log short.  pyomo's ``scip_direct`` (6.10 and later)
+# captures SCIP's log through a pipe that a thread drains while PySCIPOpt's ``optimize`` holds
+# the GIL: a log longer than the pipe's buffer (a 96-slot OSDEC day's presolve) blocks SCIP on
+# its write for ever.  At verbosity 0 SCIP writes only errors.  A user's own value wins.
+QUIET: dict[str, dict] = {name: {"display/verblevel": 0}
+                          for name in ("scip_direct", "scip_persistent", "scip")}
 
 
 def termination_map() -> dict:
@@ -247,9 +253,11 @@ class Pyomo(MipBackend):
         return opt
 
     def _common_options(self, opt, opts: SolveOptions) -> list[str]:
-        """Time limit, seed and a zero gap under the solver's own names (``OPTION_NAMES``);
-        returns notes for the log on what could not be passed."""
+        """Time limit, seed and a zero gap under the solver's own names (``OPTION_NAMES``),
+        and a short log (``QUIET``; the caller's native options come after); returns notes
+        for the log on what could not be passed."""
         notes = []
+        opt.options.update(QUIET.get(self.arg, {}))
         time_name, seed_name, gap_name = OPTION_NAMES.get(self.arg, (None, None, None))
         for given, option, what in ((opts.time_limit, time_name, "time_limit"),
                                     (opts.seed, seed_name, "seed"), (0.0, gap_name, "gap")):

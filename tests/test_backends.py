@@ -349,3 +349,20 @@ class OtherModel(Model):
 def test_incompatible_model(name):
     with pytest.raises(IncompatibleModelError, match="does not solve 'other' models"):
         S.get_solver(name).solve(OtherModel())
+
+
+def test_pyomo_scip_runs_quiet_unless_asked(monkeypatch):
+    """pyomo's ``scip_direct`` pipes SCIP's log to a thread that needs the GIL PySCIPOpt holds
+    while it solves: a log longer than the pipe blocks SCIP for ever.  SCIP runs at verbosity
+    0 (errors only) unless the user asks for more."""
+    from hpcopt.solvers.pyomo_backend import Pyomo
+
+    given = []
+    run = Pyomo._run
+    monkeypatch.setattr(Pyomo, "_run",
+                        lambda self, opt, pm: given.append(dict(opt.options)) or run(self, opt, pm))
+    model = SHIPPED[0][0]
+    assert backend("pyomo:scip_direct").solve(model).certified
+    assert backend("pyomo:scip_direct").solve(
+        model, solver_options={"display/verblevel": 4}).certified
+    assert [g["display/verblevel"] for g in given] == [0, 4]
