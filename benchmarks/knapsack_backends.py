@@ -89,6 +89,9 @@ def main(argv=None) -> None:
     parser.add_argument("--value", choices=["nodes", "nodehours"], default="nodes")
     parser.add_argument("--sizes", choices=["theta", "loguniform"], default="theta")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per window (best kept)")
+    parser.add_argument("--tie-break", choices=["dp", "resolve"], default="dp",
+                        help="how the MIP backends (cpsat, scip, pyomo:*) reach the canonical "
+                             "optimum: the dp (default) or their own re-solves")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -97,12 +100,15 @@ def main(argv=None) -> None:
     if "dp" not in names:
         names.insert(0, "dp")
     solvers = {name: S.get_solver(name) for name in names}
-    for solver in solvers.values():
-        solver.solve(models[0], seed=0)  # warm-up: imports, first-call costs
+    options = {name: {"tie_break": args.tie_break} if "tie_break" in s.OPTIONS else {}
+               for name, s in solvers.items()}
+    for name, solver in solvers.items():
+        solver.solve(models[0], seed=0, solver_options=options[name])  # warm-up: imports
     rows = []
     for w, model in enumerate(models):  # interleaved, so machine noise hits every backend alike
         for name, solver in solvers.items():
-            t, res = best_of(args.repeat, partial(solver.solve, model, seed=0))
+            t, res = best_of(args.repeat, partial(solver.solve, model, seed=0,
+                                                  solver_options=options[name]))
             rows.append(dict(window=w, backend=name, status=res.status.value,
                              objective=res.objective, seconds=t, certified=res.certified,
                              decision="".join(map(str, res.decision or ()))))
@@ -130,7 +136,8 @@ def main(argv=None) -> None:
         summary.append(row)
 
     print(f"{args.n_windows} windows of {args.items} jobs, {args.system}-node system, "
-          f"sizes={args.sizes}, value={args.value}, seed={args.seed}, best of {args.repeat}")
+          f"sizes={args.sizes}, value={args.value}, seed={args.seed}, best of {args.repeat}, "
+          f"tie_break={args.tie_break}")
     header = (f"{'backend':<20}{'median ms':>11}{'p90 ms':>10}{'agree':>8}{'same x':>8}"
               f"{'optimal':>9}{'ratio':>8}")
     print(header)
@@ -142,7 +149,8 @@ def main(argv=None) -> None:
         print(f"{row['backend']:<20}{row['median_ms']:>11.3f}{row['p90_ms']:>10.3f}{extra}")
 
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"knapsack_backends_{args.value}_{args.sizes}"
+    tag = "" if args.tie_break == "dp" else f"_{args.tie_break}"
+    stem = args.out / f"knapsack_backends_{args.value}_{args.sizes}{tag}"
     for path, table in ((Path(f"{stem}.csv"), rows), (Path(f"{stem}_summary.csv"), summary)):
         with open(path, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(table[0]))

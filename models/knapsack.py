@@ -97,6 +97,19 @@ class ReducedKnapsack:
     def objective(self, reduced_value: float) -> float:
         return float(reduced_value) / self.value_scale + self.offset
 
+    def form(self) -> AlgebraicForm:
+        """``knapsack_form`` of the reduced data: ``x[j]`` is item ``items[j]``."""
+        return _form(self.values, self.weights, self.capacities)
+
+    def tie_terms(self, start: int) -> tuple[int, list[int]]:
+        """``(c, values)`` for the items from ``start`` on: ``v_j * 2**c + 2**(c-1-j)`` for
+        the first ``c`` of them, ``v_j * 2**c`` after, ``c`` as large as int64 allows (see
+        ``solve_canonical``).  Needs integer ``values``."""
+        values = [int(v) for v in self.values[start:].tolist()]
+        c = min(len(values), 61 - (sum(values) + 1).bit_length())
+        return c, [(v << c) + ((1 << (c - 1 - j)) if j < c else 0)
+                   for j, v in enumerate(values)]
+
     def solve_canonical(self, solve):
         """The canonical optimum with an exact integer solver ``solve``, in a few solves.
 
@@ -114,14 +127,11 @@ class ReducedKnapsack:
         reduced objective from the first solve (None when the solver gave none).
         """
         k = self.size
-        values = [int(v) for v in self.values.tolist()]
         caps = np.asarray(self.capacities, dtype=np.int64).copy()
         chosen = np.zeros(k, dtype=bool)
         start, bound = 0, None
         while start < k:
-            c = min(k - start, 61 - (sum(values[start:]) + 1).bit_length())
-            tied = [(v << c) + ((1 << (c - 1 - j)) if j < c else 0)
-                    for j, v in enumerate(values[start:])]
+            c, tied = self.tie_terms(start)
             sub, proven, sub_bound = solve(tied, self.weights[:, start:], caps)
             sub = np.asarray(sub, dtype=bool)
             if start == 0 and sub_bound is not None:
@@ -429,16 +439,20 @@ class KnapsackModel(Model):
 @formulation("knapsack")
 def knapsack_form(model: KnapsackModel) -> AlgebraicForm:
     """Binary ``x[i]`` per item, objective ``obj``, ``capacity[r]`` rows (rows without a
-    weight left out).  The MIP backends solve it in a loop of their own that makes the answer
-    exact and canonical (``hpcopt.solvers.knapsack_mip``)."""
-    n = model.n_items
-    rows = [r for r in range(model.n_resources) if model.weights[r].any()]
-    index = [np.flatnonzero(model.weights[r]) for r in rows]
-    capacity = Rows("capacity", rows, index, [model.weights[r, i] for r, i in zip(rows, index)],
-                    "<=", model.capacities[rows])
+    weight left out).  The MIP backends solve it, on the reduced data
+    (``ReducedKnapsack.form``), in a loop that makes the answer exact and canonical
+    (``hpcopt.solvers.knapsack_mip``)."""
+    return _form(model.values, model.weights, model.capacities)
+
+
+def _form(values: np.ndarray, weights: np.ndarray, capacities: np.ndarray) -> AlgebraicForm:
+    rows = [r for r in range(len(capacities)) if weights[r].any()]
+    index = [np.flatnonzero(weights[r]) for r in rows]
+    capacity = Rows("capacity", rows, index, [weights[r, i] for r, i in zip(rows, index)],
+                    "<=", np.asarray(capacities)[rows])
     return AlgebraicForm(
-        "knapsack", "max", (Variables("x", list(range(n)), "binary", model.values),),
-        (capacity,), decode=lambda values: [int(round(v)) for v in values],
+        "knapsack", "max", (Variables("x", list(range(len(values))), "binary", values),),
+        (capacity,), decode=lambda v: [int(round(x)) for x in v],
         encode=lambda x: np.asarray(x, dtype=float))
 
 

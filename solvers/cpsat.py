@@ -1,5 +1,5 @@
-"""What every CP-SAT solve shares (the algebraic forms in ``ortools_backends``, the knapsack loop
-in ``knapsack_mip``): the status map, the parameter setup, hints and the stoppable solve."""
+"""What every CP-SAT solve shares (the CP-SAT backend's sessions in ``ortools_backends``): the
+status map, the parameter setup, hints and the stoppable solve."""
 
 from __future__ import annotations
 

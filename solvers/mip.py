@@ -1,9 +1,9 @@
 """What the generic MIP backends (``scip``, ``cpsat``, ``pyomo:<solver>``) share.
 
-A generic backend knows no model kinds.  It solves a model's algebraic form
-(``hpcopt.models.algebraic``: the form each model registers beside itself) with its own
-emitter (``MipBackend._solve_form``), or, where a model registers a procedure of its own for
-the backend's family here (``@procedure(kind, family)``: a formulation kept for exactness or
+A generic backend knows no model kinds.  It builds a model's algebraic form
+(``hpcopt.models.algebraic``: the form each model registers beside itself) into its solver
+(``MipBackend.session``) and solves it, or, where a model registers a procedure of its own for
+the backend's family here (``@procedure(kind, family)``: a solve loop kept for exactness or
 speed, which says why in its docstring), runs that.  ``SUPPORTED_MODELS`` follows from the two
 tables, so adding a model means writing its form once.
 
@@ -12,12 +12,16 @@ The shared flow, for every form: ``solver_options`` named like the form's option
 (or a ``warm_start``, which must be feasible) to the solver as a first incumbent or hint, and
 any other key is a parameter of the wrapped solver.  A build that leaves no time returns the
 start; an answer stopped by a limit is never worse than the start.
+
+Each backend builds a form into its solver as a ``Session`` (``MipBackend.session``): solved
+once for a form, or solved again after changes (a row added, the objective replaced, a
+variable fixed) by a procedure's loop, so a loop is written once for every backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -47,6 +51,48 @@ def procedure(kind: str, family: str, *, sized: bool = True):
     return deco
 
 
+class Answer(NamedTuple):
+    """One solve of a ``Session``: ``values`` of the form's variables (None without an
+    incumbent), the solver's ``bound`` on the current objective (None when it has none),
+    its ``native`` status, its log and what else it reports (``extra``)."""
+
+    status: Status
+    limit: Limit | None = None
+    values: np.ndarray | None = None
+    bound: float | None = None  # in the objective's units (``form_bound``)
+    native: str = ""
+    log: str = ""
+    extra: dict = {}
+
+
+class Session:
+    """A form built into one backend's solver, to solve and change and solve again.
+
+    ``solve(opts)`` solves within what ``opts.deadline`` leaves (an ``Answer``; no time left
+    is ``NO_SOLUTION`` at ``Limit.TIME``).  Between solves: ``add_row`` (``sum(coefs *
+    x[index]) sense rhs``, sense ``"<="`` or ``">="``), ``set_objective`` (the form's sense,
+    over ``index``), ``fix`` (a variable's value) and ``tighten`` (the solver's feasibility
+    tolerance as tight as it goes, for rows that must hold almost exactly).
+    """
+
+    def solve(self, opts: SolveOptions) -> Answer:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def add_row(self, index: Sequence[int], coefs: Sequence[float], sense: str,
+                rhs: float) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def set_objective(self, index: Sequence[int],
+                      coefs: Sequence[float]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fix(self, index: int, value: float) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def tighten(self) -> None:
+        """By default the solver's tolerances stay (an exact solver needs none)."""
+
+
 class _SupportedModels:
     """``SUPPORTED_MODELS`` of a generic backend: the model kinds with a form or a procedure
     for its family (model modules are imported to register their forms)."""
@@ -60,9 +106,10 @@ class _SupportedModels:
 
 class MipBackend(Solver):
     """Base of the generic MIP backends: subclasses set ``FAMILY`` and implement
-    ``_solve_form``; the model's form or procedure comes from the tables above."""
+    ``session``; the model's form or procedure comes from the tables above."""
 
     FAMILY: ClassVar[str] = ""
+    INTEGER_DATA: ClassVar[bool] = False  # the solver takes integer rows and objective only
     SUPPORTED_MODELS = _SupportedModels()
     EXACT = True
     GREEDY_START = True
@@ -107,7 +154,11 @@ class MipBackend(Solver):
         if opts.left() is not None and opts.left() <= 0:  # the build took the time
             return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION,
                            start, limit=Limit.TIME)
-        out = self._solve_form(model, form, opts, native, values)
+        session = self.session(model, form, opts, native, values)
+        answer = session.solve(opts)
+        decision = None if answer.values is None else form.decode(answer.values)
+        out = Outcome(answer.status, decision, bound=answer.bound, limit=answer.limit,
+                      log=answer.log, extra={"native_status": answer.native, **answer.extra})
         if out.status != Status.OPTIMAL:
             out.decision = _better(model, out.decision, start)
             if out.decision is not None and out.status == Status.NO_SOLUTION:
@@ -116,11 +167,10 @@ class MipBackend(Solver):
                          nonzeros=form.n_nonzeros)
         return out
 
-    def _solve_form(self, model, form: AlgebraicForm, opts: SolveOptions, native: dict,
-                    start: np.ndarray | None) -> Outcome:  # pragma: no cover - abstract
-        """Build ``form`` in the backend, start from ``start`` (variable values) if given,
-        solve with ``native`` parameters; the Outcome's decision is ``form.decode``'s, its
-        bound in the model's units."""
+    def session(self, model, form: AlgebraicForm, opts: SolveOptions, native: dict,
+                start: np.ndarray | None) -> Session:  # pragma: no cover - abstract
+        """``form`` (of ``model``) built in the backend with ``native`` parameters, starting
+        from ``start`` (variable values) where the backend takes a start."""
         raise NotImplementedError
 
     def _start(self, model, opts: SolveOptions):
@@ -143,7 +193,7 @@ class MipBackend(Solver):
 def form_bound(form: AlgebraicForm, value: float, scale: float = 1.0,
                slack: float = 0.0) -> float:
     """A solver's dual bound ``value`` (of the objective times ``scale``, rounded within
-    ``slack``) in the model's units, widened by the round-off."""
+    ``slack``) in the objective's units, widened by the round-off."""
     bound = float(value) / scale
     return bound + slack if form.sense == "max" else bound - slack
 

@@ -6,6 +6,7 @@ decimals to integers, or raises a one-line ``ModelError`` naming the backend.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -15,7 +16,7 @@ from hpcopt.models.knapsack import integer_scale
 from hpcopt.result import Limit, Status
 
 from . import cpsat
-from .mip import MipBackend, form_bound
+from .mip import Answer, MipBackend, Session, form_bound
 from .registry import Outcome, SolveOptions, Solver, register
 
 DP_CELLS = 2**24  # largest items x capacity table for the ortools one-resource DP
@@ -130,58 +131,102 @@ class CpSat(MipBackend):
     # CP-SAT model build from Python, per nonzero (measured ~1.1e-6 s and 5.6e-5 MB on a SCAS
     # window of 464k nonzeros on a busy 2-core machine; with a margin)
     SECONDS_PER_NZ, MB_PER_NZ = 2e-6, 1e-4
+    INTEGER_DATA = True
 
-    def _solve_form(self, model, form, opts: SolveOptions, native: dict, start) -> Outcome:
+    def session(self, model, form, opts: SolveOptions, native: dict, start) -> CpSatSession:
+        return CpSatSession(self, form, native, start)
+
+
+class CpSatSession(Session):
+    """A form in a CP-SAT model; every solve is a fresh ``CpSolver`` on it (CP-SAT solves
+    from scratch), with the hint kept."""
+
+    def __init__(self, backend: CpSat, form, native: dict, start) -> None:
         from ortools.sat.python import cp_model  # lazy: see registry
 
-        scale, coefs, slack = _integer_objective(form, self.full_name)
-        cp = cp_model.CpModel()
+        self.backend, self.form, self.native, self.lin = backend, form, native, cp_model.LinearExpr
+        self.scale, coefs, self.slack = _integer_objective(form, backend.full_name)
+        self.cp = cp = cp_model.CpModel()
         ubs = form.upper_bounds()
-        x = []
+        self.x = x = []
         for name, kind, ub in zip(form.names(), form.kinds(), ubs.tolist()):
             if kind == "binary":
                 x.append(cp.new_bool_var(name))
             elif kind == "integer" and np.isfinite(ub):
                 x.append(cp.new_int_var(0, int(ub), name))
             else:
-                raise ModelError(f"backend {self.full_name!r} needs bounded integer variables; "
-                                 f"{form.name} has {kind} {name}")
+                raise ModelError(f"backend {backend.full_name!r} needs bounded integer "
+                                 f"variables; {form.name} has {kind} {name}")
         binary = np.array(form.kinds()) == "binary"
         for block in form.rows:
             for idx, row, rhs in zip(block.index, block.coefs, block.rhs.tolist()):
-                terms = [x[i] for i in idx.tolist()]
                 if rhs == 1 and (row == 1).all() and binary[idx].all():
+                    terms = [x[i] for i in idx.tolist()]
                     (cp.add_at_most_one if block.sense == "<=" else cp.add_exactly_one)(terms)
-                    continue
-                if not (row == np.round(row)).all() or rhs != round(rhs):
-                    raise ModelError(f"backend {self.full_name!r} needs integer rows; "
-                                     f"{form.name} row {block.name} is not")
-                expr = cp_model.LinearExpr.weighted_sum(terms, row.astype(np.int64).tolist())
-                cp.add(expr <= int(rhs) if block.sense == "<=" else expr == int(rhs))
+                else:
+                    self._add(idx.tolist(), row, block.sense, rhs, f"{form.name} row {block.name}")
         used = np.flatnonzero(coefs)
-        objective = cp_model.LinearExpr.weighted_sum([x[i] for i in used.tolist()],
-                                                     coefs[used].tolist())
-        (cp.maximize if form.sense == "max" else cp.minimize)(objective)
+        self._objective(used.tolist(), coefs[used].tolist())
         if start is not None:
             cpsat.add_hints(cp, x, np.round(start).astype(np.int64).tolist())
+
+    def _add(self, index, coefs, sense: str, rhs: float, what: str) -> None:
+        """An integer row; a fractional ``rhs`` is rounded the way the integer row allows
+        (down for ``<=``, up for ``>=``), which keeps exactly the same integer points."""
+        coefs = np.asarray(coefs, dtype=float)
+        if not (coefs == np.round(coefs)).all() or (sense == "==" and rhs != round(rhs)):
+            raise ModelError(f"backend {self.backend.full_name!r} needs integer rows; "
+                             f"{what} is not")
+        expr = self.lin.weighted_sum([self.x[i] for i in index],
+                                     coefs.astype(np.int64).tolist())
+        if sense == "<=":
+            self.cp.add(expr <= math.floor(rhs))
+        elif sense == ">=":
+            self.cp.add(expr >= math.ceil(rhs))
+        else:
+            self.cp.add(expr == int(rhs))
+
+    def _objective(self, index, coefs) -> None:
+        expr = self.lin.weighted_sum([self.x[i] for i in index], coefs)
+        (self.cp.maximize if self.form.sense == "max" else self.cp.minimize)(expr)
+
+    def solve(self, opts: SolveOptions) -> Answer:
+        from ortools.sat.python import cp_model  # lazy: see registry
+
         left = opts.left()
-        if left is not None and left <= 0:  # the build took the time: the start stands
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME)
+        if left is not None and left <= 0:  # the build (or earlier solves) took the time
+            return Answer(Status.NO_SOLUTION, Limit.TIME)
         solver = cp_model.CpSolver()
-        cpsat.parameters(solver, opts, left, native)
-        code, stopped = cpsat.solve_stoppable(solver, cp)
+        cpsat.parameters(solver, opts, left, self.native)
+        code, stopped = cpsat.solve_stoppable(solver, self.cp)
         name = solver.status_name(code)
-        status = self.STATUS_MAP.get(name, Status.ERROR)
-        if slack and status == Status.OPTIMAL:
+        status = self.backend.STATUS_MAP.get(name, Status.ERROR)
+        if self.slack and status == Status.OPTIMAL:
             status = Status.FEASIBLE  # proven for rounded costs only: the bound says how far
         limit = cpsat.limit_of(status, stopped, opts.deadline is not None)
-        decision = bound = None
+        values = bound = None
         if status.has_solution:  # without one, CP-SAT's bound is not meaningful
             values = np.asarray(list(solver.response_proto.solution))  # in variable order
-            decision = form.decode(values)
-            bound = form_bound(form, solver.best_objective_bound, scale, slack)
-        return Outcome(status, decision, bound=bound, limit=limit, log=solver.response_stats(),
-                       extra={"native_status": name})
+            bound = form_bound(self.form, solver.best_objective_bound, self.scale, self.slack)
+        return Answer(status, limit, values, bound, name, log=solver.response_stats())
+
+    def add_row(self, index, coefs, sense, rhs) -> None:
+        self._add(list(index), coefs, sense, rhs, "an added row")
+
+    def set_objective(self, index, coefs) -> None:
+        """Python integers are taken as they are (up to int64); floats are scaled by the
+        power of ten that makes them integral."""
+        self.slack = 0.0
+        if all(isinstance(c, (int, np.integer)) for c in coefs):
+            self.scale = 1.0
+            self._objective(list(index), [int(c) for c in coefs])
+            return
+        coefs = np.asarray(coefs, dtype=float)
+        self.scale = integer_scale(coefs, "objective coefficients", self.backend.full_name)
+        self._objective(list(index), np.round(coefs * self.scale).astype(np.int64).tolist())
+
+    def fix(self, index, value) -> None:
+        self.cp.add(self.x[index] == int(round(value)))
 
 
 def _integer_objective(form, backend: str) -> tuple[float, np.ndarray, float]:

@@ -18,8 +18,8 @@ from hpcopt.errors import SolverUnavailableError, closest
 from hpcopt.models.algebraic import pyomo_values, to_pyomo
 from hpcopt.result import Limit, Status
 
-from .mip import MipBackend
-from .registry import Footprint, Outcome, SolveOptions, register
+from .mip import Answer, MipBackend, Session
+from .registry import Footprint, SolveOptions, register
 from .scip_output import stdout_to_stderr
 
 # Build estimates, fitted to ``benchmarks/pyomo_build.py`` (SCAS windows in both formulations,
@@ -269,32 +269,82 @@ class Pyomo(MipBackend):
                 opt.options[option] = given
         return notes
 
-    def _solve_form(self, model, form, opts: SolveOptions, native: dict, start) -> Outcome:
-        from pyomo.common.log import LoggingIntercept  # lazy: see termination_map
+    def session(self, model, form, opts: SolveOptions, native: dict, start) -> PyomoSession:
+        return PyomoSession(self, model, form, opts, native)
 
-        opt = self._solver()
-        notes = self._common_options(opt, opts)
+
+class PyomoSession(Session):
+    """A form as a pyomo model (``to_pyomo``) and the solver it is handed to.  Each solve
+    gets what the solve's time limit leaves less the solver's late stop and, for interfaces
+    that load inside ``solve`` (again at every solve), the estimated load; changes are
+    pyomo components (a ``cuts`` list, an objective ``lex``, fixed variables) that an appsi
+    solver picks up on its next solve."""
+
+    def __init__(self, backend: Pyomo, model, form, opts: SolveOptions, native: dict) -> None:
+        import pyomo.environ as pyo  # lazy: see termination_map
+
+        self.backend, self.form, self.pyo = backend, form, pyo
+        self.opt = opt = backend._solver()
+        self.notes = backend._common_options(opt, opts)
         for key, val in native.items():
             opt.options[key] = val
-        est = self.build_estimate(model, opts.solver_options)
+        est = backend.build_estimate(model, opts.solver_options)
         t0 = time.perf_counter()
-        pm = to_pyomo(form)
-        to_come = self._load(opt, pm, est, time.perf_counter() - t0)
-        if not self._give_time(opt, opts, to_come + est.stop_s):  # the greedy stands
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
-                           log="no time left to solve after the build")
-        results = self._run(opt, pm)
+        self.pm = to_pyomo(form)
+        update = getattr(opt, "update_config", None)
+        self.checks = {} if update is None else {k: getattr(update, k) for k in update}
+        self.load_s = backend._load(opt, self.pm, est, time.perf_counter() - t0)
+        self.stop_s = est.stop_s
+        self.flat = [self.pm.component(b.name)[k] for b in form.variables for k in b.keys]
+
+    def solve(self, opts: SolveOptions) -> Answer:
+        from pyomo.common.log import LoggingIntercept  # lazy: see termination_map
+
+        backend, opt, pm = self.backend, self.opt, self.pm
+        if not backend._give_time(opt, opts, self.load_s + self.stop_s):
+            return Answer(Status.NO_SOLUTION, Limit.TIME,
+                          log="no time left to solve after the build")
+        results = backend._run(opt, pm)
         condition = results.solver.termination_condition
         status, limit = termination_map().get(condition, (Status.ERROR, None))
-        decision = None
+        values = None
         if status.has_solution and len(results.solution) > 0:
             with LoggingIntercept(io.StringIO()) as captured:  # "aborted status" on limits
                 pm.solutions.load_from(results)
-            notes.append(captured.getvalue().strip())
-            decision = form.decode(pyomo_values(form, pm))
-        side = results.problem.upper_bound if form.sense == "max" else results.problem.lower_bound
+            self.notes.append(captured.getvalue().strip())
+            values = pyomo_values(self.form, pm)
+        elif status.has_solution:
+            status = Status.NO_SOLUTION
+        side = results.problem.upper_bound if self.form.sense == "max" \
+            else results.problem.lower_bound
         bound = float(side) if side is not None and math.isfinite(float(side)) else None
-        notes.append(f"termination_condition={condition}")
-        return Outcome(status, decision, bound=bound, limit=limit,
-                       log="\n".join(n for n in notes if n),
-                       extra={"termination_condition": str(condition)})
+        self.notes.append(f"termination_condition={condition}")
+        log, self.notes = "\n".join(n for n in self.notes if n), []  # this solve's notes
+        return Answer(status, limit, values, bound, str(condition), log=log,
+                      extra={"termination_condition": str(condition)})
+
+    def _change(self) -> None:
+        """appsi solvers were told nothing would change (``Pyomo._load``): their checks for
+        changes are back on."""
+        for check, value in self.checks.items():
+            setattr(self.opt.update_config, check, value)
+
+    def add_row(self, index, coefs, sense, rhs) -> None:
+        self._change()
+        if not hasattr(self.pm, "cuts"):
+            self.pm.cuts = self.pyo.ConstraintList()
+        body = sum(c * self.flat[i] for i, c in zip(index, coefs))
+        self.pm.cuts.add(body <= rhs if sense == "<=" else body >= rhs)
+
+    def set_objective(self, index, coefs) -> None:
+        self._change()
+        pyo, pm = self.pyo, self.pm
+        pm.obj.deactivate()
+        if hasattr(pm, "lex"):
+            pm.del_component(pm.lex)
+        pm.lex = pyo.Objective(expr=sum(c * self.flat[i] for i, c in zip(index, coefs)),
+                               sense=pyo.maximize if self.form.sense == "max" else pyo.minimize)
+
+    def fix(self, index, value) -> None:
+        self._change()
+        self.flat[index].fix(value)

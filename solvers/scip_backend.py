@@ -7,11 +7,12 @@ import numpy as np
 
 from hpcopt.result import Limit, Status
 
-from .mip import MipBackend, form_bound
-from .registry import Outcome, SolveOptions, register
+from .mip import Answer, MipBackend, Session
+from .registry import SolveOptions, register
 from .scip_output import new_model, optimize
 
 VTYPES = {"binary": "B", "integer": "I", "continuous": "C"}
+KNAPSACK_UPGRADE_CAP = 2**20  # see _big_binary_rows
 
 
 @register("scip")
@@ -71,23 +72,35 @@ class Scip(MipBackend):
         "unknown": (Status.NO_SOLUTION, None),
     }
 
-    def _solve_form(self, model, form, opts: SolveOptions, native: dict, start) -> Outcome:
+    def session(self, model, form, opts: SolveOptions, native: dict, start) -> ScipSession:
+        return ScipSession(self, form, opts, native, start)
+
+
+class ScipSession(Session):
+    """A form in a PySCIPOpt model; changes between solves free SCIP's transformed problem
+    first (``freeTransform``), as SCIP requires."""
+
+    def __init__(self, backend: Scip, form, opts: SolveOptions, native: dict, start) -> None:
         import pyscipopt  # lazy: see registry
 
-        scip = new_model(form.name, opts, native)
+        self.backend, self.sense, self.quicksum = backend, form.sense, pyscipopt.quicksum
+        params = dict(native)
+        if _big_binary_rows(form):
+            params.setdefault("constraints/linear/upgrade/knapsack", False)
+        self.scip = scip = new_model(form.name, opts, params)
         exact = form.integer_objective
-        scale = 1.0
-        obj = form.objective()
+        self.scale, obj = 1.0, form.objective()
         if exact is not None and exact.slack == 0:
-            scale, obj = exact.scale, exact.coefs
+            self.scale, obj = exact.scale, exact.coefs
         ubs = form.upper_bounds().tolist()
-        x = [scip.addVar(name, vtype=VTYPES[kind], lb=0.0, obj=float(c),
-                         ub=None if kind == "binary" or not np.isfinite(ub) else ub)
-             for name, kind, c, ub in zip(form.names(), form.kinds(), obj.tolist(), ubs)]
+        self.x = x = [scip.addVar(name, vtype=VTYPES[kind], lb=0.0, obj=float(c),
+                                  ub=None if kind == "binary" or not np.isfinite(ub) else ub)
+                      for name, kind, c, ub in zip(form.names(), form.kinds(), obj.tolist(),
+                                                   ubs)]
         for block in form.rows:
             for key, idx, coefs, rhs in zip(block.keys, block.index, block.coefs,
                                             block.rhs.tolist()):
-                body = pyscipopt.quicksum(c * x[i] for i, c in zip(idx.tolist(), coefs.tolist()))
+                body = self.quicksum(c * x[i] for i, c in zip(idx.tolist(), coefs.tolist()))
                 name = f"{block.name}{key}"
                 scip.addCons(body <= rhs if block.sense == "<=" else body == rhs, name=name)
         if form.sense == "max":
@@ -99,19 +112,57 @@ class Scip(MipBackend):
             for k in np.flatnonzero(start).tolist():
                 scip.setSolVal(sol, x[k], float(start[k]))
             scip.addSol(sol, free=True)
+        self.solved = False
+
+    def solve(self, opts: SolveOptions) -> Answer:
         left = opts.left()
-        if left is not None and left <= 0:  # the build took the time: the start stands
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME)
+        if left is not None and left <= 0:  # the build (or earlier solves) took the time
+            return Answer(Status.NO_SOLUTION, Limit.TIME)
+        scip = self.scip
         optimize(scip, left, opts.log)
-        native_status = scip.getStatus()
-        status, limit = self.STATUS_MAP.get(native_status, (Status.ERROR, None))
-        decision = None
+        self.solved = True
+        native = scip.getStatus()
+        status, limit = self.backend.STATUS_MAP.get(native, (Status.ERROR, None))
+        values = None
         if status != Status.ERROR and scip.getNSols() > 0:
             sol = scip.getBestSol()
-            decision = form.decode(np.array([scip.getSolVal(sol, v) for v in x]))
+            values = np.array([scip.getSolVal(sol, v) for v in self.x])
         elif status.has_solution:
             status = Status.NO_SOLUTION
         dual = scip.getDualbound()
-        bound = None if scip.isInfinity(abs(dual)) else form_bound(form, dual, scale)
-        return Outcome(status, decision, bound=bound, limit=limit,
-                       extra={"native_status": native_status, "nodes": scip.getNNodes()})
+        bound = None if scip.isInfinity(abs(dual)) else float(dual) / self.scale
+        return Answer(status, limit, values, bound, native, extra={"nodes": scip.getNNodes()})
+
+    def _change(self) -> None:
+        if self.solved:
+            self.scip.freeTransform()
+            self.solved = False
+
+    def add_row(self, index, coefs, sense, rhs) -> None:
+        self._change()
+        body = self.quicksum(c * self.x[i] for i, c in zip(index, coefs))
+        self.scip.addCons(body <= rhs if sense == "<=" else body >= rhs)
+
+    def set_objective(self, index, coefs) -> None:
+        self._change()
+        self.scip.setObjective(self.quicksum(c * self.x[i] for i, c in zip(index, coefs)),
+                               "maximize" if self.sense == "max" else "minimize")
+        self.scale = 1.0
+
+    def fix(self, index, value) -> None:
+        self._change()
+        self.scip.chgVarLb(self.x[index], float(value))
+        self.scip.chgVarUb(self.x[index], float(value))
+
+    def tighten(self) -> None:
+        self._change()
+        self.scip.setParam("numerics/feastol", 1e-9)
+
+
+def _big_binary_rows(form) -> bool:
+    """Whether a ``<=`` row over 0-1 variables has a capacity above ``KNAPSACK_UPGRADE_CAP``:
+    SCIP would make it a knapsack constraint, whose separation ran 10 s past a 2 s limit on a
+    300-item subset-sum window with capacity 8.6e7, so such rows stay linear."""
+    binary = np.array(form.kinds()) == "binary"
+    return any(block.sense == "<=" and rhs > KNAPSACK_UPGRADE_CAP and binary[idx].all()
+               for block in form.rows for idx, rhs in zip(block.index, block.rhs.tolist()))
