@@ -92,8 +92,6 @@ ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                    "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
 #: modes a real queue runs (``dependency`` holds an allocation early: simulator only)
 SLURM_MODES = ("afterok", "naive")
-SLURM_COLUMNS = ["slurm_job", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end",
-                 "slurm_state"]
 
 
 class StageFailed(WorkflowError):
