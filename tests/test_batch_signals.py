@@ -155,6 +155,7 @@ def _interrupt_a_cpsat_solve(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.slow  # waits 6 s for SCIP's search to be under way
 def test_scip_ctrl_c_banner_stays_off_stdout(tmp_path):
     """With --out -, standard output holds the rows only: SCIP's "pressed CTRL-C" banner,
     printed from C, goes to standard error."""
@@ -181,6 +182,7 @@ def test_rows_on_stdout_from_worker_processes(tmp_path):
     assert sorted(r["file"] for r in rows) == [f"f{i:02d}.json" for i in range(4)]
 
 
+@pytest.mark.slow  # waits 6 s for SCIP's search to be under way
 def test_ctrl_c_while_scip_runs_stops_the_whole_batch(tmp_path):
     """SCIP catches SIGINT itself and returns 'userinterrupt': the batch must still stop
     there (exit 130 within about a second) and not start the next backend or file."""

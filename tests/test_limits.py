@@ -410,6 +410,7 @@ def test_anytime_mip_answers_at_least_the_heuristic_in_the_same_limit(osdec, bac
         res.extra.get("refused")
 
 
+@pytest.mark.slow  # two 4 s solves after the window's SCAS optimum: 14 s
 def test_nsa_refused_for_time_answers_what_sa_starts_from(scas):
     """The DCAS greedy start is the better of the sequential placement and the SCAS optimum
     (what ``sa`` searches from), so ``nsa``, refused when torch cannot load in time, is not
