@@ -92,7 +92,7 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
             status = Status.NO_SOLUTION if answer.status.has_solution else answer.status
         return outcome(status, None if chosen is None else red.lift(chosen),
                        bound=None if chosen is None or bound is None else red.objective(bound),
-                       limit=answer.limit or (Limit.TIME if chosen is not None else None),
+                       limit=answer.limit,
                        extra={"native_status": answer.native, **answer.extra})
 
     if not (integer and mode == "resolve"):
