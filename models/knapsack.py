@@ -101,15 +101,6 @@ class ReducedKnapsack:
         """``knapsack_form`` of the reduced data: ``x[j]`` is item ``items[j]``."""
         return _form(self.values, self.weights, self.capacities)
 
-    def tie_terms(self, start: int) -> tuple[int, list[int]]:
-        """``(c, values)`` for the items from ``start`` on: ``v_j * 2**c + 2**(c-1-j)`` for
-        the first ``c`` of them, ``v_j * 2**c`` after, ``c`` as large as int64 allows (see
-        ``solve_canonical``).  Needs integer ``values``."""
-        values = [int(v) for v in self.values[start:].tolist()]
-        c = min(len(values), 61 - (sum(values) + 1).bit_length())
-        return c, [(v << c) + ((1 << (c - 1 - j)) if j < c else 0)
-                   for j, v in enumerate(values)]
-
     def solve_canonical(self, solve):
         """The canonical optimum with an exact integer solver ``solve``, in a few solves.
 
@@ -127,11 +118,14 @@ class ReducedKnapsack:
         reduced objective from the first solve (None when the solver gave none).
         """
         k = self.size
+        values = [int(v) for v in self.values.tolist()]
         caps = np.asarray(self.capacities, dtype=np.int64).copy()
         chosen = np.zeros(k, dtype=bool)
         start, bound = 0, None
         while start < k:
-            c, tied = self.tie_terms(start)
+            c = min(k - start, 61 - (sum(values[start:]) + 1).bit_length())
+            tied = [(v << c) + ((1 << (c - 1 - j)) if j < c else 0)
+                    for j, v in enumerate(values[start:])]
             sub, proven, sub_bound = solve(tied, self.weights[:, start:], caps)
             sub = np.asarray(sub, dtype=bool)
             if start == 0 and sub_bound is not None:

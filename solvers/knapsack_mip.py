@@ -17,7 +17,8 @@ one solve; the knapsack promises more, so the MIP backends run this loop instead
   lexicographically, ``LEX_CHUNK`` items per solve (weights ``2**(c-1-j)``: integer
   objectives below ``2**24``, which a solver with tolerances still compares exactly), each
   chunk then fixed.  A solver of exact integers (CP-SAT) takes the tie-break terms on the
-  values instead (``ReducedKnapsack.tie_terms``): one solve for a window of tens of jobs,
+  values instead (``ReducedKnapsack.solve_canonical``, as ``ortools`` does, on the session):
+  one solve for a window of tens of jobs,
   where keeping the value and re-solving took 1.9x as long (median, ``benchmarks/
   knapsack_backends.py --tie-break resolve``).
 
@@ -27,7 +28,6 @@ The time limit covers every solve.  Their cost is measured by
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -105,20 +105,26 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
                 return outcome(Status.OPTIMAL, canonical, extra={
                     "native_status": answer.native, **answer.extra, "tie_break": "dp"})
     if integer:  # exact integers: the tie-break terms ride on the values, a few solves
-        chosen, bound, first = np.zeros(red.size, dtype=bool), None, 0
-        while first < red.size:
-            c, tied = red.tie_terms(first)
+        last: dict = {"fixed": 0, "found": None, "answer": None, "any": False}
+
+        def solve(tied, _weights, _caps):
+            """One of ``solve_canonical``'s solves on the session: the items before
+            ``first`` are fixed at the values the previous solve chose for them."""
+            first = red.size - len(tied)
+            for j in range(last["fixed"], first):
+                session.fix(j, float(last["found"][j]))
+            last["fixed"] = first
             session.set_objective(range(first, red.size), tied)
             answer, found = run()
-            if first == 0 and answer.bound is not None:
-                bound = math.floor(answer.bound) >> c
-            if found is not None:
-                chosen[first:] = found[first:]
-            if answer.status != Status.OPTIMAL or found is None:
-                return stopped(answer, chosen if first or found is not None else None, bound)
-            for j in range(first, first + c):
-                session.fix(j, float(chosen[j]))
-            first += c
+            last.update(answer=answer, found=found, any=last["any"] or found is not None)
+            if found is None:
+                return [False] * len(tied), False, None
+            return found[first:], answer.status == Status.OPTIMAL, answer.bound
+
+        chosen, proven, bound = red.solve_canonical(solve)
+        answer = last["answer"]
+        if not proven:
+            return stopped(answer, chosen if last["any"] else None, bound)
         return outcome(Status.OPTIMAL, red.lift(chosen), extra={
             "native_status": answer.native, **answer.extra, "tie_break": "resolve"})
     extra = {"native_status": answer.native, **answer.extra}
