@@ -8,12 +8,14 @@ richer states (burst buffer, SSD classes, node sets on a topology) implement the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from operator import attrgetter
 
 import numpy as np
 
 from hpcopt.domain import Job, System
-from hpcopt.errors import InvalidDecisionError, SimulationError
+from hpcopt.errors import HpcoptError, InvalidDecisionError, SimulationError
 
 _new_pool = object.__new__
 
@@ -97,6 +99,12 @@ class NodeCounts(ResourcePool):
     asks for no more nodes than are free and for no burst buffer or SSD."""
 
     __slots__ = ()
+
+    @classmethod
+    def availability(cls, system: System, unavailable, completing,
+                     unavailable_bb: float = 0.0) -> Availability:
+        """What a decision may use of ``system``, its nodes counted (``Availability``)."""
+        return CountedNodes(system, unavailable, completing, unavailable_bb)
 
     @property
     def free_nodes(self) -> int:
@@ -233,6 +241,16 @@ class MultiPool(ResourcePool):
         classes = sorted(system.ssd_classes.items()) or [(0.0, system.nodes)]
         return cls([float(s) for s, _ in classes], [int(n) for _, n in classes], system.bb)
 
+    @classmethod
+    def availability(cls, system: System, unavailable, completing,
+                     unavailable_bb: float = 0.0) -> Availability:
+        """What a decision may use of ``system``: nodes per SSD class where they are given
+        as ``{SSD GB: nodes}``, else counted (``Availability``)."""
+        if system.ssd_classes and any(isinstance(n, Mapping)
+                                      for n in (unavailable, completing)):
+            return NodesByClass(system, unavailable, completing, unavailable_bb)
+        return CountedNodes(system, unavailable, completing, unavailable_bb)
+
     @property
     def total(self) -> int:
         return sum(self.counts)
@@ -313,6 +331,12 @@ class TopologyPool(ResourcePool):
     def __init__(self, total: int, idle=None) -> None:
         self.total = int(total)
         self.idle = np.ones(self.total, dtype=bool) if idle is None else idle.copy()
+
+    @classmethod
+    def availability(cls, system: System, unavailable, completing,
+                     unavailable_bb: float = 0.0) -> Availability:
+        """What a decision may use of ``system``, its nodes told apart (``Availability``)."""
+        return NodeIds(system, unavailable, completing, unavailable_bb)
 
     @property
     def free_nodes(self) -> int:
@@ -448,6 +472,17 @@ class CapacityPool(NodeCounts):
         return f"CapacityPool(used={self.used}, capacity={self.capacity}/{self.total})"
 
 
+def pool_class(system: System) -> type:
+    """The class of the resource state that fits ``system`` (``make_pool``)."""
+    if system.capacity is not None:
+        return CapacityPool
+    if system.topology is not None:
+        return TopologyPool
+    if system.bb > 0 or system.ssd_classes:
+        return MultiPool
+    return NodePool
+
+
 def make_pool(system: System):
     """The resource state that fits ``system``: node sets on a topology, several resources,
     a time-varying capacity (``System.capacity``: a ``CapacityProfile`` or any callable
@@ -464,3 +499,182 @@ def make_pool(system: System):
     if system.bb > 0 or system.ssd_classes:
         return MultiPool.for_system(system)
     return NodePool(system.nodes)
+
+
+def availability(system: System, unavailable=0, completing=0,
+                 unavailable_bb: float = 0.0) -> Availability:
+    """What one decision may use of ``system`` when ``unavailable`` nodes take no job and
+    ``completing`` ones are busy until now, each given as its kind counts nodes (a count,
+    node ids on a topology, ``{SSD GB: nodes}`` on SSD classes), and ``unavailable_bb`` GB of
+    the burst buffer are held elsewhere: built by the class of the machine's resource state
+    (``pool_class``)."""
+    return pool_class(system).availability(system, unavailable, completing, unavailable_bb)
+
+
+NEVER = 100 * 365 * 86400.0  # how long an unavailable node of a topology stays taken
+
+
+class Availability:
+    """What one decision may use of a machine, and the questions a decision asks of its
+    kind: ``machine`` is the system without the nodes and burst buffer out of it (``None``
+    when no node is left), ``usable`` its nodes that may take a job.  Nodes busy with no
+    known job become stand-in jobs (``stand_ins``); jobs told to start on given nodes keep
+    them unless a read says they are busy (``pin``); ``placement`` is what a decision says
+    of where a started job runs (``None``: nothing, its nodes are counted)."""
+
+    places = False  # the decision says where each job starts
+
+    def never_fits(self, job: Job) -> str | None:
+        """Why ``job`` cannot fit the machine's available nodes even when all are free
+        (None: it can)."""
+        machine = self.machine
+        if job.nodes > self.usable:
+            return f"asks {job.nodes} nodes, {self.usable} available"
+        if machine is not None and job.bb > machine.bb:
+            return f"asks {job.bb:g} GB of burst buffer, the machine has {machine.bb:g}"
+        if machine is not None and machine.ssd_classes and job.ssd:
+            fit = sum(n for size, n in machine.ssd_classes.items() if size >= job.ssd)
+            if job.nodes > fit:
+                return (f"asks {job.nodes} nodes with {job.ssd:g} GB of SSD, {fit} available "
+                        "have that much")
+        return None
+
+    def claim(self, running) -> set:
+        """The nodes that ``running`` (``(job, end, nodes or None)``) hold, where nodes are
+        told apart (else an empty set)."""
+        return set()
+
+    def stand_ins(self, claimed: set) -> list[tuple[int, float, object]]:
+        """The nodes busy with no job, as ``(nodes, how long from now, allocation)`` of one
+        stand-in job each (completing nodes end now); ``claimed`` (``claim``) grows by
+        them."""
+        n = len(self.completing)
+        return [(n, 0.0, None)] if n else []
+
+    def pin(self, nodes, claimed: set):
+        """The nodes a starting job told to start on ``nodes`` keeps (None: it takes what the
+        pool gives); ``claimed`` grows by them."""
+        return nodes
+
+    def placement(self, allocation):
+        """What the decision says of where a job started on ``allocation`` (None: nothing)."""
+        return tuple(int(n) for n in allocation) if self.places else None
+
+
+class CountedNodes(Availability):
+    """Interchangeable nodes (and a machine with a burst buffer, SSD classes counted as a
+    whole, or a capacity profile): unavailable nodes leave the machine, completing ones are
+    one stand-in job; counts (or as many ids)."""
+
+    def __init__(self, system: System, unavailable, completing,
+                 unavailable_bb: float = 0.0) -> None:
+        down, self.completing = node_ids(unavailable, False), node_ids(completing, False)
+        self.unavailable = down
+        self.machine = _without(system, len(down), len(self.completing), unavailable_bb)
+        self.usable = self.machine.nodes if self.machine is not None else 0
+        self.places = bool(system.ssd_classes)
+
+
+class NodesByClass(Availability):
+    """Nodes in SSD classes, counted per class (``{SSD GB: nodes}``): unavailable nodes
+    leave their classes, completing ones are one stand-in job holding them class by
+    class; decisions say how many nodes of each class a job starts on."""
+
+    places = True
+
+    def __init__(self, system: System, unavailable, completing,
+                 unavailable_bb: float = 0.0) -> None:
+        sizes = sorted(system.ssd_classes)
+        down = self.unavailable = _per_class(unavailable, sizes)
+        self.completing = _per_class(completing, sizes)
+        machine = _without(system, 0, 0, unavailable_bb)
+        if machine is not None and any(down):  # a class may be left with no node
+            machine = replace(machine, nodes=machine.nodes - sum(down), ssd_classes={
+                s: machine.ssd_classes[s] - d for s, d in zip(sizes, down)}) \
+                if sum(down) < machine.nodes else None
+        self.machine = machine
+        self.usable = machine.nodes if machine is not None else 0
+
+    def stand_ins(self, claimed: set) -> list[tuple[int, float, object]]:
+        ending = self.completing
+        return [(sum(ending), 0.0, tuple(ending))] if any(ending) else []
+
+
+class NodeIds(Availability):
+    """Nodes told apart on a topology (node ids): unavailable nodes stay in the machine,
+    to keep their ids, as a stand-in job that never ends; each running job's nodes must be
+    known, and decisions say which nodes a job starts on."""
+
+    places = True
+
+    def __init__(self, system: System, unavailable, completing,
+                 unavailable_bb: float = 0.0) -> None:
+        self.unavailable = node_ids(unavailable, True)
+        self.completing = node_ids(completing, True)
+        self.machine = _without(system, 0, 0, unavailable_bb)
+        self.usable = system.nodes - len(self.unavailable)
+
+    def claim(self, running) -> set:
+        missing = next((job for job, _, nodes in running if nodes is None), None)
+        if missing is not None:
+            raise HpcoptError(f"running job {missing.id}: its node ids are needed on a "
+                              "topology (ClusterState.placed)")
+        return {n for _, _, nodes in running for n in nodes}
+
+    def stand_ins(self, claimed: set) -> list[tuple[int, float, object]]:
+        # reads taken a moment apart may name a node twice: a node a running job claims is
+        # its, a completing node is not also unavailable
+        ending = tuple(n for n in self.completing if n not in claimed)
+        down = tuple(n for n in self.unavailable if n not in claimed and n not in ending)
+        claimed.update(ending, down)
+        return [(len(ids), wait, ids) for ids, wait in ((ending, 0.0), (down, NEVER)) if ids]
+
+    def pin(self, nodes, claimed: set):
+        if nodes is None or not claimed.isdisjoint(nodes):
+            return None
+        claimed.update(nodes)
+        return nodes
+
+
+def node_ids(nodes, topology: bool) -> tuple[int, ...]:
+    """Nodes given as a count or as node ids: ids (a count stands for that many anonymous
+    nodes, which a topology cannot place)."""
+    if isinstance(nodes, int):
+        if nodes < 0:
+            raise HpcoptError(f"a node count must be >= 0, got {nodes}")
+        if topology and nodes:
+            raise HpcoptError("on a machine with a topology, give unavailable and completing "
+                              "nodes as node ids")
+        return tuple(range(nodes))
+    return tuple(int(n) for n in nodes)
+
+
+def _per_class(nodes, sizes: list) -> tuple[int, ...]:
+    """Nodes per SSD class (ascending ``sizes``) from ``{SSD GB: nodes}`` (or 0: none)."""
+    if not isinstance(nodes, Mapping) and nodes == 0:
+        return (0,) * len(sizes)
+    if not isinstance(nodes, Mapping) or set(nodes) - set(sizes) or \
+            any(int(n) != n or n < 0 for n in nodes.values()):
+        raise HpcoptError(f"on a machine with SSD classes {sizes}, give unavailable and "
+                          f"completing nodes as {{SSD GB: nodes}}, got {nodes!r}")
+    return tuple(int(nodes.get(s, 0)) for s in sizes)
+
+
+def _without(system: System, unavailable: int, completing: int,
+             unavailable_bb: float = 0.0) -> System | None:
+    """``system`` without ``unavailable`` nodes and ``unavailable_bb`` GB of its burst buffer
+    (``None`` when no node is left)."""
+    if not 0 <= unavailable_bb < float("inf"):
+        raise HpcoptError(f"unavailable burst buffer must be >= 0, got {unavailable_bb}")
+    if unavailable + completing > system.nodes:
+        raise HpcoptError(f"{unavailable} unavailable and {completing} completing nodes, but "
+                          f"the system has {system.nodes}")
+    if unavailable_bb:
+        system = replace(system, bb=max(0.0, system.bb - unavailable_bb))
+    if not unavailable:
+        return system
+    if system.ssd_classes or system.capacity is not None:
+        raise HpcoptError("unavailable nodes are counted on a machine of interchangeable "
+                          "nodes only (this one has SSD classes or a capacity profile)")
+    left = system.nodes - unavailable
+    return replace(system, nodes=left) if left else None
