@@ -148,7 +148,7 @@ def run_record(d: Path, n_jobs: int, kind: str) -> dict:
         raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
     real = {n: (j["submit"], j["start"], j["end"]) for n, j in done.items()}
     log = d / "adapter.jsonl"
-    cycles = read_log(log)[0] if log.exists() else []  # cycle records, event lines aside
+    cycles = [c.as_json() for c in read_log(log)[0]] if log.exists() else []  # cycle records
     wall = max(e for _, _, e in real.values()) - min(s for s, _, _ in real.values())
     return dict(real=real, cycles=cycles, wall=wall)
 

@@ -35,7 +35,7 @@ import pytest
 
 from hpcopt.policies import build_policy
 from hpcopt.slurm import testbed
-from hpcopt.slurm.adapter import Adapter
+from hpcopt.slurm.adapter import Adapter, Settings
 from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number
 
 HPCOPT = [str(Path(sys.executable).with_name("hpcopt"))]
@@ -189,9 +189,12 @@ class Cluster:
                                   ("PENDING", "RUNNING", "COMPLETING") for i in ids), 20)
 
     def adapter(self, policy="fcfs", slurm: Slurm | None = None, **kw) -> Adapter:
-        """An adapter on this cluster; ``policy`` a registered name or a policy object."""
+        """An adapter on this cluster; ``policy`` a registered name or a policy object;
+        ``kw``: its ``Settings`` and the driver's options."""
         slurm = slurm or Slurm(env=self.env, timeout=5, retries=1, backoff=0.2)
-        return Adapter(build_policy(policy), slurm=slurm, say=lambda s: None, **kw)
+        mine = {k: kw.pop(k) for k in list(kw) if k in Settings.__dataclass_fields__}
+        return Adapter(build_policy(policy), Settings(**mine), slurm=slurm,
+                       say=lambda s: None, **kw)
 
     def releases(self) -> list[int]:
         """Job ids in Slurm's log lines 'release hold on JobId=...', in order."""

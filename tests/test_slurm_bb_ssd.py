@@ -23,7 +23,7 @@ from hpcopt.domain import Job, System
 from hpcopt.errors import HpcoptError
 from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
-from hpcopt.slurm.adapter import cycle_state
+from hpcopt.slurm.adapter import Settings, cycle_state
 from hpcopt.slurm.state import (
     Pool,
     SlurmJob,
@@ -141,8 +141,8 @@ def test_a_pools_released_job_is_counted_once_and_unreadable_requests_stay_held(
             _job(3, bb="#BB_LUA pool=bb capacity=30"),
             _job(4, bb="#BB_LUA pool=bb capacity=lots"),
             _job(5, bb="#BB_LUA pool=other capacity=5"))
-    s = cycle_state(Snapshot(NOW, jobs, NODES, 0.01), "batch",
-                    pools={"bb": Pool(100.0, 60.0, {1: 60.0})}, bb_pool="bb")
+    pools = {"bb": Pool(100.0, 60.0, {1: 60.0})}
+    s = cycle_state(Snapshot(NOW, jobs, NODES, 0.01, pools=pools), Settings(bb_pool="bb"))
     c = s.cluster
     assert c.system.bb == 100 and c.unavailable_bb == 0
     assert [(str(j.id), j.bb) for j in c.starting] == [("1", 60.0)]  # held already: not twice
@@ -160,8 +160,7 @@ def test_ssd_classes_are_read_per_node_and_decided_per_class():
     jobs = (_job(1, held=False, state="RUNNING", reason="None", node_names=("n4",)),
             _job(2, gres="gres:ssd:200"), _job(3, gres="gres/ssd:200"),
             _job(4, nodes=2, gres="gres:ssd:100"), _job(5, gres="gres:ssd:x"))
-    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", node_gres=gres,
-                    ssd_gres="ssd")
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01, node_gres=gres), Settings(ssd_gres="ssd"))
     c = s.cluster
     assert c.system.ssd_classes == {128.0: 2, 256.0: 2} and c.placed["1"] == (0, 1)
     assert [(str(j.id), j.ssd) for j in c.queue] == [("2", 200.0), ("3", 200.0), ("4", 100.0)]
@@ -171,8 +170,8 @@ def test_ssd_classes_are_read_per_node_and_decided_per_class():
     assert {str(k): v for k, v in d.placements.items()} == {"2": (0, 1), "4": (2, 0)}
     nodes = NODES[:2] + (SlurmNode("n3", "idle", frozenset(), ("debug",)),)
     with pytest.raises(HpcoptError, match=r"node n2: gres 'ssd:x' cannot be read"):
-        cycle_state(Snapshot(NOW, (), nodes, 0.01), "batch",
-                    node_gres={"n1": "ssd:1", "n2": "ssd:x"}, ssd_gres="ssd")
+        gres = {"n1": "ssd:1", "n2": "ssd:x"}
+        cycle_state(Snapshot(NOW, (), nodes, 0.01, node_gres=gres), Settings(ssd_gres="ssd"))
     state = ClusterState(NOW, System(4, ssd_classes={128: 2, 256: 2}),
                          (Job(9, NOW, 9.0, 9.0, 2, ssd=200),), completing={256: 1},
                          unavailable={128: 1})
@@ -192,8 +191,8 @@ def test_ssd_features_are_classes_and_constraints_requests():
             _job(4, features="ssd128|ssd256"), _job(5, features="intel"),
             _job(6, features="[ssd128|ssd256]"), _job(7, features="ssd128&ssd256"),
             _job(8, nodes=1))
-    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", node_features=features,
-                    ssd_feature="ssd")
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01, node_features=features),
+                    Settings(ssd_feature="ssd"))
     c = s.cluster
     assert c.system.ssd_classes == {0.0: 1, 128.0: 2, 256.0: 2}
     assert [(str(j.id), j.ssd) for j in c.queue] == [("2", 256.0), ("3", 128.0),
@@ -204,7 +203,7 @@ def test_ssd_features_are_classes_and_constraints_requests():
         assert any(f"job {jid} {why}" in n for n in s.notes), (jid, s.notes)
     d = decide(c, make_policy("fcfs"))
     assert [str(j.id) for j, _ in d.started] == ["2", "3", "8"]
-    ssd = s.ssd
+    ssd = s.machine
     assert ssd.constraint(jobs[0], ["n3", "n4"]) is None  # its feature: as asked
     assert ssd.constraint(jobs[1], ["n1", "n2"]) is None
     assert ssd.constraint(jobs[1], ["n1", "n3"]) == "ssd128|ssd256"
@@ -214,8 +213,7 @@ def test_ssd_features_are_classes_and_constraints_requests():
         "asks features intel, which hpcopt does not schedule (--ssd-feature names the "
         "SSD's)" in n for n in plain.notes)
     with pytest.raises(HpcoptError, match="one SSD"):
-        cycle_state(Snapshot(NOW, (), nodes, 0.01), "batch", node_gres={}, ssd_gres="ssd",
-                    node_features=features, ssd_feature="ssd")
+        Settings(ssd_gres="ssd", ssd_feature="ssd")
     conf = slurm_conf(Path("/x"), 4, 2, 7000, "builtin", True, ssd=[(128, 2), (256, 2)],
                       ssd_feature="ssd")
     assert "Gres=ssd:256 Feature=ssd256 State=UNKNOWN" in conf

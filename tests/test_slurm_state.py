@@ -13,7 +13,14 @@ from hpcopt.domain import Job, System
 from hpcopt.errors import OptionError
 from hpcopt.policies import make_policy
 from hpcopt.sim.decide import ClusterState, decide
-from hpcopt.slurm.adapter import FAR, Adapter, array_task_ids, cycle_state, parse_mark
+from hpcopt.slurm.adapter import (
+    FAR,
+    Adapter,
+    Settings,
+    array_task_ids,
+    cycle_state,
+    parse_mark,
+)
 from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.state import (
     Slurm,
@@ -126,7 +133,8 @@ def test_burst_buffer_from_a_license():
                 licenses="bb:20"),
             job(3, licenses="bb:30"), job(4, licenses="bb:20"), job(5, licenses="bb*15"),
             job(6, licenses="bb:10,matlab:1"), job(7, licenses="bb:x"))
-    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {"bb": (100, 60)}, "bb")
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01, licenses={"bb": (100, 60)}),
+                    Settings(bb_license="bb"))
     c = s.cluster
     assert c.system.bb == 100 and c.unavailable_bb == 20
     assert [(str(j.id), j.bb) for j, _ in c.running] == [("1", 40.0)]
@@ -143,7 +151,7 @@ def test_burst_buffer_from_a_license():
     assert [str(j.id) for j in s.cluster.queue] == []
     assert "(--bb-license names the burst buffer's)" in " ".join(s.notes)
     with pytest.raises(Exception, match="license 'bb' is not configured"):
-        cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {}, "bb")
+        cycle_state(Snapshot(NOW, jobs, nodes, 0.01, licenses={}), Settings(bb_license="bb"))
 
 
 def test_reads_that_disagree_on_the_burst_buffer_never_break_the_decision():
@@ -152,7 +160,8 @@ def test_reads_that_disagree_on_the_burst_buffer_never_break_the_decision():
     nodes = tuple(node(f"n{i}") for i in range(1, 5)) + (node("n5", "allocated"),)
     jobs = (job(1, "RUNNING", 5, start=NOW - 5, names=("n5",), licenses="bb:30"),
             job(2, "PENDING", 5, reason="None", licenses="bb:70"), job(3, licenses="bb:10"))
-    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01), "batch", {"bb": (100, 100)}, "bb")
+    s = cycle_state(Snapshot(NOW, jobs, nodes, 0.01, licenses={"bb": (100, 100)}),
+                    Settings(bb_license="bb"))
     c = s.cluster
     assert c.unavailable_bb + sum(j.bb for j, _ in c.running) + sum(
         j.bb for j in c.starting) <= 100
@@ -183,10 +192,10 @@ def test_the_starvation_bound_counts_carry_from_cycle_to_cycle():
         doc = squeue if cmd[0] == "squeue" else sinfo
         return subprocess.CompletedProcess(cmd, 0, json.dumps(doc), "")
 
-    adapter = Adapter(make_policy("knapsack"), slurm=Slurm(run=run), say=lambda s: None,
-                      dry_run=True, starvation_bound=5)
+    adapter = Adapter(make_policy("knapsack"), Settings(dry_run=True), slurm=Slurm(run=run),
+                      say=lambda s: None, starvation_bound=5)
     first = adapter.cycle()
-    assert first["released"] == [3] and adapter._passed == {"2": 1}
+    assert first.released == [3] and adapter._passed == {"2": 1}
     adapter.cycle()
     assert adapter._passed == {"2": 2}
 
@@ -717,7 +726,7 @@ def test_several_partitions_are_decided_each_on_its_own():
             return Snapshot(NOW, tuple(jobs), tuple(nodes), 0.01)
 
     said, log, slurm = [], io.StringIO(), Fake()
-    adapters = [Adapter(make_policy("fcfs"), slurm=slurm, partition=p, dry_run=True,
+    adapters = [Adapter(make_policy("fcfs"), Settings(p, dry_run=True), slurm=slurm,
                         log=log, say=said.append) for p in ("batch", "batch2")]
     assert run_adapters(adapters, once=True) == 0
     recs = [json.loads(line) for line in log.getvalue().splitlines() if "event" not in line]

@@ -48,23 +48,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..domain import Job, NumberedId, System
+from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
 from .lock import PartitionLock
-from .state import (
-    Pool,
-    Slurm,
-    SlurmCommandError,
-    SlurmJob,
-    Snapshot,
-    constraint_terms,
-    feature_size,
-    gres_count,
-    job_bb_request,
-    job_licenses,
-    node_features,
-)
+from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
+from .record import QUEUE_SHOWN, CycleRecord
+from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
 from .wake import Waker
 
@@ -75,7 +65,6 @@ STARTING = frozenset({"None", "Priority", "Resources", "BurstBufferStageIn"})
 MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
 ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
 RECHECK = 0.25  # seconds between cycles while nodes complete a job (woken adapters)
-QUEUE_SHOWN = 20  # queue entries a cycle's log record names, in submission order
 
 
 @dataclass(frozen=True)
@@ -94,8 +83,9 @@ class Entry:
 
 @dataclass
 class CycleState:
-    """One cycle's reading of Slurm: the core's input, the entries behind its queue, and what
-    was set aside or must be held again (log notes)."""
+    """One cycle's reading of Slurm: the core's input, the entries behind its queue, the
+    partition's nodes (their kind: ``hpcopt.slurm.machine``) and the idle ones no released job
+    is pinned to, and what was set aside or must be held again (log notes)."""
 
     cluster: ClusterState | None = None
     entries: dict = field(default_factory=dict)
@@ -103,120 +93,40 @@ class CycleState:
     starting: list[str] = field(default_factory=list)
     rehold: list[SlurmJob] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    ssd: NodeSsd | None = None
+    machine: CountedNodes | None = None
     free_names: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class BurstBuffer:
-    """The burst buffer as one read of Slurm saw it: the license ``name`` (``kind``
-    "license": a job's count of it is its request) or the ``burst_buffer`` plugin's pool
-    ``name`` ("pool": a job's ``#BB_LUA pool=NAME capacity=N``), with its ``total`` and
-    ``used`` units and the ids of the jobs that ``hold`` part of it (a pool's, from stage-in
-    on: a released job holds it before it runs)."""
+class Settings:
+    """What one adapter manages: its ``partition``; besides nodes the Slurm license that is
+    the burst buffer (``bb_license``: a job's count of it its request) or the
+    ``burst_buffer`` plugin's pool that is (``bb_pool``: a job's ``#BB_LUA`` capacity); the
+    gres that is each node's local SSD in GB (``ssd_gres``: a job's count per node its
+    request) or the prefix of the node features that are (``ssd_feature``: ``ssd128`` is
+    128 GB, a job's constraint its request); the partition's network (``topology``,
+    ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
+    ``lock``: the partition's lock file (``hpcopt.slurm.lock``)."""
 
-    kind: str
-    name: str
-    total: float
-    used: float
-    hold: frozenset = frozenset()
-
-    @classmethod
-    def read(cls, licenses: dict | None, license: str | None, pools: dict | None,
-             pool: str | None) -> BurstBuffer | None:
-        """The burst buffer of ``license`` in ``licenses`` ({name: (total, used)}) or of
-        ``pool`` in ``pools`` ({name: ``Pool``}); None when neither is named."""
-        if license is not None:
-            if licenses is None or license not in licenses:
-                raise HpcoptError(f"license {license!r} is not configured (scontrol show "
-                                  f"licenses lists {sorted(licenses or {})})")
-            return cls("license", license, *map(float, licenses[license]))
-        if pool is not None:
-            if pools is None or pool not in pools:
-                raise HpcoptError(f"burst-buffer pool {pool!r} is not configured (scontrol "
-                                  f"show burst lists {sorted(pools or {})})")
-            p: Pool = pools[pool]
-            return cls("pool", pool, p.total, p.used, frozenset(p.jobs))
-        return None
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What a cycle schedules besides nodes: the burst buffer (or None) and each node's local
-    SSD in GB, a gres counting them (``ssd_gres``) or node features ``PREFIX<GB>``
-    (``ssd_feature`` the prefix; or None)."""
-
-    bb: BurstBuffer | None = None
+    partition: str = "batch"
+    bb_license: str | None = None
+    bb_pool: str | None = None
     ssd_gres: str | None = None
     ssd_feature: str | None = None
+    topology: SlurmTopology | None = None
+    dry_run: bool = False
+    lock: object = None
+
+    def __post_init__(self) -> None:
+        if self.bb_license is not None and self.bb_pool is not None:
+            raise OptionError("one burst buffer: give --bb-license or --bb-pool, not both")
+        if self.ssd_gres is not None and self.ssd_feature is not None:
+            raise OptionError("one SSD: give --ssd-gres or --ssd-feature, not both")
 
     @property
-    def ssd(self) -> bool:
-        return self.ssd_gres is not None or self.ssd_feature is not None
-
-    def node_ssd(self, name: str, text: str) -> tuple[float, str]:
-        """A node's SSD in GB and the SSD feature it carries ("" for a gres): its count of
-        the gres, or the largest of its ``PREFIX<GB>`` features (0 without one), from
-        ``text`` (``sinfo``'s gres or features of the node)."""
-        if self.ssd_gres is not None:
-            count = gres_count(text, self.ssd_gres)
-            if count is None:
-                raise HpcoptError(f"node {name}: gres {text!r} cannot be read (expected "
-                                  f"{self.ssd_gres}:GB)")
-            return float(count), ""
-        sizes = [(feature_size(f, self.ssd_feature), f) for f in node_features(text)]
-        return max(((s, f) for s, f in sizes if s is not None), default=(0.0, ""))
-
-    def ask(self, j: SlurmJob) -> tuple[float, float, str | None]:
-        """The burst buffer and the SSD per node ``j`` asks, and why it cannot be scheduled
-        (None: it can): a license, pool, gres or feature hpcopt does not schedule, or a
-        request that cannot be read.  A constraint is read as SSD features: one, or several
-        joined by ``|`` (each node has one of them: the smallest is asked)."""
-        asked = job_licenses(j.licenses)
-        if asked is None:
-            return 0.0, 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
-        license = self.bb.name if self.bb is not None and self.bb.kind == "license" else None
-        other = sorted(set(asked) - {license})
-        if other:
-            return 0.0, 0.0, _not_scheduled("licenses", other, license,
-                                            "--bb-license names the burst buffer's")
-        pools = job_bb_request(j.burst_buffer)
-        if pools is None:
-            return 0.0, 0.0, (f"asks a burst buffer that cannot be read "
-                              f"({j.burst_buffer.strip()[:60]!r}: #BB_LUA pool=NAME "
-                              "capacity=N expected)")
-        pool = self.bb.name if self.bb is not None and self.bb.kind == "pool" else None
-        other = sorted(set(pools) - {pool})
-        if other:
-            return 0.0, 0.0, _not_scheduled("burst-buffer pool", other, pool,
-                                            "--bb-pool names the burst buffer's")
-        ssd = 0.0
-        if self.ssd_gres is not None:
-            ssd = gres_count(j.gres, self.ssd_gres)
-            if ssd is None:
-                return 0.0, 0.0, f"asks gres {j.gres!r}, which cannot be read"
-        terms = constraint_terms(j.features)
-        op, words = terms if terms is not None else ("", [])
-        sizes = [feature_size(w, self.ssd_feature) if self.ssd_feature else None
-                 for w in words]
-        other = [w for w, size in zip(words, sizes) if size is None]
-        if other:
-            return 0.0, 0.0, _not_scheduled("features", other, self.ssd_feature,
-                                            "--ssd-feature names the SSD's")
-        if terms is None or op == "&":
-            return 0.0, 0.0, (f"asks features {j.features!r}, which cannot be read (one "
-                              "SSD feature, or several joined by |, expected)")
-        if sizes:
-            ssd = min(sizes)
-        bb = asked.get(license, 0) if license else pools.get(pool, 0.0)
-        return float(bb), float(ssd), None
-
-
-def _not_scheduled(what: str, names, scheduled: str | None, hint: str) -> str:
-    """Why a job asking ``names`` of ``what`` stays held; ``hint`` names the option that
-    would schedule one when none is (``scheduled`` None)."""
-    return (f"asks {what} {','.join(names)}, which hpcopt does not schedule"
-            + ("" if scheduled else f" ({hint})"))
+    def bb(self) -> bool:
+        """A burst buffer is scheduled."""
+        return self.bb_license is not None or self.bb_pool is not None
 
 
 def names_partition(text: str, partition: str) -> bool:
@@ -235,42 +145,27 @@ def parse_mark(text: str) -> tuple[str, int] | None:
     return kind, int(count or 0)
 
 
-def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
-                bb_license: str | None = None,
-                topology: SlurmTopology | None = None, *, pools: dict | None = None,
-                bb_pool: str | None = None, node_gres: dict | None = None,
-                ssd_gres: str | None = None, node_features: dict | None = None,
-                ssd_feature: str | None = None) -> CycleState:
-    """The core's state of ``partition`` in ``snap`` and the entries behind its queue
-    (module docstring).  With ``bb_license``, that license of ``licenses`` (``{name: (total,
-    used)}``) is the burst buffer, with ``bb_pool`` that pool of ``pools`` (``{name:
-    Pool}``, the ``burst_buffer`` plugin's): its total the machine's, each job's count
-    (``-L``) or capacity (``#BB_LUA``) its request (``BurstBuffer``).  With ``ssd_gres``
-    that gres of each node (``node_gres``: {name: gres text}) is its local SSD in GB, and
-    each job's count of it per node its request; with ``ssd_feature`` a node's largest
-    feature ``PREFIX<GB>`` (``node_features``: {name: features text}) is, and the feature a
-    job's constraint names (``Resources.ask``).  The machine then has SSD classes, nodes are
-    counted per class and the decision says how many of each class a job starts on.
-    With ``topology`` (the partition's nodes, ``hpcopt.slurm.topology``) nodes are told
-    apart: the state says which nodes each job holds and the decision where jobs start."""
-    bb = BurstBuffer.read(licenses, bb_license, pools, bb_pool)
-    res = Resources(bb, ssd_gres, ssd_feature)
+def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleState:
+    """The core's state of the managed partition in ``snap`` and the entries behind its queue
+    (module docstring), under ``settings`` (or a partition's name).  With a burst buffer,
+    its license of ``snap.licenses`` or its pool of ``snap.pools`` is the machine's (each
+    job's count or capacity its request: ``BurstBuffer``); with SSD each node's gres
+    (``snap.node_gres``) or features (``snap.node_features``) make SSD classes, and each
+    job's gres or constraint its request (``Resources.ask``); with a topology nodes are told
+    apart.  The kind of nodes (``hpcopt.slurm.machine``) puts them in the core's terms."""
+    settings = Settings(settings) if isinstance(settings, str) else settings
+    partition = settings.partition
+    bb = BurstBuffer.read(snap.licenses, settings.bb_license, snap.pools, settings.bb_pool)
+    if settings.ssd_gres is not None and settings.ssd_feature is not None:
+        raise HpcoptError("one SSD: a gres (--ssd-gres) or node features (--ssd-feature)")
+    res = Resources(bb, settings.ssd_gres, settings.ssd_feature)
     bb_total, used_bb = (bb.total, bb.used) if bb is not None else (0.0, 0.0)
     nodes = [n for n in snap.nodes if partition in n.partitions]
     if not nodes:
         raise HpcoptError(f"partition {partition!r} has no nodes (sinfo lists "
                           f"{sorted({p for n in snap.nodes for p in n.partitions})})")
-    if topology is not None and {n.name for n in nodes} != set(topology.names):
-        raise TopologyConfError(f"partition {partition!r} has nodes "
-                                f"{sorted(n.name for n in nodes)[:6]}..., the topology "
-                                f"{list(topology.names)[:6]}...: they must be the same nodes")
-    if topology is not None and (bb is not None or res.ssd):
-        raise HpcoptError("a machine with a topology has no burst buffer or SSD here: use "
-                          "--topology, or --bb-license/--bb-pool/--ssd-gres/--ssd-feature")
-    if ssd_gres is not None and ssd_feature is not None:
-        raise HpcoptError("one SSD: a gres (--ssd-gres) or node features (--ssd-feature)")
-    ssd = NodeSsd.read(nodes, res, node_gres if ssd_gres is not None else node_features) \
-        if res.ssd else None
+    machine = partition_nodes(partition, [n.name for n in nodes], res, settings.topology,
+                              snap.node_gres if settings.ssd_gres else snap.node_features)
     usable = {n.name for n in nodes if n.usable}
     idle = {n.name for n in nodes if n.idle}
     placed: dict = {}
@@ -279,6 +174,7 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
         for n in nodes if not n.usable)] if len(usable) < len(nodes) else []
     ours = [j for j in snap.jobs if names_partition(j.partition, partition)]
     held = [j for j in ours if j.held]
+    asks = {j.id: res.ask(j) for j in ours}  # once per job: its burst buffer, SSD, why not
     now = max([snap.time, *(j.submit for j in held)])
     running: list[tuple[Job, float]] = []
     covered: set[str] = set()
@@ -292,20 +188,18 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             covered |= take
             end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
             job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take),
-                      bb=res.ask(j)[0] if bb is not None else 0.0)
+                      bb=(asks.get(j.id) or res.ask(j))[0] if bb is not None else 0.0)
             running.append((job, end))
-            if topology is not None:
-                placed[job.id] = tuple(topology.ids(sorted(take)))
-            elif ssd is not None:
-                placed[job.id] = ssd.counts(take)
-    state = CycleState(n_running=n_running, notes=notes, ssd=ssd)
+            if machine.places:
+                placed[job.id] = machine.held(sorted(take))
+    state = CycleState(n_running=n_running, notes=notes, machine=machine)
     free = len(idle)
     # what the listed jobs hold of the burst buffer (running, and released ones a pool holds
     # already); the rest of its use is held elsewhere, or reserved
     holding = {j.id for j in ours if j.state == "PENDING" and not j.held
                and bb is not None and j.id in bb.hold and j.reason in STARTING}
     listed_bb = sum(job.bb for job, _ in running) + sum(
-        res.ask(j)[0] for j in ours if j.id in holding)
+        asks[j.id][0] for j in ours if j.id in holding)
     unavailable_bb = max(0.0, used_bb - listed_bb)
     free_bb = max(0.0, bb_total - max(used_bb, listed_bb))
     starting: list[Job] = []
@@ -324,20 +218,19 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
             state.notes.append(f"job {j.key} released, waiting: {j.reason}")
             continue
         take = min(_upper(j) or j.nodes, free)
-        asked = res.ask(j)[0] if bb is not None else 0.0
+        asked = asks[j.id][0] if bb is not None else 0.0
         held_bb = asked if j.id in holding else min(asked, free_bb)
         if take:  # the reads may disagree for a moment: never more than is free
             free = free - take
             free_bb -= 0.0 if j.id in holding else held_bb
             starting.append(Job(NumberedId(j.id), min(j.submit, now), 0.0,
                                 j.limit if j.limit is not None else FAR, take, bb=held_bb))
-            pinned = _pinned(j, idle) if topology is not None or ssd is not None else None
+            pinned = _pinned(j, idle) if machine.places else None
             if pinned is not None and len(pinned) == take:
-                placed[starting[-1].id] = tuple(topology.ids(pinned)) \
-                    if topology is not None else ssd.counts(pinned)
+                placed[starting[-1].id] = machine.held(pinned)
                 pinned_names.update(pinned)
-    for entry in _entries(held, ours, partition, state.notes, res):
-        if (topology is not None or ssd is not None) and len(entry.records) > 1:
+    for entry in _entries(held, ours, partition, state.notes, asks):
+        if machine.places and len(entry.records) > 1:
             state.notes.append(f"hetjob {entry.key}: hpcopt does not place hetjobs on a "
                                "topology or on SSD classes: left held")
             continue
@@ -345,18 +238,10 @@ def cycle_state(snap: Snapshot, partition: str, licenses: dict | None = None,
     queue = tuple(e.job for e in state.entries.values())
     state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
     completing, down = usable - idle - covered, {n.name for n in nodes} - usable
-    if ssd is not None:
-        system = System(len(nodes), bb=bb_total, ssd_classes=ssd.classes(), name=partition)
-        completing, down = ssd.by_class(completing), ssd.by_class(down)
-    elif topology is None:
-        system = System(len(nodes), bb=bb_total, name=partition)
-        completing, down = len(completing), len(down)
-    else:
-        system = System(len(nodes), topology=topology.tree, name=partition)
-        completing = tuple(topology.ids(sorted(completing)))
-        down = tuple(topology.ids(sorted(down)))
-    state.cluster = ClusterState(now, system, queue, tuple(running), tuple(starting),
-                                 completing=completing, unavailable=down,
+    state.cluster = ClusterState(now, machine.system(bb_total, partition), queue,
+                                 tuple(running), tuple(starting),
+                                 completing=machine.count(completing),
+                                 unavailable=machine.count(down),
                                  unavailable_bb=unavailable_bb, placed=placed)
     return state
 
@@ -370,60 +255,6 @@ def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:
     except TopologyConfError:
         return None
     return names if set(names) <= idle else None
-
-
-@dataclass(frozen=True)
-class NodeSsd:
-    """Each node's local SSD (GB; ``feature``: the SSD feature it carries, where node
-    features are the SSD): the machine's SSD classes, nodes counted per class, and the nodes
-    of a class a decision's counts stand for."""
-
-    size: dict
-    feature: dict = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, nodes, res: Resources, text: dict | None) -> NodeSsd:
-        """The SSD of each of ``nodes`` from ``text`` ({name: its gres or features as
-        ``sinfo`` prints them}) under ``res``'s rule (``Resources.node_ssd``)."""
-        size, feature = {}, {}
-        for n in nodes:
-            size[n.name], feature[n.name] = res.node_ssd(n.name, (text or {}).get(n.name, ""))
-        return cls(size, feature)
-
-    def classes(self) -> dict:
-        out: dict = defaultdict(int)
-        for s in self.size.values():
-            out[s] += 1
-        return dict(sorted(out.items()))
-
-    def by_class(self, names) -> dict:
-        """{SSD GB: nodes} of ``names``."""
-        out = {s: 0 for s in self.classes()}
-        for n in names:
-            out[self.size[n]] += 1
-        return out
-
-    def counts(self, names) -> tuple[int, ...]:
-        """Nodes per class of ``names``, in ascending SSD order (a ``MultiPool`` allocation)."""
-        return tuple(self.by_class(names).values())
-
-    def pick(self, counts, idle: list[str]) -> list[str]:
-        """Nodes of ``idle`` (in their order) that make ``counts`` per class."""
-        out = []
-        for s, k in zip(self.classes(), counts):
-            out += [n for n in idle if self.size[n] == s][:k]
-        return out
-
-    def constraint(self, j: SlurmJob, names) -> str | None:
-        """The constraint ``j`` is released with on ``names`` when its own would keep Slurm
-        from running it there (None: it would not): the SSD features it asked and those of
-        the nodes, joined by ``|``.  Slurm runs a job asking ``ssd128`` only on nodes that
-        carry ``ssd128``; hpcopt places it on any node with at least 128 GB."""
-        asked = (constraint_terms(j.features) or ("", []))[1]
-        if not asked or all(self.feature.get(n) in asked for n in names):
-            return None
-        own = [f for _, f in sorted({(self.size[n], self.feature[n]) for n in names}) if f]
-        return "|".join(dict.fromkeys([*asked, *own]))
 
 
 def _upper(j: SlurmJob) -> int | None:
@@ -452,8 +283,9 @@ def _walltime(j: SlurmJob) -> float:
 
 
 def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: list[str],
-             res: Resources = Resources()):
-    """The queue entries of the held jobs (module docstring), notes for the ones left held."""
+             asks: dict):
+    """The queue entries of the held jobs (module docstring), notes for the ones left held;
+    ``asks``: each job's ``Resources.ask`` by id."""
     components: dict[int, list[SlurmJob]] = defaultdict(list)
     for j in ours:
         if j.het_id:
@@ -466,14 +298,14 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
     for j in sorted(held, key=lambda j: (j.submit, j.id)):
         if j.het_id and j.het_offset:
             continue  # a hetjob is read once, at its leader
-        why = _left_held(j) or res.ask(j)[2]
+        why = _left_held(j) or asks[j.id][2]
         if why:
             notes.append(f"job {j.key} {why}: left held")
             continue
         if j.het_id:
             parts = sorted(components[j.het_id], key=lambda c: c.het_offset)
             bad = next((c for c in parts if not c.held or _left_held(c)
-                        or res.ask(c)[2] or c.partition != j.partition), None)
+                        or asks[c.id][2] or c.partition != j.partition), None)
             if bad is not None:
                 notes.append(f"hetjob {j.id}: component {bad.id} is not held by hpcopt in "
                              "the same partition, or asks what hpcopt does not schedule: "
@@ -483,13 +315,13 @@ def _entries(held: list[SlurmJob], ours: list[SlurmJob], partition: str, notes: 
             wall = max(map(_walltime, parts))
             yield Entry(Job(NumberedId(j.id), min(c.submit for c in parts), wall, wall,
                             sum(n for n, _ in sizes),
-                            bb=sum(res.ask(c)[0] for c in parts),
-                            ssd=max(res.ask(c)[1] for c in parts)),
+                            bb=sum(asks[c.id][0] for c in parts),
+                            ssd=max(asks[c.id][1] for c in parts)),
                         str(j.id), tuple(parts),
                         {c.id: pins for c, (_, pins) in zip(parts, sizes)})
             continue
         nodes, pins = _sized(j, partition)
-        wall, (bb, ssd, _) = _walltime(j), res.ask(j)
+        wall, (bb, ssd, _) = _walltime(j), asks[j.id]
         if j.array_tasks and j.array_task is None:  # a pending array: one entry per task
             tasks = array_task_ids(j.array_tasks)
             if tasks is None:
@@ -563,47 +395,28 @@ def _fingerprint(records: tuple[SlurmJob, ...], key: str, jobs: dict[int, SlurmJ
 class Adapter:
     """``hpcopt slurm run``: one ``cycle()`` per interval (module docstring).
 
-    ``policy`` is a policy object; ``options`` the driver's (``order``, ``backfill``,
-    ``window``); ``log`` a text file taking one JSON line per cycle; ``say`` prints one
-    human line per cycle that released something (or would, with ``dry_run``); ``lock`` the
-    partition's lock file (``hpcopt.slurm.lock``), taken by ``run``; ``bb_license`` the Slurm
-    license that is the burst buffer (its count per job the job's request), or ``bb_pool`` the
-    ``burst_buffer`` plugin's pool that is (a job's ``#BB_LUA`` capacity its request);
-    ``ssd_gres`` the gres that is each node's local SSD in GB (a job's count per node its
-    request; each job started is pinned to free nodes of the SSD classes it was counted on),
-    or ``ssd_feature`` the prefix of the node features that are (``ssd128``: 128 GB; a job's
-    constraint its request, widened where it is placed on larger SSD); ``topology`` the
-    partition's network (``hpcopt.slurm.topology.read_topology``): each job placed by the
-    decision is pinned to its nodes (``ReqNodeList``) before its release.
+    ``policy`` is a policy object; ``settings`` what the adapter manages (``Settings``: the
+    partition, a burst buffer, SSD or a topology, dry run, lock); ``options`` the driver's
+    (``order``, ``backfill``, ``window``, ``starvation_bound``); ``slurm`` Slurm's tools
+    (``hpcopt.slurm.state.Slurm``); ``log`` a text file taking one JSON line per cycle
+    (``CycleRecord``); ``say`` prints one human line per cycle that released something (or
+    would, with ``dry_run``).  With SSD or a topology each job started is pinned to the
+    nodes it was counted on (``ReqNodeList``) before its release.
     """
 
-    def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
-                 dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
-                 lock=None, bb_license: str | None = None, bb_pool: str | None = None,
-                 ssd_gres: str | None = None, ssd_feature: str | None = None,
-                 topology: SlurmTopology | None = None, **options) -> None:
+    def __init__(self, policy, settings: Settings = Settings(), *, slurm: Slurm | None = None,
+                 log=None, say: Callable[[str], None] | None = None, **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
         if machine == "capacity":
             raise OptionError(f"policy {name} schedules cloud slots against a capacity "
                               "profile, not a Slurm partition")
-        if machine == "topology" and topology is None:
+        if machine == "topology" and settings.topology is None:
             raise OptionError(f"policy {name} places jobs on a network: give --topology "
                               "(Slurm's topology.conf)")
         self.policy = policy
-        self.partition = partition
-        if bb_license is not None and bb_pool is not None:
-            raise OptionError("one burst buffer: give --bb-license or --bb-pool, not both")
-        self.bb_license = bb_license
-        self.bb_pool = bb_pool
-        if ssd_gres is not None and ssd_feature is not None:
-            raise OptionError("one SSD: give --ssd-gres or --ssd-feature, not both")
-        self.ssd_gres = ssd_gres
-        self.ssd_feature = ssd_feature
-        self.topology = topology
-        self.dry_run = dry_run
+        self.settings = settings
         self.log = log
-        self.lock = lock
         self.say = say if say is not None else (lambda s: print(s, flush=True))
         self.options = {k: v for k, v in options.items() if v is not None}
         self._errors: list[str] = []
@@ -612,27 +425,42 @@ class Adapter:
         self.slurm.on_error = self._errors.append
         self.cycles = 0
 
-    def cycle(self, snap: Snapshot | None = None) -> dict:
-        """One read-decide-release cycle; returns its log record (also written to ``log``).
-        ``snap``: Slurm as read for several partitions at once (``run_adapters``; no burst
-        buffer then), instead of a read of its own."""
+    @property
+    def partition(self) -> str:
+        return self.settings.partition
+
+    @property
+    def dry_run(self) -> bool:
+        return self.settings.dry_run
+
+    @property
+    def lock(self):
+        return self.settings.lock
+
+    def read(self, snap: Snapshot | None = None) -> Snapshot:
+        """Slurm as this adapter's cycle needs it: ``snap`` (or a read of its own), with the
+        burst buffer's licenses or pools and each node's SSD where they are scheduled.
+        Licenses first: a job that starts between the reads is then counted once (the jobs'
+        read lists it), and one that ends leaves its use counted (the safe side)."""
+        st, slurm = self.settings, self.slurm
+        licenses = slurm.licenses() if st.bb_license else None
+        pools = slurm.burst_pools() if st.bb_pool else None
+        snap = slurm.snapshot() if snap is None else snap
+        return replace(snap, licenses=licenses, pools=pools,
+                       node_gres=slurm.node_gres() if st.ssd_gres else None,
+                       node_features=slurm.node_features() if st.ssd_feature else None)
+
+    def cycle(self, snap: Snapshot | None = None) -> CycleRecord:
+        """One cycle: read, state, decide, release; returns its record (also written to
+        ``log``).  ``snap``: Slurm as read for several partitions at once (``run_adapters``)
+        instead of a read of its own."""
         self.cycles += 1
         self._errors.clear()
         self.slurm.on_error = self._errors.append  # (adapters of several partitions share it)
-        rec: dict = {"time": round(time.time(), 3), "cycle": self.cycles,
-                     "partition": self.partition, "dry_run": self.dry_run}
+        rec = CycleRecord(round(time.time(), 3), self.cycles, self.partition, self.dry_run)
         try:
-            # licenses first: a job that starts between the reads is then counted once (the
-            # jobs' read lists it), and one that ends leaves its use counted (the safe side)
-            licenses = self.slurm.licenses() if self.bb_license else None
-            pools = self.slurm.burst_pools() if self.bb_pool else None
-            snap = self.slurm.snapshot() if snap is None else snap
-            gres = self.slurm.node_gres() if self.ssd_gres else None
-            features = self.slurm.node_features() if self.ssd_feature else None
-            state = cycle_state(snap, self.partition, licenses, self.bb_license,
-                                self.topology, pools=pools, bb_pool=self.bb_pool,
-                                node_gres=gres, ssd_gres=self.ssd_gres,
-                                node_features=features, ssd_feature=self.ssd_feature)
+            snap = self.read(snap)
+            state = cycle_state(snap, self.settings)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -640,37 +468,37 @@ class Adapter:
             cluster = replace(cluster, passed={job.id: self._passed[str(job.id)]
                                                for job in cluster.queue
                                                if str(job.id) in self._passed})
-        completing = cluster.completing
-        rec.update(read_s=round(snap.read_s, 4), slurm=snap.version, pending=len(cluster.queue),
-                   completing=completing if isinstance(completing, int) else len(completing),
-                   queue=[_id(e.key) for e in list(state.entries.values())[:QUEUE_SHOWN]],
-                   running=state.n_running, waiting_start=state.starting,
-                   free_nodes=len([n for n in snap.nodes if self.partition in n.partitions
-                                   and n.idle]) - sum(j.nodes for j in cluster.starting))
-        if self.bb_license or self.bb_pool:
-            rec["free_bb"] = cluster.system.bb - cluster.unavailable_bb - sum(
-                j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
+        _read_figures(rec, snap, state, cluster, self.settings.bb)
         c0 = time.perf_counter()
         try:
             decision = decide(cluster, self.policy, **self.options)
         except HpcoptError as exc:  # the policy failed on this state: nothing is released
             return self._failed(rec, f"policy: {exc}", f"the policy failed: {exc}")
-        rec["decide_s"] = round(time.perf_counter() - c0, 4)
+        rec.decide_s = round(time.perf_counter() - c0, 4)
         self._passed = {str(jid): n for jid, n in decision.passed.items() if n}
+        c0 = time.perf_counter()
+        self._release_decided(rec, state, decision)
+        rec.release_s = round(time.perf_counter() - c0, 4)
+        rec.ok, rec.errors = True, list(self._errors)
+        self._write(rec)
+        self._say_cycle(rec, cluster.time)
+        return rec
+
+    def _release_decided(self, rec: CycleRecord, state: CycleState, decision) -> None:
+        """Re-read the jobs ``decision`` starts, pin and release those unchanged, hold again
+        the requeued ones; the outcome goes into ``rec``."""
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
-        where = _where(state, decision, self.topology)
-        c0 = time.perf_counter()
+        where = _where(state, decision)
         reheld, changed = self._rehold(state.rehold, notes), []
         if picked and not self.dry_run:
             picked, changed = self._reread(picked, notes, where)
-        self._write({"time": round(time.time(), 3), "cycle": self.cycles, "event": "releasing",
-                     "ids": [_id(e.key) for e, _ in picked]})
+        self._write_event({"time": round(time.time(), 3), "cycle": self.cycles,
+                           "event": "releasing", "ids": [_id(e.key) for e, _ in picked]})
         released, failed = [], []
         for entry, mode in picked:
             nodes = where.get(entry.key)
-            features = state.ssd.constraint(entry.records[0], nodes) \
-                if state.ssd is not None and nodes else None
+            features = state.machine.constraint(entry.records[0], nodes) if nodes else None
             if features is not None:
                 notes.append(f"job {entry.key} placed on larger SSD than its constraint "
                              f"{entry.records[0].features} names: it becomes {features}")
@@ -680,44 +508,41 @@ class Adapter:
                 except SlurmCommandError as exc:
                     failed.append({"id": _id(entry.key), "error": str(exc)})
                     continue
-            released.append({"id": entry.key, "mode": mode, "nodes": entry.job.nodes,
-                             "bb": entry.job.bb})
-        rec["release_s"] = round(time.perf_counter() - c0, 4)
+            released.append((entry, mode))
         reserved = decision.reserved
-        rec.update(ok=True, released=[_id(r["id"]) for r in released],
-                   released_nodes=sum(r["nodes"] for r in released),
-                   **({"released_bb": sum(r["bb"] for r in released)}
-                      if self.bb_license or self.bb_pool else {}),
-                   backfilled=[_id(r["id"]) for r in released if r["mode"] == "backfilled"],
-                   reserved=None if reserved is None else
-                   {"id": _id(state.entries[reserved.id].key),
-                    "shadow": round(decision.shadow, 3)},
-                   release_failed=failed, changed=changed, reheld=reheld, notes=notes,
-                   errors=list(self._errors))
-        if self.topology is not None or state.ssd is not None:
-            rec["placed"] = {r["id"]: ",".join(where[r["id"]]) for r in released
-                             if r["id"] in where}
-        self._write(rec)
-        if released or failed:
-            verb = "would release" if self.dry_run else "released"
-            text = ", ".join(f"{r['id']}" + (" (backfilled)" if r["mode"] == "backfilled"
-                                             else "") for r in released) or "nothing"
-            if reserved is not None:
-                text += (f"; reserved {state.entries[reserved.id].key} at "
-                         f"+{max(0.0, decision.shadow - cluster.time):.0f} s")
-            if failed:
-                text += "; not released: " + ", ".join(str(f["id"]) for f in failed)
-            self.say(f"cycle {self.cycles}: {verb} {text}")
-        elif changed or reheld:
-            self.say(f"cycle {self.cycles}: released nothing" +
-                     (f"; changed since the read: {', '.join(map(str, changed))}"
-                      if changed else "") +
-                     (f"; held again after a requeue: {', '.join(map(str, reheld))}"
-                      if reheld else ""))
-        return rec
+        rec.released = [_id(e.key) for e, _ in released]
+        rec.released_nodes = sum(e.job.nodes for e, _ in released)
+        if self.settings.bb:
+            rec.released_bb = sum(e.job.bb for e, _ in released)
+        rec.backfilled = [_id(e.key) for e, mode in released if mode == "backfilled"]
+        rec.reserved = None if reserved is None else {
+            "id": _id(state.entries[reserved.id].key), "shadow": round(decision.shadow, 3)}
+        rec.release_failed, rec.changed, rec.reheld, rec.notes = failed, changed, reheld, notes
+        if state.machine.places:
+            rec.placed = {e.key: ",".join(where[e.key]) for e, _ in released if e.key in where}
 
-    def _failed(self, rec: dict, error: str, said: str) -> dict:
-        rec.update(ok=False, error=error, errors=list(self._errors))
+    def _say_cycle(self, rec: CycleRecord, now: float) -> None:
+        """The human line of a cycle that released something, or found jobs changed or
+        requeued."""
+        if rec.released or rec.release_failed:
+            verb = "would release" if self.dry_run else "released"
+            text = ", ".join(str(r) + (" (backfilled)" if r in rec.backfilled else "")
+                             for r in rec.released) or "nothing"
+            if rec.reserved is not None:
+                text += (f"; reserved {rec.reserved['id']} at "
+                         f"+{max(0.0, rec.reserved['shadow'] - now):.0f} s")
+            if rec.release_failed:
+                text += "; not released: " + ", ".join(str(f["id"]) for f in rec.release_failed)
+            self.say(f"cycle {self.cycles}: {verb} {text}")
+        elif rec.changed or rec.reheld:
+            self.say(f"cycle {self.cycles}: released nothing" +
+                     (f"; changed since the read: {', '.join(map(str, rec.changed))}"
+                      if rec.changed else "") +
+                     (f"; held again after a requeue: {', '.join(map(str, rec.reheld))}"
+                      if rec.reheld else ""))
+
+    def _failed(self, rec: CycleRecord, error: str, said: str) -> CycleRecord:
+        rec.ok, rec.error, rec.errors = False, error, list(self._errors)
         self._write(rec)
         self.say(f"cycle {self.cycles}: {said}")
         return rec
@@ -804,32 +629,47 @@ class Adapter:
                     done.append(j.key)
                 except SlurmCommandError as exc:
                     self.say(f"job {j.key} not released: {exc}")
-        self._write({"time": round(time.time(), 3), "event": "exit",
-                     "released_on_exit": done})
+        self._write_event({"time": round(time.time(), 3), "event": "exit",
+                           "released_on_exit": done})
         self.say(f"released {len(done)} held job(s) to Slurm's scheduler")
         return done
 
-    def _write(self, rec: dict) -> None:
+    def _write(self, rec: CycleRecord) -> None:
+        self._write_event(rec.as_json())
+
+    def _write_event(self, rec: dict) -> None:
         if self.log is not None:
             self.log.write(json.dumps(rec) + "\n")
             self.log.flush()
 
 
-def _where(state: CycleState, decision, topology: SlurmTopology | None) -> dict:
-    """The nodes each started entry is pinned to (by its release key): on a topology the
-    nodes the decision chose; on SSD classes free nodes of the classes it counted, in node
-    order, each given once."""
-    if topology is not None:
-        return {state.entries[jid].key: topology.nodes(ids)
-                for jid, ids in decision.placements.items()}
-    if state.ssd is None:
-        return {}
+def _where(state: CycleState, decision) -> dict:
+    """The nodes each started entry is pinned to (by its release key), where the machine's
+    kind places jobs: what the decision says of each, free nodes given once, in start
+    order."""
     free, out = list(state.free_names), {}
     for job, _ in decision.started:
-        names = state.ssd.pick(decision.placements[job.id], free)
-        free = [n for n in free if n not in names]
-        out[state.entries[job.id].key] = names
+        if job.id in decision.placements:
+            names = state.machine.where(decision.placements[job.id], free)
+            free = [n for n in free if n not in names]
+            out[state.entries[job.id].key] = names
     return out
+
+
+def _read_figures(rec: CycleRecord, snap: Snapshot, state: CycleState, cluster: ClusterState,
+                  bb: bool) -> None:
+    """What a cycle's read saw, into ``rec``."""
+    completing = cluster.completing
+    rec.read_s, rec.slurm, rec.pending = round(snap.read_s, 4), snap.version, len(cluster.queue)
+    rec.completing = completing if isinstance(completing, int) else \
+        sum(completing.values()) if isinstance(completing, dict) else len(completing)
+    rec.queue = [_id(e.key) for e in list(state.entries.values())[:QUEUE_SHOWN]]
+    rec.running, rec.waiting_start = state.n_running, state.starting
+    rec.free_nodes = len([n for n in snap.nodes if rec.partition in n.partitions and n.idle]) \
+        - sum(j.nodes for j in cluster.starting)
+    if bb:
+        rec.free_bb = cluster.system.bb - cluster.unavailable_bb - sum(
+            j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
 
 
 def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool = False,
@@ -863,14 +703,14 @@ def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool =
             recs = _cycle_all(adapters)
             if once:
                 for a, rec in zip(adapters, recs):
-                    if rec["ok"] and not (rec["released"] or rec["release_failed"]):
+                    if rec.ok and not (rec.released or rec.release_failed):
                         a.say(f"cycle {a.cycles}: {_idle_line(rec)}")
-                return 0 if all(rec["ok"] for rec in recs) else 1
+                return 0 if all(rec.ok for rec in recs) else 1
             pause = interval - (time.monotonic() - t0)
             if waker is None:
                 time.sleep(max(0.0, pause))
                 continue
-            if any(rec.get("completing") for rec in recs):  # freed nodes come back unsaid
+            if any(rec.completing for rec in recs):  # freed nodes come back unsaid
                 pause = min(pause, RECHECK)
             waker.wait(pause)
     except KeyboardInterrupt:
@@ -886,7 +726,7 @@ def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool =
             lock.release()
 
 
-def _cycle_all(adapters: list[Adapter]) -> list[dict]:
+def _cycle_all(adapters: list[Adapter]) -> list[CycleRecord]:
     """One cycle of each adapter: one read of Slurm for all (each reads its own when that
     read fails, to log the failure), partitions checked disjoint."""
     if len(adapters) == 1:
@@ -921,13 +761,13 @@ def disjoint_partitions(snap: Snapshot, partitions: list[str]) -> None:
             seen[n.name] = p
 
 
-def _idle_line(rec: dict) -> str:
+def _idle_line(rec: CycleRecord) -> str:
     """What a cycle that released nothing saw, in one line."""
-    text = (f"released nothing ({rec['pending']} held in the queue, {rec['free_nodes']} "
-            f"free node{'s' if rec['free_nodes'] != 1 else ''}")
-    if rec.get("reserved"):
-        text += (f"; reserved {rec['reserved']['id']} at "
-                 f"+{max(0.0, rec['reserved']['shadow'] - rec['time']):.0f} s")
+    text = (f"released nothing ({rec.pending} held in the queue, {rec.free_nodes} "
+            f"free node{'s' if rec.free_nodes != 1 else ''}")
+    if rec.reserved:
+        text += (f"; reserved {rec.reserved['id']} at "
+                 f"+{max(0.0, rec.reserved['shadow'] - rec.time):.0f} s")
     return text + ")"
 
 

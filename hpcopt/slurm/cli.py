@@ -237,7 +237,7 @@ def _unit(args) -> int:
 
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
-    from .adapter import Adapter, run_adapters
+    from .adapter import Adapter, Settings, run_adapters
     from .lock import default_lock_path
     from .lua import partition_names
     from .state import Slurm
@@ -267,11 +267,10 @@ def _run(args, options: dict) -> int:
             lock = None if args.dry_run else (args.lock or default_lock_path(p, conf))
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
+            settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
+                                args.ssd_feature, topology, args.dry_run, lock)
             adapters.append(Adapter(
-                policy, slurm=slurm, partition=p, dry_run=args.dry_run, log=log, say=say,
-                lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
-                ssd_gres=args.ssd_gres, ssd_feature=args.ssd_feature,
-                topology=topology, order=args.order,
+                policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,
                 starvation_bound=args.starvation))
         return run_adapters(adapters, args.interval, once=args.once,

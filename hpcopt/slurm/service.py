@@ -17,13 +17,14 @@ import time
 from pathlib import Path
 
 from ..errors import HpcoptError
+from .record import CycleRecord
 
 RECENT = 10  # releases listed by status
 
 
-def read_log(path: str | Path) -> tuple[list[dict], list[dict]]:
-    """The cycle records and the event lines of an adapter's log; a line that is not JSON is
-    a one-line error naming it."""
+def read_log(path: str | Path) -> tuple[list[CycleRecord], list[dict]]:
+    """The cycle records and the event lines of an adapter's log; a line that is not JSON, or
+    not a cycle's record, is a one-line error naming it."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -38,7 +39,14 @@ def read_log(path: str | Path) -> tuple[list[dict], list[dict]]:
         except json.JSONDecodeError as exc:
             raise HpcoptError(f"{path}:{no}: not a JSON line of the adapter's log "
                               f"({exc.msg})") from None
-        (events if "event" in rec else cycles).append(rec)
+        if "event" in rec:
+            events.append(rec)
+            continue
+        try:
+            cycles.append(CycleRecord.from_json(rec))
+        except TypeError:
+            raise HpcoptError(f"{path}:{no}: not a cycle record of the adapter's log (its time "
+                              "and cycle expected)") from None
     return cycles, events
 
 
@@ -51,47 +59,47 @@ def status_text(path: str | Path, now: float | None = None) -> str:
     now = time.time() if now is None else now
     by_partition: dict = {}
     for c in cycles:
-        by_partition.setdefault(c.get("partition", "?"), []).append(c)
+        by_partition.setdefault(c.partition, []).append(c)
     return "\n".join(_partition_status(part, now) for part in by_partition.values())
 
 
-def _partition_status(cycles: list[dict], now: float) -> str:
+def _partition_status(cycles: list[CycleRecord], now: float) -> str:
     """One partition's block of ``status_text``."""
     last = cycles[-1]
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["time"]))
-    head = (f"partition {last.get('partition', '?')}: cycle {last['cycle']} at {when} "
-            f"({max(0.0, now - last['time']):.0f} s ago)")
-    if not last.get("ok"):
-        lines = [head, f"  the cycle failed: {last.get('error', '?')}"]
-        good = [c for c in cycles if c.get("ok")]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last.time))
+    head = (f"partition {last.partition}: cycle {last.cycle} at {when} "
+            f"({max(0.0, now - last.time):.0f} s ago)")
+    if not last.ok:
+        lines = [head, f"  the cycle failed: {last.error or '?'}"]
+        good = [c for c in cycles if c.ok]
         if not good:
             return "\n".join(lines)
         last = good[-1]
-        lines.append(f"  last good cycle {last['cycle']}:")
+        lines.append(f"  last good cycle {last.cycle}:")
     else:
         lines = [head]
-    slurm = f" (Slurm {last['slurm']})" if last.get("slurm") else ""
-    lines.append(f"  read{slurm}: {last['pending']} held in the queue, {last['running']} "
-                 f"running, {last['free_nodes']} free nodes, {len(last['waiting_start'])} "
+    slurm = f" (Slurm {last.slurm})" if last.slurm else ""
+    lines.append(f"  read{slurm}: {last.pending} held in the queue, {last.running} "
+                 f"running, {last.free_nodes} free nodes, {len(last.waiting_start or [])} "
                  "released and starting")
-    queue = last.get("queue", [])
+    queue = last.queue or []
     if queue:
-        more = f" ... ({last['pending']} in all)" if last["pending"] > len(queue) else ""
+        more = f" ... ({last.pending} in all)" if last.pending > len(queue) else ""
         lines.append("  queue: " + " ".join(map(str, queue)) + more)
-    if last.get("reserved"):
-        r = last["reserved"]
+    if last.reserved:
+        r = last.reserved
         lines.append(f"  reserved: job {r['id']} at "
                      f"{time.strftime('%H:%M:%S', time.localtime(r['shadow']))} "
-                     f"(+{max(0.0, r['shadow'] - last['time']):.0f} s after the cycle)")
-    recent = [(c, jid) for c in cycles if c.get("ok") for jid in c["released"]][-RECENT:]
+                     f"(+{max(0.0, r['shadow'] - last.time):.0f} s after the cycle)")
+    recent = [(c, jid) for c in cycles if c.ok for jid in c.released or []][-RECENT:]
     if recent:
         lines.append("  released lately: " + ", ".join(
-            f"{jid} ({time.strftime('%H:%M:%S', time.localtime(c['time']))}"
-            + (", backfilled" if jid in c.get("backfilled", []) else "") + ")"
+            f"{jid} ({time.strftime('%H:%M:%S', time.localtime(c.time))}"
+            + (", backfilled" if jid in (c.backfilled or []) else "") + ")"
             for c, jid in recent))
     else:
         lines.append("  released lately: nothing")
-    for note in last.get("notes", []):
+    for note in last.notes or []:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
 

@@ -131,13 +131,20 @@ class SlurmNode:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What one read saw: ``time`` is when the read began (epoch seconds)."""
+    """What one read saw: ``time`` is when the read began (epoch seconds); where a cycle
+    schedules them, the licenses (``Slurm.licenses``), the burst-buffer pools
+    (``Slurm.burst_pools``) and each node's gres or features (``Slurm.node_gres``,
+    ``Slurm.node_features``)."""
 
     time: float
     jobs: tuple[SlurmJob, ...]
     nodes: tuple[SlurmNode, ...]
     read_s: float
     version: str = ""
+    licenses: dict | None = None
+    pools: dict | None = None
+    node_gres: dict | None = None
+    node_features: dict | None = None
 
 
 Runner = Callable[..., subprocess.CompletedProcess]
