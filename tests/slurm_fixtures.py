@@ -36,7 +36,7 @@ import pytest
 from hpcopt.policies import build_policy
 from hpcopt.slurm import testbed
 from hpcopt.slurm.adapter import Adapter, Settings
-from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number
+from hpcopt.slurm.state import Slurm, SlurmCommandError, job_state, number
 
 HPCOPT = [str(Path(sys.executable).with_name("hpcopt"))]
 VERSIONS = [v for v in os.environ.get("HPCOPT_SLURM_VERSIONS", "22.05,24.11").split(",")
@@ -139,9 +139,9 @@ def flat(job: dict) -> dict:
     out = dict(job)
     for k, v in job.items():
         if isinstance(v, dict) and "set" in v and "number" in v:
-            n = _number(v, "squeue job", k)
+            n = number(v, "squeue job", k)
             out[k] = None if n is None else (NO_VAL_SHOWN if n == float("inf") else n)
-    out["job_state"] = _job_state(job.get("job_state", ""), "squeue job")
+    out["job_state"] = job_state(job.get("job_state", ""), "squeue job")
     return out
 
 

@@ -44,6 +44,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "hpcopt.sim.decide"): COST.format("the decision core over the driver, 13 modules"),
     ("*", "hpcopt.traces"): COST.format("every trace reader, 13 modules"),
     ("*", "hpcopt.traces._text"): COST.format("its package loads every trace reader"),
+    ("*", "hpcopt.traces.slurm"): COST.format("its package loads every trace reader"),
     ("*", "hpcopt.traces.convert"): COST.format("its package loads every trace reader"),
     ("*", "hpcopt.workloads.tjap"): COST.format("its package loads every workload generator"),
     ("*", "hpcopt.workloads.osdec"): COST.format("its package loads every workload generator"),

@@ -26,8 +26,8 @@ from hpcopt.slurm.state import (
     Slurm,
     SlurmCommandError,
     Snapshot,
-    job_licenses,
     parse_job,
+    parse_license_totals,
     parse_licenses,
     parse_node,
 )
@@ -201,15 +201,15 @@ def test_the_starvation_bound_counts_carry_from_cycle_to_cycle():
 
 
 def test_license_text():
-    assert parse_licenses("LicenseName=bb Total=100 Used=60 Free=40 Reserved=0 Remote=no\n"
+    assert parse_license_totals("LicenseName=bb Total=100 Used=60 Free=40 Reserved=0 Remote=no\n"
                           "LicenseName=m Total=2 Used=0 Free=2 Reserved=0 Remote=no\n") == {
         "bb": (100, 60), "m": (2, 0)}
-    assert parse_licenses("No licenses configured in Slurm.\n") == {}
+    assert parse_license_totals("No licenses configured in Slurm.\n") == {}
     with pytest.raises(SlurmCommandError, match="unreadable line"):
-        parse_licenses("LicenseName=bb Total=x\n")
-    assert job_licenses("") == {} and job_licenses("bb:60,m") == {"bb": 60, "m": 1}
-    assert job_licenses("bb*3,bb:2") == {"bb": 5} and job_licenses("bb@db:4") == {"bb": 4}
-    assert job_licenses("bb:") is None and job_licenses("bb:-1") is None
+        parse_license_totals("LicenseName=bb Total=x\n")
+    assert parse_licenses("") == {} and parse_licenses("bb:60,m") == {"bb": 60, "m": 1}
+    assert parse_licenses("bb*3,bb:2") == {"bb": 5} and parse_licenses("bb@db:4") == {"bb": 4}
+    assert parse_licenses("bb:") is None and parse_licenses("bb:-1") is None
 
 
 def test_array_task_text_and_marks():

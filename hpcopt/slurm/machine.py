@@ -32,8 +32,8 @@ from .state import (
     feature_size,
     gres_count,
     job_bb_request,
-    job_licenses,
     node_features,
+    parse_licenses,
 )
 from .topology import SlurmTopology, TopologyConfError
 
@@ -200,7 +200,7 @@ class Resources:
         (None: it can): a license, pool, gres or feature hpcopt does not schedule, or a
         request that cannot be read.  A constraint is read as SSD features: one, or several
         joined by ``|`` (each node has one of them: the smallest is asked)."""
-        asked = job_licenses(j.licenses)
+        asked = parse_licenses(j.licenses)
         if asked is None:
             return 0.0, 0.0, f"asks licenses {j.licenses!r}, which cannot be read"
         license = self.bb.name if self.bb is not None and self.bb.kind == "license" else None

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import HpcoptError
+from ..errors import HpcoptError, TraceError
 
 NO_VALUE = 0xFFFFFFFE  # Slurm's INFINITE (and NO_VAL - 1) for a time limit in minutes
 #: node state flags that keep a node from taking new jobs (it stays out of the capacity);
@@ -204,7 +204,9 @@ class Slurm:
                 pause *= 2
         raise SlurmCommandError(msg)
 
-    def _json(self, *args: str) -> dict:
+    def json_doc(self, *args: str) -> dict:
+        """The JSON document a command prints (``squeue --json ...``); one with errors in
+        it (slurmctld down) is a failed try."""
         def parse(out: str) -> dict:
             try:
                 doc = json.loads(out)
@@ -222,11 +224,11 @@ class Slurm:
 
     def jobs(self) -> tuple[tuple[SlurmJob, ...], str]:
         """Every job Slurm knows (all partitions and states), and Slurm's version."""
-        doc = self._json("squeue", "--json")
+        doc = self.json_doc("squeue", "--json")
         return parse_squeue(doc), _version(doc)
 
     def nodes(self) -> tuple[SlurmNode, ...]:
-        return parse_sinfo(self._json("sinfo", "--json"))
+        return parse_sinfo(self.json_doc("sinfo", "--json"))
 
     def snapshot(self) -> Snapshot:
         """Jobs, then nodes (a job that ends between the two reads leaves an idle node that
@@ -236,10 +238,26 @@ class Slurm:
         nodes = self.nodes()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
+    def accounting(self, ids, fields: tuple[str, ...]) -> list[dict[str, str]]:
+        """Jobs ``ids`` in Slurm's accounting (``sacct -X --parsable2``, read by its header:
+        ``hpcopt.traces.slurm.sacct_rows``), each as {field: text} of ``fields``; times as
+        epoch seconds (``SLURM_TIME_FORMAT=%s``)."""
+        from ..traces.slurm import sacct_rows
+
+        def parse(text: str) -> list[dict[str, str]]:
+            try:
+                return [rec for _, rec in sacct_rows(text, "sacct")[1]]
+            except TraceError as exc:
+                raise SlurmCommandError(str(exc)) from None
+
+        return self.call("env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--parsable2",
+                         "-j", ",".join(map(str, sorted(ids))), "-o", ",".join(fields),
+                         parse=parse)
+
     def licenses(self) -> dict[str, tuple[int, int]]:
         """Each license of the cluster: name -> (total, used) (``scontrol -o show
         licenses``, one ``LicenseName=... Total=... Used=...`` line each)."""
-        return self.call("scontrol", "-o", "show", "licenses", parse=parse_licenses)
+        return self.call("scontrol", "-o", "show", "licenses", parse=parse_license_totals)
 
     def burst_pools(self) -> dict[str, Pool]:
         """Each pool of the ``burst_buffer`` plugin (``scontrol show burst``): name ->
@@ -286,7 +304,7 @@ class Slurm:
                   *(f"{k}={v}" for k, v in fields.items()), retry=False)
 
 
-def parse_licenses(text: str) -> dict[str, tuple[int, int]]:
+def parse_license_totals(text: str) -> dict[str, tuple[int, int]]:
     """``scontrol -o show licenses`` -> {name: (total, used)}; a line without the three
     fields is a ``SlurmCommandError`` naming it."""
     out = {}
@@ -427,9 +445,10 @@ def constraint_terms(text: str) -> tuple[str, list[str]] | None:
     return (op, words) if all(words) else None
 
 
-def job_licenses(text: str) -> dict[str, int] | None:
-    """A job's license request as ``squeue`` prints it (``bb:60,matlab:1``; ``bb*60`` and a
-    bare name, one, as Slurm accepts them) -> {name: count}; None when unreadable."""
+def parse_licenses(text: str) -> dict[str, int] | None:
+    """A license list as Slurm writes one (a job's request as ``squeue`` prints it,
+    ``bb:60,matlab:1``; ``bb*60`` and a bare name, one, as Slurm accepts them) -> {name:
+    count}; None when unreadable."""
     out: dict[str, int] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
         name, sep, count = item.replace("*", ":").partition(":")
@@ -448,26 +467,26 @@ def _decoded(data: object) -> str:
 
 def parse_job(j: dict) -> SlurmJob:
     """One ``squeue --json`` job, in Slurm 22.05's layout or 23.02's and later."""
-    jid = _number(j.get("job_id"), "squeue --json job", "job_id")
+    jid = number(j.get("job_id"), "squeue --json job", "job_id")
     if not isinstance(jid, int):
         raise _unreadable("squeue --json job", "job_id", j.get("job_id"))
     where = f"squeue --json job {jid}"
-    limit = _number(j.get("time_limit"), where, "time_limit")
-    priority = _number(j.get("priority"), where, "priority")
-    nodes = _number(j.get("node_count"), where, "node_count")
+    limit = number(j.get("time_limit"), where, "time_limit")
+    priority = number(j.get("priority"), where, "priority")
+    nodes = number(j.get("node_count"), where, "node_count")
     if nodes == math.inf:
         raise _unreadable(where, "node_count", j.get("node_count"))
-    array_task = _number(j.get("array_task_id"), where, "array_task_id")
-    max_nodes = _number(j.get("max_nodes"), where, "max_nodes")
-    tasks = _number(j.get("tasks"), where, "tasks")
+    array_task = number(j.get("array_task_id"), where, "array_task_id")
+    max_nodes = number(j.get("max_nodes"), where, "max_nodes")
+    tasks = number(j.get("tasks"), where, "tasks")
     return SlurmJob(
         id=jid,
-        state=_job_state(j.get("job_state", ""), where),
+        state=job_state(j.get("job_state", ""), where),
         reason=str(j.get("state_reason", "")),
         priority=0 if priority is None or priority == math.inf else int(priority),
         partition=str(j.get("partition", "")),
-        submit=_time(j.get("submit_time"), where, "submit_time"),
-        start=_time(j.get("start_time"), where, "start_time"),
+        submit=epoch(j.get("submit_time"), where, "submit_time"),
+        start=epoch(j.get("start_time"), where, "start_time"),
         limit=None if limit is None or limit >= NO_VALUE else int(limit) * 60.0,
         nodes=max(1, int(nodes or 1)),
         node_names=_allocated_nodes(j.get("job_resources"), where),
@@ -494,7 +513,7 @@ def parse_job(j: dict) -> SlurmJob:
 
 def _int(value: object, where: str, field: str, unset: int = 0) -> int:
     """A count or id field: ``unset`` when missing, unset or infinite (NO_VAL)."""
-    v = _number(value, where, field)
+    v = number(value, where, field)
     if v is None or v == math.inf or not -1 < v < NO_VALUE:
         return unset
     if int(v) != v:
@@ -576,7 +595,7 @@ def _sinfo_groups(groups: list) -> tuple[SlurmNode, ...]:
         nodes = g.get("nodes")
         names = _names(nodes.get("nodes") if isinstance(nodes, dict) else nodes, where,
                        "nodes.nodes")
-        total = _number(nodes.get("total"), where, "nodes.total") \
+        total = number(nodes.get("total"), where, "nodes.total") \
             if isinstance(nodes, dict) else None
         if not names and total:
             raise _unreadable(where, "nodes.nodes", nodes)
@@ -621,8 +640,9 @@ def _unreadable(where: str, field: str, found: object) -> SlurmCommandError:
     return SlurmCommandError(f"{where}: unreadable {field}: {text}")
 
 
-def _number(value: object, where: str, field: str) -> int | float | None:
-    """A plain number (22.05) or a ``{set, infinite, number}`` object (23.02 and later; a
+def number(value: object, where: str, field: str) -> int | float | None:
+    """A number field of Slurm's JSON (``where``, ``field`` name it in errors): a plain
+    number (22.05) or a ``{set, infinite, number}`` object (23.02 and later; a
     data_parser in its "complex" mode prints null, a number or "Infinity"): the number,
     ``None`` when unset (22.05's null), ``math.inf`` when infinite."""
     if value is None:
@@ -642,13 +662,13 @@ def _number(value: object, where: str, field: str) -> int | float | None:
     raise _unreadable(where, field, value)
 
 
-def _time(value: object, where: str, field: str) -> float:
+def epoch(value: object, where: str, field: str) -> float:
     """Epoch seconds; 0 when unset, as 22.05 prints an unset time."""
-    t = _number(value, where, field)
+    t = number(value, where, field)
     return 0.0 if t is None or t == math.inf else float(t)
 
 
-def _job_state(value: object, where: str) -> str:
+def job_state(value: object, where: str) -> str:
     """22.05's (and 23.02's) state string, or a 23.11+ list of names (one base state and its
     flags) turned into that string: the first of ``JOB_FLAGS_SHOWN`` present, else the base."""
     if isinstance(value, str):

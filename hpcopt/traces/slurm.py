@@ -233,6 +233,32 @@ def _limit(text: str, where: str, col: str, counts: Counter) -> float | None:
     return duration(text, where, col)
 
 
+def sacct_rows(text: str, src: str):
+    """The field names of ``sacct --parsable2`` output (its header line) and its lines, each
+    as ``(where, {field: text})`` (``where``: ``src:line``); a line with another number of
+    fields is a ``TraceError`` naming it."""
+    lines = text.splitlines()
+    if not lines:
+        raise TraceError(f"{src}: empty file; expected sacct --parsable2 output with its "
+                         "header line")
+    names = [h.strip() for h in lines[0].rstrip("|").split("|")]
+
+    def rows():
+        for lineno, line in enumerate(lines[1:], start=2):
+            if not line.strip():
+                continue
+            where = f"{src}:{lineno}"
+            fields = line.rstrip("\n").split("|")
+            if len(fields) == len(names) + 1 and fields[-1] == "":
+                fields.pop()  # --parsable (not 2) ends each line with a '|'
+            if len(fields) != len(names):
+                raise TraceError(f"{where}: expected {len(names)} '|'-separated fields, got "
+                                 f"{len(fields)}")
+            yield where, dict(zip(names, fields))
+
+    return names, rows()
+
+
 def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
                 tz="local", sizes: str = "nodes", partition: str | None = None,
                 ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
@@ -241,11 +267,7 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
     ``"cores"`` (``NCPUS``), ``partition``: the only partition kept (default: all)."""
     tz = time_zone(tz)
     sizes = _sizes(sizes)
-    lines = text.splitlines()
-    if not lines:
-        raise TraceError(f"{src}: empty file; expected sacct --parsable2 output with its "
-                         "header line")
-    names = [h.strip() for h in lines[0].rstrip("|").split("|")]
+    names, rows_in = sacct_rows(text, src)
     missing = [c for c in SACCT_REQUIRED if c not in names]
     if "Elapsed" not in names and "End" not in names:
         missing.append("Elapsed or End")
@@ -261,17 +283,7 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
     rows = _Rows()
     steps = orphans = 0
     seen: set = set()
-    for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        where = f"{src}:{lineno}"
-        fields = line.rstrip("\n").split("|")
-        if len(fields) == len(names) + 1 and fields[-1] == "":
-            fields.pop()  # --parsable (not 2) ends each line with a '|'
-        if len(fields) != len(names):
-            raise TraceError(f"{where}: expected {len(names)} '|'-separated fields, got "
-                             f"{len(fields)}")
-        rec = dict(zip(names, fields))
+    for where, rec in rows_in:
         jid, step = _job_id(rec["JobID"], where)
         if step:
             steps += 1

@@ -79,7 +79,8 @@ from types import SimpleNamespace
 
 from hpcopt.agents.asa import ASAEstimator
 from hpcopt.domain import System
-from hpcopt.slurm.state import Slurm, SlurmCommandError, _job_state, _number, _time
+from hpcopt.slurm.state import Slurm, SlurmCommandError, epoch, job_state, number
+from hpcopt.traces.slurm import slurm_time
 
 from .reader import Workflow, WorkflowError
 from .runner import Attempt, WorkflowRun
@@ -116,15 +117,15 @@ def read_jobs(slurm) -> dict[int, Record]:
     """Every job Slurm still knows, finished ones included (``squeue --states=all``; 24.11
     leaves them out otherwise), by id."""
 
-    doc = slurm._json("squeue", "--json", "--states=all")
+    doc = slurm.json_doc("squeue", "--json", "--states=all")
     out = {}
     for j in doc.get("jobs") or []:
-        jid = _number(j.get("job_id"), "squeue --json job", "job_id")
+        jid = number(j.get("job_id"), "squeue --json job", "job_id")
         where = f"squeue --json job {jid}"
         out[int(jid)] = Record(
             int(jid), str(j.get("name") or ""), str(j.get("comment") or ""),
-            _job_state(j.get("job_state", ""), where), str(j.get("state_reason") or ""),
-            *(_time(j.get(f"{k}_time"), where, f"{k}_time")
+            job_state(j.get("job_state", ""), where), str(j.get("state_reason") or ""),
+            *(epoch(j.get(f"{k}_time"), where, f"{k}_time")
               for k in ("submit", "eligible", "start", "end")))
     return out
 
@@ -137,25 +138,19 @@ def read_accounting(slurm, ids, comments: dict[int, str]) -> dict[int, Record]:
 
     if not ids:
         return {}
+    times = ("Submit", "Eligible", "Start", "End")
     try:
-        out = slurm.call("env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--noheader",
-                         "--parsable2", "-j", ",".join(map(str, sorted(ids))),
-                         "-o", "JobID,JobName,State,Submit,Eligible,Start,End")
+        rows = slurm.accounting(ids, ("JobID", "JobName", "State", *times))
     except SlurmCommandError:  # no accounting storage here
         return {}
-
-    def epoch(text: str) -> float:
-        return float(text) if text.isdigit() else 0.0
-
     recs = {}
-    for line in out.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) != 7 or not parts[0].isdigit() or int(parts[0]) not in ids:
+    for rec in rows:
+        jid = int(rec["JobID"]) if rec["JobID"].isdigit() else None
+        if jid not in ids:
             continue
-        jid = int(parts[0])
-        recs[jid] = Record(jid, parts[1], comments.get(jid, ""),
-                           parts[2].split()[0] if parts[2] else "", "",
-                           *(epoch(t) for t in parts[3:]))
+        recs[jid] = Record(jid, rec["JobName"], comments.get(jid, ""),
+                           rec["State"].split()[0] if rec["State"] else "", "",
+                           *(slurm_time(rec[t], "sacct", t) or 0.0 for t in times))
     return recs
 
 
