@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -380,3 +381,38 @@ def test_a_job_placed_across_pods_runs_where_chosen(pods, model):
         assert len({int(topo.tree.pod[i]) for i in ids}) == 2
     finally:
         c.cancel([busy, wide, single])
+
+
+@pytest.mark.slow
+def test_the_text_read_is_the_json_read(pooled, user):
+    """On real Slurm, every job of odd shape (a pending array with a throttle, a node range
+    with more tasks, tasks with no node count, an unmet dependency, a burst-buffer request
+    over two lines, an SSD gres and constraint, a running job) reads from ``squeue -O``'s
+    text as from ``squeue --json``; the maximum node count gives the same size (``_sized``;
+    where the text cannot tell it from the minimum, the job is pinned to that size); the
+    picked jobs alone are read again by id."""
+    from hpcopt.slurm.adapter import _sized
+    from hpcopt.slurm.state import Slurm, parse_squeue
+
+    c = pooled
+    ids = [submit(c, "--array=1-9:2%2"), submit(c, "-N", "1-3", "-n", "4"),
+           submit(c, "-n", "3"), submit(c, "--gres=ssd:100", "--constraint=ssd128|ssd256"),
+           submit(c, "-N", "2", bb=30)]
+    ids.append(submit(c, f"--dependency=afterok:{ids[1]}"))
+    run = submit(c, "-N", "2", sleep=60)
+    c.run("scontrol", "release", str(run))
+    c.wait(lambda: c.state(run) == "RUNNING", 20)
+    slurm = Slurm(env=c.env, timeout=10)
+    text = {j.id: j for j in slurm.jobs()}
+    json = {j.id: j for j in parse_squeue(slurm.json_doc("squeue", "--json"))}
+    assert set(ids + [run]) <= set(text)
+    for jid in ids + [run]:
+        a, b = text[jid], json[jid]
+        assert _sized(a, "batch")[0] == _sized(b, "batch")[0], (a, b)
+        if a.state == "PENDING":  # a pending job's start is Slurm's estimate in the JSON
+            a, b = replace(a, start=0.0), replace(b, start=0.0)
+        assert replace(a, max_nodes=0) == replace(b, max_nodes=0), (a, b)
+    assert "\n" in text[ids[4]].burst_buffer or text[ids[4]].burst_buffer.startswith("#")
+    assert [j.id for j in slurm.jobs([ids[0], run])] == sorted([ids[0], run])
+    assert slurm.jobs([10**7]) == ()
+    c.cancel(ids + [run])

@@ -23,6 +23,7 @@ from hpcopt.slurm.adapter import (
 )
 from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.state import (
+    SQUEUE_FIELDS,
     Slurm,
     SlurmCommandError,
     Snapshot,
@@ -30,6 +31,8 @@ from hpcopt.slurm.state import (
     parse_license_totals,
     parse_licenses,
     parse_node,
+    parse_squeue,
+    parse_squeue_text,
 )
 
 NOW = 1_000_000.0
@@ -168,6 +171,24 @@ def test_reads_that_disagree_on_the_burst_buffer_never_break_the_decision():
     assert decide(c, make_policy("fcfs")).started == ()
 
 
+def squeue_text(jobs: list[dict]) -> str:
+    """What ``squeue -O SQUEUE_FORMAT`` prints for ``jobs`` (``squeue --json`` records of a
+    single job each, the fields these tests set)."""
+    def row(j: dict) -> str:
+        nodes = [n["nodename"] for n in (j.get("job_resources") or {}).get(
+            "allocated_nodes", [])]
+        values = {"JobID": j["job_id"], "State": j["job_state"], "Reason": j["state_reason"],
+                  "PriorityLong": j["priority"], "Partition": j["partition"],
+                  "SubmitTime": int(j["submit_time"]),
+                  "StartTime": int(j["start_time"]) or "N/A",
+                  "TimeLimit": f"{j['time_limit']}:00", "NumNodes": j["node_count"],
+                  "NodeList": ",".join(nodes), "Admin_Comment": j["admin_comment"],
+                  "NumTasks": 1}
+        return "\x1f".join(str(values.get(f, "N/A")) for f in SQUEUE_FIELDS) + "\x1e\n"
+
+    return "".join(map(row, jobs))
+
+
 def test_the_starvation_bound_counts_carry_from_cycle_to_cycle():
     """Two cycles over the same state (a fake Slurm, dry runs): the job the knapsack passes
     over (the 1-node job, for the 2-node one that fills the 2 free nodes) is counted, and the
@@ -189,8 +210,8 @@ def test_the_starvation_bound_counts_carry_from_cycle_to_cycle():
                         "state_flags": [], "partitions": ["batch"]} for i in range(1, 6)]}
 
     def run(cmd, **kw):
-        doc = squeue if cmd[0] == "squeue" else sinfo
-        return subprocess.CompletedProcess(cmd, 0, json.dumps(doc), "")
+        out = squeue_text(squeue["jobs"]) if cmd[0] == "squeue" else json.dumps(sinfo)
+        return subprocess.CompletedProcess(cmd, 0, out, "")
 
     adapter = Adapter(make_policy("knapsack"), Settings(dry_run=True), slurm=Slurm(run=run),
                       say=lambda s: None, starvation_bound=5)
@@ -257,10 +278,10 @@ def test_command_retries_and_time_limit():
         if len(calls) < 3:
             return subprocess.CompletedProcess(cmd, 1, "", "slurm_load_jobs error: "
                                                "Unable to contact slurm controller")
-        return subprocess.CompletedProcess(cmd, 0, '{"jobs": []}', "")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
 
     s = Slurm(run=flaky, retries=2, backoff=0.01, on_error=heard.append)
-    assert s.jobs() == ((), "")
+    assert s.jobs() == ()
     assert len(calls) == 3 and "Unable to contact" in heard[0] and "(try 1 of 3)" in heard[0]
 
     def hangs(cmd, **kw):
@@ -285,14 +306,14 @@ def test_an_error_in_the_answer_is_a_failed_try_and_a_missing_conf_is_named():
     tool that hangs says what it printed."""
     calls, heard = [], []
     down = json.dumps({"errors": [{"description": "Unable to contact slurm controller",
-                                   "error_number": 1007}], "jobs": []})
+                                   "error_number": 1007}], "nodes": []})
 
     def flaky(cmd, **kw):
         calls.append(cmd)
-        return subprocess.CompletedProcess(cmd, 0, down if len(calls) < 2 else '{"jobs": []}',
+        return subprocess.CompletedProcess(cmd, 0, down if len(calls) < 2 else '{"nodes": []}',
                                            "")
 
-    assert Slurm(run=flaky, retries=2, backoff=0.01, on_error=heard.append).jobs() == ((), "")
+    assert Slurm(run=flaky, retries=2, backoff=0.01, on_error=heard.append).nodes() == ()
     assert len(calls) == 2 and "Unable to contact slurm controller (try 1 of 3)" in heard[0]
     with pytest.raises(SlurmCommandError, match=r"^SLURM_CONF=/nowhere/slurm.conf: no such "):
         Slurm(run=flaky, env={"SLURM_CONF": "/nowhere/slurm.conf"}).jobs()
@@ -562,8 +583,8 @@ def test_newer_layouts_read_as_the_same_jobs_and_nodes_as_22_05(version, release
                                "jobs": [new_job(version, state="RUNNING")]},
                     "sinfo": {"meta": meta(version, release), "errors": [],
                               "nodes": [new_node("n3", ["IDLE", "DRAIN"])]}})
-    jobs, got_release = slurm.jobs()
-    assert jobs == (parse_job(RUNNING_22_05),) and got_release == release
+    jobs = parse_squeue(slurm.json_doc("squeue", "--json"))
+    assert jobs == (parse_job(RUNNING_22_05),) and slurm.nodes_and_version()[1] == release
     assert jobs[0].node_names == ("n1", "n2") and jobs[0].limit == 60.0
     assert slurm.nodes() == (parse_node(DRAINED_22_05),)
     assert not slurm.nodes()[0].usable
@@ -690,7 +711,7 @@ def test_errors_entry_reads_as_its_description():
                                    "error_number": 2037}], "jobs": []}
     with pytest.raises(SlurmCommandError,
                        match=r"^squeue --json: Invalid partition specified$"):
-        squeue({"squeue": doc}).jobs()
+        squeue({"squeue": doc}).json_doc("squeue", "--json")
 
 
 def test_several_partitions_must_have_disjoint_nodes():
@@ -734,3 +755,37 @@ def test_several_partitions_are_decided_each_on_its_own():
     assert [(r["partition"], r["released"]) for r in recs] == [("batch", [1]),
                                                                ("batch2", [2])]
     assert said == ["cycle 1: would release 1", "cycle 1: would release 2; reserved 3 at +60 s"]
+
+
+def test_the_text_read_reads_every_shape_and_refuses_another():
+    """``squeue -O``'s text: a pending array (its tasks and throttle), a task split out of
+    it, a running job on a host list, a node range, a burst-buffer request over two lines
+    and unset fields read as ``squeue --json`` records do; a record with a missing field or
+    an unreadable count is a one-line error naming the job."""
+    def rec(**v):
+        return "\x1f".join(str(v.get(f, "N/A")) for f in SQUEUE_FIELDS) + "\x1e\n"
+
+    base = dict(State="PENDING", Reason="JobHeldUser", PriorityLong=0, Partition="batch",
+                SubmitTime=1700000000, TimeLimit="1-02:00:00", NumNodes=1, MaxNodes=1,
+                NumTasks=1, Admin_Comment="hpcopt:held", UserID=1000, Feature="(null)")
+    text = (rec(JobID=7, ArrayJobID=7, ArrayTaskID="1,3,5%2", **base)
+            + rec(**{**base, "JobID": 9, "ArrayJobID": 7, "ArrayTaskID": 2, "State": "RUNNING",
+                     "StartTime": 1700000100, "NodeList": "n[1-2],m05", "NumNodes": 3})
+            + rec(**{**base, "JobID": 8, "ArrayJobID": 8, "NumNodes": 2, "MaxNodes": 4,
+                     "NumTasks": 8, "BurstBuffer": "#BB_LUA pool=bb capacity=6\n#BB_LUA x=1",
+                     "TimeLimit": "UNLIMITED", "Feature": "ssd128|ssd256"}))
+    a, b, c = parse_squeue_text(text)  # id order
+    assert (a.id, a.array_id, a.array_task, a.array_tasks, a.array_max) == (7, 7, None,
+                                                                            "1,3,5%2", 2)
+    assert a.limit == 26 * 3600.0 and a.max_nodes == 0 and a.held and a.user_id == 1000
+    assert a.features == "" and a.start == 0.0 and a.submit == 1700000000.0
+    assert (b.id, b.array_id, b.array_task, b.key) == (8, 0, None, "8")
+    assert (b.nodes, b.max_nodes, b.tasks, b.limit) == (2, 4, 8, None)
+    assert b.burst_buffer == "#BB_LUA pool=bb capacity=6\n#BB_LUA x=1"
+    assert b.features == "ssd128|ssd256"
+    assert (c.id, c.key, c.state, c.node_names) == (9, "7_2", "RUNNING", ("n1", "n2", "m05"))
+    assert parse_squeue_text("") == ()
+    with pytest.raises(SlurmCommandError, match=r"squeue -O: unreadable record '5\\x1f"):
+        parse_squeue_text("5\x1fPENDING\x1e\n")
+    with pytest.raises(SlurmCommandError, match=r"^squeue -O job 5: unreadable NumNodes: 'x'"):
+        parse_squeue_text(rec(**{**base, "JobID": 5, "NumNodes": "x"}))

@@ -552,7 +552,7 @@ class Adapter:
         jobs are placed: every chosen node still idle), and the keys of those that changed
         (they go back to the next cycle)."""
         try:
-            jobs, _ = self.slurm.jobs()
+            jobs = self.slurm.jobs([r.id for e, _ in picked for r in e.records])
             idle = {n.name for n in self.slurm.nodes() if n.idle} if where else set()
         except SlurmCommandError as exc:
             notes.append(f"cannot read the picked jobs again ({exc}): none released")
@@ -616,7 +616,7 @@ class Adapter:
     def release_all(self) -> list[str]:
         """Release every job of the partition that hpcopt holds (``--release-on-exit``)."""
         try:
-            jobs, _ = self.slurm.jobs()
+            jobs = self.slurm.jobs()
         except SlurmCommandError as exc:
             self.say(f"cannot read Slurm to release the held jobs: {exc}")
             return []

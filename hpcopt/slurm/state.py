@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import HpcoptError, TraceError
+from .topology import TopologyConfError, expand_hostlist
 
 NO_VALUE = 0xFFFFFFFE  # Slurm's INFINITE (and NO_VAL - 1) for a time limit in minutes
 #: node state flags that keep a node from taking new jobs (it stays out of the capacity);
@@ -166,10 +167,13 @@ class Slurm:
         self.on_error = on_error
         self._run = run
 
-    def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None):
+    def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None,
+             epoch_times: bool = False):
         """Run one command; its standard output (or ``parse(output)``), or
         ``SlurmCommandError`` after the retries.  A ``parse`` that raises
-        ``SlurmCommandError`` (an answer with errors in it) counts as a failed try."""
+        ``SlurmCommandError`` (an answer with errors in it) counts as a failed try.
+        ``epoch_times``: the tool prints times as epoch seconds (``SLURM_TIME_FORMAT=%s``)."""
+        env = {**self.env, "SLURM_TIME_FORMAT": "%s"} if epoch_times else self.env
         conf = self.env.get("SLURM_CONF")
         if conf and not os.path.isfile(conf):
             raise SlurmCommandError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the "
@@ -178,7 +182,7 @@ class Slurm:
         pause = self.backoff
         for attempt in range(tries):
             try:
-                proc = self._run(list(args), env=self.env, capture_output=True, text=True,
+                proc = self._run(list(args), env=env, capture_output=True, text=True,
                                  timeout=self.timeout)
             except subprocess.TimeoutExpired as exc:
                 said = _decoded(exc.stderr).strip().splitlines()
@@ -222,20 +226,36 @@ class Slurm:
 
         return self.call(*args, parse=parse)
 
-    def jobs(self) -> tuple[tuple[SlurmJob, ...], str]:
-        """Every job Slurm knows (all partitions and states), and Slurm's version."""
-        doc = self.json_doc("squeue", "--json")
-        return parse_squeue(doc), _version(doc)
+    def jobs(self, ids=None) -> tuple[SlurmJob, ...]:
+        """Every job Slurm has not finished (pending, running, completing, ...: all
+        partitions), or those of ``ids`` (job ids; none left: empty), read as text
+        (``squeue -O``: ``parse_squeue_text``), in id order."""
+        args = ["squeue", "-h", "-a", "-O", SQUEUE_FORMAT]
+        if ids is not None:
+            if not ids:
+                return ()
+            args.append("--jobs=" + ",".join(map(str, sorted(set(ids)))))
+        try:
+            return self.call(*args, parse=parse_squeue_text, epoch_times=True)
+        except SlurmCommandError as exc:
+            if ids is not None and "Invalid job id" in str(exc):
+                return ()  # every one of them has left Slurm
+            raise
 
     def nodes(self) -> tuple[SlurmNode, ...]:
-        return parse_sinfo(self.json_doc("sinfo", "--json"))
+        return self.nodes_and_version()[0]
+
+    def nodes_and_version(self) -> tuple[tuple[SlurmNode, ...], str]:
+        """Every node (``sinfo --json``) and Slurm's version (its document's meta)."""
+        doc = self.json_doc("sinfo", "--json")
+        return parse_sinfo(doc), _version(doc)
 
     def snapshot(self) -> Snapshot:
         """Jobs, then nodes (a job that ends between the two reads leaves an idle node that
         the jobs' read still counts as busy: the safe side)."""
         t0, c0 = time.time(), time.perf_counter()
-        jobs, version = self.jobs()
-        nodes = self.nodes()
+        jobs = self.jobs()
+        nodes, version = self.nodes_and_version()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
     def accounting(self, ids, fields: tuple[str, ...]) -> list[dict[str, str]]:
@@ -250,9 +270,8 @@ class Slurm:
             except TraceError as exc:
                 raise SlurmCommandError(str(exc)) from None
 
-        return self.call("env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--parsable2",
-                         "-j", ",".join(map(str, sorted(ids))), "-o", ",".join(fields),
-                         parse=parse)
+        return self.call("sacct", "-X", "--parsable2", "-j", ",".join(map(str, sorted(ids))),
+                         "-o", ",".join(fields), parse=parse, epoch_times=True)
 
     def licenses(self) -> dict[str, tuple[int, int]]:
         """Each license of the cluster: name -> (total, used) (``scontrol -o show
@@ -553,6 +572,92 @@ def parse_squeue(doc: dict) -> tuple[SlurmJob, ...]:
         return tuple(parse_job(j) for j in jobs)
     except SlurmCommandError as exc:
         raise _in_version(doc, exc) from None
+
+
+#: ``squeue -O`` fields, one per ``SlurmJob`` field read (``parse_squeue_text``); each
+#: ends with a unit separator, the last with a record separator (a burst-buffer request
+#: spans lines)
+SQUEUE_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "PriorityLong",
+                 "Partition", "SubmitTime", "StartTime", "TimeLimit", "NumNodes", "MaxNodes",
+                 "NumTasks", "NodeList", "HetJobID", "HetJobOffset", "RestartCnt",
+                 "Admin_Comment", "UserID", "Dependency", "Licenses", "ReqNodes",
+                 "tres-per-node", "Feature", "BurstBuffer")
+_SEP, _END = "\x1f", "\x1e"
+SQUEUE_FORMAT = ",".join(f"{f}:{_SEP}" for f in SQUEUE_FIELDS[:-1]) + \
+    f",{SQUEUE_FIELDS[-1]}:{_END}"
+_UNSET = frozenset({"", "N/A", "(null)", "None", "Unknown"})
+
+
+def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
+    """The jobs of ``squeue -h -O SQUEUE_FORMAT`` output (times as epoch seconds:
+    ``SLURM_TIME_FORMAT=%s``), in id order: each reads as its ``squeue --json`` record
+    (``parse_job``) does, in every field the adapter reads.  Where the text cannot tell an
+    unset maximum node count from one equal to the minimum, the maximum reads as unset (the
+    job is then pinned to its minimum: the same size).  A record in another shape is a
+    ``SlurmCommandError`` naming the job and the field."""
+    from ..traces.slurm import duration  # sacct's reader of [D-][HH:]MM:SS, squeue's too
+
+    jobs = []
+    n = len(SQUEUE_FIELDS)
+    for rec in text.split(_END):
+        rec = rec.lstrip("\n")
+        if not rec:
+            continue
+        f = rec.split(_SEP)
+        if len(f) != n:
+            raise SlurmCommandError(f"squeue -O: unreadable record {rec[:80]!r} ({len(f)} "
+                                    f"fields, {n} expected)")
+        jobs.append(_text_job(f, duration))
+    jobs.sort(key=lambda j: j.id)
+    return tuple(jobs)
+
+
+def _text_job(f: list[str], duration) -> SlurmJob:
+    """One ``squeue -O`` record (its fields in ``SQUEUE_FIELDS`` order); ``duration`` reads
+    its time limit."""
+    (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
+     max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
+     licenses, required, gres, features, bb) = f
+    where = f"squeue -O job {jid}"
+
+    def count(text: str, field: str, unset: int = 0) -> int:
+        if text in _UNSET:
+            return unset
+        if not text.isdigit():
+            raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
+        return int(text)
+
+    def seconds(text: str, field: str) -> float:
+        return 0.0 if text in _UNSET else float(count(text, field))
+
+    def words(text: str) -> str:
+        return "" if text in _UNSET else text
+
+    tasks_text = "" if task.isdigit() or task in _UNSET else task
+    minimum = max(1, count(nodes, "NumNodes", 1))
+    most = count(max_nodes, "MaxNodes")
+    try:
+        names = tuple(expand_hostlist(node_list)) if node_list not in _UNSET else ()
+        wall = None if limit in _UNSET else duration(limit, where, "TimeLimit")
+    except (TopologyConfError, TraceError) as exc:
+        raise SlurmCommandError(str(exc)) from None
+    return SlurmJob(
+        id=count(jid, "JobID"), state=state, reason=reason,
+        priority=count(priority, "PriorityLong"), partition=partition,
+        submit=seconds(submit, "SubmitTime"), start=seconds(start, "StartTime"),
+        limit=wall, nodes=minimum, node_names=names,
+        max_nodes=most if most > minimum and most < NO_VALUE else 0,
+        tasks=count(tasks, "NumTasks", 1) or 1,
+        array_id=count(array_id, "ArrayJobID") if task not in _UNSET else 0,
+        array_task=int(task) if task.isdigit() else None,
+        array_tasks=tasks_text,
+        array_max=int(tasks_text.rsplit("%", 1)[1]) if "%" in tasks_text and
+        tasks_text.rsplit("%", 1)[1].isdigit() else 0,
+        het_id=count(het_id, "HetJobID"), het_offset=count(het_offset, "HetJobOffset"),
+        restarts=count(restarts, "RestartCnt"), mark=words(mark),
+        user_id=count(user, "UserID", -1), dependency=words(dependency),
+        licenses=words(licenses), required_nodes=words(required), burst_buffer=words(bb),
+        gres=words(gres), features=words(features))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
