@@ -96,6 +96,8 @@ class SlurmJob:
     burst_buffer: str = ""
     gres: str = ""
     features: str = ""
+    begin: float = 0.0  # eligible from (its begin time; a requeue sets one), 0: unknown
+    excluded_nodes: str = ""
 
     @property
     def held(self) -> bool:
@@ -131,7 +133,8 @@ class SlurmNode:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What one read saw: ``time`` is when the read began (epoch seconds)."""
+    """What one read saw: ``time`` is when slurmctld answered the jobs' read (epoch seconds;
+    after a stall or retries, not when the read began)."""
 
     time: float
     jobs: tuple[SlurmJob, ...]
@@ -224,8 +227,9 @@ class Slurm:
     def snapshot(self) -> Snapshot:
         """Jobs, then nodes (a job that ends between the two reads leaves an idle node that
         the jobs' read still counts as busy: the safe side)."""
-        t0, c0 = time.time(), time.perf_counter()
+        c0 = time.perf_counter()
         jobs, version = self.jobs()
+        t0 = time.time()  # the decision's "now": the jobs as read, however long that took
         nodes = self.nodes()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
@@ -482,6 +486,8 @@ def parse_job(j: dict) -> SlurmJob:
         burst_buffer=_text(j.get("burst_buffer"), where, "burst_buffer"),
         gres=_text(j.get("tres_per_node"), where, "tres_per_node"),
         features=_text(j.get("features"), where, "features"),
+        begin=_time(j.get("eligible_time"), where, "eligible_time"),
+        excluded_nodes=_text(j.get("excluded_nodes"), where, "excluded_nodes"),
     )
 
 
