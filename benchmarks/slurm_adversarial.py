@@ -11,9 +11,10 @@ by a seeded RNG) turned into
 
 submitted at their scaled times to a fresh testbed by an unprivileged user (made with
 ``useradd`` and removed at the end when this script made it).  Right after each submission
-the user tries ``scontrol release ID`` and ``scontrol update jobid=ID timelimit=+30`` on the
-job; each attempt Slurm accepts is counted.  ``hpcopt slurm run --policy P --interval 1 --log``
-schedules the partition until every job (task) ended.  Then, from the adapter's cycle records
+the user tries ``scontrol release ID``, ``scontrol update jobid=ID timelimit=+30`` and
+``scontrol update jobid=ID StartTime=now`` on the job; each attempt Slurm accepts is counted.
+``hpcopt slurm run --policy P --interval 1 --log`` schedules the partition until every job
+(task) ended.  Then, from the adapter's cycle records
 and Slurm's ``jobcomp`` log (an array task's line has its own JobId and ArrayJobId,
 ArrayTaskId, in 22.05 and 24.11 alike; ``squeue --json``, read every ``--poll`` seconds,
 maps each started job id to ``A_T`` too, and the two must agree):
@@ -32,6 +33,22 @@ maps each started job id to ``A_T`` too, and the two must agree):
     python benchmarks/slurm_adversarial.py --out benchmarks/results/slurm/adversarial  (root)
     python benchmarks/slurm_adversarial.py --slurm 24.11 --out ...
     python benchmarks/slurm_adversarial.py --from-runs /tmp/hpcopt-adv-XXXX --out ...
+
+``--attacks`` runs the attacks one by one instead, on a fresh 4-node testbed, as the same
+kind of ordinary user, first with the adapter stopped, then with it running (``--interval
+1``): a finished job requeued, then ``StartTime=now``; ``--begin=now+3600 -N4`` on the idle
+cluster, then ``StartTime=now``; ``-w n4`` while a job of the unmanaged partition holds n4.
+Each is watched ``--watch`` seconds; Slurm's own log counts its releases and allocations of
+the job from the attack on (an allocation past the releases is a start hpcopt did not
+decide).  Then the user floods the wake-up port (``--wake-port``, the adapter at ``--interval
+5``) from a bounded loop on loopback for ``--flood-seconds``, once against the adapter as
+shipped (``rationed``) and once with the rationing switched off (``unrationed``: every
+datagram may wake a cycle, the kernel's default receive buffer, every cycle logged): the
+adapter's CPU (its own and its Slurm commands', ``/proc``), cycles a second and log growth.
+Writes ``OUT/attacks.json`` (one entry per Slurm version).
+
+    python benchmarks/slurm_adversarial.py --attacks --out benchmarks/results/slurm/adversarial
+    python benchmarks/slurm_adversarial.py --attacks --slurm 24.11 --out ...
 
 Writes ``OUT/adversarial_jobs.json`` (the slice as submitted), ``OUT/adversarial.json`` (one
 row per run, appended to what is there for other versions and policies),
@@ -116,7 +133,7 @@ class User:
 
 def submit_as(user: User, jobs: list[dict], env: dict) -> list[dict]:
     """Submit ``jobs`` at their scaled times as ``user``; right after each submission the
-    user's release and time-limit raise.  Returns the submissions and attempts."""
+    user's release, time-limit raise and start now.  Returns the submissions and attempts."""
     t0 = time.monotonic()
     subs = []
     for job in jobs:
@@ -129,7 +146,8 @@ def submit_as(user: User, jobs: list[dict], env: dict) -> list[dict]:
         jid = p.stdout.strip().split(";")[0]
         attempts = []
         for what in (["scontrol", "release", jid],
-                     ["scontrol", "update", f"jobid={jid}", "timelimit=+30"]):
+                     ["scontrol", "update", f"jobid={jid}", "timelimit=+30"],
+                     ["scontrol", "update", f"jobid={jid}", "StartTime=now"]):
             at = time.time()
             q = user.run(what, env)
             attempts.append(dict(cmd=" ".join(what[:2]), time=round(at, 3), rc=q.returncode,

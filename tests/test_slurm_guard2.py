@@ -38,9 +38,9 @@ from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node
 from hpcopt.slurm.wake import BURST, RATE, Waker
 
 from .slurm_fixtures import HPCOPT, VERSIONS, flat, free_udp_port, started_testbed, unix_user
+from .test_slurm_guard import USER, Guarded
 
 NOW = 1_000_000.0
-USER = "hpcopt-test-user2"
 
 
 def job(jid, priority=0, nodes=1, reason=None, mark=None, **more):
@@ -271,38 +271,13 @@ def test_exit_codes_tell_usage_errors_from_faults(tmp_path):
 
 # --- slow tier: an ordinary user against the real testbed ----------------------------------
 
-class Site:
+class Site(Guarded):
     """The testbed, its tools run as root or as the test user, and the adapter."""
 
-    def __init__(self, d: Path, env: dict, version: str) -> None:
-        self.dir, self.env, self.version = d, env, version
-
-    def root(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
-        if check and p.returncode:
-            raise AssertionError(f"{cmd}: {p.stderr}")
-        return p
-
-    def user(self, *cmd: str, **kw) -> subprocess.CompletedProcess:
-        env = [f"{k}={self.env[k]}" for k in ("SLURM_CONF", "PATH")]
-        return subprocess.run(["runuser", "-u", USER, "--", "env", *env, *cmd],
-                              capture_output=True, text=True, timeout=60, cwd="/tmp", **kw)
-
-    def submit(self, *args: str, sleep: int = 100) -> int:
-        p = self.user("sbatch", "--parsable", "-D", "/tmp", "-o", "/dev/null", *args,
-                      "--wrap", f"sleep {sleep}")
-        assert p.returncode == 0, p.stderr
-        return int(p.stdout.strip().split(";")[0])
-
     def job(self, jid: int) -> dict:
+        """The job's squeue record, finished jobs too (24.11 leaves them out by default)."""
         jobs = json.loads(self.root("squeue", "--json", "--states=all").stdout)["jobs"]
         return flat(next(j for j in jobs if j["job_id"] == jid))
-
-    def wait(self, cond, timeout: float) -> None:
-        end = time.monotonic() + timeout
-        while not cond():
-            assert time.monotonic() < end, f"not reached in {timeout} s"
-            time.sleep(0.3)
 
     def adapter(self, *args: str) -> subprocess.Popen:
         """``hpcopt slurm run --policy fcfs --interval 1`` with the lock in the testbed."""
@@ -337,7 +312,7 @@ def _stop(proc: subprocess.Popen) -> str:
     return err
 
 
-def _held(j: dict) -> bool:
+def _held(j: dict) -> bool:  # (the mark is checked by the submit script's own tests)
     return j["job_state"] == "PENDING" and j["priority"] == 0 and \
         j["state_reason"] == "JobHeldUser"
 
