@@ -11,9 +11,10 @@ by a seeded RNG) turned into
 
 submitted at their scaled times to a fresh testbed by an unprivileged user (made with
 ``useradd`` and removed at the end when this script made it).  Right after each submission
-the user tries ``scontrol release ID`` and ``scontrol update jobid=ID timelimit=+30`` on the
-job; each attempt Slurm accepts is counted.  ``hpcopt slurm run --policy P --interval 1 --log``
-schedules the partition until every job (task) ended.  Then, from the adapter's cycle records
+the user tries ``scontrol release ID``, ``scontrol update jobid=ID timelimit=+30`` and
+``scontrol update jobid=ID StartTime=now`` on the job; each attempt Slurm accepts is counted.
+``hpcopt slurm run --policy P --interval 1 --log`` schedules the partition until every job
+(task) ended.  Then, from the adapter's cycle records
 and Slurm's ``jobcomp`` log (an array task's line has its own JobId and ArrayJobId,
 ArrayTaskId, in 22.05 and 24.11 alike; ``squeue --json``, read every ``--poll`` seconds,
 maps each started job id to ``A_T`` too, and the two must agree):
@@ -33,6 +34,22 @@ maps each started job id to ``A_T`` too, and the two must agree):
     python benchmarks/slurm_adversarial.py --slurm 24.11 --out ...
     python benchmarks/slurm_adversarial.py --from-runs /tmp/hpcopt-adv-XXXX --out ...
 
+``--attacks`` runs the attacks one by one instead, on a fresh 4-node testbed, as the same
+kind of ordinary user, first with the adapter stopped, then with it running (``--interval
+1``): a finished job requeued, then ``StartTime=now``; ``--begin=now+3600 -N4`` on the idle
+cluster, then ``StartTime=now``; ``-w n4`` while a job of the unmanaged partition holds n4.
+Each is watched ``--watch`` seconds; Slurm's own log counts its releases and allocations of
+the job from the attack on (an allocation past the releases is a start hpcopt did not
+decide).  Then the user floods the wake-up port (``--wake-port``, the adapter at ``--interval
+5``) from a bounded loop on loopback for ``--flood-seconds``, once against the adapter as
+shipped (``rationed``) and once with the rationing switched off (``unrationed``: every
+datagram may wake a cycle, the kernel's default receive buffer, every cycle logged): the
+adapter's CPU (its own and its Slurm commands', ``/proc``), cycles a second and log growth.
+Writes ``OUT/attacks.json`` (one entry per Slurm version).
+
+    python benchmarks/slurm_adversarial.py --attacks --out benchmarks/results/slurm/adversarial
+    python benchmarks/slurm_adversarial.py --attacks --slurm 24.11 --out ...
+
 Writes ``OUT/adversarial_jobs.json`` (the slice as submitted), ``OUT/adversarial.json`` (one
 row per run, appended to what is there for other versions and policies),
 ``OUT/adversarial_<version>_<policy>_reserved.csv`` (each reserved job: first shadow, start,
@@ -47,6 +64,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,7 +133,7 @@ class User:
 
 def submit_as(user: User, jobs: list[dict], env: dict) -> list[dict]:
     """Submit ``jobs`` at their scaled times as ``user``; right after each submission the
-    user's release and time-limit raise.  Returns the submissions and attempts."""
+    user's release, time-limit raise and start now.  Returns the submissions and attempts."""
     t0 = time.monotonic()
     subs = []
     for job in jobs:
@@ -128,7 +146,8 @@ def submit_as(user: User, jobs: list[dict], env: dict) -> list[dict]:
         jid = p.stdout.strip().split(";")[0]
         attempts = []
         for what in (["scontrol", "release", jid],
-                     ["scontrol", "update", f"jobid={jid}", "timelimit=+30"]):
+                     ["scontrol", "update", f"jobid={jid}", "timelimit=+30"],
+                     ["scontrol", "update", f"jobid={jid}", "StartTime=now"]):
             at = time.time()
             q = user.run(what, env)
             attempts.append(dict(cmd=" ".join(what[:2]), time=round(at, 3), rc=q.returncode,
@@ -363,6 +382,180 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+# --- the attacks one by one (--attacks): begin times, requeues, busy nodes, the wake-up --------
+
+def _squeue(env: dict, jid: int) -> dict:
+    from hpcopt.slurm.state import Slurm
+
+    jobs, _ = Slurm(env=env, timeout=20).jobs()
+    j = next((j for j in jobs if j.id == jid), None)
+    return {} if j is None else dict(state=j.state, priority=j.priority, reason=j.reason,
+                                     start=j.start)
+
+
+def _ctld_lines(d: Path, jid: int, since: int) -> tuple[int, int]:
+    """Slurm's own count of releases and allocations of ``jid`` in its log from byte
+    ``since`` on."""
+    text = (d / "log" / "slurmctld.log").read_bytes()[since:].decode(errors="replace")
+    return (len(re.findall(rf"release hold on JobId={jid}\b", text)),
+            len(re.findall(rf"Allocate JobId={jid}\b", text)))
+
+
+def _adapter(env: dict, d: Path, *extra: str, python: list[str] | None = None):
+    return subprocess.Popen([*(python or [sv.HPCOPT]), "slurm", "run", "--policy", "fcfs",
+                             "--interval", "1", "--lock", str(d / "adapter.lock"), *extra],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(proc) -> None:
+    if proc is not None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def attack_rows(user: User, env: dict, d: Path, running: bool, watch: float) -> list[dict]:
+    """Each attack once as ``user``, the adapter running or not: whether Slurm started a job
+    without a release after the attack (its own log: allocations past releases)."""
+    rows = []
+    proc = _adapter(env, d) if running else None
+    try:
+        def sub(*a, sleep=1):
+            p = user.run(["sbatch", "--parsable", "-o", "/dev/null", *a, "--wrap",
+                          f"sleep {sleep}"], env)
+            if p.returncode:
+                raise SystemExit(f"sbatch: {p.stderr.strip()}")
+            return int(p.stdout.strip().split(";")[0])
+
+        def watch_for(jid, mark):
+            time.sleep(watch)
+            rel, alloc = _ctld_lines(d, jid, mark)
+            return dict(releases=rel, allocations=alloc, unreleased_starts=max(0, alloc - rel),
+                        state=_squeue(env, jid).get("state"))
+
+        # 1. requeue a finished job, then StartTime=now
+        jid = sub("-N", "1", "-t", "1")
+        if not running:
+            subprocess.run(["scontrol", "release", str(jid)], env=env, check=True)
+        end = time.time() + 60
+        while _squeue(env, jid).get("state") != "COMPLETED" and time.time() < end:
+            time.sleep(0.5)
+        mark = (d / "log" / "slurmctld.log").stat().st_size
+        rq = user.run(["scontrol", "requeue", str(jid)], env)
+        st = user.run(["scontrol", "update", f"jobid={jid}", "StartTime=now"], env)
+        rows.append(dict(attack="requeue, then StartTime=now", accepted=(
+            f"requeue {'yes' if rq.returncode == 0 else 'no'}, StartTime "
+            f"{'yes' if st.returncode == 0 else 'no'}"), **watch_for(jid, mark)))
+        # 2. a begin time an hour ahead on an idle cluster, then StartTime=now
+        mark = (d / "log" / "slurmctld.log").stat().st_size
+        jid2 = sub("-N", "4", "-t", "30", "--begin=now+3600")
+        time.sleep(3)
+        st = user.run(["scontrol", "update", f"jobid={jid2}", "StartTime=now"], env)
+        rows.append(dict(attack="--begin=now+3600 -N4, then StartTime=now",
+                         accepted=f"StartTime {'yes' if st.returncode == 0 else 'no'}",
+                         **watch_for(jid2, mark)))
+        # 3. -w n4 while n4 is busy (a job of the unmanaged partition holds it)
+        busy = sub("-p", "debug", "-w", "n4", "-N", "1", "-t", "5", sleep=300)
+        time.sleep(2)
+        mark = (d / "log" / "slurmctld.log").stat().st_size
+        jid3 = sub("-N", "1", "-w", "n4", "-t", "1")
+        r = watch_for(jid3, mark)
+        rows.append(dict(attack="-w n4 while n4 is busy", accepted="-",
+                         released_while_busy=r["releases"], **r))
+        subprocess.run(["scancel", str(jid), str(jid2), str(jid3), str(busy)], env=env)
+    finally:
+        _stop(proc)
+    for r in rows:
+        r["adapter"] = "running" if running else "stopped"
+    return rows
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds of a process and its waited-for children (utime, stime, cutime, cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+_UNRATIONED = ("import sys; import hpcopt.slurm.wake as w, hpcopt.slurm.adapter as a; "
+               "w.RATE = w.BURST = 1e9; w.RCVBUF = 212992; "
+               "a.Adapter._write_cycle = a.Adapter._write; "
+               "from hpcopt.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def flood_row(user: User, env: dict, d: Path, port: int, rationed: bool,
+              seconds: float) -> dict:
+    """The adapter (``--interval 5 --wake-port``) under ``user``'s flood of datagrams on
+    loopback for ``seconds`` (a bounded loop: it stops by itself): its CPU, cycles and log
+    growth, rationed (as shipped) or not (the rationing switched off: every datagram may
+    wake a cycle, the kernel's default receive buffer, every cycle logged)."""
+    log = d / f"flood_{'rationed' if rationed else 'unrationed'}.jsonl"
+    py = None if rationed else [sys.executable, "-c", _UNRATIONED]
+    proc = subprocess.Popen([*(py or [sv.HPCOPT]), "slurm", "run", "--policy", "fcfs",
+                             "--interval", "5", "--wake-port", str(port), "--lock",
+                             str(d / "adapter.lock"), "--log", str(log)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.time() + 60
+        while not (log.exists() and log.read_text()) and time.time() < end:
+            time.sleep(0.2)
+        time.sleep(1)
+        cycle0 = json.loads(log.read_text().splitlines()[-1])["cycle"]
+        size0, cpu0, t0 = log.stat().st_size, _cpu(proc.pid), time.monotonic()
+        code = (f"import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                f"end, n = time.monotonic() + {seconds}, 0\nwhile time.monotonic() < end:\n"
+                f"    s.sendto(b'end 1', ('127.0.0.1', {port})); n += 1\nprint(n)\n")
+        python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+        sent = int(user.run([python, "-c", code], env).stdout or 0)
+        took = time.monotonic() - t0
+        cpu, size = _cpu(proc.pid) - cpu0, log.stat().st_size - size0
+        time.sleep(5.5)  # one interval: the rationed adapter writes its unchanged line
+        cycles = json.loads(log.read_text().splitlines()[-1])["cycle"] - cycle0
+    finally:
+        _stop(proc)
+    return dict(mode="rationed" if rationed else "unrationed", seconds=round(took, 1),
+                sent_per_s=round(sent / took), cpu_pct=round(100 * cpu / took, 1),
+                cycles_per_s=round(cycles / (took + 5.5), 2),
+                log_bytes_per_s=round(size / took), log_mb_per_day=round(
+                    size / took * 86400 / 1e6, 1))
+
+
+def attacks(args) -> None:
+    """``--attacks``: each attack with the adapter stopped and running, then the flood, on a
+    fresh 4-node testbed of ``--slurm``; prints and saves ``OUT/attacks.json``."""
+    from hpcopt.slurm import testbed
+
+    work = Path(tempfile.mkdtemp(prefix="hpcopt-attacks-"))
+    os.chmod(work, 0o755)
+    d = work / args.slurm
+    port = 20000 + os.getpid() % 20000
+    user = User(args.user)
+    try:
+        conf = testbed.start(d, 4, slurm=args.slurm, wake_port=port)
+        env = {**os.environ, "SLURM_CONF": str(conf),
+               "PATH": f"{d / 'bin'}:{os.environ.get('PATH', '')}"}
+        try:
+            rows = attack_rows(user, env, d, False, args.watch) + \
+                attack_rows(user, env, d, True, args.watch)
+            floods = [flood_row(user, env, d, port, r, args.flood_seconds)
+                      for r in (False, True)]
+        finally:
+            testbed.stop(d)
+    finally:
+        user.remove()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "attacks.json"
+    done = json.loads(saved.read_text()) if saved.exists() else {}
+    done[args.slurm] = dict(attacks=rows, flood=floods)
+    saved.write_text(json.dumps(done, indent=1))
+    for r in rows:
+        print(f"| {args.slurm} | {r['attack']} | {r['adapter']} | {r['accepted']} | "
+              f"{r['releases']} | {r['allocations']} | {r['unreleased_starts']} |")
+    for f in floods:
+        print(f"| {args.slurm} | {f['mode']} | {f['sent_per_s']} | {f['cpu_pct']}% | "
+              f"{f['cycles_per_s']} | {f['log_bytes_per_s']} B/s ({f['log_mb_per_day']} MB a "
+              "day) |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trace", default=str(sv.DEFAULT_TRACE))
@@ -386,7 +579,16 @@ def main() -> None:
     p.add_argument("--from-runs", metavar="DIR",
                    help="check the runs an earlier call kept (DIR/<slurm>_<policy>/run.json)")
     p.add_argument("--out", default="results/slurm/adversarial")
+    p.add_argument("--attacks", action="store_true",
+                   help="the attacks one by one (requeue, begin time, busy nodes, a flood "
+                        "of wake-ups), adapter stopped and running, instead of the replay")
+    p.add_argument("--watch", type=float, default=15.0,
+                   help="--attacks: seconds each attack is watched")
+    p.add_argument("--flood-seconds", type=float, default=10.0,
+                   help="--attacks: seconds of the flood of wake-ups")
     args = p.parse_args()
+    if args.attacks:
+        return attacks(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     jobs = adversarial_slice(sv.scaled_slice(args), args.frac, args.seed)

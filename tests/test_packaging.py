@@ -66,6 +66,7 @@ def test_package_data_covers_what_the_library_reads():
         needed += [Path(p) for p in glob.glob(str(bundled_path(family) / "*.json"))]
     needed += list((REPO / "hpcopt" / "agents" / "checkpoints").iterdir())
     needed.append(REPO / "hpcopt" / "data_catalogue.json")  # hpcopt data list | fetch | verify
+    needed.append(REPO / "hpcopt" / "slurm" / "job_submit.lua")  # hpcopt slurm job-submit-lua
     assert len(needed) >= 15
     assert [p for p in needed if p.resolve() not in shipped] == []
     # every family folder of instances/ is one FAMILIES lists (hpcopt instances), and no

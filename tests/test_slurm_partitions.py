@@ -70,7 +70,7 @@ def test_the_locks_and_overlapping_partitions(split):
                log.read_text().count("\n") >= 2, 20)
         code, _, err = _finish(c.cli("run", "--policy", "fcfs", "--once", "--partition",
                                      "batch2"))
-        assert code == 2 and "partition 'batch2' is scheduled by another adapter" in err, err
+        assert code == 75 and "partition 'batch2' is scheduled by another adapter" in err, err
     finally:
         first.terminate()
         _finish(first)

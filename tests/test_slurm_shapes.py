@@ -219,8 +219,8 @@ def test_array_throttle_and_tasks_one_by_one(whole, user):
 
 def test_requeue_by_the_owner_is_held_again(whole, user):
     """The owner requeues a running job: it comes back unheld (Slurm would start it after its
-    begin time); the next cycle holds it again and marks it, and a later release marks it
-    with its restart count."""
+    begin time); the next cycle holds it again and marks it, it stays held until that begin
+    time, and a later release marks it with its restart count."""
     c = whole
     jid = user_submit(c, "-N", "1", "-t", "1")
     adapter = c.adapter("fcfs")
@@ -236,6 +236,10 @@ def test_requeue_by_the_owner_is_held_again(whole, user):
         j = c.jobs()[jid]
         assert j["priority"] == 0 and j["state_reason"] == "JobHeldUser"
         assert j["admin_comment"] == "hpcopt:held:1"
+        rec = adapter.cycle()  # Slurm's requeue delay: a begin time ahead, so not released
+        assert rec["released"] == [] and rec["reheld"] == []
+        assert any(f"job {jid} waits for its begin time" in n for n in rec["notes"]), rec
+        c.run("scontrol", "update", f"jobid={jid}", "StartTime=now")  # (the delay passed)
         rec = adapter.cycle()
         assert rec["released"] == [jid] and rec["reheld"] == []
         assert c.jobs()[jid]["admin_comment"] == "hpcopt:released:1"

@@ -82,8 +82,9 @@ def test_cycle_state_sees_exactly_the_idle_nodes_as_free():
     assert c.system.nodes == 8 and c.time == NOW
     assert sorted((str(j.id), j.nodes, end) for j, end in c.running) == [("5", 2, NOW + 50)]
     assert c.unavailable == 2 and c.completing == 1  # n3 drained, n4 down; n5 completing
-    assert ids(c.starting) == [("6", 2)] and s.starting == ["6", "12"] and s.n_running == 1
-    assert "job 12 released, waiting: Dependency" in s.notes
+    assert ids(c.starting) == [("6", 2)] and s.starting == ["6"] and s.n_running == 1
+    # released, then made to wait (a dependency added): held again, not left for Slurm
+    assert [j.id for j in s.rehold] == [12]
     assert [(str(j.id), j.nodes, j.walltime) for j in c.queue] == [
         ("7", 1, 120.0), ("8", 9, 60.0), ("11", 3, FAR)]
     assert "unavailable nodes: n3 (idle+drain),n4 (down)" in s.notes
@@ -368,8 +369,9 @@ def test_one_adapter_per_partition_lock(tmp_path):
     lock = PartitionLock(path, "b")
     lock.acquire()
     lock.release()
-    assert default_lock_path("batch", "/a/slurm.conf") != default_lock_path("batch", "/b/x")
-    assert default_lock_path("batch", None).name.endswith("-batch.lock")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c1\nSlurmctldHost=ctl\nSlurmctldPort=7000\n")
+    assert default_lock_path("batch", str(conf)).name.endswith("-batch.lock")
 
 
 def test_job_submit_lua_names_the_partition():

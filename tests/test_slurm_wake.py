@@ -78,7 +78,8 @@ def test_a_burst_wakes_once_and_a_port_in_use_is_one_line():
                 s.sendto(f"end {i}".encode(), ("127.0.0.1", port))
         t0 = time.monotonic()
         assert waker.wait(5.0)
-        assert time.monotonic() - t0 < 1.0 and waker.woken == 200
+        # one wake-up; the kernel keeps what the small receive buffer holds of the burst
+        assert time.monotonic() - t0 < 1.0 and 1 <= waker.woken <= 200 and waker.wakeups == 1
         assert not waker.wait(0.1)
         with pytest.raises(HpcoptError, match=rf"^--wake-port {port}: .*listens there\)$"):
             Waker(port)

@@ -65,6 +65,7 @@ STARTING = frozenset({"None", "Priority", "Resources", "BurstBufferStageIn"})
 MARK = "hpcopt:"  # the AdminComment prefix of the jobs hpcopt manages
 ARRAY_LIMIT = 100_000  # tasks of one pending array read at most (Slurm's MaxArraySize bound)
 RECHECK = 0.25  # seconds between cycles while nodes complete a job (woken adapters)
+_TIMINGS = ("time", "cycle", "read_s", "decide_s", "release_s")  # what differs in any cycle
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
     held = [j for j in ours if j.held]
     asks = {j.id: res.ask(j) for j in ours}  # once per job: its burst buffer, SSD, why not
     now = max([snap.time, *(j.submit for j in held)])
+    held = [j for j in held if not _cannot_start_now(j, now, idle, notes)]
     running: list[tuple[Job, float]] = []
     covered: set[str] = set()
     n_running = 0
@@ -209,6 +211,9 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
         mark = parse_mark(j.mark)
         if mark is not None and j.restarts > mark[1]:
             state.rehold.append(j)  # requeued: Slurm would start it again without hpcopt
+            continue
+        if mark is not None and mark[0] == "released" and _delayed(j, now):
+            state.rehold.append(j)  # released, then delayed: Slurm would start it later alone
             continue
         state.starting.append(j.key)
         if mark is None or mark[0] != "released":
@@ -244,6 +249,43 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
                                  unavailable=machine.count(down),
                                  unavailable_bb=unavailable_bb, placed=placed)
     return state
+
+
+def _cannot_start_now(j: SlurmJob, now: float, idle: set[str], notes: list[str]) -> bool:
+    """Whether held ``j`` (hpcopt's to release) cannot start now: its begin time is ahead,
+    the nodes it asks are not all idle, or too few idle nodes are left once those it
+    excludes are taken out.  Such a job stays held (a note says why) and is not counted
+    on nodes it cannot use: released now, Slurm would keep it for later, a start hpcopt
+    would not decide."""
+    if _left_held(j) is not None:
+        return False  # left held anyway, with its own note
+    why = None
+    if j.begin > now + 1:
+        why = (f"waits for its begin time "
+               f"({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(j.begin))})")
+    elif j.required_nodes and not set(_hostnames(j.required_nodes) or ["?"]) <= idle:
+        why = f"asks nodes {j.required_nodes}, not all free"
+    elif j.excluded_nodes and \
+            len(idle - set(_hostnames(j.excluded_nodes) or idle)) < (_upper(j) or j.nodes):
+        why = f"excludes nodes {j.excluded_nodes}: too few of the others free"
+    if why is not None:
+        notes.append(f"job {j.key} {why}: left held")
+    return why is not None
+
+
+def _delayed(j: SlurmJob, now: float) -> bool:
+    """Whether a released job waits now for a begin time ahead or a dependency (its user
+    delayed it after the release): held again, so that it starts when hpcopt decides."""
+    return j.reason in ("BeginTime", "Dependency") or j.begin > now + 1 or \
+        "unfulfilled" in j.dependency
+
+
+def _hostnames(text: str) -> list[str] | None:
+    """Slurm's host list (``n[1-3],n8``) as names; None when unreadable."""
+    try:
+        return expand_hostlist(text)
+    except TopologyConfError:
+        return None
 
 
 def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:
@@ -424,6 +466,9 @@ class Adapter:
         self.slurm = slurm if slurm is not None else Slurm()
         self.slurm.on_error = self._errors.append
         self.cycles = 0
+        self.quiet_for = 0.0  # run_adapters: the interval, when wake-ups may come
+        self._last_said: dict | None = None
+        self._last_written = 0.0
 
     @property
     def partition(self) -> str:
@@ -480,7 +525,7 @@ class Adapter:
         self._release_decided(rec, state, decision)
         rec.release_s = round(time.perf_counter() - c0, 4)
         rec.ok, rec.errors = True, list(self._errors)
-        self._write(rec)
+        self._write_cycle(rec)
         self._say_cycle(rec, cluster.time)
         return rec
 
@@ -493,8 +538,9 @@ class Adapter:
         reheld, changed = self._rehold(state.rehold, notes), []
         if picked and not self.dry_run:
             picked, changed = self._reread(picked, notes, where)
-        self._write_event({"time": round(time.time(), 3), "cycle": self.cycles,
-                           "event": "releasing", "ids": [_id(e.key) for e, _ in picked]})
+        if picked:
+            self._write_event({"time": round(time.time(), 3), "cycle": self.cycles,
+                               "event": "releasing", "ids": [_id(e.key) for e, _ in picked]})
         released, failed = [], []
         for entry, mode in picked:
             nodes = where.get(entry.key)
@@ -594,16 +640,16 @@ class Adapter:
         done = []
         for j in jobs:
             if self.dry_run:
-                notes.append(f"job {j.key} requeued: would be held again")
+                notes.append(f"job {j.key} requeued or delayed: would be held again")
                 continue
             try:
                 self.slurm.hold(j.key)
                 self.slurm.update(j.key, AdminComment=f"{MARK}held:{j.restarts}")
             except SlurmCommandError as exc:
-                notes.append(f"job {j.key} requeued, not held again: {exc}")
+                notes.append(f"job {j.key} requeued or delayed, not held again: {exc}")
                 continue
             done.append(_id(j.key))
-            notes.append(f"job {j.key} requeued: held again")
+            notes.append(f"job {j.key} requeued or delayed after its release: held again")
         return done
 
     def run(self, interval: float = 5.0, *, once: bool = False,
@@ -633,6 +679,18 @@ class Adapter:
                            "released_on_exit": done})
         self.say(f"released {len(done)} held job(s) to Slurm's scheduler")
         return done
+
+    def _write_cycle(self, rec: CycleRecord) -> None:
+        """Write a cycle's record, unless it says what the last one written said (timings
+        apart) and that one is less than ``quiet_for`` seconds old: cycles woken in a burst
+        (or a flood of wake-ups) that changed nothing add one line per interval at most."""
+        line = rec.as_json()
+        same = {k: v for k, v in line.items() if k not in _TIMINGS}
+        if self.quiet_for and same == self._last_said and \
+                line["time"] - self._last_written < self.quiet_for:
+            return
+        self._last_said, self._last_written = same, line["time"]
+        self._write_event(line)
 
     def _write(self, rec: CycleRecord) -> None:
         self._write_event(rec.as_json())
@@ -698,6 +756,8 @@ def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool =
             taken.append(lock)
         if wake_port is not None and not once:
             waker = Waker(wake_port)
+            for a in adapters:
+                a.quiet_for = interval
         while True:
             t0 = time.monotonic()
             recs = _cycle_all(adapters)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..cliargs import nonneg_int, positive_int, positive_seconds
-from ..errors import OptionError
+from ..errors import HpcoptError, OptionError, one_line
 
 
 def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
@@ -75,8 +75,8 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                         "job-submit-lua --wake-port P` (the interval stays the fallback)")
     r.add_argument("--lock", default=None, metavar="FILE",
                    help="the lock file of the partitions: one adapter per partition (default: "
-                        "one per SLURM_CONF and partition in /run/lock; adapters on several "
-                        "hosts need a file on a file system they share)")
+                        "one per controller and partition in /run/hpcopt; adapters on "
+                        "several hosts need a file on a file system they share)")
     r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -149,8 +149,10 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     st.add_argument("--log", required=True, metavar="FILE.jsonl", help="the adapter's --log")
     u = ss.add_parser("unit", help="print a systemd unit that runs `hpcopt slurm run` with the "
                                    "arguments after --")
-    u.add_argument("--user", default="root", help="the user it runs as (default root; one of "
-                                                  "the submit script's --admin users)")
+    u.add_argument("--user", default="slurm",
+                   help="the user it runs as (default slurm, Debian's SlurmUser; it must be "
+                        "SlurmUser, root or a Slurm operator, and one of the submit script's "
+                        "--admin users)")
     u.add_argument("--slurm-conf", default=None, metavar="FILE",
                    help="SLURM_CONF for the service (default: Slurm's own default)")
     u.add_argument("run_args", nargs=argparse.REMAINDER, metavar="-- RUN ARGS",
@@ -238,7 +240,6 @@ def _unit(args) -> int:
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
     from .adapter import Adapter, Settings, run_adapters
-    from .lock import default_lock_path
     from .lua import partition_names
     from .state import Slurm
 
@@ -258,13 +259,16 @@ def _run(args, options: dict) -> int:
             Path(conf or "/etc/slurm/slurm.conf").parent / "topology.conf"
         topology = read_topology(where)
     slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
-    log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+    try:
+        log = open(Path(args.log), "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+    except OSError as exc:
+        return _fault(f"--log {args.log}: {exc.strerror}")
     try:
         adapters = []
         for p in partitions:
             policy = build_policy(args.policy, **options)  # each partition its own
             policy.reset(args.seed)
-            lock = None if args.dry_run else (args.lock or default_lock_path(p, conf))
+            lock = None if args.dry_run else (args.lock or _default_lock(p, conf))
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
@@ -275,6 +279,31 @@ def _run(args, options: dict) -> int:
                 starvation_bound=args.starvation))
         return run_adapters(adapters, args.interval, once=args.once,
                             release_on_exit=args.release_on_exit, wake_port=args.wake_port)
+    except OptionError:
+        raise  # a usage error: exit status 2, not restarted
+    except (HpcoptError, OSError) as exc:  # a fault (lock, log, port, Slurm's answers)
+        return _fault(one_line(exc))
     finally:
         if log is not None:
-            log.close()
+            try:
+                log.close()
+            except OSError:
+                pass
+
+
+def _default_lock(partition: str, conf: str | None) -> Path:
+    """The partition's lock in the root-only lock directory, made if missing
+    (``hpcopt.slurm.lock``)."""
+    from .lock import LOCK_DIR, default_lock_path, ensure_lock_dir
+
+    ensure_lock_dir(LOCK_DIR)
+    return default_lock_path(partition, conf, LOCK_DIR)
+
+
+def _fault(message: str) -> int:
+    """A fault of ``hpcopt slurm run`` (not a usage error): one line, exit status
+    ``EXIT_FAULT``, which the unit restarts."""
+    from .service import EXIT_FAULT
+
+    print(f"hpcopt: error: {message}", file=sys.stderr)
+    return EXIT_FAULT

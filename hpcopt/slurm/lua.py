@@ -11,7 +11,13 @@ left alone.  Slurm shows such a hold as JobHeldUser, which the job's owner could
 job, reshape it (nodes, tasks, CPUs, memory, time limit raised, licenses, array throttle,
 nodes asked or excluded, features, GRES/TRES, QOS, reservation) or move it into or out of
 the managed partition.  A lower time limit is allowed (a smaller request only helps);
-renaming, comments, mail, dependencies and begin times stay the user's.
+renaming, comments, mail and dependencies stay the user's, and so does a later begin time of a
+job still held; a begin time of now or earlier, or any begin time of a job no longer held
+(released, or back from a requeue), is refused: it would start the job without hpcopt.
+
+The script is ``job_submit.lua`` beside this module (package data), valid Lua as it lies
+(``luac -p``); its places ``--[[@NAME@]]`` (and ``@PARTITION@``, ``@MARK@`` in text) are
+filled here.
 
 With a wake port the submit hook also wakes the adapter (``hpcopt.slurm.wake``) at each
 managed submission, so that a job submitted to free nodes starts within a cycle's read, not
@@ -22,105 +28,12 @@ from __future__ import annotations
 
 import pwd
 from collections.abc import Iterable
+from importlib import resources
 
 from ..errors import OptionError
 from .wake import submit_command
 
 MARK = "hpcopt:held"
-
-_TEMPLATE = """\
--- job_submit.lua (hpcopt): hold every job submitted to @PARTITION@, so that
--- only `hpcopt slurm run` starts it (scontrol release).  Install: JobSubmitPlugins=lua in
--- slurm.conf, this file beside slurm.conf, then `scontrol reconfigure`.
-local MANAGED = { @MANAGED@ }
--- uids that may release and change the partition's jobs: root, SlurmUser, the adapter's user
-local ADMINS = { @ADMINS@ }
-local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
--- the command that wakes `hpcopt slurm run --wake-port P` (nil: it polls)
-local WAKE = @WAKE@
-
-local NO_VAL = slurm.NO_VAL or 4294967294  -- what a field left alone reads as
-local NO_VAL16 = slurm.NO_VAL16 or 65534
-local NO_VAL64 = slurm.NO_VAL64 or 18446744073709551614
-local INFINITE = slurm.INFINITE or 4294967295
-local DENIED = slurm.ESLURM_ACCESS_DENIED or 2002  -- "Access/permission denied"
-
-local function managed_name(parts)  -- the first managed partition a comma list names
-   if parts == nil then return nil end
-   for name in string.gmatch(parts, "[^,%s]+") do
-      if MANAGED[name] then return name end
-   end
-   return nil
-end
-
-local function managed(job_desc, part_list)  -- the managed partition of a submission, or nil
-   if job_desc.partition ~= nil then return managed_name(job_desc.partition) end
-   for _, p in pairs(part_list) do  -- no --partition: the cluster's default partition
-      if p.flag_default == 1 then return managed_name(p.name) end
-   end
-   return nil
-end
-
-function slurm_job_submit(job_desc, part_list, submit_uid)
-   local name = managed(job_desc, part_list)
-   if name ~= nil then
-      if job_desc.partition ~= nil and job_desc.partition ~= name then
-         slurm.log_user("hpcopt: partitions %s narrowed to %s, whose jobs the scheduler starts",
-                        job_desc.partition, name)
-         job_desc.partition = name
-      end
-      job_desc.priority = 0
-      job_desc.admin_comment = MARK
-      if WAKE ~= nil then os.execute(WAKE) end
-   end
-   return slurm.SUCCESS
-end
-
--- what a user may not change on a managed job: field = its value when left alone
--- (nil for text); a time limit may be lowered (below)
-local GUARDED = {
-   priority = NO_VAL, nice = NO_VAL, min_nodes = NO_VAL, max_nodes = NO_VAL,
-   num_tasks = NO_VAL, min_cpus = NO_VAL, max_cpus = NO_VAL, time_min = NO_VAL,
-   site_factor = NO_VAL, req_switch = NO_VAL, wait4switch = NO_VAL,
-   cpus_per_task = NO_VAL16, ntasks_per_node = NO_VAL16, pn_min_cpus = NO_VAL16,
-   shared = NO_VAL16, contiguous = NO_VAL16, pn_min_memory = NO_VAL64,
-   "licenses", "burst_buffer", "array_inx", "req_nodes", "exc_nodes", "features",
-   "cluster_features", "prefer", "gres", "tres_per_node", "tres_per_job", "tres_per_task",
-   "tres_per_socket", "cpus_per_tres", "mem_per_tres", "qos", "reservation",
-   "admin_comment", "partition",
-}
-
-local function unlimited(t) return t == nil or t == NO_VAL or t == INFINITE end
-
-local function refused_field(job_desc, job_rec)
-   for k, v in pairs(GUARDED) do
-      local field, unset = k, v
-      if type(k) == "number" then field, unset = v, nil end
-      local value = job_desc[field]
-      if value ~= nil and value ~= unset then return field end
-   end
-   local t = job_desc.time_limit
-   if t ~= nil and t ~= NO_VAL then
-      local now = job_rec.time_limit
-      if t == INFINITE or not (unlimited(now) or t < now) then return "time_limit" end
-   end
-   return nil
-end
-
-function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   if ADMINS[modify_uid] then return slurm.SUCCESS end
-   local name = managed_name(job_rec.partition) or managed_name(job_desc.partition)
-   if name == nil then return slurm.SUCCESS end
-   local field = refused_field(job_desc, job_rec)
-   if field == nil then return slurm.SUCCESS end
-   slurm.log_user("hpcopt: jobs of partition %s are started by the scheduler; changing %s " ..
-                  "of job %s is reserved to the administrator", name, field,
-                  tostring(job_rec.job_id))
-   slurm.log_info("hpcopt: refused uid %s changing %s of job %s", tostring(modify_uid), field,
-                  tostring(job_rec.job_id))
-   return DENIED
-end
-"""
 
 
 def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[int] = (0,),
@@ -140,9 +53,11 @@ def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[in
     wake = "nil" if wake_port is None else f'"{submit_command(wake_port)}"'
     said = (f'partition "{names[0]}"' if len(names) == 1 else
             "partitions " + ", ".join(f'"{n}"' for n in names))
-    return (_TEMPLATE.replace("@PARTITION@", said)
-            .replace("@MANAGED@", ", ".join(f'["{n}"] = true' for n in names))
-            .replace("@ADMINS@", table).replace("@MARK@", MARK).replace("@WAKE@", wake))
+    template = resources.files(__package__).joinpath("job_submit.lua").read_text("utf-8")
+    return (template.replace("@PARTITION@", said)
+            .replace("--[[@MANAGED@]]", ", ".join(f'["{n}"] = true' for n in names))
+            .replace("--[[@ADMINS@]]", table).replace("@MARK@", MARK)
+            .replace("--[[@WAKE@]] nil", wake))
 
 
 def partition_names(partition: str | Iterable[str]) -> tuple[str, ...]:

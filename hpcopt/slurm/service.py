@@ -4,9 +4,12 @@
 what the adapter is doing: its last cycle and how long ago, what it read (held jobs in the
 order they queue, the reserved one and its shadow time, free nodes), what it released lately
 and why jobs are left held.  ``systemd_unit(run_args)`` is a unit that runs ``hpcopt slurm
-run`` with those arguments: restarted on a failure, not on a user error (exit status 2: a bad
-option, or the partition's lock held by another adapter), stopped with SIGTERM (held jobs
-stay held).
+run`` with those arguments as a dedicated user (default ``slurm``, Debian's SlurmUser, who may
+release and hold every job), hardened (no new privileges, no capabilities, the file system
+read-only but for its log and lock directories, no home directories, a private /tmp);
+restarted on a fault (``EXIT_FAULT``: its lock held or unusable, its log unwritable, Slurm's
+answers unreadable), not on a usage error (``EXIT_USAGE``: a bad option), stopped with
+SIGTERM (held jobs stay held).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import HpcoptError
 from .record import CycleRecord
+from .lock import LOCK_DIR
 
 RECENT = 10  # releases listed by status
+EXIT_USAGE = 2  # a bad option or configuration: the unit does not restart it
+EXIT_FAULT = 75  # a fault (EX_TEMPFAIL): the unit restarts it
 
 
 def read_log(path: str | Path) -> tuple[list[CycleRecord], list[dict]]:
@@ -27,7 +33,8 @@ def read_log(path: str | Path) -> tuple[list[CycleRecord], list[dict]]:
     not a cycle's record, is a one-line error naming it."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # bytes that are not UTF-8 (a torn or foreign line) read as U+FFFD, not a crash
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
         raise HpcoptError(f"{path}: {exc.strerror}") from None
     cycles, events = [], []
@@ -105,16 +112,30 @@ def _partition_status(cycles: list[CycleRecord], now: float) -> str:
 
 
 def systemd_unit(run_args: list[str], hpcopt: str, slurm_conf: str | None = None,
-                 user: str = "root") -> str:
-    """A systemd unit for ``hpcopt slurm run RUN_ARGS`` (module docstring)."""
+                 user: str = "slurm") -> str:
+    """A systemd unit for ``hpcopt slurm run RUN_ARGS`` as ``user`` (module docstring): its
+    log's directory writable (``LogsDirectory=`` under /var/log, else ``ReadWritePaths=``),
+    the lock directory its ``RuntimeDirectory`` (or the directory of ``--lock``), the home
+    directories hidden (read-only where ``hpcopt`` itself lies in one)."""
     names = [v for k, v in zip(run_args, run_args[1:]) if k == "--partition"] or ["batch"]
     names = ",".join(names).split(",")
     env = f"Environment=SLURM_CONF={slurm_conf}\n" if slurm_conf else ""
+    log, lock = _option(run_args, "--log"), _option(run_args, "--lock")
+    paths = ""
+    if log is not None:
+        where = PurePosixPath(log).parent
+        if where.parent == PurePosixPath("/var/log") and where.name:
+            paths += f"LogsDirectory={where.name}\n"
+        else:
+            paths += f"ReadWritePaths={where}\n"
+    if lock is not None:
+        paths += f"ReadWritePaths={PurePosixPath(lock).parent}\n"
+    home = "read-only" if hpcopt.startswith(("/home/", "/root/", "/run/user/")) else "yes"
     return (
         "[Unit]\n"
         f"Description=hpcopt scheduler of Slurm partition{'s' if len(names) > 1 else ''} "
         f"{', '.join(names)}\n"
-        "After=network-online.target slurmctld.service\n"
+        "After=network-online.target slurmctld.service munge.service\n"
         "Wants=network-online.target\n\n"
         "[Service]\n"
         f"User={user}\n"
@@ -122,8 +143,28 @@ def systemd_unit(run_args: list[str], hpcopt: str, slurm_conf: str | None = None
         f"ExecStart={shlex.join([hpcopt, 'slurm', 'run', *run_args])}\n"
         "Restart=on-failure\n"
         "RestartSec=5\n"
-        "RestartPreventExitStatus=2\n"
+        f"RestartPreventExitStatus={EXIT_USAGE}\n"
+        "SuccessExitStatus=143\n"
         "KillSignal=SIGTERM\n"
-        "TimeoutStopSec=60\n\n"
+        "TimeoutStopSec=60\n"
+        f"RuntimeDirectory={LOCK_DIR.name}\n"
+        f"{paths}"
+        "NoNewPrivileges=yes\n"
+        "ProtectSystem=strict\n"
+        f"ProtectHome={home}\n"
+        "PrivateTmp=yes\n"
+        "CapabilityBoundingSet=\n"
+        "AmbientCapabilities=\n\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n")
+
+
+def _option(args: list[str], name: str) -> str | None:
+    """The value of option ``name`` in ``args`` (``--log F`` or ``--log=F``; the last)."""
+    found = None
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith(name + "="):
+            found = a[len(name) + 1:]
+    return found

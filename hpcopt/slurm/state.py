@@ -97,6 +97,8 @@ class SlurmJob:
     burst_buffer: str = ""
     gres: str = ""
     features: str = ""
+    begin: float = 0.0  # eligible from (its begin time; a requeue sets one), 0: unknown
+    excluded_nodes: str = ""
 
     @property
     def held(self) -> bool:
@@ -132,10 +134,10 @@ class SlurmNode:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What one read saw: ``time`` is when the read began (epoch seconds); where a cycle
-    schedules them, the licenses (``Slurm.licenses``), the burst-buffer pools
-    (``Slurm.burst_pools``) and each node's gres or features (``Slurm.node_gres``,
-    ``Slurm.node_features``)."""
+    """What one read saw: ``time`` is when slurmctld answered the jobs' read (epoch seconds;
+    after a stall or retries, not when the read began); where a cycle schedules them, the
+    licenses (``Slurm.licenses``), the burst-buffer pools (``Slurm.burst_pools``) and each
+    node's gres or features (``Slurm.node_gres``, ``Slurm.node_features``)."""
 
     time: float
     jobs: tuple[SlurmJob, ...]
@@ -253,8 +255,9 @@ class Slurm:
     def snapshot(self) -> Snapshot:
         """Jobs, then nodes (a job that ends between the two reads leaves an idle node that
         the jobs' read still counts as busy: the safe side)."""
-        t0, c0 = time.time(), time.perf_counter()
+        c0 = time.perf_counter()
         jobs = self.jobs()
+        t0 = time.time()  # the decision's "now": the jobs as read, however long that took
         nodes, version = self.nodes_and_version()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
@@ -527,6 +530,8 @@ def parse_job(j: dict) -> SlurmJob:
         burst_buffer=_text(j.get("burst_buffer"), where, "burst_buffer"),
         gres=_text(j.get("tres_per_node"), where, "tres_per_node"),
         features=_text(j.get("features"), where, "features"),
+        begin=_time(j.get("eligible_time"), where, "eligible_time"),
+        excluded_nodes=_text(j.get("excluded_nodes"), where, "excluded_nodes"),
     )
 
 

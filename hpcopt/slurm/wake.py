@@ -8,8 +8,13 @@ script: the submit hook that holds each managed job (``hpcopt.slurm.lua``) runs
 ``submit_command(port)`` in the background, which sends ``submit``.  ``Waker(port)`` is the
 adapter's end: ``wait(timeout)`` returns as soon as a datagram came (True) or when the
 timeout passed (False).  A lost datagram only costs latency: the adapter still cycles every
-``--interval``.  Any local process can send one; it buys nothing but an earlier cycle, and
-cycles are spaced by ``MIN_GAP`` at least.
+``--interval``.
+
+Any local process can send a datagram to a loopback port, so what one buys is bounded: a
+wake-up only brings the next cycle forward, never decides anything, and wake-ups are
+rationed by a token bucket (``BURST`` at once, then ``RATE`` a second): a flood of
+datagrams costs at most ``RATE`` extra cycles a second, and the kernel drops what the small
+receive buffer (``RCVBUF``) cannot hold while the adapter is not reading.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import time
 
 from ..errors import HpcoptError
 
-MIN_GAP = 0.05  # seconds between two cycles at the least, however many datagrams come
+MIN_GAP = 0.05  # seconds a wake-up waits for the rest of its burst before the cycle
+RATE = 1.0  # wake-ups a second, sustained (a token bucket)
+BURST = 4  # wake-ups at once (job ends close together), before RATE rations them
+RCVBUF = 4096  # bytes of datagrams the kernel keeps while the adapter is not reading
 
 
 def epilog_script(port: int) -> str:
@@ -60,22 +68,38 @@ class Waker:
             self.sock.close()
             raise HpcoptError(f"--wake-port {port}: {exc.strerror} (another adapter, or "
                               "another program, listens there)") from None
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
         self.sock.setblocking(False)
         self.woken = 0  # datagrams received
+        self.wakeups = 0  # times wait returned True
+        self._tokens, self._filled = float(BURST), time.monotonic()
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds; True when a datagram came (all waiting ones are
-        read, so a burst wakes once)."""
+        """Block up to ``timeout`` seconds; True when a datagram came and the bucket allows a
+        wake-up (all waiting datagrams are read, so a burst wakes once); while the bucket is
+        empty the socket is not read and the call sleeps instead."""
         deadline = time.monotonic() + max(0.0, timeout)
-        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
-        if not ready:
-            return False
-        self._drain()
-        left = deadline - time.monotonic()
-        if left > 0:
-            time.sleep(min(MIN_GAP, left))
+        while True:
+            now = time.monotonic()
+            self._tokens = min(float(BURST), self._tokens + (now - self._filled) * RATE)
+            self._filled = now
+            left = deadline - now
+            if left <= 0:
+                return False
+            if self._tokens < 1.0:  # rationed: wait for the next token (or the deadline)
+                time.sleep(min(left, (1.0 - self._tokens) / RATE))
+                continue
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                return False
             self._drain()
-        return True
+            self._tokens -= 1.0
+            self.wakeups += 1
+            left = deadline - time.monotonic()
+            if left > 0:
+                time.sleep(min(MIN_GAP, left))
+                self._drain()
+            return True
 
     def _drain(self) -> None:
         while True:

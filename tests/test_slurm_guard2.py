@@ -1,0 +1,434 @@
+"""No way around hpcopt, second round: begin times and requeues, the lock, the wake-up, the
+service unit and its exit codes.
+
+Fast tier: what the adapter makes of jobs that cannot start now (a begin time ahead, nodes
+asked that are busy, nodes excluded) and of released jobs delayed afterwards; "now" after a
+stalled read; the lock (keyed on the controller, no symbolic link followed, another user's
+file refused and left as it was); the wake-up's ration under a flood; the log of woken cycles;
+``hpcopt slurm status`` on bytes that are not UTF-8; the unit's hardening and the exit codes.
+Slow tier (``-m slow``, both Slurm versions): an ordinary user made with useradd tries each
+attack on a 4-node testbed, with the adapter stopped and with it running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcopt.cli import main
+from hpcopt.slurm.adapter import cycle_state
+from hpcopt.slurm.lock import (
+    LockedError,
+    PartitionLock,
+    controller_key,
+    default_lock_path,
+    ensure_lock_dir,
+)
+from hpcopt.slurm.service import EXIT_FAULT, status_text, systemd_unit
+from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node
+from hpcopt.slurm.wake import BURST, RATE, Waker
+
+from .slurm_fixtures import HPCOPT, VERSIONS, flat, free_udp_port, started_testbed, unix_user
+from .test_slurm_guard import USER, Guarded
+
+NOW = 1_000_000.0
+
+
+def job(jid, priority=0, nodes=1, reason=None, mark=None, **more):
+    """A pending ``squeue --json`` record of the managed partition (held unless a priority is
+    given)."""
+    held = priority == 0
+    rec = {"job_id": jid, "job_state": "PENDING", "priority": priority, "partition": "batch",
+           "state_reason": reason or ("JobHeldUser" if held else "None"),
+           "admin_comment": mark or ("hpcopt:held" if held else "hpcopt:released:0"),
+           "submit_time": NOW - 100, "start_time": 0, "time_limit": 5, "node_count": nodes,
+           **more}
+    return parse_job(rec)
+
+
+def nodes(busy=()):
+    return tuple(parse_node({"name": f"n{i}", "state": "allocated" if f"n{i}" in busy
+                             else "idle", "state_flags": [], "partitions": ["batch"]})
+                 for i in range(1, 5))
+
+
+# --- fast tier: jobs that cannot start now -------------------------------------------------
+
+def test_jobs_that_cannot_start_now_stay_held_and_count_nowhere():
+    jobs = (job(1, eligible_time=NOW + 3600),           # a begin time an hour ahead
+            job(2, required_nodes="n4"),                 # asks a busy node
+            job(3, nodes=2, excluded_nodes="n[1-2]"),    # only n3 free of the others
+            job(4, nodes=1, excluded_nodes="n1"),        # fits on n2 or n3
+            job(5, eligible_time=NOW - 10),              # its begin time passed
+            job(6, priority=900, reason="BeginTime", eligible_time=NOW + 3600),  # delayed
+            job(7, priority=900, reason="Dependency", dependency="afterok:5(unfulfilled)"))
+    s = cycle_state(Snapshot(NOW, jobs, nodes(busy=("n4",)), 0.01), "batch")
+    assert [str(j.id) for j in s.cluster.queue] == ["4", "5"]
+    notes = "\n".join(s.notes)
+    assert "job 1 waits for its begin time (" in notes
+    assert "job 2 asks nodes n4, not all free: left held" in notes
+    assert "job 3 excludes nodes n[1-2]: too few of the others free: left held" in notes
+    assert sorted(j.id for j in s.rehold) == [6, 7] and s.starting == []
+    assert s.cluster.starting == ()  # the delayed released jobs take no node
+
+
+def test_now_is_when_the_jobs_were_read_not_when_the_read_began():
+    doc = json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}}},
+                      "jobs": [], "nodes": [], "errors": []})
+
+    def stalled(args, **kw):  # slurmctld answers the jobs' read 1.5 s late
+        if args[0] == "squeue":
+            time.sleep(1.5)
+        return subprocess.CompletedProcess(args, 0, doc, "")
+
+    t0 = time.time()
+    snap = Slurm(run=stalled, env={}).snapshot()
+    assert snap.time >= t0 + 1.5
+
+
+# --- fast tier: the lock -------------------------------------------------------------------
+
+def _conf(path: Path, cluster="c1", host="ctl(10.0.0.1)", port=7000) -> str:
+    path.write_text(f"# a site\nClusterName={cluster}\nSlurmctldHost={host}\n"
+                    f"SlurmctldHost=backup\nSlurmctldPort={port}\n")
+    return str(path)
+
+
+def test_the_lock_is_keyed_on_the_controller(tmp_path):
+    a = _conf(tmp_path / "slurm.conf")
+    copy = _conf(tmp_path / "elsewhere.conf")  # a copy of slurm.conf elsewhere
+    assert controller_key(a) == "c1@10.0.0.1:7000"
+    assert default_lock_path("batch", a) == default_lock_path("batch", copy)
+    assert default_lock_path("batch", a).parent == Path("/run/hpcopt")
+    other = _conf(tmp_path / "other.conf", port=7001)
+    assert default_lock_path("batch", a) != default_lock_path("batch", other)
+    assert default_lock_path("batch", a) != default_lock_path("debug", a)
+    (tmp_path / "none.conf").write_text("ClusterName=x\n")
+    with pytest.raises(LockedError, match="no SlurmctldHost"):
+        controller_key(tmp_path / "none.conf")
+
+
+def test_the_lock_follows_no_link_and_overwrites_nothing_it_did_not_make(tmp_path):
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    link = tmp_path / "batch.lock"
+    link.symlink_to(target)
+    with pytest.raises(LockedError, match="a symbolic link; refused"):
+        PartitionLock(link, "batch").acquire()
+    assert target.read_text() == "keep me\n"
+    with pytest.raises(LockedError, match="something else than a lock record; refused"):
+        PartitionLock(target, "batch").acquire()  # --lock naming a file of other content
+    assert target.read_text() == "keep me\n"
+    hard = tmp_path / "hard.lock"
+    os.link(target, hard)
+    with pytest.raises(LockedError, match="not a plain file with one name"):
+        PartitionLock(hard, "batch").acquire()
+    assert target.read_text() == "keep me\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_a_lock_file_of_another_user_is_refused(tmp_path):
+    forged = tmp_path / "batch.lock"
+    forged.write_text(json.dumps({"pid": 1, "host": "forged", "since": 0}))
+    os.chown(forged, 65534, 65534)  # nobody's
+    with pytest.raises(LockedError, match=r"belongs to (user \S+ \()?uid 65534.*refused"):
+        PartitionLock(forged, "batch").acquire()
+    assert json.loads(forged.read_text())["host"] == "forged"  # left as it was
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o1777)  # like /run/lock or /tmp: anyone could plant the lock there
+    with pytest.raises(LockedError, match="that no one else may write"):
+        ensure_lock_dir(shared)
+    own = tmp_path / "own"
+    ensure_lock_dir(own)
+    assert oct(own.stat().st_mode & 0o777) == "0o755"
+
+
+# --- fast tier: the wake-up under a flood ---------------------------------------------------
+
+def flood(port: int, seconds: float, counted: list) -> None:
+    """Datagrams to ``port`` on loopback as fast as they go, for ``seconds`` (then it
+    stops by itself); their count in ``counted``."""
+    end = time.monotonic() + seconds
+    n = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        while time.monotonic() < end:
+            for _ in range(100):
+                s.sendto(b"end 1", ("127.0.0.1", port))
+            n += 100
+    counted.append(n)
+
+
+def test_a_flood_of_wake_ups_is_rationed():
+    port = free_udp_port()
+    waker = Waker(port)
+    sent: list = []
+    sender = threading.Thread(target=flood, args=(port, 3.0, sent))
+    try:
+        sender.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.0:
+            waker.wait(5.0)
+        sender.join()
+    finally:
+        waker.close()
+    took = time.monotonic() - t0
+    assert sent[0] > 1000
+    assert waker.wakeups <= BURST + RATE * took + 1, (waker.wakeups, took)
+
+
+def test_woken_cycles_that_changed_nothing_log_once_per_interval(tmp_path):
+    from hpcopt.policies import build_policy
+    from hpcopt.slurm.adapter import Adapter
+
+    log = (tmp_path / "a.jsonl").open("w")
+    a = Adapter(build_policy("fcfs"), slurm=Slurm(env={}), log=log, say=lambda s: None)
+    a.quiet_for = 5.0
+    rec = {"time": NOW, "cycle": 1, "ok": True, "pending": 0, "read_s": 0.01}
+    for i in range(20):  # twenty woken cycles in two seconds, nothing new
+        a._write_cycle(dict(rec, time=NOW + i / 10, cycle=i + 1, read_s=0.01 * i))
+    a._write_cycle(dict(rec, time=NOW + 6, cycle=21))       # an interval later: written
+    a._write_cycle(dict(rec, time=NOW + 6.1, cycle=22, pending=1))  # something new: written
+    log.close()
+    assert [json.loads(x)["cycle"] for x in (tmp_path / "a.jsonl").read_text().splitlines()] \
+        == [1, 21, 22]
+
+
+# --- fast tier: status, the unit, exit codes ------------------------------------------------
+
+def test_status_reads_a_log_with_bytes_that_are_not_utf8(tmp_path, capsys):
+    log = tmp_path / "a.jsonl"
+    rec = {"time": NOW, "cycle": 1, "partition": "batch", "ok": True, "slurm": "22.05.8",
+           "pending": 0, "running": 0, "waiting_start": [], "free_nodes": 4, "released": [],
+           "notes": ["job 7 is not marked by the submit script (AdminComment 'X'): left held"]}
+    raw = json.dumps(rec).encode().replace(b"'X'", b"'\xff\xfe'")
+    log.write_bytes(raw + b"\n")
+    assert "cycle 1" in status_text(log, now=NOW)
+    assert main(["slurm", "status", "--log", str(log)]) == 0
+    assert "AdminComment '\ufffd\ufffd'" in capsys.readouterr().out
+
+
+def test_the_unit_runs_hardened_as_a_dedicated_user():
+    unit = systemd_unit(["--policy", "fcfs", "--log", "/var/log/hpcopt/batch.jsonl"],
+                        "/opt/hpcopt/bin/hpcopt", "/etc/slurm/slurm.conf")
+    for line in ("User=slurm", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                 "ProtectHome=yes", "PrivateTmp=yes", "CapabilityBoundingSet=",
+                 "RuntimeDirectory=hpcopt", "LogsDirectory=hpcopt",
+                 "RestartPreventExitStatus=2", "Restart=on-failure"):
+        assert line in unit.splitlines(), line
+    unit = systemd_unit(["--policy", "fcfs", "--log=/srv/x/a.jsonl", "--lock", "/srv/l/b.lock"],
+                        "/root/venv/bin/hpcopt", user="hpcopt")
+    assert "ReadWritePaths=/srv/x" in unit and "ReadWritePaths=/srv/l" in unit
+    assert "ProtectHome=read-only" in unit and "User=hpcopt" in unit  # hpcopt under /root
+    if shutil.which("systemd-analyze") is None:
+        return
+    path = Path("/tmp") / f"hpcopt-test-{os.getpid()}.service"
+    path.write_text(systemd_unit(["--policy", "fcfs"], shutil.which("true") or "/bin/true",
+                                 user="root"))
+    try:
+        p = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True,
+                           text=True, timeout=60)
+        bad = [x for x in p.stderr.splitlines() if path.name in x and "nknown" in x]
+        assert not bad, p.stderr
+    finally:
+        path.unlink()
+
+
+def test_exit_codes_tell_usage_errors_from_faults(tmp_path):
+    conf = _conf(tmp_path / "slurm.conf")
+    env = {**os.environ, "SLURM_CONF": conf}
+
+    def run(*args):
+        return subprocess.run([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--once", *args],
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    p = run("--interval", "0")
+    assert p.returncode == 2 and "Traceback" not in p.stderr  # usage: not restarted
+    lock = tmp_path / "b.lock"
+    with PartitionLock(lock, "batch"):  # another adapter holds the partition: a fault
+        p = run("--lock", str(lock))
+    assert p.returncode == EXIT_FAULT and "scheduled by another adapter" in p.stderr
+    assert p.stderr.count("\n") == 1
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    if os.geteuid() != 0:  # root writes anyway: a file in the way stands in for it
+        p = run("--log", str(ro / "a.jsonl"), "--lock", str(lock))
+    else:
+        (ro / "a.jsonl").mkdir()
+        p = run("--log", str(ro / "a.jsonl"), "--lock", str(lock))
+    assert p.returncode == EXIT_FAULT and "--log" in p.stderr and "Traceback" not in p.stderr
+
+
+# --- slow tier: an ordinary user against the real testbed ----------------------------------
+
+class Site(Guarded):
+    """The testbed, its tools run as root or as the test user, and the adapter."""
+
+    def job(self, jid: int) -> dict:
+        """The job's squeue record, finished jobs too (24.11 leaves them out by default)."""
+        jobs = json.loads(self.root("squeue", "--json", "--states=all").stdout)["jobs"]
+        return flat(next(j for j in jobs if j["job_id"] == jid))
+
+    def adapter(self, *args: str) -> subprocess.Popen:
+        """``hpcopt slurm run --policy fcfs --interval 1`` with the lock in the testbed."""
+        return subprocess.Popen([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--interval",
+                                 "1", "--lock", str(self.dir / "adapter.lock"), *args],
+                                env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def site(request):
+    if shutil.which("runuser") is None or shutil.which("useradd") is None:
+        pytest.skip("runuser and useradd are needed to act as an unprivileged user")
+    port = free_udp_port()
+    with unix_user(USER), started_testbed(request.param, "guard2", 4, cls=Site,
+                                          wake_port=port) as s:
+        s.wake_port = port
+        try:
+            yield s
+        finally:
+            subprocess.run(["scancel", "--quiet", "--user", USER], env=s.env,
+                           capture_output=True, timeout=10)
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err
+
+
+def _held(j: dict) -> bool:  # (the mark is checked by the submit script's own tests)
+    return j["job_state"] == "PENDING" and j["priority"] == 0 and \
+        j["state_reason"] == "JobHeldUser"
+
+
+@pytest.mark.slow
+def test_requeue_then_starttime_runs_nothing_without_a_release(site):
+    s = site
+    jid = s.submit("-N", "1", "-t", "1", sleep=1)
+    s.root("scontrol", "release", str(jid))  # as the adapter would
+    s.wait(lambda: s.job(jid)["job_state"] == "COMPLETED", 30)
+    # the adapter stopped: requeue, then ask for the start now
+    assert s.user("scontrol", "requeue", str(jid)).returncode == 0
+    s.wait(lambda: s.job(jid)["job_state"] == "PENDING", 10)
+    for start in ("now", "now+5"):
+        p = s.user("scontrol", "update", f"jobid={jid}", f"StartTime={start}")
+        assert p.returncode != 0, f"StartTime={start} was accepted"
+    time.sleep(5)
+    j = s.job(jid)  # still waiting out the requeue's delay (about 2 minutes), not started
+    assert j["job_state"] == "PENDING" and j["eligible_time"] > time.time() + 60, j
+    # the adapter running: it holds the requeued job again before Slurm can start it
+    proc = s.adapter()
+    try:
+        s.wait(lambda: _held(s.job(jid)), 20)
+        assert s.user("scontrol", "update", f"jobid={jid}", "StartTime=now").returncode != 0
+        assert s.user("scontrol", "release", str(jid)).returncode != 0
+    finally:
+        _stop(proc)
+    s.root("scancel", str(jid))
+
+
+@pytest.mark.slow
+def test_no_banked_releases_begin_times_and_busy_nodes(site):
+    s = site
+    later = s.submit("-N", "4", "-t", "30", "--begin=now+3600")
+    busy = s.submit("-N", "1", "-w", "n4", "-t", "5", sleep=300)
+    s.root("scontrol", "release", str(busy))
+    s.wait(lambda: s.job(busy)["job_state"] == "RUNNING", 20)
+    pinned = s.submit("-N", "1", "-w", "n4", "-t", "1")   # n4 is busy
+    excluded = s.submit("-N", "1", "-x", "n[1-3]", "-t", "1")  # only n4 would do
+    log = s.dir / "banked.jsonl"
+    proc = s.adapter("--log", str(log))
+    try:
+        s.wait(lambda: log.exists() and log.read_text().count("\n") >= 3, 30)
+        for jid in (later, pinned, excluded):
+            assert _held(s.job(jid)), jid  # none released: none can start now
+        last = [json.loads(x) for x in log.read_text().splitlines() if '"event"' not in x][-1]
+        notes = "\n".join(last["notes"])
+        assert f"job {later} waits for its begin time" in notes
+        assert f"job {pinned} asks nodes n4, not all free" in notes
+        assert f"job {excluded} excludes nodes n[1-3]" in notes
+        assert last["released"] == [] and last["free_nodes"] == 3
+        # and the user cannot bring the begin time forward (a later one stays theirs)
+        assert s.user("scontrol", "update", f"jobid={later}", "StartTime=now").returncode != 0
+        assert s.user("scontrol", "update", f"jobid={later}",
+                      "StartTime=now+7200").returncode == 0
+        assert _held(s.job(later))
+    finally:
+        _stop(proc)
+    s.root("scancel", str(later), str(busy), str(pinned), str(excluded))
+
+
+@pytest.mark.slow
+def test_a_user_cannot_forge_or_plant_the_lock(site):
+    s = site
+    lock_dir = Path("/run/hpcopt")
+    ensure_lock_dir(lock_dir)
+    path = default_lock_path("batch", s.env["SLURM_CONF"])
+    p = s.user("sh", "-c", f"echo '{{\"pid\": 1, \"host\": \"forged\"}}' > {path}")
+    assert p.returncode != 0 and not path.exists()  # the directory is root's alone
+    # a lock the user plants where anyone may write (--lock there): refused, left alone
+    shared = s.dir / "shared"  # (not pytest's temporary directory: the user cannot reach it)
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "batch.lock"
+    p = s.user("sh", "-c", f"echo '{{\"pid\": 1, \"host\": \"forged\", \"since\": 0}}' "
+                           f"> {planted}")
+    assert p.returncode == 0, p.stderr
+    run = subprocess.run([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--once", "--lock",
+                          str(planted)], env=s.env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == EXIT_FAULT and f"belongs to user {USER}" in run.stderr
+    assert "forged" in planted.read_text()
+    target = s.dir / "precious"
+    target.write_text("keep\n")
+    link = shared / "link.lock"
+    assert s.user("ln", "-s", str(target), str(link)).returncode == 0
+    run = subprocess.run([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--once", "--lock",
+                          str(link)], env=s.env, capture_output=True, text=True, timeout=60)
+    # refused: by O_NOFOLLOW, or before it by the kernel's protected_symlinks
+    assert run.returncode == EXIT_FAULT and "link.lock: " in run.stderr
+    assert "refused" in run.stderr and run.stderr.count("\n") == 1
+    assert target.read_text() == "keep\n"
+
+
+@pytest.mark.slow
+def test_a_user_flooding_the_wake_port_costs_a_bounded_few_cycles(site):
+    s = site
+    log = s.dir / "flood.jsonl"
+    proc = subprocess.Popen([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--interval", "5",
+                             "--wake-port", str(s.wake_port), "--lock",
+                             str(s.dir / "adapter.lock"), "--log", str(log)],
+                            env=s.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        s.wait(lambda: log.exists() and log.read_text(), 30)
+        before = log.stat().st_size
+        code = (f"import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                f"end, n = time.monotonic() + 5, 0\nwhile time.monotonic() < end:\n"
+                f"    s.sendto(b'end 1', ('127.0.0.1', {s.wake_port})); n += 1\nprint(n)\n")
+        python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+        p = s.user(python, "-c", code)  # an ordinary user, 5 s, then it stops
+        assert p.returncode == 0, p.stderr
+        sent = int(p.stdout)
+        grown = log.stat().st_size - before
+    finally:
+        _stop(proc)
+    assert sent > 10_000
+    # nothing changed on the cluster: a line per interval, not one per woken cycle
+    assert grown < 4 * 1024, grown
