@@ -85,9 +85,10 @@ def test_now_is_when_the_jobs_were_read_not_when_the_read_began():
     doc = json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}}},
                       "jobs": [], "nodes": [], "errors": []})
 
-    def stalled(args, **kw):  # slurmctld answers the jobs' read 1.5 s late
+    def stalled(args, **kw):  # slurmctld answers the jobs' read (squeue -O text) 1.5 s late
         if args[0] == "squeue":
             time.sleep(1.5)
+            return subprocess.CompletedProcess(args, 0, "", "")
         return subprocess.CompletedProcess(args, 0, doc, "")
 
     t0 = time.time()
@@ -189,15 +190,18 @@ def test_a_flood_of_wake_ups_is_rationed():
 def test_woken_cycles_that_changed_nothing_log_once_per_interval(tmp_path):
     from hpcopt.policies import build_policy
     from hpcopt.slurm.adapter import Adapter
+    from hpcopt.slurm.record import CycleRecord
 
     log = (tmp_path / "a.jsonl").open("w")
     a = Adapter(build_policy("fcfs"), slurm=Slurm(env={}), log=log, say=lambda s: None)
     a.quiet_for = 5.0
-    rec = {"time": NOW, "cycle": 1, "ok": True, "pending": 0, "read_s": 0.01}
+    def rec(time, cycle, pending=0, read_s=0.01):
+        return CycleRecord(time, cycle, ok=True, pending=pending, read_s=read_s)
+
     for i in range(20):  # twenty woken cycles in two seconds, nothing new
-        a._write_cycle(dict(rec, time=NOW + i / 10, cycle=i + 1, read_s=0.01 * i))
-    a._write_cycle(dict(rec, time=NOW + 6, cycle=21))       # an interval later: written
-    a._write_cycle(dict(rec, time=NOW + 6.1, cycle=22, pending=1))  # something new: written
+        a._write_cycle(rec(NOW + i / 10, i + 1, read_s=0.01 * i))
+    a._write_cycle(rec(NOW + 6, 21))             # an interval later: written
+    a._write_cycle(rec(NOW + 6.1, 22, pending=1))  # something new: written
     log.close()
     assert [json.loads(x)["cycle"] for x in (tmp_path / "a.jsonl").read_text().splitlines()] \
         == [1, 21, 22]

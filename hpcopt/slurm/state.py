@@ -530,7 +530,7 @@ def parse_job(j: dict) -> SlurmJob:
         burst_buffer=_text(j.get("burst_buffer"), where, "burst_buffer"),
         gres=_text(j.get("tres_per_node"), where, "tres_per_node"),
         features=_text(j.get("features"), where, "features"),
-        begin=_time(j.get("eligible_time"), where, "eligible_time"),
+        begin=epoch(j.get("eligible_time"), where, "eligible_time"),
         excluded_nodes=_text(j.get("excluded_nodes"), where, "excluded_nodes"),
     )
 
@@ -586,7 +586,7 @@ SQUEUE_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "Prior
                  "Partition", "SubmitTime", "StartTime", "TimeLimit", "NumNodes", "MaxNodes",
                  "NumTasks", "NodeList", "HetJobID", "HetJobOffset", "RestartCnt",
                  "Admin_Comment", "UserID", "Dependency", "Licenses", "ReqNodes",
-                 "tres-per-node", "Feature", "BurstBuffer")
+                 "tres-per-node", "Feature", "EligibleTime", "ExcNodes", "BurstBuffer")
 _SEP, _END = "\x1f", "\x1e"
 SQUEUE_FORMAT = ",".join(f"{f}:{_SEP}" for f in SQUEUE_FIELDS[:-1]) + \
     f",{SQUEUE_FIELDS[-1]}:{_END}"
@@ -622,7 +622,7 @@ def _text_job(f: list[str], duration) -> SlurmJob:
     its time limit."""
     (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
      max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
-     licenses, required, gres, features, bb) = f
+     licenses, required, gres, features, eligible, excluded, bb) = f
     where = f"squeue -O job {jid}"
 
     def count(text: str, field: str, unset: int = 0) -> int:
@@ -662,7 +662,8 @@ def _text_job(f: list[str], duration) -> SlurmJob:
         restarts=count(restarts, "RestartCnt"), mark=words(mark),
         user_id=count(user, "UserID", -1), dependency=words(dependency),
         licenses=words(licenses), required_nodes=words(required), burst_buffer=words(bb),
-        gres=words(gres), features=words(features))
+        gres=words(gres), features=words(features),
+        begin=seconds(eligible, "EligibleTime"), excluded_nodes=words(excluded))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
