@@ -467,6 +467,7 @@ class Adapter:
         self.slurm.on_error = self._errors.append
         self.cycles = 0
         self.quiet_for = 0.0  # run_adapters: the interval, when wake-ups may come
+        self._excluded: dict[int, str] = {}  # job id: the nodes it excludes (_reread)
         self._last_said: dict | None = None
         self._last_written = 0.0
 
@@ -504,7 +505,7 @@ class Adapter:
         self.slurm.on_error = self._errors.append  # (adapters of several partitions share it)
         rec = CycleRecord(round(time.time(), 3), self.cycles, self.partition, self.dry_run)
         try:
-            snap = self.read(snap)
+            snap = self._with_exclusions(self.read(snap))
             state = cycle_state(snap, self.settings)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
@@ -593,12 +594,26 @@ class Adapter:
         self.say(f"cycle {self.cycles}: {said}")
         return rec
 
+    def _with_exclusions(self, snap: Snapshot) -> Snapshot:
+        """``snap`` with the excluded nodes known of its jobs (the cycle's read cannot carry
+        them: ``_reread`` learns them of each picked job); jobs gone are forgotten."""
+        if not self._excluded:
+            return snap
+        here = {j.id for j in snap.jobs}
+        self._excluded = {k: v for k, v in self._excluded.items() if k in here}
+        return replace(snap, jobs=tuple(
+            replace(j, excluded_nodes=self._excluded[j.id])
+            if j.id in self._excluded and not j.excluded_nodes else j for j in snap.jobs))
+
     def _reread(self, picked: list, notes: list[str], where: dict) -> tuple[list, list]:
         """The picked entries unchanged since the read (read again now; the nodes too where
         jobs are placed: every chosen node still idle), and the keys of those that changed
-        (they go back to the next cycle)."""
+        (they go back to the next cycle).  A picked job found to exclude nodes the read did
+        not know of goes back too: the next cycle decides it with its exclusion."""
+        ids = [r.id for e, _ in picked for r in e.records]
         try:
-            jobs = self.slurm.jobs([r.id for e, _ in picked for r in e.records])
+            jobs = self.slurm.jobs(ids)
+            excluded = self.slurm.excluded_nodes(ids)
             idle = {n.name for n in self.slurm.nodes() if n.idle} if where else set()
         except SlurmCommandError as exc:
             notes.append(f"cannot read the picked jobs again ({exc}): none released")
@@ -607,8 +622,13 @@ class Adapter:
         keep, changed = [], []
         for entry, mode in picked:
             before = _fingerprint(entry.records, entry.key, {r.id: r for r in entry.records})
+            new = {r.id: excluded[r.id] for r in entry.records
+                   if excluded.get(r.id, r.excluded_nodes) != r.excluded_nodes}
+            self._excluded.update(new)
             if _fingerprint(entry.records, entry.key, now) != before:
                 why = "changed since the read"
+            elif new:
+                why = f"excludes nodes {','.join(sorted(set(new.values())))}"
             elif not set(where.get(entry.key, ())) <= idle:
                 why = "was placed on nodes no longer idle"
             elif entry.key in where and len(where[entry.key]) != entry.job.nodes:

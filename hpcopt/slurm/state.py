@@ -244,6 +244,29 @@ class Slurm:
                 return ()  # every one of them has left Slurm
             raise
 
+    def excluded_nodes(self, ids) -> dict[int, str]:
+        """The nodes each job of ``ids`` excludes (``--exclude``), by job id, for those that
+        exclude any: ``squeue -o %x`` (22.05's ``squeue -O`` has no such field, so the
+        cycle's read cannot carry it; read for the picked jobs alone)."""
+        if not ids:
+            return {}
+
+        def parse(text: str) -> dict[int, str]:
+            out = {}
+            for rec in text.split(_END):
+                f = rec.strip("\n").split(_SEP)
+                if len(f) == 2 and f[0].isdigit() and f[1] not in _UNSET:
+                    out[int(f[0])] = f[1]
+            return out
+
+        try:
+            return self.call("squeue", "-h", "--jobs=" + ",".join(map(str, sorted(set(ids)))),
+                             "-o", f"%A{_SEP}%x{_END}", parse=parse)
+        except SlurmCommandError as exc:
+            if "Invalid job id" in str(exc):
+                return {}
+            raise
+
     def nodes(self) -> tuple[SlurmNode, ...]:
         return self.nodes_and_version()[0]
 
@@ -586,7 +609,7 @@ SQUEUE_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "Prior
                  "Partition", "SubmitTime", "StartTime", "TimeLimit", "NumNodes", "MaxNodes",
                  "NumTasks", "NodeList", "HetJobID", "HetJobOffset", "RestartCnt",
                  "Admin_Comment", "UserID", "Dependency", "Licenses", "ReqNodes",
-                 "tres-per-node", "Feature", "EligibleTime", "ExcNodes", "BurstBuffer")
+                 "tres-per-node", "Feature", "EligibleTime", "BurstBuffer")
 _SEP, _END = "\x1f", "\x1e"
 SQUEUE_FORMAT = ",".join(f"{f}:{_SEP}" for f in SQUEUE_FIELDS[:-1]) + \
     f",{SQUEUE_FIELDS[-1]}:{_END}"
@@ -622,7 +645,7 @@ def _text_job(f: list[str], duration) -> SlurmJob:
     its time limit."""
     (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
      max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
-     licenses, required, gres, features, eligible, excluded, bb) = f
+     licenses, required, gres, features, eligible, bb) = f
     where = f"squeue -O job {jid}"
 
     def count(text: str, field: str, unset: int = 0) -> int:
@@ -663,7 +686,7 @@ def _text_job(f: list[str], duration) -> SlurmJob:
         user_id=count(user, "UserID", -1), dependency=words(dependency),
         licenses=words(licenses), required_nodes=words(required), burst_buffer=words(bb),
         gres=words(gres), features=words(features),
-        begin=seconds(eligible, "EligibleTime"), excluded_nodes=words(excluded))
+        begin=seconds(eligible, "EligibleTime"))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
