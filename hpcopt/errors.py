@@ -15,7 +15,11 @@ class HpcoptError(Exception):
 
 
 class ModelError(HpcoptError, ValueError):
-    """Model data that violates the model's schema (shapes, signs, missing fields)."""
+    """Model data that violates the model's schema (shapes, signs, missing fields); ``field``
+    and ``detail`` say which field and what was expected where the model set them."""
+
+    field: str | None = None
+    detail: str | None = None
 
 
 class InstanceError(HpcoptError, ValueError):

@@ -29,7 +29,8 @@ def read_log(path: str | Path) -> tuple[list[dict], list[dict]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise HpcoptError(f"{path}: {exc.strerror}") from None
-    cycles, events = [], []
+    cycles: list[dict] = []
+    events: list[dict] = []
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
