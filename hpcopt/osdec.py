@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import solvers
 from .domain import Job, NumberedId, System
 from .errors import InstanceError, SimulationError
 from .instances import (
@@ -39,7 +38,6 @@ from .instances import (
     parse_instance_text,
     read_instance_bytes,
 )
-from .models.osdec import OSDECModel
 from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator
@@ -56,6 +54,8 @@ SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty",
 
 def load_osdec(source):
     """An ``OSDECModel`` from a model, an ``Instance`` or an instance file path."""
+    from .models.osdec import OSDECModel  # the model, loaded where a cloud day runs
+
     if isinstance(source, OSDECModel):
         return source
     if isinstance(source, (str, Path)):
@@ -149,6 +149,8 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
     """Solve the offline model: ``{reference, objective, bound, status, backend}``; the
     reference is the optimum when proven, else the dual bound (an upper bound on any
     schedule), else the incumbent."""
+    from . import solvers  # every backend: loaded where the offline model is solved
+
     res = solvers.solve(model, backend, time_limit=time_limit, seed=seed)
     status = getattr(res.status, "name", str(res.status))
     bound = res.bound

@@ -19,7 +19,6 @@ from .domain import Job, System
 from .errors import SimulationError, closest
 from .traces import load_trace
 from .traces.tjap import load_tjap_jobs
-from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload, tjap_system
 
 
 @dataclass(frozen=True)
@@ -152,6 +151,8 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
             job_list = tuple(trace.jobs)[:jobs]
             system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
     if topology:
+        from .workloads.tjap import tjap_system  # (as in _generate)
+
         system = tjap_system(topology)
     elif bb is not None or ssd_classes or workload:
         system = System(system.nodes, bb=system.bb if bb is None else bb,
@@ -166,6 +167,8 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
 
 def check_workload_name(name: str, label: str = "workload") -> None:
     """A ``SimulationError`` naming ``label`` unless ``name`` is a generated workload."""
+    from .workloads import NAMES  # (as in _generate)
+
     if name not in NAMES:
         raise SimulationError(f"{label} {name!r}: expected one of {', '.join(NAMES)}."
                               + closest(name, NAMES))
@@ -174,6 +177,10 @@ def check_workload_name(name: str, label: str = "workload") -> None:
 def _generate(jobs, system: System, name: str, seed: int):
     """``make_workload(name)`` applied to ``jobs`` and the system it needs, plus one line
     saying what was generated."""
+    # every workload generator (burst buffer, topology, cloud): loaded by the runs that
+    # generate one, not by every command that reads a scenario
+    from .workloads import BB_PER_NODE_GB, SSD_SPLITS, bb_system, make_workload
+
     check_workload_name(name)
     if name != "original" and system.bb <= 0:
         system = replace(system, bb=BB_PER_NODE_GB * system.nodes)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..cliargs import out_path, positive_int
 from ..errors import HpcoptError
-from ..jsonsafe import json_safe
 from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
 
 
@@ -77,6 +76,8 @@ def register(sub) -> None:
 def _emit_json(res, files: dict) -> None:
     doc = {"summary": res.summary, "settings": res.settings,
            "files": {k: str(v) for k, v in files.items() if v is not None}}
+    from ..jsonsafe import json_safe  # (as in run)
+
     print(json.dumps(json_safe(doc), default=str))
 
 
