@@ -159,7 +159,7 @@ def poll_squeue(env: dict, seen: dict, stop: threading.Event, every: float) -> N
 
 def run_one(jobs: list[dict], policy: str, user: User, args, work: Path) -> dict:
     """One run on a fresh testbed: the raw record of module docstring's checks."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     d = work / f"{args.slurm}_{policy}"
     with sv._STARTING:

@@ -60,6 +60,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the parsers of `hpcopt slurm` and `hpcopt workflow`, built with every command
     ("hpcopt/slurm/cli.py", "*"): CLI,
     ("hpcopt/workflows/cli.py", "*"): CLI,
+    ("hpcopt/testbed/cli.py", "*"): CLI,
 }
 #: standard-library imports inside functions: (file, module) -> why
 ALLOWED_STDLIB: dict[tuple[str, str], str] = {

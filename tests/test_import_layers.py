@@ -17,7 +17,8 @@ layers and what import-linter cannot see:
 - the package's front module ``hpcopt`` (``hpcopt/__init__.py``) is a layer of its own, on
   top: its public names resolve on first use through ``importlib``, from a table of module
   names; import-linter counts a package's ``__init__`` with the whole package;
-- ``hpcopt.workflows.cli`` and ``hpcopt.slurm.cli`` are in the command-line layer;
+- ``hpcopt.workflows.cli``, ``hpcopt.slurm.cli`` and ``hpcopt.testbed.cli`` are in the
+  command-line layer;
 - module names written as strings (``"hpcopt.models.scas:SCASModel"``) are links too, and
   obey the layers like import statements; ``importlib`` imports modules by a computed name
   only where such a table is read (``DYNAMIC_IMPORTS``);
@@ -66,7 +67,8 @@ def _declared_layers() -> list[list[str]]:
 NAMES = ["base", "traces", "models", "inputs", "agents", "solvers", "sim", "policies",
          "application", "cli"]
 LAYERS = list(zip(NAMES, _declared_layers(), strict=True))
-LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli"])  # the cli layer
+LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli",
+                      "hpcopt.testbed.cli"])  # the cli layer
 LAYERS.append(("front", ["hpcopt"]))
 
 # modules that import modules by a computed name -> the table of names they read
