@@ -1,7 +1,7 @@
 """Start-up cost of the ``hpcopt`` command, this checkout against a baseline commit.
 
 Each command runs as a whole process (``python -m hpcopt.cli ...``), the two code versions
-interleaved run by run, ``--repeat`` times each after one warm-up run (which writes the
+interleaved run by run (which goes first swapped every run), ``--repeat`` times each after one warm-up run (which writes the
 bytecode caches); the table gives medians.  ``import hpcopt.cli`` is timed the same way, and
 a bare ``python -c pass`` is the floor every command pays.  Both versions run from a folder
 of links laid out as the installed package (``models/`` and ``solvers/`` inside ``hpcopt``,
@@ -101,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             times: dict[str, list[float]] = {v: [] for v in trees}
             for tree in trees.values():
                 one_run(cmd, tree, work)  # warm-up: bytecode caches, file cache
-            for _ in range(args.repeat):
-                for version, tree in trees.items():  # interleaved: the same load for both
+            for i in range(args.repeat):
+                # interleaved, the order swapped every run: the same load for both
+                for version, tree in list(trees.items())[::1 if i % 2 == 0 else -1]:
                     times[version].append(one_run(cmd, tree, work))
             for version, ts in times.items():
                 rows.append({"command": name, "version": version, "runs": len(ts),

@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 
-from ..datadir import use_data_dir
 from ..errors import HpcoptError, one_line
 from ..version import __version__
 from . import (
@@ -136,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     try:
         if args.data_dir is not None:
+            from ..datadir import use_data_dir  # (as a subcommand's code)
+
             use_data_dir(args.data_dir)  # HPCOPT_DATA for this process and its workers
         return args.run(args)
     except KeyboardInterrupt as exc:
