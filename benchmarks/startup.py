@@ -1,12 +1,13 @@
 """Start-up cost of the ``hpcopt`` command, this checkout against a baseline commit.
 
 Each command runs as a whole process (``python -m hpcopt.cli ...``), the two code versions
-interleaved run by run (which goes first swapped every run), ``--repeat`` times each after one warm-up run (which writes the
-bytecode caches); the table gives medians.  ``import hpcopt.cli`` is timed the same way, and
-a bare ``python -c pass`` is the floor every command pays.  Both versions run from a folder
-of links laid out as the installed package (``models/`` and ``solvers/`` inside ``hpcopt``,
-``instances/`` as ``hpcopt/_bundled``), with the same interpreter and libraries, from a
-folder outside the checkout; the baseline's files come from ``git archive``.
+interleaved run by run (which goes first swapped every run), ``--repeat`` times each after
+one warm-up run (which writes the bytecode caches); the table gives medians.  ``import
+hpcopt.cli`` is timed the same way, and a bare ``python -c pass`` is the floor every command
+pays.  Both versions run from a folder of links laid out as the installed package
+(``models/`` and ``solvers/`` inside ``hpcopt``, ``instances/`` as ``hpcopt/_bundled``), with
+the same interpreter and libraries, from a folder outside the checkout; the baseline's files
+come from ``git archive``.
 
     python benchmarks/startup.py --baseline afd649b --repeat 11 \
         --large "$HPCOPT_DATA/hpc_swf/pwa/LLNL-Atlas-2006-2.1-cln.swf.gz"
