@@ -8,17 +8,21 @@ import secrets
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from .chroot import _PLUGINS
 from .common import _run, _wait, daemon, info
 
 
-def _start_accounting(d: Path, e: dict, dbd_port: int, db_port: int, timeout: float) -> None:
+def start_accounting(d: Path, e: dict, dbd_port: int, db_port: int, timeout: float,
+                     say=None) -> None:
     """MariaDB (a data directory ``d/db``, its socket ``d/db/mariadb.sock``, port
     ``db_port`` on 127.0.0.1; root by the socket only), a database ``slurm_acct_db`` and a
     user ``slurm`` with a random password, then slurmdbd (``d/slurmdbd.conf``, mode 600, port
-    ``dbd_port``), waited for until it listens.  Logs in ``d/log``; pids in ``d/run``."""
+    ``dbd_port``), waited for until it listens.  Logs in ``d/log``; pids in ``d/run``; ``say``
+is told how long it took."""
+    t0 = time.monotonic()
     db = d / "db"
     sock = db / "mariadb.sock"
     data = db / "data"
@@ -78,3 +82,6 @@ def _start_accounting(d: Path, e: dict, dbd_port: int, db_port: int, timeout: fl
 
     _wait(listening, timeout, f"{d}: slurmdbd did not listen on port {dbd_port} in "
           f"{timeout:g} s", d / "log" / "slurmdbd.log")
+    if say:
+        say(f"accounting up in {time.monotonic() - t0:.1f} s (slurmdbd on port {dbd_port}, "
+            f"MariaDB on port {db_port})")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..slurm.lua import job_submit_lua
 from ..slurm.wake import epilog_script
-from .accounting import _start_accounting
+from .accounting import start_accounting
 from .chroot import (
     _PLUGINS,
     CHROOT_CACHE,
@@ -117,6 +117,57 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     (``"sched_min_interval=0"``) are set over the testbed's own ``SchedulerParameters``;
     ``min_job_age`` is how many seconds a finished job stays in ``squeue`` (Slurm's
     ``MinJobAge``)."""
+    lic, pool, classes = _checked_options(
+        nodes, scheduler=scheduler, slurm=slurm, licenses=licenses, bb_pool=bb_pool, ssd=ssd,
+        ssd_feature=ssd_feature, split=split, scheduler_parameters=scheduler_parameters,
+        min_job_age=min_job_age, switch_size=switch_size, pod_size=pod_size,
+        accounting=accounting)
+    d = Path(directory).resolve()
+    if pids(d):
+        raise TestbedError(f"{d}: a testbed is running there already (stop it first)")
+    root = None
+    if slurm == "24.11":
+        cache = chroot_cache or CHROOT_CACHE
+        root = chroot_accounting(cache, say=say) if accounting else build_chroot(cache, say=say)
+    key = _folders_and_key(d)
+    # ports: slurmctld, one per slurmd, then slurmdbd and MariaDB
+    port = free_port_block(nodes + 3) if port is None else port
+    dbd_port = port + nodes + 1 if accounting else None
+    conf = d / "slurm.conf"
+    conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
+                               root / _PLUGINS if root else None, dbd_port=dbd_port,
+                               licenses=lic, topology=switch_size is not None, shared=shared,
+                               bb_pool=pool is not None, ssd=classes, ssd_feature=ssd_feature,
+                               epilog=d / "wake-epilog.sh" if wake_port is not None else None,
+                               split=split, batch_sched_delay=batch_sched_delay,
+                               scheduler_parameters=scheduler_parameters,
+                               min_job_age=min_job_age))
+    _write_files(d, root, nodes=nodes, wake_port=wake_port, switch_size=switch_size,
+                 pod_size=pod_size, pool=pool, split=split)
+    (d / "testbed.json").write_text(json.dumps({  # what info() reads
+        "slurm": slurm, "root": str(root) if root else None, "accounting": accounting,
+        "dbd_port": dbd_port, "db_port": dbd_port + 1 if accounting else None}))
+    e = env(d)
+    _start_munged(d, root, key, e)
+    try:
+        if dbd_port is not None:
+            start_accounting(d, e, dbd_port, dbd_port + 1, timeout, say)
+        _run([*daemon(d, "slurmctld"), "-i", "-f", str(conf)], e)  # -i: no saved state
+        for i in range(1, nodes + 1):
+            (d / "spool" / f"n{i}").mkdir(exist_ok=True)
+            _run([*daemon(d, "slurmd"), "-N", f"n{i}", "-f", str(conf)], e)
+        _wait_idle(e, nodes, timeout, d)
+    except BaseException:
+        stop(d)
+        raise
+    return conf
+
+
+def _checked_options(nodes: int, *, scheduler: str, slurm: str, licenses, bb_pool, ssd,
+                     ssd_feature, split, scheduler_parameters, min_job_age: int, switch_size,
+                     pod_size, accounting: bool):
+    """``start``'s options checked before anything is written or started, and this machine
+    able to run them (root, the programs): ``(licenses, bb pool, ssd classes)`` parsed."""
     if scheduler not in ("builtin", "backfill"):
         raise TestbedError(f"scheduler must be 'builtin' or 'backfill', got {scheduler!r}")
     if slurm not in VERSIONS:
@@ -152,13 +203,11 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     if missing:
         raise TestbedError("not installed: " + ", ".join(missing) + " (Debian/Ubuntu: "
                            "apt-get install util-linux mount debootstrap)")
-    d = Path(directory).resolve()
-    if pids(d):
-        raise TestbedError(f"{d}: a testbed is running there already (stop it first)")
-    root = None
-    if slurm == "24.11":
-        cache = chroot_cache or CHROOT_CACHE
-        root = chroot_accounting(cache, say=say) if accounting else build_chroot(cache, say=say)
+    return lic, pool, classes
+
+
+def _folders_and_key(d: Path) -> Path:
+    """The testbed's folders in ``d`` and its munge key (made once); the key's path."""
     for sub in ("munge", "state", "spool", "run", "log"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     # users reach the socket (0755: the directory is listable, the key is root's alone)
@@ -168,18 +217,14 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     if not key.exists():
         key.write_bytes(secrets.token_bytes(1024))
     os.chmod(key, 0o400)
-    # ports: slurmctld, one per slurmd, then slurmdbd and MariaDB
-    port = free_port_block(nodes + 3) if port is None else port
-    dbd_port = port + nodes + 1 if accounting else None
-    conf = d / "slurm.conf"
-    conf.write_text(slurm_conf(d, nodes, cpus, port, scheduler, hold,
-                               root / _PLUGINS if root else None, dbd_port=dbd_port,
-                               licenses=lic, topology=switch_size is not None, shared=shared,
-                               bb_pool=pool is not None, ssd=classes, ssd_feature=ssd_feature,
-                               epilog=d / "wake-epilog.sh" if wake_port is not None else None,
-                               split=split, batch_sched_delay=batch_sched_delay,
-                               scheduler_parameters=scheduler_parameters,
-                               min_job_age=min_job_age))
+    return key
+
+
+def _write_files(d: Path, root: Path | None, *, nodes: int, wake_port, switch_size, pod_size,
+                 pool, split) -> None:
+    """The files beside ``slurm.conf`` that the options ask for: the wake-up epilog, the
+    topology, the burst buffer's lua files, 24.11's cgroup.conf, the job_submit.lua; and the
+    client commands in ``d/bin``."""
     if wake_port is not None:
         (d / "wake-epilog.sh").write_text(epilog_script(wake_port))
         os.chmod(d / "wake-epilog.sh", 0o755)
@@ -193,43 +238,26 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
         _prepare_root(root, d)
     managed = (PARTITION, SPLIT_PARTITION) if split else (PARTITION,)
     (d / "job_submit.lua").write_text(job_submit_lua(managed, wake_port=wake_port))
-    (d / "testbed.json").write_text(json.dumps({
-        "slurm": slurm, "root": str(root) if root else None, "accounting": accounting,
-        "dbd_port": dbd_port, "db_port": dbd_port + 1 if accounting else None}))
     _write_clients(d, root)
-    e = env(d)
+
+
+def _start_munged(d: Path, root: Path | None, key: Path, e: dict) -> None:
+    """munged on the testbed's own socket; for 24.11 inside the chroot, in a private mount
+    namespace made here (munged keeps it alive; the other daemons join it by munged's pid)."""
     munged = ["munged", "--force", f"--socket={d}/munge/munge.socket",
               f"--key-file={key}", f"--pid-file={d}/run/munged.pid",
               f"--log-file={d}/log/munged.log", f"--seed-file={d}/munge/munged.seed"]
     if root is None:
         _run(munged, e)
-    else:
-        # the private mount namespace: mounted here, then munged (which keeps it alive; the
-        # other daemons join it by munged's pid)
-        r = shlex.quote(str(root))
-        mounts = (f"set -e; R={r}; mount -t proc proc $R/proc; "
-                  "mount --bind /sys $R/sys; mount --bind /dev $R/dev; "
-                  "mount --bind /dev/pts $R/dev/pts; "
-                  f"mount --bind /etc $R{HOST_ETC}; mount -o remount,bind,ro $R{HOST_ETC}; "
-                  f"mount --bind {shlex.quote(str(d))} {shlex.quote(str(_in_root(root, d)))}; "
-                  f"exec chroot $R /usr/sbin/{shlex.join(munged)}")
-        _run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mounts], e)
-    try:
-        if accounting:
-            t0 = time.monotonic()
-            _start_accounting(d, e, dbd_port, dbd_port + 1, timeout)
-            if say:
-                say(f"accounting up in {time.monotonic() - t0:.1f} s (slurmdbd on port "
-                    f"{dbd_port}, MariaDB on port {dbd_port + 1})")
-        _run([*daemon(d, "slurmctld"), "-i", "-f", str(conf)], e)  # -i: no saved state
-        for i in range(1, nodes + 1):
-            (d / "spool" / f"n{i}").mkdir(exist_ok=True)
-            _run([*daemon(d, "slurmd"), "-N", f"n{i}", "-f", str(conf)], e)
-        _wait_idle(e, nodes, timeout, d)
-    except BaseException:
-        stop(d)
-        raise
-    return conf
+        return
+    r = shlex.quote(str(root))
+    mounts = (f"set -e; R={r}; mount -t proc proc $R/proc; "
+              "mount --bind /sys $R/sys; mount --bind /dev $R/dev; "
+              "mount --bind /dev/pts $R/dev/pts; "
+              f"mount --bind /etc $R{HOST_ETC}; mount -o remount,bind,ro $R{HOST_ETC}; "
+              f"mount --bind {shlex.quote(str(d))} {shlex.quote(str(_in_root(root, d)))}; "
+              f"exec chroot $R /usr/sbin/{shlex.join(munged)}")
+    _run(["unshare", "--mount", "--propagation", "private", "sh", "-c", mounts], e)
 
 
 def _wait_idle(env: dict, nodes: int, timeout: float, d: Path) -> None:
