@@ -29,20 +29,6 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
     ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset;
     ``scheduler_parameters``: ``key=value,...`` over the testbed's own
     ``SchedulerParameters``; ``min_job_age``: seconds a finished job stays in ``squeue``)."""
-    sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
-    params = dict(kv.partition("=")[::2] for kv in (
-        "bf_interval=1,bf_resolution=1," if scheduler == "backfill" else "").split(",") if kv)
-    params["sched_min_interval"] = "100000"
-    if batch_sched_delay is not None:
-        params["batch_sched_delay"] = str(batch_sched_delay)
-    params.update(parse_scheduler_parameters(scheduler_parameters))
-    if dbd_port is None:
-        accounting = ["AccountingStorageType=accounting_storage/none"]
-    else:
-        accounting = ["AccountingStorageType=accounting_storage/slurmdbd",
-                      "AccountingStorageHost=localhost", f"AccountingStoragePort={dbd_port}",
-                      # the munge socket for slurmdbd (AuthInfo's is not used for it)
-                      f"AccountingStoragePass={d}/munge/munge.socket"]
     lines = [
         "ClusterName=hpcopt",
         "SlurmctldHost=localhost",
@@ -66,12 +52,10 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
         "ReturnToService=2",
-        f"SchedulerType={sched}",
-        "SchedulerParameters=" + ",".join(k if v == "" else f"{k}={v}"
-                                          for k, v in params.items()),
+        *_scheduler_lines(scheduler, batch_sched_delay, scheduler_parameters),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d}/log/jobcomp.txt",
-        *accounting,
+        *_accounting_lines(d, dbd_port),
         "JobAcctGatherType=jobacct_gather/none",
         f"MinJobAge={min_job_age}",
         "OverTimeLimit=0",
@@ -97,8 +81,40 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append("BurstBufferType=burst_buffer/lua")
     if ssd:
         lines.append("GresTypes=ssd")
-    first = 1
-    for size, count in ssd or [(None, nodes)]:  # one NodeName line per SSD class
+    lines += _node_lines(nodes, cpus, port, ssd, ssd_feature)
+    lines += _partition_lines(nodes, split, shared)
+    return "\n".join(lines) + "\n"
+
+
+def _scheduler_lines(scheduler: str, batch_sched_delay: int | None,
+                     scheduler_parameters: str | None) -> list[str]:
+    """``SchedulerType`` and ``SchedulerParameters``: the testbed's own, then the given."""
+    sched = "sched/backfill" if scheduler == "backfill" else "sched/builtin"
+    params = dict(kv.partition("=")[::2] for kv in (
+        "bf_interval=1,bf_resolution=1," if scheduler == "backfill" else "").split(",") if kv)
+    params["sched_min_interval"] = "100000"
+    if batch_sched_delay is not None:
+        params["batch_sched_delay"] = str(batch_sched_delay)
+    params.update(parse_scheduler_parameters(scheduler_parameters))
+    return [f"SchedulerType={sched}",
+            "SchedulerParameters=" + ",".join(k if v == "" else f"{k}={v}"
+                                              for k, v in params.items())]
+
+
+def _accounting_lines(d: Path, dbd_port: int | None) -> list[str]:
+    """No accounting, or accounting through the testbed's slurmdbd on ``dbd_port``."""
+    if dbd_port is None:
+        return ["AccountingStorageType=accounting_storage/none"]
+    return ["AccountingStorageType=accounting_storage/slurmdbd",
+            "AccountingStorageHost=localhost", f"AccountingStoragePort={dbd_port}",
+            # the munge socket for slurmdbd (AuthInfo's is not used for it)
+            f"AccountingStoragePass={d}/munge/munge.socket"]
+
+
+def _node_lines(nodes: int, cpus: int, port: int, ssd, ssd_feature: str | None) -> list[str]:
+    """One ``NodeName`` line per SSD class (or one for all), each node its own slurmd port."""
+    lines, first = [], 1
+    for size, count in ssd or [(None, nodes)]:
         last = first + count - 1
         lines.append(f"NodeName=n[{first}-{last}] NodeHostname=localhost "
                      f"Port=[{port + first}-{port + last}] CPUs={cpus} RealMemory=1000 "
@@ -106,7 +122,13 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                      + (f"Feature={ssd_feature}{size} " if size is not None and ssd_feature
                         else "") + "State=UNKNOWN")
         first = last + 1
-    lines += [
+    return lines
+
+
+def _partition_lines(nodes: int, split: int | None, shared: bool) -> list[str]:
+    """``batch`` (managed, the default), ``debug`` (same nodes, not held), with ``split`` a
+    second managed ``batch2``, with ``shared`` the core-sharing ``shared``."""
+    lines = [
         f"PartitionName={PARTITION} Nodes=n[1-{split or nodes}] Default=YES MaxTime=INFINITE "
         "State=UP OverSubscribe=EXCLUSIVE",
         f"PartitionName={OTHER_PARTITION} Nodes=n[1-{nodes}] Default=NO MaxTime=INFINITE "
@@ -118,7 +140,7 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
     if shared:
         lines.append(f"PartitionName={SHARED_PARTITION} Nodes=n[1-{nodes}] Default=NO "
                      "MaxTime=INFINITE State=UP OverSubscribe=NO")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def parse_scheduler_parameters(text: str | None) -> dict[str, str]:
