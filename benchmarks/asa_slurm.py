@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from slurm_validation import DEFAULT_TRACE, completed_jobs, scaled_slice, submit_all  # noqa: E402
 
+from hpcopt import testbed  # noqa: E402
 from hpcopt.domain import Job, System  # noqa: E402
-from hpcopt.slurm import testbed  # noqa: E402
 from hpcopt.slurm.state import Slurm  # noqa: E402
 from hpcopt.workflows import paper_workflow, run_workflow  # noqa: E402
 from hpcopt.workflows.onslurm import (  # noqa: E402

@@ -178,7 +178,7 @@ def poll_squeue(env: dict, seen: dict, stop: threading.Event, every: float) -> N
 
 def run_one(jobs: list[dict], policy: str, user: User, args, work: Path) -> dict:
     """One run on a fresh testbed: the raw record of module docstring's checks."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     d = work / f"{args.slurm}_{policy}"
     with sv._STARTING:
@@ -521,7 +521,7 @@ def flood_row(user: User, env: dict, d: Path, port: int, rationed: bool,
 def attacks(args) -> None:
     """``--attacks``: each attack with the adapter stopped and running, then the flood, on a
     fresh 4-node testbed of ``--slurm``; prints and saves ``OUT/attacks.json``."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     work = Path(tempfile.mkdtemp(prefix="hpcopt-attacks-"))
     os.chmod(work, 0o755)

@@ -233,8 +233,8 @@ def cmd_bb(args) -> None:
 
 
 def cmd_topo(args) -> None:
-    from hpcopt.slurm.testbed import topology_conf
     from hpcopt.slurm.topology import read_topology
+    from hpcopt.testbed import topology_conf
     from hpcopt.topology import PAPER_COST
 
     out = Path(args.out)

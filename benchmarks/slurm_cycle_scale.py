@@ -79,7 +79,7 @@ def package_tree(rev: str | None, where: Path) -> Path:
 
 def raise_max_jobs(d: Path, conf: Path, env: dict) -> None:
     """Restart slurmctld with ``MaxJobCount=120000`` (Slurm reads it at start only)."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     conf.write_text(conf.read_text() + "MaxJobCount=120000\n")
     pid = int((d / "run" / "slurmctld.pid").read_text())
@@ -155,7 +155,7 @@ def main() -> None:
                     "(default: the merge base with main)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     rev = args.baseline or subprocess.run(
         ["git", "-C", str(ROOT), "merge-base", "main", "HEAD"], check=True,

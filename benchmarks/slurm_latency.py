@@ -50,7 +50,7 @@ def run(mode: str, submit, n_jobs: int, interval: float, nodes: int, workdir: Pa
     """One run on a fresh testbed: ``mode`` is ``poll``, ``wake`` or ``slurm`` (Slurm's own
     backfill); ``submit(env)`` submits the jobs; ``batch_sched_delay``: Slurm's parameter
     (default 3 s).  Returns the finished jobs (jobcomp)."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     d = workdir / mode
     port = free_udp_port() if mode == "wake" else None

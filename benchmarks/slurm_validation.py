@@ -158,7 +158,7 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
     """One run on a fresh testbed; returns {name: (submit, start, end)} and the adapter log.
     ``testbed_opts`` go to ``testbed.start`` (``licenses``, ``switch_size``), ``adapter_args``
     to ``hpcopt slurm run`` (``--bb-license bb``, ``--topology``)."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     d = workdir / kind
     with _STARTING:  # one testbed starts at a time: each takes the next free ports
@@ -421,7 +421,7 @@ def cmd_replay(args) -> None:
 
 
 def cmd_cost(args) -> None:
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ _LAZY = {
     "make_policy": "hpcopt.policies",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__ = sorted(_LAZY) + ["__version__"]  # noqa: PLE0605 - the names of _LAZY, all strings
 
 
 def __getattr__(name: str):

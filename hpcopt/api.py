@@ -108,12 +108,8 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
-    pol = build_policy(run.policy, **run.policy_options)
-    pol.reset(run.seed)
-    with fewer_collections():  # records, running jobs, events and the table: no cycles
-        sim = Simulator(job_list, system, pol, **run.driver.as_kwargs())
-        run_logged(sim, events)
-        table = job_columns(sim.records.values(), _extra_columns(job_list, system))
+    sim, pol, table = run_simulation(job_list, system, run, events=events,
+                                     columns=_extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
@@ -121,6 +117,25 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}
     return SimulationResult(table, summary, settings, cleaning)
+
+
+def run_simulation(jobs, system: System, run: RunSettings, *, events=None, columns=None,
+                   prepare=None) -> tuple[Simulator, object, dict]:
+    """The steps every simulation of a run shares (``simulate_run``, the cloud day of
+    ``hpcopt.osdec.simulate_osdec``): the run's policy built (``prepare(policy)`` before its
+    reset: e.g. the day's weights) and reset with the run's seed, the driver built with the
+    run's options and run to the end (``events`` as in ``simulate``), and the table of its
+    jobs with ``columns`` (name -> function of a job record) added.  Returns
+    ``(simulator, policy, table)``."""
+    pol = build_policy(run.policy, **run.policy_options)
+    if prepare is not None:
+        prepare(pol)
+    pol.reset(run.seed)
+    with fewer_collections():  # records, running jobs, events and the table: no cycles
+        sim = Simulator(list(jobs), system, pol, **run.driver.as_kwargs())
+        run_logged(sim, events)
+        table = job_columns(sim.records.values(), columns or {})
+    return sim, pol, table
 
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:

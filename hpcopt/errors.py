@@ -7,15 +7,17 @@ wrong, what was received and what was expected.  The CLI prints exactly that lin
 
 from __future__ import annotations
 
-import difflib
-
 
 class HpcoptError(Exception):
     """Base of every error hpcopt raises on purpose."""
 
 
 class ModelError(HpcoptError, ValueError):
-    """Model data that violates the model's schema (shapes, signs, missing fields)."""
+    """Model data that violates the model's schema (shapes, signs, missing fields); ``field``
+    and ``detail`` say which field and what was expected where the model set them."""
+
+    field: str | None = None
+    detail: str | None = None
 
 
 class InstanceError(HpcoptError, ValueError):
@@ -105,6 +107,8 @@ def one_line(exc: BaseException) -> str:
 
 def closest(name: str, names) -> str:
     """Return a ' Did you mean ...?' hint for ``name`` among ``names`` (or '')."""
+
+    import difflib  # see ALLOWED_STDLIB in tests/test_function_imports.py
 
     match = difflib.get_close_matches(name, list(names), n=1)
     return f" Did you mean {match[0]!r}?" if match else ""

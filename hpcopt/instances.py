@@ -17,14 +17,11 @@ import csv
 import functools
 import glob
 import gzip
-import importlib.resources
 import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from hpcopt.models import model_class
 
 from .errors import InstanceError, ModelError
 
@@ -39,11 +36,14 @@ def bundled_path(*parts: str) -> Path:
 
     An installed wheel has them as package data under ``hpcopt/_bundled/`` (pyproject's
     ``package-dir`` maps ``hpcopt._bundled`` onto ``instances/``, only what the library
-    reads); an editable install or a source tree reads the checkout's ``instances/``.
+    reads); an editable install or a source tree reads the checkout's ``instances/``.  (The
+    package's folder is read from ``__file__``, as ``importlib.resources.files`` would give it
+    for a package on disk, without loading importlib.resources, tempfile and zipfile into
+    every command.)
     """
 
-    packaged = importlib.resources.files("hpcopt").joinpath(BUNDLED_PACKAGE_DIR, *parts)
-    if isinstance(packaged, Path) and packaged.exists():
+    packaged = Path(__file__).resolve().parent.joinpath(BUNDLED_PACKAGE_DIR, *parts)
+    if packaged.exists():
         return packaged
     checkout = Path(__file__).resolve().parent.parent / "instances"
     return checkout.joinpath(*parts)
@@ -162,6 +162,8 @@ def instance_from_dict(obj: Any, path: str | Path = "<memory>") -> Instance:
         validate_instance(obj, path)
     except RecursionError:
         raise InstanceError(f"{path}: JSON nested too deeply to check") from None
+    from hpcopt.models import model_class  # the models, loaded when an instance is built
+
     try:
         cls = model_class(obj["model"])
     except InstanceError as err:

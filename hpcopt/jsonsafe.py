@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import Any
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: object) -> object:  # (no typing import: 2 ms of every command)
     """``value`` made of JSON types only: non-finite floats -> None, numpy scalars -> Python,
     tuples -> lists, enums -> their value, anything else unknown -> ``str``."""
     if value is None or isinstance(value, (bool, str)):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import solvers
+from .api import run_simulation
 from .domain import Job, NumberedId, System
 from .errors import InstanceError, SimulationError
 from .instances import (
@@ -39,12 +39,8 @@ from .instances import (
     parse_instance_text,
     read_instance_bytes,
 )
-from .models.osdec import OSDECModel
-from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator
-from .sim.eventlog import run_logged
-from .sim.metrics import job_columns
 from .sim.orders import total_ids
 from .sim.resources import CapacityProfile
 from .sim.result import SimulationResult
@@ -56,6 +52,8 @@ SUMMARY_KEYS = ("total_reward", "revenue", "delay_penalty", "violation_penalty",
 
 def load_osdec(source):
     """An ``OSDECModel`` from a model, an ``Instance`` or an instance file path."""
+    from .models.osdec import OSDECModel  # the model, loaded where a cloud day runs
+
     if isinstance(source, OSDECModel):
         return source
     if isinstance(source, (str, Path)):
@@ -149,6 +147,8 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
     """Solve the offline model: ``{reference, objective, bound, status, backend}``; the
     reference is the optimum when proven, else the dual bound (an upper bound on any
     schedule), else the incumbent."""
+    from . import solvers  # every backend: loaded where the offline model is solved
+
     res = solvers.solve(model, backend, time_limit=time_limit, seed=seed)
     status = getattr(res.status, "name", str(res.status))
     bound = res.bound
@@ -193,11 +193,15 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     if machine is None and not hasattr(source, "slots"):  # an instance or a file, not a model
         machine = machine_size(source)
     jobs, system = osdec_workload(model, machine)
-    pol = build_policy(run.policy, **run.policy_options)
-    if hasattr(pol, "set_weights"):
-        pol.set_weights(model.w1, model.w2, model.slots)
-    pol.reset(seed)
-    sim = run_logged(Simulator(jobs, system, pol, **run.driver.as_kwargs()), events)
+
+    def weigh(pol) -> None:  # a learned policy scores with the day's weights
+        if hasattr(pol, "set_weights"):
+            pol.set_weights(model.w1, model.w2, model.slots)
+
+    extra = {"cores": lambda r: r.job.cores, "earliest": lambda r: r.job.earliest,
+             "latest": lambda r: r.job.latest}
+    sim, pol, table = run_simulation(jobs, system, run, events=events, columns=extra,
+                                     prepare=weigh)
     decision = online_decision(model, sim.records)
     offline = None
     if offline_bound is not None:
@@ -208,9 +212,6 @@ def simulate_osdec(source, policy="fifo", *, seed: int | None = None,
     summary["driver_dropped"] = len(sim.dropped)
     if offline is not None:
         summary["offline"] = offline
-    extra = {"cores": lambda r: r.job.cores, "earliest": lambda r: r.job.earliest,
-             "latest": lambda r: r.job.latest}
-    table = job_columns(sim.records.values(), extra)
     settings = run.record(pol, sim.settings, model="osdec", w1=model.w1, w2=model.w2)
     return OsdecResult(table, summary, settings, decision, sim)
 

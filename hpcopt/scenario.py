@@ -19,7 +19,6 @@ from .domain import Job, System
 from .errors import SimulationError, closest
 from .traces import load_trace
 from .traces.tjap import load_tjap_jobs
-from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_workload, tjap_system
 
 
 @dataclass(frozen=True)
@@ -37,12 +36,18 @@ class Scenario:
 
 @dataclass(frozen=True)
 class ScenarioSettings:
-    """How a trace becomes a scenario (``build``): its first ``jobs`` jobs, the system size
-    ``nodes``, processors per node (``cores_per_node``), the file's format (``fmt``; default
-    from the suffix) and what to do with extra SWF fields, a shared burst buffer ``bb``
-    (GB), local-SSD classes, a generated BBSched workload (seeded by ``workload_seed``), a
-    fat-tree ``topology`` preset, or the whole ``system`` (it replaces the trace's);
-    ``tz``, ``sizes`` and ``partition`` say how a Slurm trace (sacct, jobcomp) is read."""
+    """How a trace becomes a scenario (``build``), the one declaration of these settings (the
+    Python API's keywords, ``RunSettings.from_flat``, sweep files and ``hpcopt simulate``'s
+    flags are read into it by name): its first ``jobs`` jobs, the system size ``nodes``,
+    processors per node (``cores_per_node``), the file's format (``fmt``; default from the
+    suffix) and what to do with extra SWF fields, a shared burst buffer ``bb`` (GB) and
+    local-SSD classes (``{GB: nodes}`` or ``"128:50,256:50"``); a generated BBSched
+    ``workload`` (burst-buffer/SSD requests seeded by ``workload_seed``; the system gets 5 GB
+    of burst buffer per node unless ``bb``, and half 128 GB / half 256 GB SSD nodes for S5-S7
+    unless ``ssd_classes``); a fat-tree ``topology`` preset (``paper-1000``,
+    ``hpcschedule-1000``; the trace may then be a TJAP job file); or the whole ``system`` (it
+    replaces the trace's).  ``tz``, ``sizes`` and ``partition`` say how a Slurm trace (sacct,
+    jobcomp) is read (``hpcopt.traces.load_trace``)."""
 
     nodes: int | None = None
     jobs: int | None = None
@@ -60,18 +65,13 @@ class ScenarioSettings:
     system: System | None = None
 
     def build(self, trace) -> Scenario:
-        """The scenario of ``trace``: a path or a ``Trace`` (``build_scenario``), a
+        """The scenario of ``trace``: a path or a ``Trace`` (``_from_trace``), a
         ``Scenario`` (used as it is, on ``system`` when given) or a list of ``Job`` (the
         first ``jobs``, on ``system`` or ``nodes`` interchangeable nodes)."""
         if isinstance(trace, Scenario):
             return trace if self.system is None else replace(trace, system=self.system)
         if isinstance(trace, (str, Path)) or hasattr(trace, "system"):  # a path or a Trace
-            built = build_scenario(trace, nodes=self.nodes, jobs=self.jobs,
-                                   cores_per_node=self.cores_per_node, fmt=self.fmt,
-                                   extra_fields=self.extra_fields, workload=self.workload,
-                                   workload_seed=self.workload_seed, bb=self.bb,
-                                   ssd_classes=self.ssd_classes, topology=self.topology,
-                                   tz=self.tz, sizes=self.sizes, partition=self.partition)
+            built = self._from_trace(trace)
             return built if self.system is None else replace(built, system=self.system)
         if self.workload or self.bb is not None or self.ssd_classes or self.topology:
             raise SimulationError("workload=, bb=, ssd_classes= and topology= shape a trace "
@@ -83,6 +83,49 @@ class ScenarioSettings:
                 raise SimulationError("simulate() of a job list needs nodes= or system=")
             system = System(self.nodes)
         return Scenario(jobs, system)
+
+    def _from_trace(self, trace) -> Scenario:
+        """The jobs and system of ``trace`` (a path or a ``Trace``) under these settings."""
+        if self.workload:
+            check_workload_name(self.workload)
+        if self.topology and self.workload:
+            raise SimulationError("workload= generates burst-buffer/SSD workloads; it does not "
+                                  "apply with topology=")
+        notes: list[str] = []
+        report = None
+        if self.topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
+            job_list, system = tuple(load_tjap_jobs(trace, max_jobs=self.jobs)), None
+        else:
+            if isinstance(trace, (str, Path)):
+                path = trace
+                trace = load_trace(path, nodes=self.nodes, cores_per_node=self.cores_per_node,
+                                   max_jobs=self.jobs, fmt=self.fmt,
+                                   extra_fields=self.extra_fields, tz=self.tz,
+                                   sizes=self.sizes, partition=self.partition)
+                report = trace.report
+                notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
+                notes.extend(f"  note: {note}" for note in report.notes)
+                notes.append(report.dropped_text())
+                job_list, system = tuple(trace.jobs), trace.system  # (nodes= applied in reading)
+            else:  # a Trace already loaded
+                report = getattr(trace, "report", None)
+                job_list = tuple(trace.jobs)[:self.jobs]
+                system = trace.system if self.nodes in (None, trace.system.nodes) \
+                    else System(self.nodes)
+        if self.topology:
+            from .workloads.tjap import tjap_system  # (as in _generate)
+
+            system = tjap_system(self.topology)
+        elif self.bb is not None or self.ssd_classes or self.workload:
+            system = System(system.nodes, bb=system.bb if self.bb is None else self.bb,
+                            ssd_classes=parse_ssd_classes(self.ssd_classes), name=system.name)
+        settings: dict = {}
+        if self.workload:
+            job_list, system, line = _generate(job_list, system, self.workload,
+                                               self.workload_seed)
+            notes.append(line)
+            settings = dict(workload=self.workload, workload_seed=self.workload_seed)
+        return Scenario(job_list, system, report, tuple(notes), settings)
 
 
 def parse_ssd_classes(value) -> dict:
@@ -111,61 +154,16 @@ def _is_job_table(path: str) -> bool:
     return name.endswith((".swf", ".csv", ".json"))
 
 
-def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
-                   cores_per_node: int | None = None, fmt: str | None = None,
-                   extra_fields: str = "error", workload: str | None = None,
-                   workload_seed: int = 0, bb: float | None = None, ssd_classes=None,
-                   topology: str | None = None, tz: str | None = None,
-                   sizes: str = "nodes", partition: str | None = None) -> Scenario:
-    """The jobs and system of ``trace`` (a path or a ``Trace``) under these settings.
-
-    ``bb`` (GB) and ``ssd_classes`` (``{GB: nodes}`` or ``"128:50,256:50"``) give the system
-    its further resources; ``workload`` generates burst-buffer/SSD requests (seeded by
-    ``workload_seed``; the system gets 5 GB of burst buffer per node unless ``bb``, and half
-    128 GB / half 256 GB SSD nodes for S5-S7 unless ``ssd_classes``); ``topology`` a fat-tree
-    preset (``paper-1000``, ``hpcschedule-1000``), where the trace may be a TJAP job file.
-    ``tz``, ``sizes`` and ``partition`` say how a Slurm trace is read
-    (``hpcopt.traces.load_trace``).
-    """
-    if workload:
-        check_workload_name(workload)
-    if topology and workload:
-        raise SimulationError("workload= generates burst-buffer/SSD workloads; it does not "
-                              "apply with topology=")
-    notes: list[str] = []
-    report = None
-    if topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
-        job_list, system = tuple(load_tjap_jobs(trace, max_jobs=jobs)), None
-    else:
-        if isinstance(trace, (str, Path)):
-            path = trace
-            trace = load_trace(path, nodes=nodes, cores_per_node=cores_per_node, max_jobs=jobs,
-                               fmt=fmt, extra_fields=extra_fields, tz=tz, sizes=sizes,
-                               partition=partition)
-            report = trace.report
-            notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
-            notes.extend(f"  note: {note}" for note in report.notes)
-            notes.append(report.dropped_text())
-            job_list, system = tuple(trace.jobs), trace.system  # (nodes= applied in reading)
-        else:  # a Trace already loaded
-            report = getattr(trace, "report", None)
-            job_list = tuple(trace.jobs)[:jobs]
-            system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
-    if topology:
-        system = tjap_system(topology)
-    elif bb is not None or ssd_classes or workload:
-        system = System(system.nodes, bb=system.bb if bb is None else bb,
-                        ssd_classes=parse_ssd_classes(ssd_classes), name=system.name)
-    settings: dict = {}
-    if workload:
-        job_list, system, line = _generate(job_list, system, workload, workload_seed)
-        notes.append(line)
-        settings = dict(workload=workload, workload_seed=workload_seed)
-    return Scenario(job_list, system, report, tuple(notes), settings)
+def build_scenario(trace, **settings) -> Scenario:
+    """The jobs and system of ``trace`` (a path or a ``Trace``) under ``settings``, the fields
+    of ``ScenarioSettings`` (where each is described)."""
+    return ScenarioSettings(**settings).build(trace)
 
 
 def check_workload_name(name: str, label: str = "workload") -> None:
     """A ``SimulationError`` naming ``label`` unless ``name`` is a generated workload."""
+    from .workloads import NAMES  # (as in _generate)
+
     if name not in NAMES:
         raise SimulationError(f"{label} {name!r}: expected one of {', '.join(NAMES)}."
                               + closest(name, NAMES))
@@ -174,6 +172,10 @@ def check_workload_name(name: str, label: str = "workload") -> None:
 def _generate(jobs, system: System, name: str, seed: int):
     """``make_workload(name)`` applied to ``jobs`` and the system it needs, plus one line
     saying what was generated."""
+    # every workload generator (burst buffer, topology, cloud): loaded by the runs that
+    # generate one, not by every command that reads a scenario
+    from .workloads import BB_PER_NODE_GB, SSD_SPLITS, bb_system, make_workload
+
     check_workload_name(name)
     if name != "original" and system.bb <= 0:
         system = replace(system, bb=BB_PER_NODE_GB * system.nodes)

@@ -49,9 +49,9 @@ def _numeric(name: str, data: Any) -> np.ndarray:
     """``data`` as a float array; booleans, strings and ragged lists are a ``ModelError``."""
     try:
         raw = np.asarray(data)
-        if raw.dtype.kind not in "iuf":
-            if raw.dtype.kind != "O" or any(isinstance(v, (bool, str)) for v in raw.ravel()):
-                raise TypeError
+        if raw.dtype.kind not in "iuf" and (
+                raw.dtype.kind != "O" or any(isinstance(v, (bool, str)) for v in raw.ravel())):
+            raise TypeError
         return np.array(raw, dtype=float)
     except (TypeError, ValueError):
         raise _field_error(name, "a rectangular list of numbers", data) from None

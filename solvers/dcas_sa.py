@@ -120,7 +120,7 @@ def anneal(model, start, repair, *, t_max: int = 500, T_max: float = 2500.0,
             break
         T = T_max * math.exp(r * t / t_max)
         k = min(int(rng.integers(1, n_remove + 1)), J)
-        removed = set(int(j) for j in rng.choice(J, k, replace=False))
+        removed = {int(j) for j in rng.choice(J, k, replace=False)}
         keep = [(j, f) for j, f in zip(order, firsts) if j not in removed]
         kept_order = [j for j, _ in keep]
         kept_sets, _, seq = model.place(kept_order, [f for _, f in keep])

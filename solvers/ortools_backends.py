@@ -148,7 +148,8 @@ class CpSatSession(Session):
         self.scale, coefs, self.slack = _integer_objective(form, backend.full_name)
         self.cp = cp = cp_model.CpModel()
         ubs = form.upper_bounds()
-        self.x = x = []
+        x: list = []
+        self.x = x
         for name, kind, ub in zip(form.names(), form.kinds(), ubs.tolist()):
             if kind == "binary":
                 x.append(cp.new_bool_var(name))

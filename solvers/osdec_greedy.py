@@ -110,7 +110,7 @@ def lp_relaxation(model, ti, deadline: float | None = None):
     lengths = np.array([c.size for c in ti.cols], dtype=np.int64)
     # entries (row, column, value): one_start rows, capacity rows, then -v in each capacity row
     rows = np.concatenate([job_row, J + np.repeat(np.arange(R), lengths), J + np.arange(R)])
-    cols = np.concatenate([np.arange(K)] + [c for c in ti.cols] + [K + np.arange(R)])
+    cols = np.concatenate([np.arange(K)] + list(ti.cols) + [K + np.arange(R)])
     vals = np.concatenate([np.ones(K), ti.cores[np.concatenate(ti.cols)].astype(float)
                            if R else np.zeros(0), -np.ones(R)])
     order = np.lexsort((rows, cols))

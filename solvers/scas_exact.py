@@ -98,144 +98,175 @@ def solve_arrays(costs: np.ndarray, sizes, *, incumbent=None, deadline: float | 
     the same state go to the lexicographically smaller list of blocks; without it labels that
     cannot beat the incumbent strictly are pruned (much faster on symmetric windows).
     """
-    m = costs.shape[0]
     sizes = [int(s) for s in sizes]
-    groups = sorted(set(sizes), reverse=True)
-    count = [sizes.count(r) for r in groups]
-    base, b = [], 1
-    for c in count:
-        base.append(b)
-        b *= c + 1
-    full = sum(c * bb for c, bb in zip(count, base))
-    G = len(groups)
-    # smin[g, p]: cheapest non-wrapping block of size groups[g] starting at p or later
-    smin = np.full((G, m + 1), np.inf)
-    for g, r in enumerate(groups):
-        col = np.full(m, np.inf)
-        if r <= m:
-            col[:m - r + 1] = costs[:m - r + 1, r - 1]
-        smin[g, :m] = np.minimum.accumulate(col[::-1])[::-1]
-    smin_at = smin.T.tolist()  # smin_at[p][g]
-    cost_at = costs.tolist()  # cost_at[p][r - 1]
-    unpacked: dict[int, list[int]] = {}
-    # costs closer than tol are equal (float sums of the same blocks in another order)
-    tol = _TIE * max(1.0, sum(float(costs[:, r - 1].max()) for r in sizes))
-    slack = tol if canonical else -tol  # a label survives while cost + bound <= best + slack
-
-    def unpack(key):
-        kc = unpacked.get(key)
-        if kc is None:
-            kc = unpacked[key] = [(key // base[g]) % (count[g] + 1) for g in range(G)]
-        return kc
-
+    search = _LabelSearch(costs, sizes, canonical)
     if incumbent is None:
         incumbent = greedy_starts(costs, sizes)
-    best_cost = incumbent[0] if incumbent else np.inf
-    # the best complete solution as its canonical key: blocks (first position, size), the
-    # wrapping block last; a label holds (cost, blocks before the vertex, wrapping block)
-    best_key = tuple(canonical_order(incumbent[1], sizes)) if incumbent else None
-    found = None  # cost of the best complete label of the DP, if any
-    layers: list[dict] = [dict() for _ in range(m + 1)]
-    labels = 0
-    need_full = sum(sizes)
+    if incumbent:
+        # the best complete solution as its canonical key: blocks (first position, size),
+        # the wrapping block last
+        search.best_cost = incumbent[0]
+        search.best_key = tuple(canonical_order(incumbent[1], sizes))
+    search.seed()
+    proven = search.run(deadline, label_budget, beam)
+    if search.found is None:
+        if incumbent is None:
+            return None, None, proven, search.labels
+        return float(incumbent[0]), assign(search.best_key, sizes), proven, search.labels
+    return float(search.found), assign(search.best_key, sizes), proven, search.labels
 
-    def bound(key_counts, p):
-        b = sum(map(mul, key_counts, smin_at[p]))
+
+class _LabelSearch:
+    """The label DP of ``solve_arrays`` on one window: a label at vertex p is (cost, blocks
+    before the vertex, wrapping block) under its state (the sizes still to place, packed in
+    one integer ``key``, and the positions a wrapping block leaves free at the end); labels
+    are expanded vertex by vertex, pruned by a lower bound against the best solution."""
+
+    def __init__(self, costs: np.ndarray, sizes: list[int], canonical: bool) -> None:
+        m = self.m = costs.shape[0]
+        self.costs, self.sizes, self.canonical = costs, sizes, canonical
+        self.groups = groups = sorted(set(sizes), reverse=True)
+        self.count = count = [sizes.count(r) for r in groups]
+        self.base, b = [], 1  # the key: a mixed-radix count of the jobs left of each size
+        for c in count:
+            self.base.append(b)
+            b *= c + 1
+        self.full = sum(c * bb for c, bb in zip(count, self.base))
+        # smin[g, p]: cheapest non-wrapping block of size groups[g] starting at p or later
+        smin = np.full((len(groups), m + 1), np.inf)
+        for g, r in enumerate(groups):
+            col = np.full(m, np.inf)
+            if r <= m:
+                col[:m - r + 1] = costs[:m - r + 1, r - 1]
+            smin[g, :m] = np.minimum.accumulate(col[::-1])[::-1]
+        self.smin_at = smin.T.tolist()  # smin_at[p][g]
+        self.cost_at = costs.tolist()  # cost_at[p][r - 1]
+        self.unpacked: dict[int, list[int]] = {}
+        # costs closer than tol are equal (float sums of the same blocks in another order)
+        self.tol = _TIE * max(1.0, sum(float(costs[:, r - 1].max()) for r in sizes))
+        # a label survives while cost + bound <= best + slack
+        self.slack = self.tol if canonical else -self.tol
+        self.layers: list = [{} for _ in range(m + 1)]
+        self.labels = 0
+        self.best_cost, self.best_key = np.inf, None
+        self.found = None  # cost of the best complete label of the DP, if any
+
+    def unpack(self, key: int) -> list[int]:
+        """The jobs left of each size in the state ``key``."""
+        kc = self.unpacked.get(key)
+        if kc is None:
+            base, count = self.base, self.count
+            kc = self.unpacked[key] = [(key // base[g]) % (count[g] + 1)
+                                       for g in range(len(base))]
+        return kc
+
+    def bound(self, key_counts, p: int) -> float:
+        """Each job left at its cheapest block starting at p or later (disjointness relaxed)."""
+        b = sum(map(mul, key_counts, self.smin_at[p]))
         if b != b:  # 0 * inf: a placed-out size with no block left after p costs nothing
-            b = sum(c * s for c, s in zip(key_counts, smin_at[p]) if c)
+            b = sum(c * s for c, s in zip(key_counts, self.smin_at[p]) if c)
         return b
 
-    def offer(q, state, cost, prefix, wrap) -> int:
+    def offer(self, q: int, state, cost: float, prefix, wrap) -> int:
         """Keep the label at vertex q if it beats the one of its state: cheaper, or as
         cheap and first in the canonical order."""
-        old = layers[q].get(state)
-        if old is not None and (cost > old[0] + tol or (
-                cost >= old[0] - tol and prefix + wrap >= old[1] + old[2])):
+        old = self.layers[q].get(state)
+        if old is not None and (cost > old[0] + self.tol or (
+                cost >= old[0] - self.tol and prefix + wrap >= old[1] + old[2])):
             return 0
-        layers[q][state] = (cost, prefix, wrap)
+        self.layers[q][state] = (cost, prefix, wrap)
         return 1
 
-    def cannot_win(prefix, p) -> bool:
+    def cannot_win(self, prefix, p: int) -> bool:
         """A label of the cost of the best solution, whose blocks so far are ``prefix`` and
         whose next block starts at ``p`` or later, cannot give a smaller key."""
         k = len(prefix)
-        head = best_key[:k]
-        return prefix > head or (prefix == head and best_key[k][0] < p)
+        head = self.best_key[:k]
+        return prefix > head or (prefix == head and self.best_key[k][0] < p)
 
-    layers[0][(full, 0)] = (0.0, (), ())
-    for g, r in enumerate(groups):  # labels whose first block wraps around the end of Q
-        for tail in range(1, min(r, m)):
-            pend = r - tail
-            start = m - pend
-            cost = float(costs[start, r - 1])
-            key = full - base[g]
-            if need_full - r > m - pend - tail:
-                continue
-            if cost + bound(unpack(key), tail) > best_cost + slack:
-                continue
-            offer(tail, (key, pend), cost, (), ((start, r),))
+    def seed(self) -> None:
+        """The start label, and the labels whose first block wraps around the end of Q."""
+        m, full, need_full = self.m, self.full, sum(self.sizes)
+        self.layers[0][(full, 0)] = (0.0, (), ())
+        for g, r in enumerate(self.groups):
+            for tail in range(1, min(r, m)):
+                pend = r - tail
+                start = m - pend
+                cost = float(self.costs[start, r - 1])
+                key = full - self.base[g]
+                if need_full - r > m - pend - tail:
+                    continue
+                if cost + self.bound(self.unpack(key), tail) > self.best_cost + self.slack:
+                    continue
+                self.offer(tail, (key, pend), cost, (), ((start, r),))
 
-    proven = True
-    for p in range(m + 1):
-        layer = layers[p]
-        if not layer:
-            continue
-        if (deadline is not None and time.perf_counter() > deadline) or (
-                label_budget is not None and labels > label_budget):
-            proven = False
-            break
-        if beam is not None and len(layer) > beam:
-            proven = False
-            # canonical: every kept label may tie with the best, so the earliest blocks first
-            rank = (lambda kv: kv[1][1] + kv[1][2]) if canonical else (
-                lambda kv, p=p: kv[1][0] + bound(unpack(kv[0][0]), p))
-            ranked = sorted(layer.items(), key=rank)
-            layer = dict(ranked[:beam])
-        for n_done, (state, (cost, prefix, wrap)) in enumerate(layer.items(), 1):
-            if deadline is not None and not n_done % 4096 and time.perf_counter() > deadline:
+    def _beam(self, layer: dict, beam: int, p: int) -> dict:
+        """The ``beam`` most promising labels of a vertex (canonical: the earliest blocks,
+        as every kept label may tie with the best)."""
+        rank = (lambda kv: kv[1][1] + kv[1][2]) if self.canonical else (
+            lambda kv: kv[1][0] + self.bound(self.unpack(kv[0][0]), p))
+        return dict(sorted(layer.items(), key=rank)[:beam])
+
+    def run(self, deadline: float | None, label_budget: int | None, beam: int | None) -> bool:
+        """Expand every vertex's labels in order; whether the search finished (a proof)."""
+        m, groups, base, tol, slack = self.m, self.groups, self.base, self.tol, self.slack
+        canonical, cost_at, smin_at, layers = self.canonical, self.cost_at, self.smin_at, \
+            self.layers
+        bound, offer, unpack = self.bound, self.offer, self.unpack
+        best_cost, labels, proven = self.best_cost, self.labels, True
+        for p in range(m + 1):
+            layer = layers[p]
+            if not layer:
+                continue
+            if (deadline is not None and time.perf_counter() > deadline) or (
+                    label_budget is not None and labels > label_budget):
                 proven = False
                 break
-            key, pend = state
-            if cost > best_cost + slack:
-                continue
-            if key == 0:
-                full_key = prefix + wrap
-                if found is None or cost < best_cost - tol or (canonical
-                                                               and full_key < best_key):
-                    best_key, found = full_key, cost
-                    best_cost = min(cost, best_cost)
-                continue
-            kc = unpack(key)
-            lower = bound(kc, p)
-            if canonical and cost + lower >= best_cost - tol and best_key is not None and \
-                    cannot_win(prefix, p):
-                continue  # at best a tie with the best solution, which comes first
-            need = sum(map(mul, kc, groups))
-            end = m - pend
-            cut = best_cost + slack - cost  # a completion may cost at most this
-            if p + 1 + need <= end and bound(kc, p + 1) <= cut:
-                labels += offer(p + 1, state, cost, prefix, wrap)
-            row, lb_row = cost_at[p], smin_at[p]
-            for g, c in enumerate(kc):
-                if not c:
+            if beam is not None and len(layer) > beam:
+                proven = False
+                layer = self._beam(layer, beam, p)
+            for n_done, (state, (cost, prefix, wrap)) in enumerate(layer.items(), 1):
+                if deadline is not None and not n_done % 4096 and time.perf_counter() > deadline:
+                    proven = False
+                    break
+                key, pend = state
+                if cost > best_cost + slack:
                     continue
-                r = groups[g]
-                q = p + r
-                if q + need - r > end:
+                if key == 0:
+                    full_key = prefix + wrap
+                    if self.found is None or cost < best_cost - tol or (
+                            canonical and full_key < self.best_key):
+                        self.best_key, self.found = full_key, cost
+                        best_cost = self.best_cost = min(cost, best_cost)
                     continue
-                step = row[r - 1]
-                limit = cut - step
-                # smin grows with p: the bound at p is a cheap first test of the one at q
-                if lower - lb_row[g] > limit or bound(kc, q) - smin_at[q][g] > limit:
-                    continue
-                labels += offer(q, (key - base[g], pend), cost + step, prefix + ((p, r),),
-                                wrap)
-        layers[p] = None  # free the layer: labels carry their blocks
-    if found is None:
-        if incumbent is None:
-            return None, None, proven, labels
-        return float(incumbent[0]), assign(best_key, sizes), proven, labels
-    return float(found), assign(best_key, sizes), proven, labels
+                kc = unpack(key)
+                lower = bound(kc, p)
+                if canonical and cost + lower >= best_cost - tol and \
+                        self.best_key is not None and self.cannot_win(prefix, p):
+                    continue  # at best a tie with the best solution, which comes first
+                need = sum(map(mul, kc, groups))
+                end = m - pend
+                cut = best_cost + slack - cost  # a completion may cost at most this
+                if p + 1 + need <= end and bound(kc, p + 1) <= cut:
+                    labels += offer(p + 1, state, cost, prefix, wrap)
+                row, lb_row = cost_at[p], smin_at[p]
+                for g, c in enumerate(kc):
+                    if not c:
+                        continue
+                    r = groups[g]
+                    q = p + r
+                    if q + need - r > end:
+                        continue
+                    step = row[r - 1]
+                    limit = cut - step
+                    # smin grows with p: the bound at p is a cheap first test of the one at q
+                    if lower - lb_row[g] > limit or bound(kc, q) - smin_at[q][g] > limit:
+                        continue
+                    labels += offer(q, (key - base[g], pend), cost + step,
+                                    prefix + ((p, r),), wrap)
+            layers[p] = None  # free the layer: labels carry their blocks
+        self.labels = labels
+        return proven
 
 
 def assign(blocks, sizes) -> list[int]:

@@ -2,7 +2,7 @@
 
 ``cluster`` (module scope) starts one testbed of 8 emulated nodes per module and per Slurm
 version: 22.05 (the host's packages) and 24.11 (Debian 13's, in the chroot that
-``hpcopt.slurm.testbed.build_chroot`` builds once and caches; every later module and run
+``hpcopt.testbed.build_chroot`` builds once and caches; every later module and run
 reuses it).  It yields a ``Cluster``: ``.dir`` (the testbed's directory), ``.env`` (SLURM_CONF
 and PATH with the testbed's client commands first), ``.version`` ("22.05" or "24.11"),
 ``.run()``, ``.submit()``, ``.jobs()``/``.state()`` (squeue records flattened to 22.05's
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
+from hpcopt import testbed
 from hpcopt.policies import build_policy
-from hpcopt.slurm import testbed
 from hpcopt.slurm.adapter import Adapter, Settings
 from hpcopt.slurm.state import Slurm, SlurmCommandError, job_state, number
 

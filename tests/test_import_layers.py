@@ -4,9 +4,10 @@ The layers are declared once, as the import-linter contract in pyproject.toml
 (``[tool.importlinter]``; docs/architecture.md draws them).  ``test_import_linter_contracts``
 runs import-linter on them: the layers, the independence of sibling families, the modules
 only the command line may import, no cycle between siblings.  import-linter reads every
-import statement, the lazy ones inside functions included; ``models/`` and ``solvers/`` are
-folders outside ``hpcopt/`` (pyproject's package-dir), so it reads the package through a tree
-of links where they sit inside it.
+import statement, the lazy ones inside functions included; it runs as anyone runs it, bare
+``lint-imports`` at the repository root, where ``hpcopt/models`` and ``hpcopt/solvers`` are
+links to the top-level ``models/`` and ``solvers/`` folders (pyproject's package-dir), so it
+reads the package as installed.
 
 The rest of this module checks, with its own reading of the sources (``ast``), the same
 layers and what import-linter cannot see:
@@ -16,7 +17,8 @@ layers and what import-linter cannot see:
 - the package's front module ``hpcopt`` (``hpcopt/__init__.py``) is a layer of its own, on
   top: its public names resolve on first use through ``importlib``, from a table of module
   names; import-linter counts a package's ``__init__`` with the whole package;
-- ``hpcopt.workflows.cli`` and ``hpcopt.slurm.cli`` are in the command-line layer;
+- ``hpcopt.workflows.cli``, ``hpcopt.slurm.cli`` and ``hpcopt.testbed.cli`` are in the
+  command-line layer;
 - module names written as strings (``"hpcopt.models.scas:SCASModel"``) are links too, and
   obey the layers like import statements; ``importlib`` imports modules by a computed name
   only where such a table is read (``DYNAMIC_IMPORTS``);
@@ -65,7 +67,8 @@ def _declared_layers() -> list[list[str]]:
 NAMES = ["base", "traces", "models", "inputs", "agents", "solvers", "sim", "policies",
          "application", "cli"]
 LAYERS = list(zip(NAMES, _declared_layers(), strict=True))
-LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli"])  # the cli layer
+LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli",
+                      "hpcopt.testbed.cli"])  # the cli layer
 LAYERS.append(("front", ["hpcopt"]))
 
 # modules that import modules by a computed name -> the table of names they read
@@ -278,37 +281,31 @@ def test_modules_import_by_a_computed_name_only_where_a_table_of_names_is_read()
         assert re.search(rf"^{table}\b.*=", source, re.M), (module, table)
 
 
-def _linked_tree(tmp: Path) -> Path:
-    """A folder where ``hpcopt`` is a tree of links to the sources with ``models`` and
-    ``solvers`` inside it, as an installed package has them."""
-    package = tmp / "hpcopt"
-    package.mkdir()
-    for entry in SOURCES["hpcopt"].iterdir():
-        if entry.name not in ("__pycache__", "models", "solvers"):
-            (package / entry.name).symlink_to(entry)
-    for name in ("models", "solvers"):
-        (package / name).symlink_to(SOURCES[f"hpcopt.{name}"])
-    return tmp
-
-
 LINT = """
 import sys, grimp
 from importlinter.cli import lint_imports
+sys.path.insert(0, ".")  # as lint-imports does: the package is read from the source tree
 graph = grimp.build_graph("hpcopt", cache_dir=None)
 print(len(graph.modules), graph.direct_import_exists(importer="hpcopt.solvers.dcas_nsa",
                                                      imported="hpcopt.agents.nsa"))
-sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))
+sys.exit(lint_imports(no_cache=True, no_logo=True))
 """
 
 
-def test_import_linter_contracts(tmp_path):
+def test_the_package_links_to_its_top_level_folders():
+    for name in ("models", "solvers"):
+        link = SOURCES["hpcopt"] / name
+        assert link.is_symlink() and link.resolve() == SOURCES[f"hpcopt.{name}"].resolve()
+
+
+def test_import_linter_contracts():
+    """``lint-imports`` at the repository root, with pyproject's configuration, as documented."""
     if importlib.util.find_spec("importlinter") is None and not os.environ.get("CI"):
         pytest.skip("import-linter is not installed (the dev extra has it)")
-    tree = _linked_tree(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", LINT, str(PYPROJECT)], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=300)
+    out = subprocess.run([sys.executable, "-c", LINT], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "Contracts: " in out.stdout and " broken" in out.stdout
     # the whole package, lazy imports inside functions included
     n_modules, lazy_seen = out.stdout.splitlines()[0].split()
     assert int(n_modules) == len(modules()) and lazy_seen == "True"

@@ -215,7 +215,7 @@ def test_training_is_seeded_and_writes_its_outputs(tmp_path):
     assert a["updates"] == 2 and a["episodes"] == 64
     for name in ("nsa_fcn1.pt", "last.pt", "best.pt", "curve.csv", "curve.png", "train.json"):
         assert (tmp_path / "a" / name).is_file()
-    rows = list(csv.DictReader(open(tmp_path / "a" / "curve.csv")))
+    rows = list(csv.DictReader((tmp_path / "a" / "curve.csv").read_text().splitlines()))
     assert len(rows) == 2 and all(r["val_reward"] for r in rows)  # updates 1 and 2
     assert a["best_val_reward"] == max(float(r["val_reward"]) for r in rows) < 0
     best = nsa.LearnedRepair.load(tmp_path / "a" / "best.pt")

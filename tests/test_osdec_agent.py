@@ -32,7 +32,7 @@ OSDEC = INSTANCES / "osdec"
 QUARTER = OSDEC / "quarter_day_72slots_150jobs.json"
 SMALL = OSDEC / "small_12slots_20jobs.json"
 OPTIMA = {row["instance"]: float(row["optimum"])
-          for row in csv.DictReader(open(OSDEC / "optima.csv"))}
+          for row in csv.DictReader((OSDEC / "optima.csv").read_text().splitlines())}
 TINY = TrainConfig(iterations=2, rollout=24, minibatch=8, epochs=2, aux_epochs=1,
                    train_trajectories=1, val_trajectories=1)
 

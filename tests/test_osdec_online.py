@@ -28,7 +28,7 @@ OSDEC = INSTANCES / "osdec"
 FILES = sorted(OSDEC.glob("*.json"))
 POLICIES = ["fifo", "sjf", "tetris", "rolling-mip"]
 OPTIMA = {row["instance"]: float(row["optimum"])
-          for row in csv.DictReader(open(OSDEC / "optima.csv"))}
+          for row in csv.DictReader((OSDEC / "optima.csv").read_text().splitlines())}
 
 
 def _run(source, policy, **kw):
@@ -283,7 +283,7 @@ def test_cli_simulate_osdec_file(tmp_path, capsys):
         assert key in summary
     assert summary["settings"]["policy_options"]["horizon"] == 6
     assert summary["total_reward"] <= OPTIMA["small_12slots_20jobs"]
-    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    rows = list(csv.DictReader((out / "jobs.csv").read_text().splitlines()))
     assert len(rows) == 20 and {r["mode"] for r in rows} >= {"dropped"}
     assert "total_reward=" in capsys.readouterr().out
     assert main(["simulate", str(path), "--policy", "fifo", "--offline-bound", "85",

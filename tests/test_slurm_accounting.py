@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 
 import hpcopt
+from hpcopt import testbed
 from hpcopt.errors import TraceError
-from hpcopt.slurm import testbed
 from hpcopt.traces.convert import convert
 from hpcopt.traces.slurm import slurm_time
 

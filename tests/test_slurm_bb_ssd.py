@@ -37,8 +37,9 @@ from hpcopt.slurm.state import (
     job_bb_request,
     parse_burst,
 )
-from hpcopt.slurm.testbed import TestbedError as BedError
-from hpcopt.slurm.testbed import (
+from hpcopt.slurm.topology import expand_hostlist, read_topology
+from hpcopt.testbed import TestbedError as BedError
+from hpcopt.testbed import (
     burst_buffer_files,
     parse_bb_pool,
     parse_ssd,
@@ -46,7 +47,6 @@ from hpcopt.slurm.testbed import (
     start,
     topology_conf,
 )
-from hpcopt.slurm.topology import expand_hostlist, read_topology
 
 from .slurm_fixtures import (
     ENDED,

@@ -25,8 +25,7 @@ import time
 
 import pytest
 
-from hpcopt import load_trace
-from hpcopt.slurm import testbed
+from hpcopt import load_trace, testbed
 from hpcopt.slurm.adapter import Adapter
 from hpcopt.slurm.state import Slurm, SlurmCommandError, parse_sinfo
 

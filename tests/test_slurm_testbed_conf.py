@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcopt.slurm import testbed
-from hpcopt.slurm.testbed import TestbedError as BedError
-from hpcopt.slurm.testbed import parse_licenses, slurm_conf, topology_conf
+from hpcopt import testbed
+from hpcopt.testbed import TestbedError as BedError
+from hpcopt.testbed import parse_licenses, slurm_conf, topology_conf
 
 
 def test_licenses():

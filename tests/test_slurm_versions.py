@@ -26,8 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcopt import load_trace
-from hpcopt.slurm import testbed
+from hpcopt import load_trace, testbed
 from hpcopt.slurm.state import SlurmCommandError, parse_sinfo, parse_squeue
 
 from .slurm_fixtures import VERSIONS, _chroot, _requirements
@@ -189,7 +188,7 @@ def test_testbed_user_submits_and_stop_leaves_nothing(version, tmp_path):
             assert time.monotonic() < end, "the debug job did not start"
             time.sleep(0.3)
         assert _as_user(u, env, "squeue", "-h", "-j", str(held)).returncode == 0
-        stepds = testbed._descendants(testbed.stepds(d))
+        stepds = testbed.daemons._descendants(testbed.stepds(d))
         daemons = testbed.pids(d)
     except BaseException:
         testbed.stop(d)

@@ -58,7 +58,7 @@ def test_ssd_workloads_split_requests_and_run(name, low):
 
 
 def test_unknown_workload_and_missing_resources_are_one_line_errors():
-    jobs = [j for j in load_trace(shared_file(KTH), max_jobs=10).jobs]
+    jobs = list(load_trace(shared_file(KTH), max_jobs=10).jobs)
     with pytest.raises(TraceError, match="unknown workload 'S9'; expected one of"):
         make_workload(jobs, "S9", system=bb_system(100))
     with pytest.raises(TraceError, match="256 GB SSD"):

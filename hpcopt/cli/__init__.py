@@ -2,7 +2,9 @@
 
 One module per subcommand; each has ``register(sub)``, which adds its parser to the
 subparsers ``sub`` and sets ``run=`` (the function called with the parsed arguments, which
-returns the exit code).  ``REGISTRARS`` lists them: a new subcommand is one line there.
+returns the exit code).  ``COMMANDS`` names them: a new subcommand is one line there.  A
+command builds its own parser only (``hpcopt simulate`` does not load what ``hpcopt
+workflow``'s flags need); ``hpcopt --help`` and a mistyped command build them all.
 
 Exit codes: 0 success; 1 some rows or runs failed; 2 a user error (an ``HpcoptError``: bad
 input, unknown name, missing file or optional package), one line on stderr; 3 an internal
@@ -17,7 +19,6 @@ import os
 import signal
 import sys
 
-from ..datadir import use_data_dir
 from ..errors import HpcoptError, one_line
 from ..version import __version__
 from . import (
@@ -40,24 +41,26 @@ from . import (
 )
 from .common import instances_dir, policy_flags, print_summary
 
-REGISTRARS = [
-    solve.register,
-    sweep.register,
-    simulate.register,
-    train.register,
-    serve.register,
-    decide.register,
-    backends.register,
-    policies.register,
-    instances.register,
-    workflow.register,
-    slurm.register,
-    workload.register,
-    trace.register,
-    data.register,
-    plot.register,
-    demo.register,
-]
+#: command name -> the function that registers its parser, in the order ``--help`` lists them
+COMMANDS = {
+    "solve": solve.register,
+    "sweep": sweep.register,
+    "simulate": simulate.register,
+    "train": train.register,
+    "serve": serve.register,
+    "decide": decide.register,
+    "backends": backends.register,
+    "policies": policies.register,
+    "instances": instances.register,
+    "workflow": workflow.register,
+    "slurm": slurm.register,
+    "workload": workload.register,
+    "trace": trace.register,
+    "data": data.register,
+    "plot": plot.register,
+    "demo": demo.register,
+}
+REGISTRARS = list(COMMANDS.values())
 
 _print_summary = print_summary  # the name benchmarks/simulator_speed.py imports
 
@@ -70,7 +73,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _command(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not a global option), or None."""
+    words = iter(argv)
+    for word in words:
+        if word == "--data-dir":
+            next(words, None)  # its value
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: its subcommand's alone where it names one, else every one."""
     p = _Parser(prog="hpcopt", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"hpcopt {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -78,8 +93,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="the data directory (real traces) that default inputs are read from; "
                         "default: the environment variable HPCOPT_DATA")
     sub = p.add_subparsers(dest="command", required=True)
-    for register in REGISTRARS:
-        register(sub)
+    command = None if argv is None else _command(argv)
+    if command is None and argv is not None and "--version" in argv:
+        return p  # the version alone: no subcommand's parser
+    for name, register in COMMANDS.items():
+        if command in (None, name):
+            register(sub)
     _global_flags_everywhere(sub)
     return p
 
@@ -106,7 +125,8 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(argv).parse_args(argv)
     old_term = None
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         try:
@@ -115,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     try:
         if args.data_dir is not None:
+            from ..datadir import use_data_dir  # (as a subcommand's code)
+
             use_data_dir(args.data_dir)  # HPCOPT_DATA for this process and its workers
         return args.run(args)
     except KeyboardInterrupt as exc:
@@ -145,4 +167,4 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, old_term)
 
 
-__all__ = ["REGISTRARS", "instances_dir", "main", "policy_flags"]
+__all__ = ["COMMANDS", "REGISTRARS", "instances_dir", "main", "policy_flags"]

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from ..datadir import data_dir, fetch_dir
 from ..errors import HpcoptError
 from .common import add_json_flag, print_listing
 
@@ -58,6 +57,8 @@ def _size(n: float) -> str:
 
 
 def _root(given: str | None):
+    from ..datadir import data_dir  # (as a subcommand's code)
+
     return Path(given).expanduser() if given else data_dir()
 
 
@@ -99,10 +100,13 @@ def run_list(args) -> int:
 
 
 def _default_target() -> str:
+    from ..datadir import fetch_dir  # (as a subcommand's code)
+
     return str(fetch_dir())
 
 
 def run_fetch(args) -> int:
+    from ..datadir import fetch_dir
     from ..datasets import catalogue, fetch, select
 
     if args.all == bool(args.names):

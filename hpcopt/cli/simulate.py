@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..cliargs import out_path, positive_int
 from ..errors import HpcoptError
-from ..jsonsafe import json_safe
 from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
 
 
@@ -77,23 +76,25 @@ def register(sub) -> None:
 def _emit_json(res, files: dict) -> None:
     doc = {"summary": res.summary, "settings": res.settings,
            "files": {k: str(v) for k, v in files.items() if v is not None}}
+    from ..jsonsafe import json_safe  # (as in run)
+
     print(json.dumps(json_safe(doc), default=str))
 
 
 def run_settings(args, options: dict):
     """The ``RunSettings`` the command line describes (``hpcopt.run_settings``)."""
+    from dataclasses import fields  # (as the other imports of a subcommand's code)
+
     from ..run_settings import RunSettings  # (as in run: these load the trace readers)
     from ..scenario import ScenarioSettings
     from ..sim.settings import DriverOptions
 
-    seed = 0 if args.seed is None else args.seed
+    # the flags named as ScenarioSettings' fields, and the two that are not (--format, --seed)
+    flags = {f.name: getattr(args, f.name) for f in fields(ScenarioSettings)
+             if hasattr(args, f.name)}
     return RunSettings(
-        scenario=ScenarioSettings(nodes=args.nodes, jobs=args.jobs,
-                                  cores_per_node=args.cores_per_node, fmt=args.format,
-                                  extra_fields=args.extra_fields, workload=args.workload,
-                                  workload_seed=seed, bb=args.bb,
-                                  ssd_classes=args.ssd_classes, topology=args.topology,
-                                  tz=args.tz, sizes=args.sizes, partition=args.partition),
+        scenario=ScenarioSettings(**flags, fmt=args.format,
+                                  workload_seed=0 if args.seed is None else args.seed),
         policy=args.policy, policy_options=options,
         driver=DriverOptions(order=args.order, backfill=args.backfill, window=args.window,
                              starvation_bound=args.starvation,

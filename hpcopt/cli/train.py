@@ -4,7 +4,6 @@ Needs torch (``pip install 'hpcopt[ml]'``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
@@ -134,6 +133,8 @@ def _train_nsa(args, torch) -> int:
     from ..trainers.nsa_train import PPOConfig, train
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
+    from dataclasses import replace  # (as the other imports of a subcommand's code)
+
     ppo = replace(PPOConfig(), batch=args.batch, lr=args.lr, baseline=args.baseline,
                   group=args.group, minibatch=min(PPOConfig.minibatch, args.batch))
     doc = train(arch=args.arch, episodes=args.episodes, seed=args.seed, out=args.out,

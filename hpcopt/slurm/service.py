@@ -20,8 +20,8 @@ import time
 from pathlib import Path, PurePosixPath
 
 from ..errors import HpcoptError
-from .record import CycleRecord
 from .lock import LOCK_DIR
+from .record import CycleRecord
 
 RECENT = 10  # releases listed by status
 EXIT_USAGE = 2  # a bad option or configuration: the unit does not restart it
@@ -37,7 +37,8 @@ def read_log(path: str | Path) -> tuple[list[CycleRecord], list[dict]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
         raise HpcoptError(f"{path}: {exc.strerror}") from None
-    cycles, events = [], []
+    cycles: list[dict] = []
+    events: list[dict] = []
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -36,7 +36,9 @@ def expand_hostlist(text: str) -> list[str]:
 
 
 def _top_level_split(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "[":
             depth += 1

@@ -69,9 +69,50 @@ def load_trace(
 
     Raises ``TraceError`` (one line naming file, line and field) for unreadable input.
     """
-    src = str(path)
-    p = Path(path)
+    src, p = str(path), Path(path)
     fmt = _guess_format(p) if fmt is None else str(fmt).lower()
+    nodes, max_jobs = _checked(src, fmt, nodes=nodes, max_jobs=max_jobs,
+                               extra_fields=extra_fields, tz=tz, sizes=sizes,
+                               partition=partition)
+    machine_notes: list[str] = []
+    if sizes == "cores":  # job sizes in cores: the machine's unit is a core
+        nodes, machine_notes = _machine_in_cores(src, nodes, cores_per_node)
+        cores_per_node = None
+    text = read_text(p, src)
+    header = SwfHeader()
+    header.source = src
+    doc = decode_json(text, src) if fmt in ("json", "batsim") else None
+    if fmt == "json" and is_batsim(doc):
+        fmt = "batsim"
+    cpn, cpn_source, notes = machine_of(header, fmt, cores_per_node)  # checks a given value
+    if fmt == "batsim":  # its platform size is nb_res
+        _no_nodes(src, nodes)
+        return read_batsim(doc, src, p, max_jobs=max_jobs, rebase=rebase)
+    cols, extra, ignored, slurm_notes = _parse(
+        fmt, text, doc, src, header, max_jobs, extra_fields=extra_fields, tz=tz, sizes=sizes,
+        partition=partition)
+    if fmt == "swf":
+        cpn, cpn_source, notes = machine_of(header, fmt, cores_per_node)  # now with the header
+    if slurm_notes is not None:
+        notes = [*notes, *machine_notes, *slurm_notes]
+        if sizes == "cores":
+            header["Sizes"] = "cores"
+            cpn_source = "sizes='cores': a job's size is its cores, the machine's unit a core"
+    return clean(cols, src=src, path=p, fmt=fmt, header=header, nodes=nodes,
+                 cores_per_node=cpn, cores_per_node_source=cpn_source, max_jobs=max_jobs,
+                 rebase=rebase, extra=extra, ignored=ignored, notes=notes)
+
+
+def _no_nodes(src: str, nodes: int | None) -> None:
+    if nodes is not None:
+        raise TraceError(f"{src}: nodes={nodes} does not apply to a Batsim workload; its "
+                         "platform size is nb_res")
+
+
+def _checked(src: str, fmt: str, *, nodes, max_jobs, extra_fields: str, tz, sizes: str,
+             partition) -> tuple[int | None, int | None]:
+    """``load_trace``'s options checked (one-line ``TraceError``s); ``nodes`` and
+    ``max_jobs`` as whole numbers."""
     if fmt not in FORMATS:
         raise TraceError(f"{src}: unknown trace format {fmt!r}; expected "
                          + ", ".join(repr(f) for f in FORMATS))
@@ -79,75 +120,45 @@ def load_trace(
         raise TraceError(f"extra_fields must be 'error' or 'ignore', got {extra_fields!r}")
     nodes = None if nodes is None else whole("nodes", nodes, 1)
     max_jobs = None if max_jobs is None else whole("max_jobs", max_jobs, 0)
-    slurm = fmt in ("sacct", "jobcomp")
     if sizes not in ("nodes", "cores"):
         raise TraceError(f"sizes must be 'nodes' or 'cores', got {sizes!r}")
     given = [k for k, v in (("tz", tz), ("sizes", sizes != "nodes" or None),
                             ("partition", partition)) if v is not None]
-    if not slurm and given:
+    if fmt not in ("sacct", "jobcomp") and given:
         raise TraceError(f"{src}: {given[0]}= applies to Slurm's sacct and jobcomp formats, "
                          f"not {fmt}")
-    machine_notes: list[str] = []
-    if sizes == "cores":  # job sizes in cores: the machine's unit is a core
-        if nodes is not None:
-            if cores_per_node is None:
-                raise TraceError(f"{src}: sizes='cores' with nodes={nodes} needs "
-                                 "cores_per_node (the machine's cores per node)")
-            cpn_machine = whole("cores_per_node", cores_per_node, 1)
-            machine_notes.append(f"sizes in cores: the machine is {nodes:,} nodes x "
-                                 f"{cpn_machine} cores = {nodes * cpn_machine:,} cores")
-            nodes = nodes * cpn_machine
-        else:
-            machine_notes.append("sizes in cores: the machine is as many cores as the largest "
-                                 "job (pass nodes and cores_per_node for the machine's)")
-        cores_per_node = None
+    return nodes, max_jobs
 
-    text = read_text(p, src)
-    header = SwfHeader()
-    header.source = src
-    doc = None
-    if fmt in ("json", "batsim"):
-        doc = decode_json(text, src)
-        if fmt == "json" and is_batsim(doc):
-            fmt = "batsim"
-    cpn, cpn_source, notes = machine_of(header, fmt, cores_per_node)  # checks a given value
-    if fmt == "batsim":
-        if nodes is not None:
-            raise TraceError(f"{src}: nodes={nodes} does not apply to a Batsim workload; its "
-                             "platform size is nb_res")
-        return read_batsim(doc, src, p, max_jobs=max_jobs, rebase=rebase)
-    extra = 0
-    ignored: tuple[str, ...] = ()
+
+def _machine_in_cores(src: str, nodes: int | None, cores_per_node) -> tuple[int | None, list]:
+    """With job sizes in cores, the machine in cores (``nodes`` x ``cores_per_node``, both
+    needed when ``nodes`` is given) and the note that says so."""
+    if nodes is None:
+        return None, ["sizes in cores: the machine is as many cores as the largest job (pass "
+                      "nodes and cores_per_node for the machine's)"]
+    if cores_per_node is None:
+        raise TraceError(f"{src}: sizes='cores' with nodes={nodes} needs cores_per_node (the "
+                         "machine's cores per node)")
+    cpn = whole("cores_per_node", cores_per_node, 1)
+    return nodes * cpn, [f"sizes in cores: the machine is {nodes:,} nodes x {cpn} cores = "
+                         f"{nodes * cpn:,} cores"]
+
+
+def _parse(fmt: str, text: str, doc, src: str, header: SwfHeader, max_jobs, *,
+           extra_fields: str, tz, sizes: str, partition):
+    """The records of a job table (SWF, CSV, JSON, Slurm's): ``(columns, extra SWF fields,
+    ignored columns, the Slurm reader's notes or None)``."""
     if fmt == "swf":
         cols, extra = parse_swf(text, src, header, max_jobs, extra_fields == "ignore")
-        cpn, cpn_source, notes = machine_of(header, fmt, cores_per_node)  # now with the header
-    elif fmt == "csv":
-        cols, ignored = parse_csv(text, src, max_jobs)
-    elif fmt == "json":
-        cols, ignored = parse_json(doc, src, header, max_jobs)
-    else:  # Slurm accounting: hpcopt.traces.slurm
-        parse = parse_sacct if fmt == "sacct" else parse_jobcomp
-        cols, ignored, slurm_notes = parse(text, src, header, max_jobs, tz=tz, sizes=sizes,
-                                           partition=partition)
-        notes = [*notes, *machine_notes, *slurm_notes]
-        if sizes == "cores":
-            header["Sizes"] = "cores"
-            cpn_source = "sizes='cores': a job's size is its cores, the machine's unit a core"
-    return clean(
-        cols,
-        src=src,
-        path=p,
-        fmt=fmt,
-        header=header,
-        nodes=nodes,
-        cores_per_node=cpn,
-        cores_per_node_source=cpn_source,
-        max_jobs=max_jobs,
-        rebase=rebase,
-        extra=extra,
-        ignored=ignored,
-        notes=notes,
-    )
+        return cols, extra, (), None
+    if fmt in ("csv", "json"):
+        cols, ignored = (parse_csv(text, src, max_jobs) if fmt == "csv"
+                         else parse_json(doc, src, header, max_jobs))
+        return cols, 0, ignored, None
+    parse = parse_sacct if fmt == "sacct" else parse_jobcomp  # hpcopt.traces.slurm
+    cols, ignored, notes = parse(text, src, header, max_jobs, tz=tz, sizes=sizes,
+                                 partition=partition)
+    return cols, 0, ignored, notes
 
 
 def _guess_format(p: Path) -> str:

@@ -26,7 +26,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
@@ -100,6 +99,8 @@ def time_zone(name: str | tzinfo | None) -> tzinfo | str:
     text = str(name).strip()
     if text.upper() in ("UTC", "Z", "ETC/UTC"):
         return timezone.utc
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # see ALLOWED_STDLIB
+
     try:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):

@@ -348,13 +348,7 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     scratch): that many updates of ``imitation_update`` towards the softmin-of-block-cost
     teacher at ``temperature`` come before the PPO updates (which ``episodes`` counts).
     """
-    if arch not in ARCHS:
-        raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
-                       f"expected one of {sorted(ARCHS)}")
-    if int(episodes) != episodes or episodes < 1:
-        raise NSAError(f"episodes must be a positive integer, got {episodes!r}")
-    if int(n_remove) != n_remove or n_remove < 1:
-        raise NSAError(f"n_remove must be an integer >= 1, got {n_remove!r}")
+    _check_args(arch, episodes, n_remove, imitation, temperature)
     cfg = ppo or PPOConfig()
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     topo = topology if isinstance(topology, FatTree) else FatTree.preset(topology)
@@ -363,34 +357,147 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     policy = ActorCritic(arch, q)
-    if resume is not None:
-        prev = LearnedRepair.load(resume)
-        prev.check(topo, q)
-        if prev.arch != arch or not prev.has_critic:
-            raise NSAError(f"cannot resume {arch} training from {resume}: it holds "
-                           f"{prev.arch}" + ("" if prev.has_critic else " without a critic"))
-        policy.load_state_dict(prev.policy.state_dict())
-        earlier = {"resumed_from": str(resume),
-                   "earlier_episodes": int(prev.meta.get("total_episodes",
-                                                         prev.meta.get("episodes", 0))),
-                   "earlier_train_seconds": float(prev.meta.get(
-                       "total_train_seconds", prev.meta.get("train_seconds", 0.0)))}
-    else:
-        earlier = {"earlier_episodes": 0, "earlier_train_seconds": 0.0}
+    earlier = _resume(policy, resume, topo, q, arch)
     policy = policy.to(device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
-    op = LearnedRepair(policy, topology=topo, n_max=n_max)
+    starts, source = _start_pool(windows, n_windows, seed * 1000, topo, rng)
+    recipe = {"imitation_updates": int(imitation),
+              "teacher_temperature": float(temperature) if imitation else None}
+    run = _Run(policy, LearnedRepair(policy, topology=topo, n_max=n_max), out, device,
+               *_validation_episodes(windows, n_windows, seed, topo, n_remove, val_episodes),
+               meta=(arch, seed, n_remove, source, cfg, earlier, recipe))
+    n_updates = math.ceil(episodes / cfg.batch) + int(imitation)
+    bar = _progress_bar(progress, int(episodes) + int(imitation) * cfg.batch, arch)
+    seen, t0 = 0, time.perf_counter()
+    ppo_left = int(episodes)  # the last PPO update takes only what is left of ``episodes``
+    for update in range(1, n_updates + 1):
+        if time_limit is not None and update > 1 and time.perf_counter() - t0 > time_limit:
+            break
+        if windows is None and refresh_every and update % refresh_every == 0:
+            starts, _ = _start_pool(None, n_windows, seed * 1000 + update // refresh_every,
+                                    topo, rng)
+        size = cfg.batch if update <= imitation else min(cfg.batch, ppo_left)
+        eps = [replace(ep) for ep in
+               (_cut_episode(starts[int(rng.integers(len(starts)))], n_remove, rng)
+                for _ in range(max(1, size // cfg.group))) for _ in range(cfg.group)]
+        batch, stats = _one_update(policy, optimizer, eps, imitation=update <= imitation,
+                                   n_max=n_max, temperature=temperature, cfg=cfg, rng=rng,
+                                   device=device)
+        ppo_left -= 0 if update <= imitation else len(eps)
+        seen += len(eps)
+        run.add({"update": update, "episodes": seen,
+                 "mean_reward": float(batch["episode_rewards"].mean()),
+                 "mean_repair_cost": float(np.mean([e.cost for e in eps])),
+                 **stats, "val_reward": "", "seconds": time.perf_counter() - t0},
+                validate=bool(val_episodes) and (update % validate_every == 0 or update == 1),
+                checkpoint=update % checkpoint_every == 0)
+        bar.update(len(eps))
+        bar.set_postfix(reward=f"{_tail_mean(run.curve):.4f}")
+    bar.close()
+    return run.finish(validate=bool(val_episodes), plot=plot, q=q, n_max=n_max, topo=topo)
 
-    def pool(generation: int) -> tuple[list[_Start], str]:
-        if windows is not None:
-            models, source = windows, "given"
-        else:
-            models, source = training_windows(n_windows, seed=seed * 1000 + generation,
-                                              topology=topo)
-        hows = ("sequential", "scas-exact", "sa")
-        return [_start_solution(m, hows[int(rng.integers(3))], rng) for m in models], source
 
-    starts, source = pool(0)
+class _Run:
+    """One training run's record: the curve, the best validation reward, the checkpoints
+    (``best.pt``, ``last.pt``, the final ``nsa_<arch>.pt``), ``curve.csv`` and the summary."""
+
+    def __init__(self, policy, op, out: Path, device, val_eps, val_rng, *, meta: tuple):
+        self.policy, self.op, self.out, self.device = policy, op, out, device
+        self.val_eps, self.val_rng, self.meta_args = val_eps, val_rng, meta
+        self.curve: list[dict] = []
+        self.best_val = -math.inf
+
+    def validate(self) -> float:
+        """The greedy policy's mean reward on the fixed validation episodes."""
+        self.policy.eval()
+        done = rollout(self.policy, [replace(e) for e in self.val_eps],
+                       n_max=self.op.n_max, rng=self.val_rng, device=self.device, greedy=True)
+        return float(done["episode_rewards"].mean())
+
+    def meta(self, rows: list[dict]) -> dict:
+        return _meta(rows, *self.meta_args)
+
+    def _best(self, row: dict, rows: list[dict]) -> None:
+        row["val_reward"] = self.validate()
+        if row["val_reward"] > self.best_val:
+            self.best_val = row["val_reward"]
+            self.op.save(self.out / "best.pt", **self.meta(rows), val_reward=self.best_val)
+
+    def add(self, row: dict, *, validate: bool, checkpoint: bool) -> None:
+        """One update's row of the curve: validated (a new best is saved) and checkpointed
+        when asked."""
+        if validate:
+            self._best(row, self.curve + [row])
+        self.curve.append(row)
+        if checkpoint:
+            self.policy.eval()
+            self.op.save(self.out / "last.pt", **self.meta(self.curve))
+            _write_curve(self.curve, self.out / "curve.csv")
+
+    def finish(self, *, validate: bool, plot: bool, q: int, n_max: int, topo) -> dict:
+        """The last validation (when the last row has none), the final checkpoint, the curve
+        (and its plot) and ``train.json``; returns the summary."""
+        if validate and self.curve[-1]["val_reward"] == "":
+            self._best(self.curve[-1], self.curve)
+        self.policy.eval().cpu()
+        meta = self.meta(self.curve)
+        arch, seed = self.meta_args[:2]
+        final = self.op.save(self.out / f"nsa_{arch}.pt", **meta)
+        _write_curve(self.curve, self.out / "curve.csv")
+        if plot:
+            plot_curve(self.curve, self.out / "curve.png", title=f"NSA {arch} (seed {seed})")
+        summary = {**meta, "checkpoint": str(final), "q": q, "n_max": n_max,
+                   "topology": topo.to_dict()}
+        (self.out / "train.json").write_text(json.dumps(summary, indent=2))
+        return summary
+
+
+def _check_args(arch: str, episodes, n_remove, imitation, temperature) -> None:
+    """``train``'s arguments checked before anything is written."""
+    if arch not in ARCHS:
+        raise NSAError(f"unknown NSA architecture {arch!r}{closest(arch, ARCHS)}; "
+                       f"expected one of {sorted(ARCHS)}")
+    if int(episodes) != episodes or episodes < 1:
+        raise NSAError(f"episodes must be a positive integer, got {episodes!r}")
+    if int(n_remove) != n_remove or n_remove < 1:
+        raise NSAError(f"n_remove must be an integer >= 1, got {n_remove!r}")
+    if imitation and not temperature > 0:
+        raise NSAError(f"imitation temperature must be > 0, got {temperature!r}")
+
+
+def _resume(policy, resume, topo: FatTree, q: int, arch: str) -> dict:
+    """The weights of the checkpoint ``resume`` (same architecture, q, topology, with a
+    critic) loaded into ``policy``; what the summary counts of the earlier runs."""
+    if resume is None:
+        return {"earlier_episodes": 0, "earlier_train_seconds": 0.0}
+    prev = LearnedRepair.load(resume)
+    prev.check(topo, q)
+    if prev.arch != arch or not prev.has_critic:
+        raise NSAError(f"cannot resume {arch} training from {resume}: it holds "
+                       f"{prev.arch}" + ("" if prev.has_critic else " without a critic"))
+    policy.load_state_dict(prev.policy.state_dict())
+    return {"resumed_from": str(resume),
+            "earlier_episodes": int(prev.meta.get("total_episodes",
+                                                  prev.meta.get("episodes", 0))),
+            "earlier_train_seconds": float(prev.meta.get(
+                "total_train_seconds", prev.meta.get("train_seconds", 0.0)))}
+
+
+def _start_pool(windows, n_windows: int, seed: int, topo: FatTree, rng):
+    """The episodes' pool: windows (the given ones, or ``n_windows`` generated with ``seed``),
+    each with one start solution of a method drawn by ``rng``; and the windows' source."""
+    if windows is not None:
+        models, source = windows, "given"
+    else:
+        models, source = training_windows(n_windows, seed=seed, topology=topo)
+    hows = ("sequential", "scas-exact", "sa")
+    return [_start_solution(m, hows[int(rng.integers(3))], rng) for m in models], source
+
+
+def _validation_episodes(windows, n_windows: int, seed: int, topo: FatTree, n_remove: int,
+                         val_episodes: int):
+    """The fixed validation episodes (windows of their own seed, or the given ones) and the
+    generator validation rolls out with."""
     val_rng = np.random.default_rng([seed, 1])
     if windows is None:
         val_models, _ = training_windows(min(40, n_windows), seed=seed * 1000 + 999,
@@ -398,91 +505,29 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     else:
         val_models = windows
     val_starts = [_start_solution(m, "scas-exact", val_rng) for m in val_models]
-    val_eps = [_cut_episode(val_starts[int(val_rng.integers(len(val_starts)))], n_remove,
-                            val_rng) for _ in range(val_episodes)]
+    return [_cut_episode(val_starts[int(val_rng.integers(len(val_starts)))], n_remove,
+                         val_rng) for _ in range(val_episodes)], val_rng
 
-    def validate() -> float:
-        policy.eval()
-        done = rollout(policy, [replace(e) for e in val_eps], n_max=n_max, rng=val_rng,
-                       device=device, greedy=True)
-        return float(done["episode_rewards"].mean())
 
-    best_val = -math.inf
-    n_updates = math.ceil(episodes / cfg.batch)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+def _progress_bar(progress: bool, total: int, arch: str):
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=int(episodes), unit="episode", desc=f"train nsa-{arch}")
-    curve, seen, t0 = [], 0, time.perf_counter()
-    ppo_left = int(episodes)  # the last PPO update takes only what is left of ``episodes``
-    recipe = {"imitation_updates": int(imitation),
-              "teacher_temperature": float(temperature) if imitation else None}
+    return tqdm(total=total, unit="episode", desc=f"train nsa-{arch}", disable=not progress)
+
+
+def _one_update(policy, optimizer, eps, *, imitation: bool, n_max: int, temperature: float,
+                cfg: PPOConfig, rng, device) -> tuple[dict, dict]:
+    """One update on the episodes ``eps``: towards the teacher (``imitation``) or PPO on a
+    rollout of the policy; ``(the batch, its loss figures)``."""
+    policy.train()
     if imitation:
-        if not temperature > 0:
-            raise NSAError(f"imitation temperature must be > 0, got {temperature!r}")
-        n_updates += int(imitation)
-        if bar is not None:
-            bar.total = int(episodes) + int(imitation) * cfg.batch
-    for update in range(1, n_updates + 1):
-        if time_limit is not None and update > 1 and time.perf_counter() - t0 > time_limit:
-            break
-        if windows is None and refresh_every and update % refresh_every == 0:
-            starts, _ = pool(update // refresh_every)
-        size = cfg.batch if update <= imitation else min(cfg.batch, ppo_left)
-        eps = [replace(ep) for ep in
-               (_cut_episode(starts[int(rng.integers(len(starts)))], n_remove, rng)
-                for _ in range(max(1, size // cfg.group))) for _ in range(cfg.group)]
-        policy.train()
-        if update <= imitation:
-            batch = imitation_update(policy, optimizer, eps, n_max=n_max,
-                                     temperature=temperature, cfg=cfg, rng=rng, device=device)
-            stats = {k: batch[k] for k in ("policy_loss", "value_loss", "entropy")}
-        else:
-            policy.eval()
-            batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
-            policy.train()
-            stats = ppo_update(policy, optimizer, batch, cfg, rng, device)
-            ppo_left -= len(eps)
-        seen += len(eps)
-        row = {"update": update, "episodes": seen,
-               "mean_reward": float(batch["episode_rewards"].mean()),
-               "mean_repair_cost": float(np.mean([e.cost for e in eps])),
-               **stats, "val_reward": "", "seconds": time.perf_counter() - t0}
-        if val_episodes and (update % validate_every == 0 or update == 1):
-            row["val_reward"] = validate()
-            if row["val_reward"] > best_val:
-                best_val = row["val_reward"]
-                op.save(out / "best.pt", **_meta(curve + [row], arch, seed, n_remove, source,
-                                                 cfg, earlier, recipe), val_reward=best_val)
-        curve.append(row)
-        if bar is not None:
-            bar.update(len(eps))
-            bar.set_postfix(reward=f"{_tail_mean(curve):.4f}")
-        if update % checkpoint_every == 0:
-            policy.eval()
-            op.save(out / "last.pt",
-                    **_meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe))
-            _write_curve(curve, out / "curve.csv")
-    if bar is not None:
-        bar.close()
-    if val_episodes and curve[-1]["val_reward"] == "":
-        curve[-1]["val_reward"] = validate()
-        if curve[-1]["val_reward"] > best_val:
-            best_val = curve[-1]["val_reward"]
-            op.save(out / "best.pt",
-                    **_meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe),
-                    val_reward=best_val)
-    policy.eval().cpu()
-    meta = _meta(curve, arch, seed, n_remove, source, cfg, earlier, recipe)
-    final = op.save(out / f"nsa_{arch}.pt", **meta)
-    _write_curve(curve, out / "curve.csv")
-    if plot:
-        plot_curve(curve, out / "curve.png", title=f"NSA {arch} (seed {seed})")
-    summary = {**meta, "checkpoint": str(final), "q": q, "n_max": n_max,
-               "topology": topo.to_dict()}
-    (out / "train.json").write_text(json.dumps(summary, indent=2))
-    return summary
+        batch = imitation_update(policy, optimizer, eps, n_max=n_max, temperature=temperature,
+                                 cfg=cfg, rng=rng, device=device)
+        return batch, {k: batch[k] for k in ("policy_loss", "value_loss", "entropy")}
+    policy.eval()
+    batch = rollout(policy, eps, n_max=n_max, rng=rng, device=device)
+    policy.train()
+    return batch, ppo_update(policy, optimizer, batch, cfg, rng, device)
 
 
 def _tail_mean(curve: list[dict], key: str = "mean_reward", k: int = 20) -> float:

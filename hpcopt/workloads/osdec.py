@@ -183,6 +183,106 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     instance dict (``format``, ``name``, ``model``, ``description``, ``meta``, ``data``);
     ``hpcopt.instances.instance_from_dict`` builds the model, ``save_workload`` writes it.
     """
+    _check_options(slots=slots, seed=seed, deferrable_share=deferrable_share,
+                   max_defer=max_defer, window=window, machine_quantile=machine_quantile,
+                   on_demand_share=on_demand_share, machine_size=machine_size,
+                   max_duration=max_duration, split_by=split_by)
+    slots, seed, max_defer, window = int(slots), int(seed), int(max_defer), int(window)
+    max_duration = slots if max_duration is None else int(max_duration)
+    syn = _parse_synthetic(synthetic)
+    first = _parse_start(start)
+    vms, flav_path, life_path, how = _read_window(azure_file, lifetimes, maps, first, slots,
+                                                  progress)
+    first_bin = vms.first_t // BIN_SECONDS
+    u = _streams(seed, vms.n)
+    life_bin, _, life_src = (vms.life_bin, vms.censored, str(life_path)) \
+        if how == "paired" else _empirical_lifetimes(vms.flavor, u["empirical"], life_path, maps)
+    life_slots = _life_slots(life_bin, u["lifetime"], _interval_bins(maps, flav_path))
+    deferrable = _deferrable(vms.batch, u["split"], split_by, deferrable_share)
+    # the on-demand VMs this machine hosts: each with probability r (a slice of the region)
+    od = ~deferrable & (u["machine"] < on_demand_share)
+    slot = vms.bin - first_bin - first  # slot of the window (negative: warm-up)
+    # on-demand load L_t: cores of on-demand VMs alive at slot t (arrived in or before t)
+    load = _alive_cores(slot[od], life_slots[od], vms.cores[od], slots)
+    # deferrable jobs: the deferrable VMs that arrive in the window
+    idx = np.flatnonzero(deferrable & (slot >= 0) & (slot < slots))
+    submit = slot[idx]
+    cores, duration = _job_sizes(syn, u["synthetic"][idx], vms.cores[idx].copy(),
+                                 np.minimum(life_slots[idx], max_duration), max_duration)
+    earliest, latest = (submit, submit) if real_time else _windows(
+        submit, u["defer"][idx], u["window"][idx], max_defer, window, slots)
+    # D_t: the deferrable jobs' cores if each ran from its earliest slot
+    demand = _alive_cores(earliest, duration, cores, slots)
+    machine_size, size_rule = _machine_size(load, demand, machine_size, machine_quantile)
+    capacity = machine_size - load
+    jobs = [{"id": f"{int(vms.bin[k]) * BIN_SECONDS}:{int(vms.index[k])}", "cores": int(c),
+             "duration": int(d), "submit": int(s), "earliest": int(e), "latest": int(la)}
+            for k, c, d, s, e, la in zip(idx, cores, duration, submit, earliest, latest)]
+    window_t0 = (first_bin + first) * BIN_SECONDS
+    tag = f"{split_prefix(flav_path)}-t{window_t0}-{slots}slots-q{deferrable_share:g}-s{seed}" \
+        + _tag_tail(on_demand_share, machine_size if size_rule == "given" else None,
+                    machine_quantile, syn, real_time)
+    meta = {
+        "generator": "hpcopt.workloads.osdec.deferrable_workload",
+        "source": flav_path.name, "lifetimes": Path(life_src).name, "lifetimes_used": how,
+        "start_bin": first, "window_start_t": window_t0, "slot_seconds": BIN_SECONDS,
+        "slots": slots, "seed": seed, "deferrable_share": float(deferrable_share),
+        "split_by": split_by, "on_demand_share": float(on_demand_share), "max_defer": max_defer,
+        "window": window, "max_duration": max_duration, "real_time": bool(real_time),
+        "synthetic": None if syn is None else f"{syn[0]}:{syn[1]}",
+        "machine_size": machine_size, "machine_size_rule": size_rule,
+        "machine_quantile": float(machine_quantile), "vms_read": vms.n,
+        "on_demand_vms": int(od.sum()),
+        **_load_meta(load, demand, capacity, cores, duration, len(jobs)),
+        "licence": "Azure Public Dataset V1 (CC-BY-4.0), processed by huaweicloud/"
+                   "trace_generation_rnn; see LICENSE-traces.txt beside the data",
+    }
+    return {"format": "hpcopt-instance", "version": 1, "name": name or tag, "model": "osdec",
+            "description": f"deferrable jobs from {flav_path.name} (bins {first}.."
+                           f"{first + slots - 1} from its first line), share {deferrable_share:g}"
+                           f", seed {seed}" + (f", synthetic {syn[0]}:{syn[1]}" if syn else "")
+                           + (", real-time" if real_time else ""),
+            "meta": meta,
+            "data": {"slots": slots, "capacity": capacity.tolist(), "w1": w1, "w2": w2,
+                     "jobs": jobs}}
+
+
+def _read_window(azure_file, lifetimes, maps, first: int, slots: int, progress: bool):
+    """The VMs of the Azure file's bins up to the window's last (``first + slots``), nothing
+    after: ``(vms, flavors file, lifetimes file, how the lifetimes are used)``."""
+    n_lines = first + slots
+    path = Path(azure_file) if azure_file is not None else \
+        azure_path("v1.dev.txt.gz", "a deferrable workload without an Azure file")
+    flav_path, life_path, how = resolve_azure_pair(path, lifetimes)
+    vms = read_azure_vms(flav_path, lifetimes=life_path if how == "paired" else None,
+                         maps=maps, max_lines=n_lines, progress=progress)
+    have = int(vms.bin[-1]) - vms.first_t // BIN_SECONDS + 1
+    if have < n_lines:
+        raise TraceError(f"{flav_path.name}: has {have} bins; start {first} + {slots} slots "
+                         f"needs {n_lines}")
+    return vms, flav_path, life_path, how
+
+
+def _windows(submit, u_defer, u_window, max_defer: int, window: int, slots: int):
+    """Each job's ``(earliest, latest)`` start slot: put off by up to ``max_defer`` slots,
+    then a start window of up to ``window`` slots (``u_*`` the draws), within the day."""
+    earliest = np.minimum(submit + (u_defer * (max_defer + 1)).astype(np.int64), slots - 1)
+    latest = np.minimum(earliest + (u_window * (window + 1)).astype(np.int64), slots - 1)
+    return earliest, latest
+
+
+def _tag_tail(on_demand_share: float, given_size: int | None, quantile: float, syn,
+              real_time: bool) -> str:
+    """The end of a day's name: the settings that differ from the usual ones."""
+    return ((f"-r{on_demand_share:g}" if on_demand_share != 1 else "")
+            + (f"-M{given_size}" if given_size is not None else
+               f"-p{quantile:g}" if quantile != 0.9 else "")
+            + (f"-{syn[0]}{syn[1]}" if syn else "") + ("-realtime" if real_time else ""))
+
+
+def _check_options(*, slots, seed, deferrable_share, max_defer, window, machine_quantile,
+                   on_demand_share, machine_size, max_duration, split_by) -> None:
+    """``deferrable_workload``'s options checked: one-line ``TraceError``s."""
     _check_number("slots", slots, 1, integer=True)
     _check_number("seed", seed, 0, integer=True)
     _check_number("deferrable_share", deferrable_share, 0, 1)
@@ -197,135 +297,85 @@ def deferrable_workload(azure_file=None, *, slots: int = 288, seed: int = 0,
     if split_by not in SPLIT_BY:
         raise TraceError(f"split_by: expected one of {list(SPLIT_BY)}, got {split_by!r}"
                          + closest(str(split_by), SPLIT_BY))
-    slots, seed, max_defer, window = int(slots), int(seed), int(max_defer), int(window)
-    max_duration = slots if max_duration is None else int(max_duration)
-    syn = _parse_synthetic(synthetic)
-    first = _parse_start(start)
-    path = Path(azure_file) if azure_file is not None else \
-        azure_path("v1.dev.txt.gz", "a deferrable workload without an Azure file")
-    flav_path, life_path, how = resolve_azure_pair(path, lifetimes)
-    n_lines = first + slots  # read up to the window's last bin, nothing after
-    vms = read_azure_vms(flav_path, lifetimes=life_path if how == "paired" else None,
-                         maps=maps, max_lines=n_lines, progress=progress)
-    first_bin = vms.first_t // BIN_SECONDS
-    if int(vms.bin[-1]) - first_bin + 1 < n_lines:
-        raise TraceError(f"{flav_path.name}: has {int(vms.bin[-1]) - first_bin + 1} bins; "
-                         f"start {first} + {slots} slots needs {n_lines}")
-    u = _streams(seed, vms.n)
+
+
+def _interval_bins(maps, flav_path: Path):
+    """The 300 s steps of each lifetime bin (``v1.interval_map.txt`` of the maps folder)."""
     maps_dir = Path(maps) if maps is not None else flav_path.parent / "maps"
-    bins = lifetime_bins(maps_dir / "v1.interval_map.txt")
-    if how == "paired":
-        life_bin, censored, life_src = vms.life_bin, vms.censored, str(life_path)
-    else:
-        life_bin, censored, life_src = _empirical_lifetimes(vms.flavor, u["empirical"],
-                                                            life_path, maps)
-    # lifetime: a draw among the 300 s steps of its bin; slots = max(1, ceil(lifetime / 300))
-    seconds = np.empty(vms.n, dtype=np.int64)
+    return lifetime_bins(maps_dir / "v1.interval_map.txt")
+
+
+def _life_slots(life_bin: np.ndarray, u: np.ndarray, bins) -> np.ndarray:
+    """Each VM's lifetime in slots: a draw (``u``) among the 300 s steps of its lifetime bin;
+    slots = max(1, ceil(lifetime / 300))."""
+    seconds = np.empty(life_bin.size, dtype=np.int64)
     for b in np.unique(life_bin):
         mine = life_bin == b
         grid = bins[int(b)]
-        seconds[mine] = grid[np.minimum((u["lifetime"][mine] * grid.size).astype(np.int64),
+        seconds[mine] = grid[np.minimum((u[mine] * grid.size).astype(np.int64),
                                         grid.size - 1)]
-    life_slots = np.maximum(1, -(-seconds // BIN_SECONDS))
-    # which VMs are deferrable: Bernoulli(q) per VM, or per tenant batch (its first VM's draw)
-    draw = u["split"]
-    if split_by == "batch":
-        firsts = np.r_[0, np.flatnonzero(np.diff(vms.batch)) + 1]
-        draw = draw[firsts][np.searchsorted(firsts, np.arange(vms.n), side="right") - 1]
-    deferrable = draw < deferrable_share
-    # the on-demand VMs this machine hosts: each with probability r (a slice of the region)
-    here = deferrable | (u["machine"] < on_demand_share)
-    slot = vms.bin - first_bin - first  # slot of the window (negative: warm-up)
-    # on-demand load L_t: cores of on-demand VMs alive at slot t (arrived in or before t)
-    load = np.zeros(slots + 1, dtype=np.int64)
-    od = ~deferrable & here
-    s0 = np.clip(slot[od], 0, slots)
-    s1 = np.clip(slot[od] + life_slots[od], 0, slots)
-    alive = s1 > s0
-    np.add.at(load, s0[alive], vms.cores[od][alive])
-    np.add.at(load, s1[alive], -vms.cores[od][alive])
-    load = np.cumsum(load)[:slots]
-    # deferrable jobs: the deferrable VMs that arrive in the window
-    mine = deferrable & (slot >= 0) & (slot < slots)
-    idx = np.flatnonzero(mine)
-    submit = slot[idx]
-    cores = vms.cores[idx].copy()
-    duration = np.minimum(life_slots[idx], max_duration)
-    if syn is not None:
-        what, case = syn
-        values, probs = (SYNTHETIC_CORES, CORE_CASES[case]) if what == "core" else \
-            (SYNTHETIC_DURATIONS, DURATION_CASES[case])
-        cdf = np.cumsum(probs) / np.sum(probs)
-        pick = np.minimum(np.searchsorted(cdf, u["synthetic"][idx], side="right"),
-                          len(values) - 1)
-        drawn = np.array(values, dtype=np.int64)[pick]
-        if what == "core":
-            cores = drawn
-        else:
-            duration = np.minimum(drawn, max_duration)
-    if real_time:
-        earliest = latest = submit
-    else:
-        earliest = np.minimum(submit + (u["defer"][idx] * (max_defer + 1)).astype(np.int64),
-                              slots - 1)
-        latest = np.minimum(earliest + (u["window"][idx] * (window + 1)).astype(np.int64),
-                            slots - 1)
-    # machine size M: every on-demand VM fits (M >= max L_t), and M is the q-quantile of the
-    # total demand L_t + D_t, D_t the deferrable jobs' cores if each ran from its earliest slot
-    demand = np.zeros(slots + 1, dtype=np.int64)
-    np.add.at(demand, earliest, cores)
-    np.add.at(demand, np.minimum(earliest + duration, slots), -cores)
-    demand = np.cumsum(demand)[:slots]
-    if machine_size is None:
-        machine_size = max(int(load.max()),
-                           int(np.ceil(np.quantile(load + demand, machine_quantile))), 1)
-        size_rule = f"max(max_t L_t, ceil(quantile_{machine_quantile:g}(L_t + D_t)))"
-    else:
-        machine_size = int(machine_size)
-        size_rule = "given"
-        if machine_size < int(load.max()):
-            raise TraceError(f"machine_size: {machine_size} cores is below the on-demand peak "
-                             f"{int(load.max())} of this window (capacity would be negative)")
-    capacity = machine_size - load
-    ids = [f"{int(vms.bin[k]) * BIN_SECONDS}:{int(vms.index[k])}" for k in idx]
-    jobs = [{"id": ids[n], "cores": int(cores[n]), "duration": int(duration[n]),
-             "submit": int(submit[n]), "earliest": int(earliest[n]), "latest": int(latest[n])}
-            for n in range(idx.size)]
-    window_t0 = (first_bin + first) * BIN_SECONDS
-    tag = f"{split_prefix(flav_path)}-t{window_t0}-{slots}slots-q{deferrable_share:g}-s{seed}" \
-        + (f"-r{on_demand_share:g}" if on_demand_share != 1 else "") \
-        + (f"-M{machine_size}" if size_rule == "given" else
-           f"-p{machine_quantile:g}" if machine_quantile != 0.9 else "") \
-        + (f"-{syn[0]}{syn[1]}" if syn else "") + ("-realtime" if real_time else "")
-    meta = {
-        "generator": "hpcopt.workloads.osdec.deferrable_workload",
-        "source": flav_path.name, "lifetimes": Path(life_src).name, "lifetimes_used": how,
-        "start_bin": first, "window_start_t": window_t0, "slot_seconds": BIN_SECONDS,
-        "slots": slots, "seed": seed, "deferrable_share": float(deferrable_share),
-        "split_by": split_by, "on_demand_share": float(on_demand_share),
-        "max_defer": max_defer, "window": window,
-        "max_duration": max_duration, "real_time": bool(real_time),
-        "synthetic": None if syn is None else f"{syn[0]}:{syn[1]}",
-        "machine_size": machine_size, "machine_size_rule": size_rule,
-        "machine_quantile": float(machine_quantile),
-        "vms_read": vms.n, "on_demand_vms": int(od.sum()),
-        "on_demand_peak": int(load.max()), "jobs": len(jobs),
-        "capacity_min": int(capacity.min()), "capacity_mean": float(capacity.mean()),
-        "job_core_slots": int((cores * duration).sum()),
-        "load": float(demand.sum() / capacity.sum()) if capacity.sum() else float("inf"),
-        "binding_slots": int((demand > capacity).sum()),
-        "licence": "Azure Public Dataset V1 (CC-BY-4.0), processed by huaweicloud/"
-                   "trace_generation_rnn; see LICENSE-traces.txt beside the data",
-    }
-    return {"format": "hpcopt-instance", "version": 1, "name": name or tag, "model": "osdec",
-            "description": f"deferrable jobs from {flav_path.name} (bins {first}.."
-                           f"{first + slots - 1} from its first line), share {deferrable_share:g}"
-                           f", seed {seed}" + (f", synthetic {syn[0]}:{syn[1]}" if syn else "")
-                           + (", real-time" if real_time else ""),
-            "meta": meta,
-            "data": {"slots": slots, "capacity": capacity.tolist(), "w1": w1, "w2": w2,
-                     "jobs": jobs}}
+    return np.maximum(1, -(-seconds // BIN_SECONDS))
 
+
+def _deferrable(batch: np.ndarray, draw: np.ndarray, split_by: str, share: float) -> np.ndarray:
+    """Which VMs are deferrable: Bernoulli(share) per VM, or per tenant batch (its first VM's
+    draw)."""
+    if split_by == "batch":
+        firsts = np.r_[0, np.flatnonzero(np.diff(batch)) + 1]
+        draw = draw[firsts][np.searchsorted(firsts, np.arange(draw.size), side="right") - 1]
+    return draw < share
+
+
+def _alive_cores(start: np.ndarray, length: np.ndarray, cores: np.ndarray,
+                 slots: int) -> np.ndarray:
+    """Cores alive at each slot 0..slots-1 of items from ``start`` for ``length`` slots
+    (clipped to the window)."""
+    out = np.zeros(slots + 1, dtype=np.int64)
+    s0 = np.clip(start, 0, slots)
+    s1 = np.clip(start + length, 0, slots)
+    alive = s1 > s0
+    np.add.at(out, s0[alive], cores[alive])
+    np.add.at(out, s1[alive], -cores[alive])
+    return np.cumsum(out)[:slots]
+
+
+def _job_sizes(syn, u: np.ndarray, cores: np.ndarray, duration: np.ndarray,
+               max_duration: int) -> tuple[np.ndarray, np.ndarray]:
+    """The jobs' cores and durations: the VMs' own, or with ``synthetic`` one of them drawn
+    (``u``) from the paper's Table 4 case."""
+    if syn is None:
+        return cores, duration
+    what, case = syn
+    values, probs = (SYNTHETIC_CORES, CORE_CASES[case]) if what == "core" else \
+        (SYNTHETIC_DURATIONS, DURATION_CASES[case])
+    cdf = np.cumsum(probs) / np.sum(probs)
+    pick = np.minimum(np.searchsorted(cdf, u, side="right"), len(values) - 1)
+    drawn = np.array(values, dtype=np.int64)[pick]
+    if what == "core":
+        return drawn, duration
+    return cores, np.minimum(drawn, max_duration)
+
+
+def _machine_size(load: np.ndarray, demand: np.ndarray, given: int | None,
+                  quantile: float) -> tuple[int, str]:
+    """Machine size M and its rule: every on-demand VM fits (M >= max L_t), and M is the
+    q-quantile of the total demand L_t + D_t; or ``given`` (at least the on-demand peak)."""
+    if given is None:
+        return (max(int(load.max()), int(np.ceil(np.quantile(load + demand, quantile))), 1),
+                f"max(max_t L_t, ceil(quantile_{quantile:g}(L_t + D_t)))")
+    if int(given) < int(load.max()):
+        raise TraceError(f"machine_size: {int(given)} cores is below the on-demand peak "
+                         f"{int(load.max())} of this window (capacity would be negative)")
+    return int(given), "given"
+
+
+def _load_meta(load, demand, capacity, cores, duration, n_jobs: int) -> dict:
+    """The day's jobs and load figures recorded in its ``meta``."""
+    return {"on_demand_peak": int(load.max()), "jobs": n_jobs,
+            "capacity_min": int(capacity.min()), "capacity_mean": float(capacity.mean()),
+            "job_core_slots": int((cores * duration).sum()),
+            "load": float(demand.sum() / capacity.sum()) if capacity.sum() else float("inf"),
+            "binding_slots": int((demand > capacity).sum())}
 
 LOOSE_LOAD = 0.2  # below this deferrable load a day is loose (module docstring, "The regime")
 
