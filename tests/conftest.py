@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the shared data lives, and a few job builders."""
+"""Shared test fixtures: where the real data lives, and a few job builders."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from hpcopt.datadir import data_dir, user_data_dir
+from hpcopt.datasets import dataset_of
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# the data directory the tests read: HPCOPT_DATA, else ../shared/data beside the checkout (as
+# CI lays it out), else the per-user one that 'hpcopt data fetch' fills (hpcopt.datadir)
+SHARED_DATA = data_dir() or user_data_dir()
 INSTANCES = REPO / "instances"
 
 
@@ -21,12 +26,29 @@ def default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def missing_data(*relpaths: str) -> str | None:
+    """Why a test of these data-directory files cannot run (the ``hpcopt data fetch`` that
+    brings them), or None when they are all there."""
+    missing = [r for r in relpaths if not (SHARED_DATA / r).exists()]
+    if not missing:
+        return None
+    names = " ".join(dict.fromkeys(dataset_of(r) or r for r in missing))
+    return (f"needs {missing[0]}{' and more' if len(missing) > 1 else ''} in the data "
+            f"directory {SHARED_DATA}: hpcopt data fetch {names}")
+
+
+def needs_data(*relpaths: str):
+    """Skip mark of a test that reads these data-directory files (``missing_data``)."""
+    reason = missing_data(*relpaths)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
 def shared_file(relpath: str) -> Path:
-    """A file under ../shared/data, or skip the test when it is not there."""
-    path = SHARED_DATA / relpath
-    if not path.exists():
-        pytest.skip(f"shared data {relpath} not available (expected at {path})")
-    return path
+    """A file of the data directory, or skip the test (saying which fetch brings it)."""
+    reason = missing_data(relpath)
+    if reason is not None:
+        pytest.skip(reason)
+    return SHARED_DATA / relpath
 
 
 try:  # keep torch to one thread on these 2-core machines, if it is installed
