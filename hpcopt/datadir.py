@@ -62,6 +62,28 @@ def data_dir() -> Path | None:
     return user if user.is_dir() else None
 
 
+def data_root() -> Path:
+    """The data directory in force, else the per-user one that ``hpcopt data fetch`` fills
+    (it may not exist yet): where the tests and benchmarks look for real data."""
+    return data_dir() or user_data_dir()
+
+
+def missing_data(*relpaths: str | Path, root: Path | None = None) -> str | None:
+    """Why the files ``relpaths`` of the data directory (``root``, default ``data_root()``)
+    cannot be read: the first missing one and the ``hpcopt data fetch`` that brings them;
+    None when all are there (the skip reason of tests, the message of benchmarks)."""
+    root = data_root() if root is None else root
+    missing = [str(r) for r in relpaths if not (root / r).exists()]
+    if not missing:
+        return None
+    from .datasets import dataset_of
+
+    names = " ".join(dict.fromkeys(dataset_of(r) or r for r in missing))
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    return (f"needs {missing[0]}{more} in the data directory {root}: hpcopt data fetch "
+            f"{names}")
+
+
 def fetch_dir() -> Path:
     """Where ``hpcopt data fetch`` writes: ``HPCOPT_DATA`` when set, else the per-user data
     directory."""

@@ -350,8 +350,8 @@ def fetch(files, root: Path, *, mirror: str | None = None, progress: bool = Fals
           force: bool = False, on_file=None) -> list[FileState]:
     """``fetch_file`` for each of ``files``; a failure is that file's state ``failed`` (with
     why) and the others go on, unless a host cannot be reached (``HostUnreachable``: that
-    file's state is ``unreachable``, and the files after it are not tried).  ``on_file(state)`` is called after each
-    file."""
+    file's state is ``unreachable``, and the files after it are not tried).
+    ``on_file(state)`` is called after each file."""
     out = []
     for f in files:
         try:

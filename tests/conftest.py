@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from hpcopt.datadir import data_dir, user_data_dir
-from hpcopt.datasets import dataset_of
+from hpcopt.datadir import data_root
+from hpcopt.datadir import missing_data as _missing_data
 
 REPO = Path(__file__).resolve().parents[1]
 # the data directory the tests read: HPCOPT_DATA, else ../shared/data beside the checkout (as
 # CI lays it out), else the per-user one that 'hpcopt data fetch' fills (hpcopt.datadir)
-SHARED_DATA = data_dir() or user_data_dir()
+SHARED_DATA = data_root()
 INSTANCES = REPO / "instances"
 
 
@@ -27,18 +27,13 @@ def default_signals() -> None:
 
 
 def missing_data(*relpaths: str) -> str | None:
-    """Why a test of these data-directory files cannot run (the ``hpcopt data fetch`` that
-    brings them), or None when they are all there."""
-    missing = [r for r in relpaths if not (SHARED_DATA / r).exists()]
-    if not missing:
-        return None
-    names = " ".join(dict.fromkeys(dataset_of(r) or r for r in missing))
-    return (f"needs {missing[0]}{' and more' if len(missing) > 1 else ''} in the data "
-            f"directory {SHARED_DATA}: hpcopt data fetch {names}")
+    """Why a test of these files of ``SHARED_DATA`` cannot run, or None."""
+    return _missing_data(*relpaths, root=SHARED_DATA)
 
 
 def needs_data(*relpaths: str):
-    """Skip mark of a test that reads these data-directory files (``missing_data``)."""
+    """Skip mark of a test that reads these data-directory files (the reason names the
+    ``hpcopt data fetch`` that brings them: ``hpcopt.datadir.missing_data``)."""
     reason = missing_data(*relpaths)
     return pytest.mark.skipif(reason is not None, reason=reason or "")
 
