@@ -113,7 +113,8 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     with fewer_collections():  # records, running jobs, events and the table: no cycles
         sim = Simulator(job_list, system, pol, **run.driver.as_kwargs())
         run_logged(sim, events)
-        table = job_columns(sim.records.values(), _extra_columns(job_list, system))
+        table = job_columns(sim.records.values(),
+                            _extra_columns(job_list, system, scenario.attributes))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
@@ -123,11 +124,19 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     return SimulationResult(table, summary, settings, cleaning)
 
 
-def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
-    """Columns for the further resources: burst buffer (GB), SSD per node (GB) and, on a
-    system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
+def _extra_columns(jobs: Iterable[Job], system: System, attributes: dict | None = None) -> dict:
+    """Columns after the core ones: who submitted each job and where (``user``, ``group``,
+    ``queue``: the trace's numbers, -1 where it has none; ``partition`` where the trace names
+    them, as Slurm's do); the further resources: burst buffer (GB), SSD per node (GB) and, on
+    a system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
     system with a topology, the communication-hop cost of each job's nodes (``comm_cost``)."""
-    cols = {}
+    attributes = attributes or {}
+    group = attributes.get("group", {})
+    cols = {"user": attrgetter("job.user"), "group": lambda r: group.get(r.job.id, -1),
+            "queue": attrgetter("job.queue")}
+    if "partition" in attributes:
+        partition = attributes["partition"]
+        cols["partition"] = lambda r: partition.get(r.job.id, "")
     if system.bb > 0 or any(map(attrgetter("bb"), jobs)):
         cols["bb"] = lambda r: r.job.bb
     if system.ssd_classes or any(map(attrgetter("ssd"), jobs)):

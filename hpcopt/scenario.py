@@ -26,13 +26,16 @@ from .workloads import BB_PER_NODE_GB, NAMES, SSD_SPLITS, bb_system, make_worklo
 class Scenario:
     """The jobs and system of a run; ``report`` is the trace's cleaning report (None for a
     topology job file), ``notes`` say, one line each, what was read and generated, and
-    ``settings`` are what a result records of it (the generated workload and its seed)."""
+    ``settings`` are what a result records of it (the generated workload and its seed);
+    ``attributes`` are the trace's per-job columns that ``Job`` has no field for (``{name:
+    {job id: value}}``: group, partition), for the job table."""
 
     jobs: tuple[Job, ...]
     system: System
     report: Any = None
     notes: tuple[str, ...] = field(default=())
     settings: dict = field(default_factory=dict)
+    attributes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
                               "apply with topology=")
     notes: list[str] = []
     report = None
+    attributes: dict = {}
     if topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
         job_list, system = tuple(load_tjap_jobs(trace, max_jobs=jobs)), None
     else:
@@ -143,12 +147,16 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
                                fmt=fmt, extra_fields=extra_fields, tz=tz, sizes=sizes,
                                partition=partition)
             report = trace.report
+            attributes = _by_id(trace)
             notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
             notes.extend(f"  note: {note}" for note in report.notes)
             notes.append(report.dropped_text())
+            if report.changed_text():
+                notes.append(report.changed_text())
             job_list, system = tuple(trace.jobs), trace.system  # (nodes= applied in reading)
         else:  # a Trace already loaded
             report = getattr(trace, "report", None)
+            attributes = _by_id(trace)
             job_list = tuple(trace.jobs)[:jobs]
             system = trace.system if nodes in (None, trace.system.nodes) else System(nodes)
     if topology:
@@ -161,7 +169,14 @@ def build_scenario(trace, *, nodes: int | None = None, jobs: int | None = None,
         job_list, system, line = _generate(job_list, system, workload, workload_seed)
         notes.append(line)
         settings = dict(workload=workload, workload_seed=workload_seed)
-    return Scenario(job_list, system, report, tuple(notes), settings)
+    return Scenario(job_list, system, report, tuple(notes), settings, attributes)
+
+
+def _by_id(trace) -> dict:
+    """A trace's per-job ``attributes`` keyed by job id (``Scenario.attributes``)."""
+    ids = [j.id for j in trace.jobs]
+    return {name: dict(zip(ids, values))
+            for name, values in getattr(trace, "attributes", {}).items()}
 
 
 def check_workload_name(name: str, label: str = "workload") -> None:
