@@ -85,7 +85,8 @@ def test_signal_keeps_every_row_and_exits_128_plus_signal(tmp_path, signum, work
     finished = [r for r in rows if r["termination"] != "interrupted"]
     assert all(r["status"] == "OPTIMAL" for r in finished)
     assert all(r["limit"] == "INTERRUPT" for r in rows if r["termination"] == "interrupted")
-    assert f"{len(rows)} rows written" in lines[0]
+    assert f"{len(rows)} rows (one per file and backend, the interrupted one included) " \
+        "written" in lines[0]
 
     if (signum, workers) != (signal.SIGTERM, 2):
         return
@@ -203,4 +204,4 @@ def test_ctrl_c_while_scip_runs_stops_the_whole_batch(tmp_path):
     rows = [strict_loads(line) for line in out.read_text().splitlines()]
     assert [(r["file"], r["backend"]) for r in rows] == [("a.json", "scip")]
     assert rows[0]["limit"] == "INTERRUPT" and rows[0]["termination"] == "interrupted"
-    assert "interrupted by SIGINT after 0 of 2 files" in stderr
+    assert "interrupted by SIGINT: 0 of 2 files done with every backend; 1 row " in stderr
