@@ -298,7 +298,8 @@ def download(url: str, part: Path, size: int, *, progress: bool = False,
     try:
         with open(part, "ab" if start else "wb") as out, tqdm(
                 total=size, initial=start, unit="B", unit_scale=True, desc=label,
-                disable=not progress, leave=False, file=sys.stderr) as bar:
+                disable=None if progress else True,  # None: off unless stderr is a terminal
+                leave=False, file=sys.stderr) as bar:
             if start:
                 out.truncate(start)
                 out.seek(start)

@@ -201,3 +201,13 @@ def test_a_bad_value_is_one_line_with_a_pointer_to_help():
     proc = cli("solve", "x.json", "--workers", "zero")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "see 'hpcopt solve --help'" in proc.stderr and "usage:" not in proc.stderr
+
+
+def test_progress_bars_stay_off_a_log(tmp_path):
+    """Standard error that is not a terminal (a log, a pipe) gets no progress-bar fragments,
+    only hpcopt's lines."""
+    proc = cli("simulate", DEMO, "--policy", "fcfs", "--out", tmp_path / "r")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = cli("solve", "knapsack/bb_table1", "osdec/tiny_4jobs", "--out",
+               tmp_path / "rows.jsonl")
+    assert proc.returncode == 0 and "%|" not in proc.stderr and "\r" not in proc.stderr

@@ -213,7 +213,7 @@ def read_azure_vms(path, *, lifetimes=None, maps=None, max_lines: int | None = N
         from tqdm.auto import tqdm
 
         lines = tqdm(lines, total=max_lines, unit=" bins", desc=f"reading {path.name}",
-                     leave=False)
+                     leave=False, disable=None)  # off where stderr is not a terminal
     for line in lines:
         first_t = line.t if first_t is None else first_t
         life = next(life_iter, None) if life_iter is not None else None

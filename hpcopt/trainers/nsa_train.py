@@ -413,7 +413,7 @@ def train(*, arch: str = "cnn3", episodes: int = 20000, seed: int = 0,
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=int(episodes), unit="episode", desc=f"train nsa-{arch}")
+        bar = tqdm(total=int(episodes), unit="episode", desc=f"train nsa-{arch}", disable=None)
     curve, seen, t0 = [], 0, time.perf_counter()
     ppo_left = int(episodes)  # the last PPO update takes only what is left of ``episodes``
     recipe = {"imitation_updates": int(imitation),
