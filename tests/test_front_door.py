@@ -211,3 +211,15 @@ def test_progress_bars_stay_off_a_log(tmp_path):
     proc = cli("solve", "knapsack/bb_table1", "osdec/tiny_4jobs", "--out",
                tmp_path / "rows.jsonl")
     assert proc.returncode == 0 and "%|" not in proc.stderr and "\r" not in proc.stderr
+
+
+def test_bundled_files_point_nowhere_outside_the_package():
+    """What ships (instances, checkpoint notes) names its sources so a user can find them:
+    never a path of the development layout such as ../shared/papers."""
+    from hpcopt.instances import bundled_path
+
+    roots = [bundled_path(), Path(hpcopt.__file__).parent]
+    for root in roots:
+        for f in root.rglob("*.json"):
+            text = f.read_text(encoding="utf-8", errors="replace")
+            assert "../shared" not in text and "shared/papers" not in text, f
