@@ -223,3 +223,17 @@ def test_bundled_files_point_nowhere_outside_the_package():
         for f in root.rglob("*.json"):
             text = f.read_text(encoding="utf-8", errors="replace")
             assert "../shared" not in text and "shared/papers" not in text, f
+
+
+def test_a_learned_policy_without_torch_fails_before_the_trace_is_read(tmp_path):
+    """Without torch, --policy dras-pg is one line at once, not after reading the trace (the
+    trace here does not even exist)."""
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; from hpcopt.cli import main; "
+            "sys.exit(main(['simulate', 'nosuch.swf', '--policy', 'dras-pg']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "hpcopt: error: policy 'dras-pg' needs torch: pip install " \
+                          "'hpcopt[ml]'\n"
