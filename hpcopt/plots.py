@@ -33,6 +33,7 @@ import numpy as np
 
 from .errors import HpcoptError
 from .instances import load_instance
+from .sim.metrics import TIMELINE_COLUMNS, timeline
 
 KINDS = ("run", "pareto", "osdec", "timeline", "gantt")
 MODE_COLORS = {"ready": "tab:blue", "reserved": "tab:orange", "backfilled": "tab:green"}
@@ -343,8 +344,6 @@ def osdec_figure(instance, runs):
 def timeline_figure(path):
     """One run's queue length, running jobs and utilization over time (hours), from its
     run folder (``jobs.csv``) or a ``simulate --timeline`` CSV."""
-    from .sim.metrics import TIMELINE_COLUMNS, timeline
-
     path = Path(path)
     if path.is_file() and path.suffix == ".csv" and path.name != "jobs.csv":
         cols = _read_columns(path, TIMELINE_COLUMNS)

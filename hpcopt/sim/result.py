@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import SimulationError
 from .metrics import timeline, units_of, write_job_csv, write_timeline_csv
 
 
@@ -48,8 +49,6 @@ class SimulationResult:
         ``running_jobs``, ``busy_nodes``, ``utilization``)."""
         nodes = self.settings.get("nodes")
         if not nodes:
-            from ..errors import SimulationError
-
             raise SimulationError("timeline: the run records no machine size (settings.nodes)")
         return timeline(self._jobs if isinstance(self._jobs, dict) else self.jobs, nodes)
 
