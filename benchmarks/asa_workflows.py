@@ -47,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hpcopt.agents.asa import ASAEstimator
+from hpcopt.datadir import data_root
 from hpcopt.domain import System
 from hpcopt.traces import load_trace
 from hpcopt.workflows import load_wfformat, paper_workflow, run_workflow, stages_of
@@ -55,7 +56,7 @@ from hpcopt.workflows.periods import choose_periods
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"
-DATA = HERE.parents[1] / "shared" / "data"
+DATA = data_root()  # HPCOPT_DATA, ../shared/data beside the checkout, or the per-user one
 TRACES = {  # name: (file, the paper's machine it is scaled to)
     "KTH-SP2": (DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz", "HPC2n"),
     "Theta": (DATA / "hpc_swf" / "alcf" / "theta_2022.swf.gz", "UPPMAX"),

@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 
 import hpcopt
+from hpcopt.datadir import data_root
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = data_root()  # the data directory (hpcopt.datadir)
 TRACES = {
     "KTH": SHARED / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz",
     "HPC2N": SHARED / "hpc_swf" / "pwa_subsets" / "HPC2N-2002-2.2-alea-subset.swf.gz",

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from hpcopt.datadir import data_root, missing_data
+
 HERE = Path(__file__).resolve().parent
-TRACE = HERE.parents[1] / "shared" / "data" / "hpc_swf" / "alcf" / "theta_2022.swf.gz"
+THETA = "hpc_swf/alcf/theta_2022.swf.gz"
+TRACE = data_root() / THETA
 OUT = HERE / "results"
 ORDERS = ["sampled,real,synthetic", "real,sampled,synthetic", "synthetic,sampled,real"]
 
@@ -27,8 +30,8 @@ def main() -> None:
     ap.add_argument("--runs", default=str(OUT / "dras_curriculum"))
     ap.add_argument("--reward", default="capacity", help="capability (Eq. 1) or capacity")
     args = ap.parse_args()
-    if not TRACE.exists():
-        print(f"skip: {TRACE} not found")
+    if missing_data(THETA):
+        print(f"skip: {missing_data(THETA)}")
         return
     runs = Path(args.runs)
     curves = {}

@@ -46,9 +46,10 @@ import numpy as np
 import pandas as pd
 
 import hpcopt
+from hpcopt.datadir import data_root, missing_data
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / "shared" / "data" / "hpc_swf"
+SHARED = data_root() / "hpc_swf"  # the data directory (hpcopt.datadir)
 OUT = HERE / "results"
 TRACES = {
     "theta": SHARED / "alcf" / "theta_2022.swf.gz",
@@ -211,7 +212,7 @@ def main() -> None:
     rows, meta_traces = [], {}
     for name in [t.strip() for t in args.traces.split(",") if t.strip()]:
         if not TRACES[name].exists():
-            print(f"skip {name}: {TRACES[name]} not found")
+            print(f"skip {name}: {missing_data(TRACES[name].relative_to(data_root()))}")
             continue
         jobs, system = load_jobs(name, args.jobs)
         base = LABEL[name] if not args.jobs else \

@@ -41,9 +41,10 @@ import numpy as np
 import pandas as pd
 
 import hpcopt
+from hpcopt.datadir import data_root, missing_data
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / "shared" / "data"
+SHARED = data_root()  # the data directory (hpcopt.datadir)
 OUT = HERE / "results"
 TRACES = {
     "theta": SHARED / "hpc_swf" / "alcf" / "theta_2022.swf.gz",
@@ -193,7 +194,7 @@ def main() -> None:
     for trace_name in [t.strip() for t in args.traces.split(",") if t.strip()]:
         path = TRACES[trace_name]
         if not path.exists():
-            print(f"skip {trace_name}: {path} not found")
+            print(f"skip {trace_name}: {missing_data(path.relative_to(SHARED))}")
             continue
         trace = hpcopt.load_trace(path)
         split = split_months(trace.jobs)

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 import hpcopt.solvers as S
+from hpcopt.datadir import data_root, missing_data
 from hpcopt.models.knapsack import KnapsackModel
 from hpcopt.solvers.knapsack_dp import solve_arrays
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-THETA = SHARED / "data" / "hpc_swf" / "alcf" / "theta_2022.swf.gz"
+THETA = data_root() / "hpc_swf" / "alcf" / "theta_2022.swf.gz"  # hpcopt.datadir
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_BACKENDS = ["dp", "ortools", "cpsat", "scip", "pyomo:appsi_highs", "pyomo:scip_direct",
                     "greedy"]
@@ -53,7 +53,8 @@ def windows(args) -> list[KnapsackModel]:
     rng = np.random.default_rng(args.seed)
     pool = theta_jobs() if args.sizes == "theta" else None
     if args.sizes == "theta" and pool is None:
-        raise SystemExit(f"--sizes theta: trace not found at {THETA}; use --sizes loguniform")
+        raise SystemExit(f"--sizes theta {missing_data(THETA.relative_to(data_root()))} (or "
+                         "use --sizes loguniform)")
     out = []
     for _ in range(args.n_windows):
         if pool is not None:

@@ -39,8 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.datadir import data_root
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = data_root()  # the data directory (hpcopt.datadir)
 LZK23 = DATA / "topology_alloc" / "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"
 AZURE = DATA / "cloud" / "azure_v1_vmtable_derived" / "v1.dev.txt.gz"
 OUT = REPO / "benchmarks" / "results" / "limits"

@@ -39,9 +39,10 @@ import time
 from pathlib import Path
 
 import hpcopt
+from hpcopt.datadir import data_root
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "shared" / "data" / "hpc_swf"
+DATA = data_root() / "hpc_swf"  # the data directory (hpcopt.datadir)
 TRACES = {
     "KTH-SP2": (DATA / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz", {}),
     "lublin_256": (DATA / "lublin_model" / "lublin_256.swf.gz", {"nodes": 256}),

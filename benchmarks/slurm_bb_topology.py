@@ -56,7 +56,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import slurm_validation as sv  # noqa: E402  (its scaling, submission, jobcomp and simulation)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from hpcopt.datadir import data_root
+
+DATA = data_root()  # the data directory (hpcopt.datadir)
 BB_TRACE = DATA / "burst_buffer" / "kopanski_kth_batsim" / \
     "KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 

@@ -49,14 +49,14 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.datadir import data_root
 from hpcopt.slurm.service import read_log
 
 HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
 _STARTING = threading.Lock()
 SHARED = "shared"  # the testbed's partition whose jobs share nodes core by core (--shared)
 CPUS = 4  # cores per testbed node
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpc_swf" / "pwa" / \
-    "KTH-SP2-1996-2.1-cln.swf.gz"
+DEFAULT_TRACE = data_root() / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"  # hpcopt.datadir
 
 
 def log_map(x: np.ndarray, lo: float, hi: float, out_lo: float, out_hi: float) -> np.ndarray:

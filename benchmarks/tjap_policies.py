@@ -19,12 +19,12 @@ import pandas as pd
 from tqdm import tqdm
 
 import hpcopt
+from hpcopt.datadir import data_root
 from hpcopt.traces.tjap import load_tjap_jobs
 from hpcopt.workloads.tjap import tjap_system
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc"
-        / "lzk23_hpcschedule" / "data_large_1800_40.txt.gz")
+DATA = data_root() / "topology_alloc" / "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"
 
 
 def epochs(n_epochs: int, n_jobs: int) -> list[list]:

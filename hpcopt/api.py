@@ -109,7 +109,8 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     job_list, system = list(scenario.jobs), scenario.system
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     sim, pol, table = run_simulation(job_list, system, run, events=events,
-                                     columns=_extra_columns(job_list, system))
+                                     columns=_extra_columns(job_list, system,
+                                                            scenario.attributes))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
@@ -138,11 +139,19 @@ def run_simulation(jobs, system: System, run: RunSettings, *, events=None, colum
     return sim, pol, table
 
 
-def _extra_columns(jobs: Iterable[Job], system: System) -> dict:
-    """Columns for the further resources: burst buffer (GB), SSD per node (GB) and, on a
-    system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
+def _extra_columns(jobs: Iterable[Job], system: System, attributes: dict | None = None) -> dict:
+    """Columns after the core ones: who submitted each job and where (``user``, ``group``,
+    ``queue``: the trace's numbers, -1 where it has none; ``partition`` where the trace names
+    them, as Slurm's do); the further resources: burst buffer (GB), SSD per node (GB) and, on
+    a system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
     system with a topology, the communication-hop cost of each job's nodes (``comm_cost``)."""
-    cols = {}
+    attributes = attributes or {}
+    group = attributes.get("group", {})
+    cols = {"user": attrgetter("job.user"), "group": lambda r: group.get(r.job.id, -1),
+            "queue": attrgetter("job.queue")}
+    if "partition" in attributes:
+        partition = attributes["partition"]
+        cols["partition"] = lambda r: partition.get(r.job.id, "")
     if system.bb > 0 or any(map(attrgetter("bb"), jobs)):
         cols["bb"] = lambda r: r.job.bb
     if system.ssd_classes or any(map(attrgetter("ssd"), jobs)):

@@ -537,9 +537,10 @@ class RowWriter:
 def claim_stdout(stream=None):
     """``(text stream, saved fd)``: a stream on the process's standard output for lines a
     program reads (rows, replies), while file descriptor 1 points at standard error, so what
-    libraries print from C (SCIP's "pressed CTRL-C" banner) goes to stderr, never among the
-    lines; ``release_stdout`` undoes it.  ``(stream, None)`` when ``stream`` (default
-    ``sys.stdout``) is not file descriptor 1, such as a test's capture."""
+    libraries print from C goes to stderr (SCIP's "pressed CTRL-C" banner is silenced where
+    SCIP runs), never among the lines; ``release_stdout`` undoes it.  ``(stream, None)``
+    when ``stream`` (default ``sys.stdout``) is not file descriptor 1, such as a test's
+    capture."""
     stream = sys.stdout if stream is None else stream
     try:
         if stream.fileno() != 1:

@@ -44,6 +44,29 @@ class DataFetchError(HpcoptError):
     """A download that failed, or a file whose checksum does not match the catalogue."""
 
 
+class HostUnreachable(DataFetchError):
+    """The host of a download cannot be reached (no network, a name that does not resolve, a
+    refused connection): ``fetch`` stops there, as every further file would fail the same."""
+
+
+def mirror_url(mirror: str | None) -> str | None:
+    """``--mirror`` as a base URL: an http(s):// or file:// URL as it is, a folder as its
+    file:// URL; anything else is an ``HpcoptError`` (a usage error, before any download)."""
+    if not mirror:
+        return None
+    scheme = urllib.parse.urlparse(mirror).scheme
+    if "://" in mirror:
+        if scheme not in ("http", "https", "file"):
+            raise HpcoptError(f"--mirror {mirror}: expected an http://, https:// or file:// "
+                              "URL, or a folder")
+        return mirror
+    folder = Path(mirror).expanduser()
+    if not folder.is_dir():
+        raise HpcoptError(f"--mirror {mirror}: no such folder (a mirror is a copy of a data "
+                          "directory: a folder, or an http://, https:// or file:// URL)")
+    return folder.resolve().as_uri()
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One file of a data set (see the module docstring)."""
@@ -72,6 +95,14 @@ class DataSet:
     citation: str
     used_by: str
     files: tuple[DataFile, ...] = field(default=())
+    main: str | None = None  # the file its name stands for, when it has several
+
+    @property
+    def main_file(self) -> DataFile | None:
+        """The file the data set's name stands for as an input: its only file, or ``main``."""
+        if len(self.files) == 1:
+            return self.files[0]
+        return next((f for f in self.files if f.path == self.main), None)
 
     @property
     def size(self) -> int:
@@ -86,7 +117,7 @@ def catalogue() -> dict[str, DataSet]:
     for d in raw["datasets"]:
         files = tuple(DataFile(d["name"], **f) for f in d["files"])
         out[d["name"]] = DataSet(d["name"], d["title"], d["kind"], d["licence"], d["citation"],
-                                 d.get("used_by", ""), files)
+                                 d.get("used_by", ""), files, d.get("main"))
     return out
 
 
@@ -98,6 +129,36 @@ def dataset_of(path: str) -> str | None:
     """The name of the data set that holds ``path`` (relative to the data directory)."""
     f = by_path().get(str(path).replace(os.sep, "/"))
     return None if f is None else f.dataset
+
+
+def named_file(name: str) -> str | None:
+    """The data-directory path an input ``name`` stands for: a data set name (its only or
+    main file), ``NAME/FILE`` (a file of that data set by its file name, ``.gz`` and the
+    format suffix optional) or a catalogue path; None when ``name`` is none of these.  A data
+    set of several files without a main one is an ``HpcoptError`` listing how to name one."""
+    name = str(name).replace(os.sep, "/").rstrip("/")
+    sets = catalogue()
+    if name in by_path():
+        return name
+    if name in sets:
+        main = sets[name].main_file
+        if main is None:
+            files = sets[name].files
+            raise HpcoptError(f"data set {name!r} has {len(files)} files; name one as "
+                              f"{name}/FILE, e.g. {name}/{Path(files[0].path).name} (hpcopt "
+                              f"data list {name} lists them)")
+        return main.path
+    head, _, tail = name.partition("/")
+    if head in sets and tail:
+        for f in sets[head].files:
+            base = Path(f.path).name
+            stem = base[:-3] if base.endswith(".gz") else base
+            if tail in (base, stem, stem.rsplit(".", 1)[0]):
+                return f.path
+        raise HpcoptError(f"data set {head!r} has no file {tail!r} (hpcopt data list {head} "
+                          "lists them)" + closest(tail, [Path(f.path).name
+                                                         for f in sets[head].files]))
+    return None
 
 
 def select(names) -> list[DataFile]:
@@ -153,7 +214,7 @@ class FileState:
     """What ``verify`` or ``fetch`` found or did for one file."""
 
     file: DataFile
-    state: str  # ok, missing, bad, fetched, failed
+    state: str  # ok, missing, bad, fetched, failed, unreachable
     detail: str = ""
 
     def row(self) -> dict:
@@ -211,6 +272,11 @@ def _open(url: str, offset: int):
         raise DataFetchError(f"{url}: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", None) or err
+        if isinstance(reason, OSError):  # no answer from the host at all
+            raise HostUnreachable(f"cannot reach {parts.hostname} ({reason}): without network "
+                                  f"access, fetch from a copy of a data directory with "
+                                  f"--mirror URL (https://, http://, file:// or a folder)") \
+                from None
         raise DataFetchError(f"{url}: {reason}") from None
     start = offset if response.status == 206 else 0
     length = response.headers.get("Content-Length")
@@ -226,12 +292,14 @@ def download(url: str, part: Path, size: int, *, progress: bool = False,
     if have > size:
         have = 0
     stream, start, _ = _open(url, have)
+    part.parent.mkdir(parents=True, exist_ok=True)  # only once the source answered
     from tqdm.auto import tqdm
 
     try:
         with open(part, "ab" if start else "wb") as out, tqdm(
                 total=size, initial=start, unit="B", unit_scale=True, desc=label,
-                disable=not progress, leave=False, file=sys.stderr) as bar:
+                disable=None if progress else True,  # None: off unless stderr is a terminal
+                leave=False, file=sys.stderr) as bar:
             if start:
                 out.truncate(start)
                 out.seek(start)
@@ -259,7 +327,6 @@ def fetch_file(f: DataFile, root: Path, *, mirror: str | None = None, progress: 
     if final.is_file() and not force and check(f, final) is None:
         return FileState(f, "ok", "already there")
     url, size, digest = source_of(f, mirror)
-    final.parent.mkdir(parents=True, exist_ok=True)
     plain = not mirror and f.compressed_here
     part = final.with_name((final.name[:-3] if plain else final.name) + ".part")
     download(url, part, size, progress=progress, label=Path(f.path).name)
@@ -283,11 +350,18 @@ def fetch_file(f: DataFile, root: Path, *, mirror: str | None = None, progress: 
 def fetch(files, root: Path, *, mirror: str | None = None, progress: bool = False,
           force: bool = False, on_file=None) -> list[FileState]:
     """``fetch_file`` for each of ``files``; a failure is that file's state ``failed`` (with
-    why) and the others go on.  ``on_file(state)`` is called after each file."""
+    why) and the others go on, unless a host cannot be reached (``HostUnreachable``: that
+    file's state is ``unreachable``, and the files after it are not tried).
+    ``on_file(state)`` is called after each file."""
     out = []
     for f in files:
         try:
             state = fetch_file(f, root, mirror=mirror, progress=progress, force=force)
+        except HostUnreachable as err:
+            out.append(FileState(f, "unreachable", str(err)))
+            if on_file is not None:
+                on_file(out[-1])
+            return out
         except DataFetchError as err:
             state = FileState(f, "failed", str(err))
         out.append(state)

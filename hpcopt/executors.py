@@ -555,7 +555,8 @@ def run_tasks(tasks: list, fn, serial_fn, on_result, *, executor=None, workers: 
         executor = PoolExecutor(workers) if workers > 1 and len(tasks) > 1 \
             else SerialExecutor()
     try:
-        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=not progress,
+        # disable=None: off where stderr is not a terminal (no bar fragments in a log)
+        with tqdm(total=len(tasks), unit=unit, desc=desc, disable=None if progress else True,
                   file=sys.stderr) as bar:
             def report(i, result, error):
                 on_result(i, result, error, stop)

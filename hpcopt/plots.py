@@ -7,11 +7,16 @@
   (BBSched) instances, with the point the decision rule chose;
 - ``osdec``: an OSDEC day's load against its capacity, from the instance file and the
   online run's ``jobs.csv``;
+- ``timeline``: a simulation's queue length, running jobs and utilization over time, from
+  its ``jobs.csv`` (or the CSV ``hpcopt simulate --timeline`` writes);
 - ``gantt``: a simulation's schedule, node ranks by time, each job a bar coloured by how it
   started (ready, reserved, backfilled), from its ``jobs.csv`` (``--from``/``--until``
-  choose a time window of a large run).  A run that does not place jobs on named nodes gets
-  node ranks here: each job takes the lowest ranks free at its start, which always fit
-  since the driver never oversubscribes the machine.
+  choose a time window of a large run, in hours like its axis).  The simulator counts
+  nodes, it does not name them: the ranks are drawn here (each job takes the lowest ranks
+  free at its start, which always fit since the driver never oversubscribes the machine),
+  and the chart says so.
+
+Every axis names its unit; times are hours (or days) of the trace's clock.
 
 ``hpcopt plot KIND INPUT... [--out FILE.png]`` writes a PNG, by default next to the first
 input. matplotlib is imported only when a plot is drawn, with the Agg backend (no display).
@@ -28,8 +33,9 @@ import numpy as np
 
 from .errors import HpcoptError
 from .instances import load_instance
+from .sim.metrics import TIMELINE_COLUMNS, timeline
 
-KINDS = ("run", "pareto", "osdec", "gantt")
+KINDS = ("run", "pareto", "osdec", "timeline", "gantt")
 MODE_COLORS = {"ready": "tab:blue", "reserved": "tab:orange", "backfilled": "tab:green"}
 _DAY = 86400.0
 _HOUR = 3600.0
@@ -216,9 +222,12 @@ def run_figure(paths):
         centres, util = utilization_series(run["submit"], run["start"], run["end"],
                                            run["nodes"], run["machine"])
         ax_util.plot(centres / _DAY, util, label=run["label"])
-    ax_wait.set(xlabel="wait (hours)", ylabel="fraction of jobs", title="wait distribution")
-    ax_util.set(xlabel="time (days)", ylabel="utilization", title="utilization over time",
-                ylim=(0, 1.05))
+    # waits span seconds to days: a log axis, linear below a minute (where zero waits sit)
+    ax_wait.set_xscale("symlog", linthresh=1 / 60, linscale=0.5)
+    ax_wait.set(xlabel="wait (hours; log scale, linear below 1 minute)",
+                ylabel="fraction of jobs (cumulative)", title="wait distribution", ylim=(0, 1.02))
+    ax_util.set(xlabel="time (days)", ylabel="utilization (fraction of nodes busy)",
+                title="utilization over time", ylim=(0, 1.05))
     for ax in (ax_wait, ax_util):
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
@@ -258,15 +267,18 @@ def pareto_figure(paths):
             order = sorted(range(len(xs)), key=xs.__getitem__)
             line, = ax.plot([xs[i] for i in order], [ys[i] for i in order],
                             marker=markers[k % len(markers)], linestyle="--", alpha=0.8,
-                            label=f"{f['backend']} ({len(xs)} points)")
+                            label=f"{f['backend']} ({len(xs)} point"
+                                  f"{'' if len(xs) == 1 else 's'})")
             if f["chosen"] is not None:
                 ax.plot(*f["chosen"][:2], marker="*", markersize=16, linestyle="none",
                         color=line.get_color(), markeredgecolor="black",
                         label=f"chosen by {f['rule'] or 'the rule'} ({f['backend']})")
-        ax.set(xlabel="nodes used (objective 1)", ylabel="burst buffer used (objective 2)",
-               title=f"Pareto front: {name}")
+        ax.set(xlabel="nodes used (objective 1, nodes)",
+               ylabel="burst buffer used (objective 2, GB)", title=f"Pareto front: {name}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        # below the axes, so that it never covers the front
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15),
+                  ncol=2, frameon=False)
     for ax in list(axes.flat)[len(instances):]:
         ax.set_visible(False)
     fig.tight_layout()
@@ -329,6 +341,33 @@ def osdec_figure(instance, runs):
     return fig
 
 
+def timeline_figure(path):
+    """One run's queue length, running jobs and utilization over time (hours), from its
+    run folder (``jobs.csv``) or a ``simulate --timeline`` CSV."""
+    path = Path(path)
+    if path.is_file() and path.suffix == ".csv" and path.name != "jobs.csv":
+        cols = _read_columns(path, TIMELINE_COLUMNS)
+        line = {c: _floats(path, c, v) for c, v in cols.items()}
+        label = path.stem
+    else:
+        run = read_run(path)
+        line = timeline(run, run["machine"])
+        label = run["label"]
+    hours = line["time_s"] / _HOUR
+    plt = _pyplot()
+    fig, axes = plt.subplots(3, 1, figsize=(11, 7), sharex=True)
+    for ax, key, ylabel in zip(axes, ("queued_jobs", "running_jobs", "utilization"),
+                               ("queued jobs (jobs)", "running jobs (jobs)",
+                                "utilization (fraction of nodes busy)")):
+        ax.step(hours, line[key], where="post", linewidth=0.8)
+        ax.set(ylabel=ylabel)
+        ax.grid(alpha=0.3)
+    axes[2].set(ylim=(0, 1.05), xlabel="time (hours)")
+    axes[0].set_title(f"queue and machine over time: {label}")
+    fig.tight_layout()
+    return fig
+
+
 def gantt_layout(start, end, nodes, machine: int):
     """Node ranks for each job of a schedule: ``[(job index, first rank, count), ...]``, the
     contiguous runs of the lowest ranks free at each job's start (ends free their ranks
@@ -364,7 +403,8 @@ def gantt_layout(start, end, nodes, machine: int):
 
 def gantt_figure(path, t_from: float | None = None, t_until: float | None = None):
     """One run's schedule: node ranks by time (hours), a bar per job coloured by its start
-    mode, within ``[t_from, t_until]`` seconds when given."""
+    mode, within ``[t_from, t_until]`` (hours, like the axis) when given.  The ranks are
+    drawn (``gantt_layout``), not node names the simulation knows: the chart says so."""
     from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
 
@@ -379,10 +419,10 @@ def gantt_figure(path, t_from: float | None = None, t_until: float | None = None
     layout = gantt_layout(start, end, nodes, machine)
     lo = float(start.min()) if len(start) else 0.0
     hi = float(end.max()) if len(end) else 1.0
-    lo = lo if t_from is None else float(t_from)
-    hi = hi if t_until is None else float(t_until)
+    lo = lo if t_from is None else float(t_from) * _HOUR
+    hi = hi if t_until is None else float(t_until) * _HOUR
     if hi <= lo:
-        raise PlotError(f"gantt: the time window [{lo:g}, {hi:g}] s is empty")
+        raise PlotError(f"gantt: the time window [{lo / _HOUR:g}, {hi / _HOUR:g}] h is empty")
     verts, colors, shown, counts = [], [], set(), {}
     for i, rank, count in layout:
         if end[i] <= lo or start[i] >= hi:
@@ -400,13 +440,16 @@ def gantt_figure(path, t_from: float | None = None, t_until: float | None = None
                                      linewidths=edge))
     top = max([machine] + [r + c for _, r, c in layout])
     ax.set(xlim=(lo / _HOUR, hi / _HOUR), ylim=(0, top), xlabel="time (hours)",
-           ylabel="node rank",
-           title=f"schedule: {run['label']} ({len(shown)} jobs, {machine} nodes)")
+           ylabel="node rank (drawn, not node ids)",
+           title=f"schedule: {run['label']} ({len(shown)} jobs, {machine} nodes; each job "
+                 f"drawn on the lowest node ranks free at its start)")
     if top > machine:
         ax.axhline(machine, color="black", linewidth=0.8)
     handles = [Patch(color=MODE_COLORS.get(m, "tab:gray"), label=f"{m or 'other'} ({n})")
                for m, n in sorted(counts.items(), key=lambda kv: list(MODE_COLORS).index(kv[0])
                                   if kv[0] in MODE_COLORS else 9)]
+    handles.append(Patch(color="none", label="rows: node ranks drawn by the plot\n(the "
+                                             "simulation counts nodes, not names)"))
     ax.legend(handles=handles, fontsize="small", loc="upper right")
     fig.tight_layout()
     return fig
@@ -415,7 +458,8 @@ def gantt_figure(path, t_from: float | None = None, t_until: float | None = None
 def plot(kind: str, inputs, out=None, *, t_from: float | None = None,
          t_until: float | None = None) -> Path:
     """Draw ``kind`` from ``inputs`` and write the PNG to ``out`` (default: next to the
-    first input); returns the path written."""
+    first input); returns the path written.  ``t_from``/``t_until``: gantt's time window,
+    in hours like its axis."""
     inputs = [Path(p) for p in inputs]
     if kind not in KINDS:
         raise PlotError(f"plot kind {kind!r}: expected one of {', '.join(KINDS)}")
@@ -428,6 +472,13 @@ def plot(kind: str, inputs, out=None, *, t_from: float | None = None,
     elif kind == "pareto":
         fig = pareto_figure(inputs)
         default = inputs[0].with_suffix(".pareto.png")
+    elif kind == "timeline":
+        if len(inputs) != 1:
+            raise PlotError("plot timeline: expected one run folder (hpcopt simulate --out DIR) "
+                            "or one simulate --timeline CSV")
+        fig = timeline_figure(inputs[0])
+        first = inputs[0] if inputs[0].is_dir() else inputs[0].parent
+        default = first / "timeline.png"
     elif kind == "gantt":
         if len(inputs) != 1:
             raise PlotError("plot gantt: expected one run folder (hpcopt simulate --out DIR)")
@@ -453,21 +504,25 @@ def plot(kind: str, inputs, out=None, *, t_from: float | None = None,
 def add_plot_parser(sub):
     """The ``plot`` subcommand (called by ``hpcopt.cli``); ``run`` is its handler."""
     p = sub.add_parser("plot", help="draw a PNG from what simulate or solve wrote: run, "
-                                    "pareto, osdec, gantt")
+                                    "pareto, osdec, timeline, gantt")
     p.add_argument("kind", choices=KINDS,
                    help="run: wait distribution and utilization of simulate --out folders; "
                         "pareto: the fronts in solve --out rows of multi-objective instances; "
                         "osdec: an osdec instance file, then run folders (load vs capacity); "
+                        "timeline: one simulate --out folder or --timeline CSV (queue length, "
+                        "running jobs, utilization over time); "
                         "gantt: one simulate --out folder (which job ran where and when, and "
                         "how it started)")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--out", default=None, metavar="FILE.png",
                    help="where to write the PNG (default: next to the first input: "
-                        "DIR/run.png, ROWS.pareto.png, DIR/load.png, DIR/gantt.png)")
-    p.add_argument("--from", dest="t_from", type=float, default=None, metavar="SECONDS",
-                   help="gantt: draw from this time on (seconds of the trace's clock)")
-    p.add_argument("--until", dest="t_until", type=float, default=None, metavar="SECONDS",
-                   help="gantt: draw up to this time")
+                        "DIR/run.png, ROWS.pareto.png, DIR/load.png, DIR/timeline.png, "
+                        "DIR/gantt.png)")
+    p.add_argument("--from", dest="t_from", type=float, default=None, metavar="HOURS",
+                   help="gantt: draw from this time on (hours of the trace's clock, as on the "
+                        "axis)")
+    p.add_argument("--until", dest="t_until", type=float, default=None, metavar="HOURS",
+                   help="gantt: draw up to this time (hours)")
     p.set_defaults(run=cmd_plot)
     return p
 

@@ -25,13 +25,16 @@ from .traces.tjap import load_tjap_jobs
 class Scenario:
     """The jobs and system of a run; ``report`` is the trace's cleaning report (None for a
     topology job file), ``notes`` say, one line each, what was read and generated, and
-    ``settings`` are what a result records of it (the generated workload and its seed)."""
+    ``settings`` are what a result records of it (the generated workload and its seed);
+    ``attributes`` are the trace's per-job columns that ``Job`` has no field for (``{name:
+    {job id: value}}``: group, partition), for the job table."""
 
     jobs: tuple[Job, ...]
     system: System
     report: Any = None
     notes: tuple[str, ...] = field(default=())
     settings: dict = field(default_factory=dict)
+    attributes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class ScenarioSettings:
                                   "apply with topology=")
         notes: list[str] = []
         report = None
+        attributes: dict = {}
         if self.topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
             job_list, system = tuple(load_tjap_jobs(trace, max_jobs=self.jobs)), None
         else:
@@ -103,12 +107,16 @@ class ScenarioSettings:
                                    extra_fields=self.extra_fields, tz=self.tz,
                                    sizes=self.sizes, partition=self.partition)
                 report = trace.report
+                attributes = _by_id(trace)
                 notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
                 notes.extend(f"  note: {note}" for note in report.notes)
                 notes.append(report.dropped_text())
+                if report.changed_text():
+                    notes.append(report.changed_text())
                 job_list, system = tuple(trace.jobs), trace.system  # (nodes= applied in reading)
             else:  # a Trace already loaded
                 report = getattr(trace, "report", None)
+                attributes = _by_id(trace)
                 job_list = tuple(trace.jobs)[:self.jobs]
                 system = trace.system if self.nodes in (None, trace.system.nodes) \
                     else System(self.nodes)
@@ -125,7 +133,7 @@ class ScenarioSettings:
                                                self.workload_seed)
             notes.append(line)
             settings = dict(workload=self.workload, workload_seed=self.workload_seed)
-        return Scenario(job_list, system, report, tuple(notes), settings)
+        return Scenario(job_list, system, report, tuple(notes), settings, attributes)
 
 
 def parse_ssd_classes(value) -> dict:
@@ -158,6 +166,13 @@ def build_scenario(trace, **settings) -> Scenario:
     """The jobs and system of ``trace`` (a path or a ``Trace``) under ``settings``, the fields
     of ``ScenarioSettings`` (where each is described)."""
     return ScenarioSettings(**settings).build(trace)
+
+
+def _by_id(trace) -> dict:
+    """A trace's per-job ``attributes`` keyed by job id (``Scenario.attributes``)."""
+    ids = [j.id for j in trace.jobs]
+    return {name: dict(zip(ids, values))
+            for name, values in getattr(trace, "attributes", {}).items()}
 
 
 def check_workload_name(name: str, label: str = "workload") -> None:

@@ -47,7 +47,15 @@ from typing import Any
 
 from .api import simulate_run
 from .batch import is_done
-from .errors import HpcoptError, UnknownPolicyError, UnknownSolverError, closest, one_line
+from .datadir import resolve_input
+from .errors import (
+    DataNotFoundError,
+    HpcoptError,
+    UnknownPolicyError,
+    UnknownSolverError,
+    closest,
+    one_line,
+)
 from .executors import Interrupted, run_tasks, worker_stop
 from .jsonsafe import json_safe
 from .policies import policy_names
@@ -182,11 +190,26 @@ def _check_names(label: str, axes: dict) -> None:
                 raise HpcoptError(f"{label}: backend: {err}") from None
 
 
+def trace_path(sweep: Sweep, trace: str) -> Path:
+    """The file of a sweep's ``trace``: a path (a relative one under ``sweep.base``), else a
+    data set name or a path in the data directory (``hpcopt.datadir.resolve_input``)."""
+    path = Path(trace)
+    local = path if path.is_absolute() else sweep.base / path
+    return local if local.exists() else Path(resolve_input(trace, "trace"))
+
+
 def missing_traces(sweep: Sweep) -> list[str]:
-    """The sweep's trace files that do not exist (relative ones under ``sweep.base``)."""
+    """The sweep's traces that name no file (``trace_path``)."""
     traces = dict.fromkeys(s["trace"] for s in sweep.runs)
-    return [t for t in traces if not (Path(t) if Path(t).is_absolute()
-                                      else sweep.base / t).exists()]
+    missing = []
+    for t in traces:
+        try:
+            found = trace_path(sweep, t).exists()
+        except DataNotFoundError:
+            found = False
+        if not found:
+            missing.append(t)
+    return missing
 
 
 def _row(settings: dict, **fields) -> dict:
@@ -254,8 +277,7 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     rows: list[tuple[int, dict]] = []
 
     def where(trace: str) -> str:
-        path = Path(trace)
-        return str(path if path.is_absolute() else sweep.base / path)
+        return str(trace_path(sweep, trace))
 
     def on_result(i: int, row, error: str | None, stop) -> None:
         index, settings = todo[i]

@@ -230,7 +230,7 @@ class SimulatedAnnealing(Solver):
 
 
 @register_greedy("dcas", share=1.0)
-def _dcas_start(model, deadline, seed):
+def _dcas_start(model, deadline, seed, limit=None):
     """The greedy start of DCAS models: the better of the ``sequential`` decision and the
     SCAS optimum (``scas-exact`` within ``deadline``, as ``sa`` computes its start in the
     same limit), so ``nsa`` refused for time still answers what ``sa`` starts from; the
@@ -245,7 +245,7 @@ def _dcas_start(model, deadline, seed):
 
 
 @register_greedy("scas")
-def _scas_start(model, deadline, seed):
+def _scas_start(model, deadline, seed, limit=None):
     """The greedy start of SCAS models: the ``sequential`` decision."""
     return sequential_starts(model.sizes), None
 

@@ -43,7 +43,7 @@ class Greedy(Solver):
 
 
 @register_greedy("knapsack")
-def knapsack_start(model, deadline, seed):
+def knapsack_start(model, deadline, seed, limit=None):
     """The greedy start of knapsack models: what the ``greedy`` backend returns."""
     red = model.reduced()
     return red.lift(greedy_fill(red)), None

@@ -19,6 +19,14 @@ re-inserts one job at a time (remove it, put it at its best start or drop it) wh
 strictly improves the objective, pass after pass (job order shuffled by ``seed`` after the
 first), until a pass changes nothing, ``passes`` passes ran, or the time limit.
 
+Under a time limit the work is fixed by the limit, not by the clock: the construction (LP or
+plain) is chosen by its estimated cost, and the local search runs as many whole passes as the
+estimate of a pass (``PASS_SECONDS_PER_JOB`` per job) fits in what the limit leaves.  The same
+model, limit and seed give the same schedule on an idle or a loaded machine, so the MIP
+backends, which start from ``greedy_schedule`` in the same limit, never answer less than
+``osdec-greedy`` does in that limit.  The clock only stops a search that overruns the limit
+by half the registry's ``OVERSHOOT_S`` (a machine far slower than the estimates).
+
 Never claims OPTIMAL.  ``greedy_schedule`` is also the warm start of the MIP backends.
 """
 
@@ -33,14 +41,19 @@ from hpcopt.domain import id_order
 from hpcopt.errors import SolverOptionError
 from hpcopt.result import Limit, Status
 
-from .registry import Outcome, SolveOptions, Solver, register, register_greedy
+from .registry import OVERSHOOT_S, Outcome, SolveOptions, Solver, register, register_greedy
 
 DEFAULT_PASSES = 50
-LP_SHARE = 0.5  # at most this share of the time left goes to the LP relaxation
-# the LP's build per nonzero of the reduced form (build and solve ~3.7e-6 s measured on an
-# OSDEC day of 511k nonzeros, busy 2-core machine; HiGHS stops its own solve at the share):
-# an LP whose build cannot fit its share is not started
-LP_SECONDS_PER_NZ = 2.5e-6
+LP_SHARE = 0.5  # the LP relaxation runs when its estimate fits this share of the limit
+# the LP's build and HiGHS solve per nonzero of the reduced form estimated by
+# ``algebraic_size`` (an 11,888-job Azure day: about 55,000 estimated, 1.28 s on a 2-core
+# machine at a load of 4), with room for a loaded machine
+LP_SECONDS_PER_NZ = 3e-5
+# the plain greedy's first schedule and one local-search pass, per job, with room for a
+# loaded machine (an 11,888-job Azure day on a 2-core machine at a load of 4: 0.44 s to
+# build, 0.6-0.8 s a pass); they fix how many passes a time limit buys, whatever the load
+BUILD_SECONDS_PER_JOB = 5e-5
+PASS_SECONDS_PER_JOB = 1e-4
 _EPS = 1e-9
 
 
@@ -166,14 +179,16 @@ def lp_rounding(model, ti, x_lp, prof: _Profile) -> list[int]:
 
 
 def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAULT_PASSES,
-                    seed: int = 0, start=None, lp: bool = True):
+                    seed: int = 0, start=None, lp: bool = True, limit: float | None = None):
     """A heuristic decision (start per job, -1 dropped), whether it ran to its end (False:
-    the deadline stopped it) and the LP bound (``None`` without one).  ``start`` (a feasible
+    the limit stopped it) and the LP bound (``None`` without one).  ``start`` (a feasible
     decision) replaces the construction phase; ``lp=False`` skips the LP relaxation.
 
     The construction always completes, whatever the deadline (the first complete pass is the
-    least a limit returns); the LP gets ``LP_SHARE`` of the time left, and the local search
-    stops at the deadline."""
+    least a limit returns).  With a ``deadline``, the ``limit`` (the seconds it stands for,
+    default: the time left until it) fixes the work by estimates, not by the clock (see the
+    module docstring): the LP runs when its estimate fits ``LP_SHARE`` of the limit, and the
+    local search runs the whole passes whose estimates fit what is left."""
     prof = _Profile(model)
     n = model.n_jobs
     x = [-1] * n
@@ -182,13 +197,17 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
     relaxed = None
     # largest revenue first, then earliest start, then submission order
     order = np.lexsort((rank, model.earliest, -model.revenue)).tolist()
-    share = None if deadline is None else LP_SHARE * (deadline - time.perf_counter())
+    if deadline is None:
+        limit = None
+    elif limit is None:
+        limit = deadline - time.perf_counter()
+    backstop = None if deadline is None else deadline + OVERSHOOT_S / 2
     # the reduced form's nonzeros, estimated from the full form's without building either
-    if start is None and lp and (share is None or model.algebraic_size()[2] // 4
-                                 * LP_SECONDS_PER_NZ <= share):
+    lp_cost = model.algebraic_size()[2] // 4 * LP_SECONDS_PER_NZ if start is None and lp \
+        else None
+    if lp_cost is not None and (limit is None or lp_cost <= LP_SHARE * limit):
         ti = model.time_indexed()
-        relaxed = lp_relaxation(model, ti, None if share is None
-                                else time.perf_counter() + share)
+        relaxed = lp_relaxation(model, ti, backstop)
     if start is not None:
         for i, s in enumerate(start):
             s = int(s)
@@ -206,10 +225,15 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
                 x[i] = s
                 prof.add(i, s)
     rng = np.random.default_rng(seed)
+    cut = False
+    if limit is not None:  # the passes the limit buys, by the estimates (not the clock)
+        built = n * BUILD_SECONDS_PER_JOB + (lp_cost if relaxed is not None else 0.0)
+        bought = max(0, int((limit - built) / (PASS_SECONDS_PER_JOB * max(n, 1))))
+        cut, passes = bought < passes, min(passes, bought)
     for _ in range(passes):
         changed = False
         for i in order:
-            if deadline is not None and time.perf_counter() > deadline:
+            if backstop is not None and time.perf_counter() > backstop:
                 return x, False, bound
             old = x[i]
             prof.add(i, old, -1)
@@ -220,19 +244,19 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
                 changed = True
             prof.add(i, x[i])
         if not changed:
-            break
+            return x, True, bound
         order = np.argsort(rank)[rng.permutation(n)].tolist()  # shuffled submission order
-    return x, True, bound
+    return x, not cut, bound
 
 
 @register_greedy("osdec", share=1.0)
-def osdec_start(model, deadline, seed):
+def osdec_start(model, deadline, seed, limit=None):
     """The greedy start of OSDEC models: ``greedy_schedule`` until it ends or ``deadline``,
     seeded as the solve -- what ``osdec-greedy`` answers in the same time limit, so the MIP
     backends never answer less than it (at short limits it is their answer; the solver gets
     what it leaves).  On an 11,888-job Azure day the MIPs' incumbents after 2-5 s were below
     it (benchmarks/README.md, "Limits")."""
-    x, _, bound = greedy_schedule(model, deadline=deadline, seed=seed)
+    x, _, bound = greedy_schedule(model, deadline=deadline, seed=seed, limit=limit)
     return x, bound
 
 
@@ -268,6 +292,7 @@ class OSDECGreedy(Solver):
                                         "feasible decision")
             start = opts.warm_start
         x, finished, bound = greedy_schedule(model, deadline=opts.deadline, passes=passes,
-                                             seed=opts.seed or 0, start=start, lp=use_lp)
+                                             seed=opts.seed or 0, start=start, lp=use_lp,
+                                             limit=opts.limit)
         return Outcome(Status.FEASIBLE, x, bound=bound, limit=None if finished else Limit.TIME,
                        extra={"lp": bound is not None})

@@ -21,7 +21,7 @@ from hpcopt.result import Limit, Status
 
 from .mip import Answer, MipBackend, Session
 from .registry import Footprint, SolveOptions, register
-from .scip_output import stdout_to_stderr
+from .scip_output import stdout_silenced
 
 # Build estimates, fitted to ``benchmarks/pyomo_build.py`` (SCAS windows in both formulations,
 # OSDEC days of 96 and 288 slots, a knapsack; benchmarks/README "Limits"): 1.7 to 3.4 times
@@ -231,7 +231,7 @@ class Pyomo(MipBackend):
     def _run(self, opt, pm):
         """``opt.solve``, with SCIP's C-level output (its Ctrl-C line) kept off stdout."""
         if self.arg.startswith("scip"):
-            with stdout_to_stderr():
+            with stdout_silenced():
                 return opt.solve(pm, load_solutions=False)
         return opt.solve(pm, load_solutions=False)
 

@@ -86,6 +86,7 @@ class SolveOptions:
     max_memory_mb: float | None = None  # the memory cap (``solver_options["max_memory_mb"]``)
     start: Any = None  # the model's greedy decision (GREEDY_START backends), or None
     log: list | None = None  # with solver_log: where a backend puts its solver's log lines
+    limit: float | None = None  # the time limit as given (``time_limit`` becomes what is left)
 
     def left(self) -> float | None:
         """Seconds left before the deadline (may be <= 0), None without a time limit."""
@@ -218,13 +219,14 @@ class Solver:
         self.check_options(given)
         opts = SolveOptions(time_limit, DEFAULT_SEED if seed is None else int(seed), warm_start,
                             given, rule, deadline=None if time_limit is None else t0 + time_limit,
-                            max_memory_mb=memory, log=[] if want_log else None)
+                            max_memory_mb=memory, log=[] if want_log else None,
+                            limit=time_limit)
         greedy = _GREEDY.get(model.kind) if self.GREEDY_START else None
         start = None
         if greedy is not None:
             fn, share = greedy
             start = fn(model, None if time_limit is None else t0 + share * time_limit,
-                       opts.seed)
+                       opts.seed, limit=None if time_limit is None else share * time_limit)
             opts.start = start[0]
         out = self._refusal(model, opts)
         if out is None:
@@ -466,9 +468,11 @@ def register_canonical(kind: str):
 
 def register_greedy(kind: str, share: float = GREEDY_SHARE):
     """Function decorator: the greedy start of model ``kind``, its best heuristic.
-    ``fn(model, deadline, seed)`` returns ``(decision, bound)``: the first complete pass of the
-    model's greedy (always finished, whatever the deadline), improved until ``deadline``
-    (randomized by the solve's ``seed`` where it is), and a dual bound or None.  It may use
+    ``fn(model, deadline, seed, limit=None)`` returns ``(decision, bound)``: the first complete
+    pass of the model's greedy (always finished, whatever the deadline), improved until
+    ``deadline`` (randomized by the solve's ``seed`` where it is), and a dual bound or None;
+    ``limit`` is its share of the time limit in seconds (a heuristic whose work is fixed by the
+    limit, not by the clock, reads it).  It may use
     ``share`` of the time limit (1.0: as long as the heuristic itself would run in the same
     limit, so an anytime backend is never below it; whatever it leaves goes to the backend).
     ``GREEDY_START`` backends begin from it and never return less."""

@@ -3,10 +3,11 @@ back.
 
 Output: ``hpcopt solve --out -`` writes JSON Lines to stdout.
 ``hideOutput`` silences SCIP's message handler, but SCIP's Ctrl-C handler prints its
-"pressed CTRL-C ..." line with C ``printf`` to file descriptor 1.  ``optimize`` points
-descriptor 1 at stderr while SCIP runs (the line still reaches the user, on stderr) and
-flushes C's buffers before putting stdout back.  Nested or concurrent solves share one
-redirect: the first to start makes it, the last to end undoes it.
+"pressed CTRL-C 1 times (5 times for forcing termination)" line with C ``printf`` to file
+descriptor 1.  ``optimize`` points descriptor 1 at the null device while SCIP runs (hpcopt
+says itself that it was interrupted, and what SCIP's search returned) and flushes C's
+buffers before putting stdout back.  Nested or concurrent solves share one redirect: the
+first to start makes it, the last to end undoes it.
 """
 
 from __future__ import annotations
@@ -36,16 +37,19 @@ def _flush_c() -> None:
 
 
 @contextmanager
-def stdout_to_stderr():
-    """File descriptor 1 goes to descriptor 2 inside the block (C and Python writes alike)."""
+def stdout_silenced():
+    """File descriptor 1 goes to the null device inside the block (C and Python writes
+    alike): what a solver library prints from C is not hpcopt's output."""
     with _lock:
         if _state["depth"] == 0:
             try:
                 sys.stdout.flush()
                 _flush_c()
                 _state["saved"] = os.dup(1)
-                os.dup2(2, 1)
-            except (OSError, ValueError):  # no descriptor 1 or 2: nothing to keep apart
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.close(null)
+            except (OSError, ValueError):  # no descriptor 1: nothing to keep apart
                 _state["saved"] = None
         _state["depth"] += 1
     try:
@@ -85,7 +89,7 @@ def new_model(name: str, opts, params: dict):
 
 
 def optimize(scip, left: float | None = None, log: list | None = None) -> None:
-    """``scip.optimize()`` with its C-level output on stderr; with ``left`` (seconds left of
+    """``scip.optimize()`` with its C-level output silenced; with ``left`` (seconds left of
     the solve's time limit) SCIP's ``limits/time`` keeps the read-back time out of it; with
     ``log`` (a list) SCIP's log, written to a log file while its screen output stays off, is
     appended to it."""
@@ -93,7 +97,7 @@ def optimize(scip, left: float | None = None, log: list | None = None) -> None:
         read = READ_SECONDS_PER_VAR * scip.getNVars()
         scip.setParam("limits/time", max(left - read, 0.05 * left, 1e-3))
     if log is None:
-        with stdout_to_stderr():
+        with stdout_silenced():
             scip.optimize()
         return
     fd, path = tempfile.mkstemp(prefix="hpcopt-scip-", suffix=".log")
@@ -101,7 +105,7 @@ def optimize(scip, left: float | None = None, log: list | None = None) -> None:
     try:
         scip.setLogfile(path)
         try:
-            with stdout_to_stderr():
+            with stdout_silenced():
                 scip.optimize()
         finally:
             scip.setLogfile(None)

@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the shared data lives, and a few job builders."""
+"""Shared test fixtures: where the real data lives, and a few job builders."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from hpcopt.datadir import data_root
+from hpcopt.datadir import missing_data as _missing_data
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# the data directory the tests read: HPCOPT_DATA, else ../shared/data beside the checkout (as
+# CI lays it out), else the per-user one that 'hpcopt data fetch' fills (hpcopt.datadir)
+SHARED_DATA = data_root()
 INSTANCES = REPO / "instances"
 
 
@@ -21,12 +26,24 @@ def default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def missing_data(*relpaths: str) -> str | None:
+    """Why a test of these files of ``SHARED_DATA`` cannot run, or None."""
+    return _missing_data(*relpaths, root=SHARED_DATA)
+
+
+def needs_data(*relpaths: str):
+    """Skip mark of a test that reads these data-directory files (the reason names the
+    ``hpcopt data fetch`` that brings them: ``hpcopt.datadir.missing_data``)."""
+    reason = missing_data(*relpaths)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
 def shared_file(relpath: str) -> Path:
-    """A file under ../shared/data, or skip the test when it is not there."""
-    path = SHARED_DATA / relpath
-    if not path.exists():
-        pytest.skip(f"shared data {relpath} not available (expected at {path})")
-    return path
+    """A file of the data directory, or skip the test (saying which fetch brings it)."""
+    reason = missing_data(relpath)
+    if reason is not None:
+        pytest.skip(reason)
+    return SHARED_DATA / relpath
 
 
 try:  # keep torch to one thread on these 2-core machines, if it is installed

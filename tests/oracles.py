@@ -29,8 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcopt.datadir import data_root
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# the data directory in force (HPCOPT_DATA, else ../shared/data beside the checkout, else the
+# per-user one; hpcopt.datadir)
+SHARED_DATA = data_root()
 LZK23 = SHARED_DATA / "topology_alloc" / "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"
 SWF = {
     "KTH": SHARED_DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz",

@@ -1,6 +1,6 @@
 """The real data sets by name: the catalogue, ``hpcopt data list | fetch | verify``.
 
-Every download goes to a loopback HTTP server over ../shared/data (or a file:// URL); no test
+Every download goes to a loopback HTTP server over the data directory (or a file:// URL); no test
 reaches the internet.  The server honours range requests unless told not to, can cut a
 response short (an interrupted download) and can serve wrong bytes (a checksum mismatch).
 """
@@ -25,15 +25,15 @@ from hpcopt.datasets import DataFetchError, by_path, catalogue, fetch_file, sele
 from hpcopt.errors import DataNotFoundError, HpcoptError
 from hpcopt.workloads import AZURE, KOPANSKI
 
-from .conftest import REPO, SHARED_DATA
+from .conftest import REPO, SHARED_DATA, missing_data, needs_data
 
 HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
 KOP_GZ = by_path()[KOPANSKI]  # upstream plain JSON, kept gzip-compressed here
-needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
+needs_kopanski = needs_data(KOPANSKI)
 
 
 class _Server:
-    """A loopback HTTP server: ``files`` maps URL paths to bytes (default: ../shared/data)."""
+    """A loopback HTTP server: ``files`` maps URL paths to bytes (default: the data directory)."""
 
     def __init__(self, files: dict[str, bytes] | None = None, *, ranges: bool = True,
                  cut_at: int | None = None):
@@ -127,10 +127,13 @@ def test_docs_checksums_are_the_catalogues():
         assert (f.dataset, f.sha256) == (name, digest), path
 
 
-@needs_data
 def test_catalogue_matches_every_file_of_the_reference_copy():
-    """Every real input of the docs, defaults and benchmarks lives in ../shared/data: the
-    catalogue names each of its files, with the size and hash it has there."""
+    """Every real input of the docs, defaults and benchmarks lives in the reference copy of
+    the data directory: the catalogue names each of its files, with the size and hash it has
+    there (a data directory with only some data sets is not a reference copy: skipped)."""
+    if missing_data(*by_path()) is not None:
+        pytest.skip(f"needs every data set in the data directory {SHARED_DATA}: hpcopt data "
+                    "fetch --all")
     present = {str(p.relative_to(SHARED_DATA)) for p in SHARED_DATA.rglob("*")
                if p.is_file() and p.name != "PROVENANCE.md"}
     assert present == set(by_path())
@@ -162,7 +165,7 @@ def test_fetch_dir_and_user_default(tmp_path, monkeypatch):
 
 # -- fetching ------------------------------------------------------------------------------
 
-@needs_data
+@needs_kopanski
 def test_fetch_from_a_mirror_then_verify(tmp_path):
     with _Server() as server:
         states = datasets.fetch(select(["kopanski-bb"]), tmp_path, mirror=server.url)
@@ -178,7 +181,7 @@ def test_fetch_from_a_mirror_then_verify(tmp_path):
     assert [s.state for s in again] == ["ok"] * 3
 
 
-@needs_data
+@needs_kopanski
 def test_upstream_plain_file_is_checked_then_compressed(tmp_path, monkeypatch):
     """Upstream has the Kopanski workload as plain JSON: the download is checked against the
     upstream hash, then gzip-compressed under the data directory's name."""
@@ -192,7 +195,7 @@ def test_upstream_plain_file_is_checked_then_compressed(tmp_path, monkeypatch):
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob("*.tmp"))
 
 
-@needs_data
+@needs_kopanski
 @pytest.mark.parametrize("ranges", [True, False])
 def test_interrupted_download_resumes(tmp_path, ranges):
     """A connection cut part-way leaves only NAME.part (never the final name); the next fetch
@@ -226,8 +229,9 @@ def test_checksum_mismatch_leaves_nothing_under_the_final_name(tmp_path):
 def test_file_url_mirror_and_a_bad_file_found_by_verify(tmp_path):
     """A file:// mirror (a copy of a data directory on a shared disk) and what verify says of
     a file changed after it was fetched."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data not present")
+    reason = missing_data("hpc_swf/pwa/NASA-iPSC-1993-3.1-cln.swf.gz")
+    if reason:
+        pytest.skip(reason)
     dest = tmp_path / "data"
     states = datasets.fetch(select(["nasa-ipsc"]), dest, mirror=SHARED_DATA.as_uri())
     assert [s.state for s in states] == ["fetched"]
@@ -239,7 +243,7 @@ def test_file_url_mirror_and_a_bad_file_found_by_verify(tmp_path):
 
 # -- the command ---------------------------------------------------------------------------
 
-@needs_data
+@needs_kopanski
 def test_cli_list_fetch_verify(tmp_path):
     dest = tmp_path / "data"
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
@@ -282,3 +286,42 @@ def _with_url(f, url):
     from dataclasses import replace
 
     return replace(f, url=url)
+
+
+def test_offline_fetch_is_one_line_naming_the_host_and_leaves_nothing(tmp_path, monkeypatch):
+    """A host that does not answer (a closed port here, as no network would be): one line
+    naming the host and --mirror, exit 1, no folder created, the files counted."""
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dest = tmp_path / "data"
+    proc = _cli("data", "fetch", "kth-sp2", "nasa-ipsc", "--to", dest, "--mirror",
+                f"http://127.0.0.1:{port}", "--no-progress")
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "cannot reach 127.0.0.1" in proc.stderr and "--mirror" in proc.stderr
+    assert "2 of 2 files not fetched" in proc.stderr
+    assert not dest.exists()
+
+
+def test_a_folder_is_a_mirror_and_a_bad_mirror_is_a_usage_error(tmp_path):
+    reason = missing_data("hpc_swf/pwa/NASA-iPSC-1993-3.1-cln.swf.gz")
+    if reason:
+        pytest.skip(reason)
+    proc = _cli("data", "fetch", "nasa-ipsc", "--to", tmp_path / "d", "--mirror", SHARED_DATA,
+                "--no-progress")
+    assert proc.returncode == 0 and "1 fetched, 0 already there, 0 failed" in proc.stdout
+    assert "fetching 1 file (" in proc.stdout
+    for bad in (tmp_path / "none", "ftp://host/data"):
+        proc = _cli("data", "fetch", "nasa-ipsc", "--to", tmp_path / "e", "--mirror", bad)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "--mirror" in proc.stderr
+    assert not (tmp_path / "e").exists()
+    # verify names the data set to fetch again, without --force
+    f = tmp_path / "d" / "hpc_swf/pwa/NASA-iPSC-1993-3.1-cln.swf.gz"
+    f.write_bytes(f.read_bytes()[:-1])
+    proc = _cli("data", "verify", "--dir", tmp_path / "d")
+    assert proc.returncode == 1 and "'hpcopt data fetch nasa-ipsc --to" in proc.stderr
+    assert "--force" not in proc.stderr and "NAME" not in proc.stderr

@@ -111,3 +111,61 @@ def test_sweep_reaches_the_workload_settings(tmp_path):
     assert [r["status"] for r in rows] == ["DONE", "DONE"]
     assert [r["workload"] for r in rows] == ["original", "S1"]
     assert rows[1]["bb_usage"] > 0
+
+
+# -- inputs by name ------------------------------------------------------------------------
+
+KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def _data_dir_with_kth(tmp_path) -> Path:
+    """A data directory whose kth-sp2 file is the demo trace (names resolve by path only)."""
+    import gzip
+
+    root = tmp_path / "data"
+    (root / KTH).parent.mkdir(parents=True)
+    (root / KTH).write_bytes(gzip.compress(Path(DEMO).read_bytes()))
+    return root
+
+
+def test_a_data_set_name_or_a_path_in_the_data_directory_is_an_input(tmp_path, monkeypatch):
+    root = _data_dir_with_kth(tmp_path)
+    monkeypatch.setenv(ENV, str(root))
+    monkeypatch.chdir(tmp_path)
+    by_name = hpcopt.load_trace("kth-sp2", max_jobs=30)
+    by_path = hpcopt.load_trace(KTH, max_jobs=30)
+    assert len(by_name.jobs) == len(by_path.jobs) == 30
+    assert hpcopt.simulate("kth-sp2", jobs=30).summary["job_count"] == 30
+    # a file of that name in the current folder wins over the data set
+    Path("kth-sp2").write_text(Path(DEMO).read_text())
+    assert hpcopt.load_trace("kth-sp2", fmt="swf").report.source.endswith("kth-sp2")
+    Path("kth-sp2").unlink()
+    # a data set of several files says how to name one; an unknown file of it is one line
+    with pytest.raises(hpcopt.errors.HpcoptError, match=r"'wf-bwa' has 15 files; name one "
+                                                        r"as wf-bwa/FILE"):
+        hpcopt.load_trace("wf-bwa")
+    with pytest.raises(hpcopt.errors.HpcoptError, match="has no file 'nosuch'"):
+        hpcopt.load_trace("wf-bwa/nosuch")
+    # a name whose file is not fetched: the fetch that brings it
+    with pytest.raises(DataNotFoundError, match="hpcopt data fetch nasa-ipsc"):
+        hpcopt.load_trace("nasa-ipsc")
+    # $HPCOPT_DATA/... with the variable unset: a hint to give the name instead
+    with pytest.raises(DataNotFoundError, match="give it as 'kth-sp2'"):
+        hpcopt.load_trace("/" + KTH)
+
+
+def test_cli_reads_names_and_prints_where_they_are(tmp_path):
+    root = _data_dir_with_kth(tmp_path)
+    env = {ENV: str(root)}
+    proc = _cli("simulate", "kth-sp2", "--jobs", 40, "--no-progress", env=env)
+    assert proc.returncode == 0 and "dropped none of 40 jobs" in proc.stdout, proc.stderr
+    proc = _cli("simulate", KTH, "--jobs", 40, "--no-progress", env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("data", "path", env=env)
+    assert proc.stdout == f"{root}\n"
+    proc = _cli("data", "path", "kth-sp2", "kopanski-bb", env=env)
+    assert proc.returncode == 1 and proc.stdout.splitlines() == [str(root / KTH),
+                                                                 str(root / KOPANSKI)]
+    assert proc.stderr.strip().endswith("hpcopt data fetch kopanski-bb")
+    proc = _cli("data", "path", "nosuch", env=env)
+    assert proc.returncode == 2 and "not a data set name" in proc.stderr

@@ -42,8 +42,10 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import SHARED_DATA
+
 REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = REPO.parent / "shared" / "data"
+DATA_DIR = SHARED_DATA  # the data directory in force (tests/conftest.py)
 COMMAND_TIMEOUT_S = 120
 RUN_LANGUAGES = ("python", "console")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
@@ -113,7 +115,7 @@ def gate_reason(block: Block) -> str | None:
     if "slurm" in needs and importlib.util.find_spec("hpcopt.slurm") is None:
         return f"{block.where}: needs the Slurm adapter (hpcopt.slurm)"
     if "data" in needs and not DATA_DIR.is_dir():
-        return f"{block.where}: needs the real-data folder {DATA_DIR}"
+        return f"{block.where}: needs the data directory {DATA_DIR}: hpcopt data fetch --all"
     if "ml" in needs and importlib.util.find_spec("torch") is None:
         return f"{block.where}: needs the ml extra (torch)"
     return None

@@ -129,7 +129,7 @@ def test_plot_gantt_command_and_time_window(tmp_path):
                "--no-progress").returncode == 0
     proc = cli("plot", "gantt", run)
     assert proc.returncode == 0 and (run / "gantt.png").stat().st_size > 10_000
-    proc = cli("plot", "gantt", run, "--from", 3600, "--until", 36000, "--out",
+    proc = cli("plot", "gantt", run, "--from", 1, "--until", 10, "--out",  # hours, as the axis
                tmp_path / "w.png")
     assert proc.returncode == 0 and (tmp_path / "w.png").is_file()
     with pytest.raises(PlotError, match="time window .* is empty"):
@@ -201,3 +201,39 @@ def test_a_bad_value_is_one_line_with_a_pointer_to_help():
     proc = cli("solve", "x.json", "--workers", "zero")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "see 'hpcopt solve --help'" in proc.stderr and "usage:" not in proc.stderr
+
+
+def test_progress_bars_stay_off_a_log(tmp_path):
+    """Standard error that is not a terminal (a log, a pipe) gets no progress-bar fragments,
+    only hpcopt's lines."""
+    proc = cli("simulate", DEMO, "--policy", "fcfs", "--out", tmp_path / "r")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = cli("solve", "knapsack/bb_table1", "osdec/tiny_4jobs", "--out",
+               tmp_path / "rows.jsonl")
+    assert proc.returncode == 0 and "%|" not in proc.stderr and "\r" not in proc.stderr
+
+
+def test_bundled_files_point_nowhere_outside_the_package():
+    """What ships (instances, checkpoint notes) names its sources so a user can find them:
+    never a path of the development layout such as ../shared/papers."""
+    from hpcopt.instances import bundled_path
+
+    roots = [bundled_path(), Path(hpcopt.__file__).parent]
+    for root in roots:
+        for f in root.rglob("*.json"):
+            text = f.read_text(encoding="utf-8", errors="replace")
+            assert "../shared" not in text and "shared/papers" not in text, f
+
+
+def test_a_learned_policy_without_torch_fails_before_the_trace_is_read(tmp_path):
+    """Without torch, --policy dras-pg is one line at once, not after reading the trace (the
+    trace here does not even exist)."""
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; from hpcopt.cli import main; "
+            "sys.exit(main(['simulate', 'nosuch.swf', '--policy', 'dras-pg']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "hpcopt: error: policy 'dras-pg' needs torch: pip install " \
+                          "'hpcopt[ml]'\n"

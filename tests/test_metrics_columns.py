@@ -111,3 +111,23 @@ def test_fcfs_cli_run_imports_neither_pandas_nor_learning_stacks(tmp_path):
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
     assert (tmp_path / "jobs.csv").exists()
+
+
+def test_jobs_csv_carries_the_swf_user_group_queue_and_partition(tmp_path):
+    """SWF fields 12, 13, 15 and 16 (user, group, queue, partition) reach jobs.csv, in the
+    bytes pandas would write."""
+    swf = tmp_path / "t.swf"
+    swf.write_text("; MaxNodes: 4\n; MaxProcs: 4\n"
+                   "1 0 -1 10 2 -1 -1 2 20 -1 1 5 7 -1 3 2 -1 -1\n"
+                   "2 5 -1 10 4 -1 -1 4 20 -1 1 6 8 -1 1 1 -1 -1\n")
+    res = hpcopt.simulate(swf)
+    jobs_csv, summary = res.write(tmp_path / "out")
+    df = pd.read_csv(jobs_csv)
+    assert df[["user", "group", "queue", "partition"]].values.tolist() == [[5, 7, 3, 2],
+                                                                          [6, 8, 1, 1]]
+    res.jobs.to_csv(tmp_path / "p.csv", index=False)
+    assert jobs_csv.read_bytes() == (tmp_path / "p.csv").read_bytes()
+    import json
+
+    units = json.loads(summary.read_text())["units"]
+    assert units["avg_wait"] == "s" and units["job_count"] == "jobs"

@@ -14,14 +14,17 @@ from hpcopt.cli import main
 from hpcopt.instances import bundled_path
 from hpcopt.plots import (
     PlotError,
+    gantt_figure,
     osdec_figure,
     osdec_load,
     pareto_figure,
     read_fronts,
     read_run,
     run_figure,
+    timeline_figure,
     utilization_series,
 )
+from hpcopt.sim.metrics import timeline
 from tests.conftest import INSTANCES, shared_file
 
 pytest.importorskip("matplotlib")
@@ -66,8 +69,12 @@ def test_run_plot_agrees_with_the_summary_and_writes_a_png(runs, tmp_path):
         assert run["wait"].mean() == pytest.approx(summary["avg_wait"], rel=1e-9)
     fig = run_figure([runs["fcfs"][0], runs["sjf"][0]])
     wait_ax, util_ax = fig.axes
-    assert (wait_ax.get_xlabel(), wait_ax.get_ylabel()) == ("wait (hours)", "fraction of jobs")
-    assert (util_ax.get_xlabel(), util_ax.get_ylabel()) == ("time (days)", "utilization")
+    # every axis names its unit; waits on a log scale (linear below a minute, for zeros)
+    assert wait_ax.get_xlabel().startswith("wait (hours; log scale")
+    assert wait_ax.get_xscale() == "symlog"
+    assert wait_ax.get_ylabel() == "fraction of jobs (cumulative)"
+    assert (util_ax.get_xlabel(), util_ax.get_ylabel()) == (
+        "time (days)", "utilization (fraction of nodes busy)")
     assert len(wait_ax.get_lines()) == len(util_ax.get_lines()) == 2
     assert [t.get_text() for t in util_ax.get_legend().get_texts()] == ["fcfs", "sjf"]
 
@@ -159,3 +166,58 @@ def test_plot_errors_are_one_line(tmp_path, capsys):
                  str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "expected an osdec instance" in err[0]
+
+
+def test_timeline_csv_and_plot_agree_with_the_schedule(runs, tmp_path):
+    """The timeline after each event: queued and running jobs counted from the job table by
+    brute force, busy nodes within the machine, and its plot from the folder or the CSV."""
+    folder, summary = runs["fcfs"]
+    res_jobs = read_run(folder)
+    tl = timeline(res_jobs, res_jobs["machine"])
+    submit, start, end, nodes = (res_jobs[k] for k in ("submit", "start", "end", "nodes"))
+    for k in range(0, len(tl["time_s"]), max(1, len(tl["time_s"]) // 50)):
+        t = tl["time_s"][k]
+        assert tl["queued_jobs"][k] == int(((submit <= t) & (start > t)).sum())
+        assert tl["running_jobs"][k] == int(((start <= t) & (end > t)).sum())
+        assert tl["busy_nodes"][k] == nodes[(start <= t) & (end > t)].sum()
+    assert tl["utilization"].max() <= 1 and tl["running_jobs"][-1] == 0
+    csv_path = tmp_path / "tl.csv"
+    assert main(["simulate", str(bundled_path("traces", "demo.swf")), "--policy", "fcfs",
+                 "--timeline", str(csv_path),
+                 "--no-progress"]) == 0
+    assert csv_path.read_text().splitlines()[0] == \
+        "time_s,queued_jobs,running_jobs,busy_nodes,utilization"
+    for source in (folder, csv_path):
+        out = tmp_path / f"{source.name}.png"
+        assert main(["plot", "timeline", str(source), "--out", str(out)]) == 0
+        png_size(out)
+    fig = timeline_figure(folder)
+    assert [ax.get_ylabel() for ax in fig.axes] == [
+        "queued jobs (jobs)", "running jobs (jobs)", "utilization (fraction of nodes busy)"]
+    assert fig.axes[-1].get_xlabel() == "time (hours)"
+
+
+def test_gantt_says_how_nodes_are_drawn(runs):
+    fig = gantt_figure(runs["fcfs"][0])
+    (ax,) = fig.axes
+    assert ax.get_ylabel() == "node rank (drawn, not node ids)"
+    assert ax.get_xlabel() == "time (hours)"
+    assert any("drawn by the plot" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_pareto_plot_says_one_point_and_keeps_its_legend_off_the_front(tmp_path):
+    rows = tmp_path / "one.jsonl"
+    assert main(["solve", str(INSTANCES / "bbsched" / "table1.json"), "--backend",
+                 "pareto-exact", "--out", str(rows), "--no-progress"]) == 0
+    row = json.loads(rows.read_text())
+    row["pareto"] = row["pareto"][:1]
+    row["decision"] = row["pareto"][0]["jobs"]
+    rows.write_text(json.dumps(row) + "\n")
+    fig = pareto_figure([rows])
+    (ax,) = fig.axes
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.endswith("(1 point)") for t in texts), texts
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.y1 <= ax.get_window_extent().y0  # below the axes, never over the front
+    assert ax.get_ylabel().endswith("GB)")

@@ -270,3 +270,20 @@ def test_simulate_reads_a_shared_partition_in_cores(tmp_path, capsys):
     res = hpcopt.simulate(p, tz="UTC", sizes="cores", partition="shared", nodes=8,
                           cores_per_node=4)
     assert res.summary["job_count"] == 2 and res.settings["nodes"] == 32
+
+
+def test_jobs_csv_carries_user_queue_and_the_partition_names(tmp_path):
+    """A Slurm trace's jobs keep who submitted them and where: jobs.csv has user, group and
+    queue (codes) and the partition by name."""
+    import pandas as pd
+
+    res = hpcopt.simulate(_write(tmp_path, "h.txt", REAL), tz="UTC")
+    jobs_csv, _ = res.write(tmp_path / "out")
+    df = pd.read_csv(jobs_csv, keep_default_na=False)
+    assert list(df.columns[12:16]) == ["user", "group", "queue", "partition"]
+    names = dict(zip(df["job_id"].astype(str), df["partition"]))
+    assert names["2"] == names["3"] == "shared" and set(names.values()) == {"batch", "shared"}
+    assert set(df["group"]) == {-1} and (df["user"] >= 0).all()
+    # the same bytes as pandas writes (hpcopt writes the table itself)
+    res.jobs.to_csv(tmp_path / "p.csv", index=False)
+    assert jobs_csv.read_text() == (tmp_path / "p.csv").read_text()

@@ -1,6 +1,5 @@
 """TJAP workloads, the topology resource state and the window-period driver."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,10 @@ from hpcopt.sim.resources import TopologyPool
 from hpcopt.traces.tjap import load_tjap_jobs
 from hpcopt.workloads.tjap import generate_tjap_jobs, tjap_system
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "topology_alloc" / \
-    "lzk23_hpcschedule" / "data_large_1800_40.txt.gz"
+from .conftest import SHARED_DATA, needs_data
+
+LZK23 = "topology_alloc/lzk23_hpcschedule/data_large_1800_40.txt.gz"
+DATA = SHARED_DATA / LZK23
 
 
 def test_generator_is_seeded_and_in_bounds():
@@ -40,7 +41,7 @@ def test_load_jobs_reports_the_bad_line(tmp_path):
         load_tjap_jobs(f)
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="../shared/data not present")
+@needs_data(LZK23)
 def test_load_the_shared_job_file():
     jobs = load_tjap_jobs(DATA, max_jobs=1000)
     assert len(jobs) == 1000 and jobs[0] == Job(1, 25.0, 1386.0, 1386.0, 10)

@@ -12,13 +12,12 @@ from hpcopt.domain import Job
 from hpcopt.errors import TraceError
 from hpcopt.traces import SWF_FIELDS, CleaningReport, Trace, load_trace, write_swf
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from .conftest import SHARED_DATA, needs_data
+
+DATA = SHARED_DATA
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "instances" / "traces" / "demo.swf"
 
-needs_data = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"shared data directory {DATA} not present (../shared/data)"
-)
 
 # every cleaning rule once; the comment after each record says what happens to it
 TINY_SWF = """\
@@ -421,7 +420,7 @@ def test_json_errors(tmp_path):
 # --------------------------------------------------------------------- real and bundled data
 
 
-@needs_data
+@needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz")
 def test_kth_sp2():
     t = load_trace(DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz")
     r = t.report
@@ -439,7 +438,7 @@ def test_kth_sp2():
     assert all(1 <= j.nodes <= 100 and j.runtime <= j.walltime for j in t.jobs)
 
 
-@needs_data
+@needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz")
 def test_fast_path_used_and_equal_to_reference_pass(monkeypatch):
     import hpcopt.traces.swf as traces
 
@@ -455,7 +454,7 @@ def test_fast_path_used_and_equal_to_reference_pass(monkeypatch):
     assert fast.jobs == slow.jobs and fast.report.dropped == slow.report.dropped
 
 
-@needs_data
+@needs_data("hpc_swf/lublin_model/lublin_256.swf.gz")
 def test_lublin_256_walltime_from_runtime():
     t = load_trace(DATA / "hpc_swf" / "lublin_model" / "lublin_256.swf.gz")
     r = t.report
@@ -466,7 +465,7 @@ def test_lublin_256_walltime_from_runtime():
     assert all(j.walltime == j.runtime for j in t.jobs)
 
 
-@needs_data
+@needs_data("hpc_swf/alcf/theta_2022.swf.gz")
 def test_theta_2022_runtime_capped():
     t = load_trace(DATA / "hpc_swf" / "alcf" / "theta_2022.swf.gz")
     r = t.report
@@ -479,7 +478,7 @@ def test_theta_2022_runtime_capped():
                       max_jobs=10).jobs[0].submit == 0.0
 
 
-@needs_data
+@needs_data("hpc_swf/metacentrum/wagap-2013-alea-extended.swf.gz")
 def test_extended_swf_needs_ignore():
     p = DATA / "hpc_swf" / "metacentrum" / "wagap-2013-alea-extended.swf.gz"
     with pytest.raises(TraceError, match=r"wagap-2013-alea-extended\.swf\.gz:1: expected 18 "

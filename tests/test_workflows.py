@@ -24,10 +24,11 @@ from hpcopt.workflows import (
     stages_of,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from .conftest import SHARED_DATA, needs_data
+
+DATA = SHARED_DATA
 WFI = DATA / "workflows" / "wfinstances"
 KTH = DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"
-needs_data = pytest.mark.skipif(not WFI.is_dir(), reason="../shared/data not available")
 
 # one instance per bundled family (the reader test reads every one)
 FAMILIES = {
@@ -40,6 +41,10 @@ FAMILIES = {
     "soykb": "soykb-chameleon-10fastq-10ch-001",
     "srasearch": "srasearch-chameleon-10a-001",
 }
+needs_wf = needs_data(*(f"workflows/wfinstances/{f}/{n}.json.gz" for f, n in FAMILIES.items()))
+needs_kth = needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz")
+needs_wf_kth = needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz",
+                          "workflows/wfinstances/blast/blast-chameleon-medium-001.json.gz")
 
 
 def _independent_levels(path):
@@ -63,7 +68,7 @@ def _independent_levels(path):
     return [sizes[k] for k in sorted(sizes)], [work[k] for k in sorted(work)], len(spec)
 
 
-@needs_data
+@needs_wf
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_reader_matches_an_independent_level_count(family):
     path = WFI / family / f"{FAMILIES[family]}.json.gz"
@@ -349,7 +354,7 @@ LONG = [Stage(0, 8, 4, 20000.0, 0.0), Stage(1, 2, 2, 15000.0, 0.0),
         Stage(2, 16, 8, 20000.0, 0.0), Stage(3, 1, 1, 5000.0, 0.0)]
 
 
-@needs_data
+@needs_kth
 @pytest.mark.parametrize("day", [20, 30])
 def test_oracle_meets_every_stage_it_can(day):
     from hpcopt.traces import load_trace
@@ -400,13 +405,13 @@ def test_settings_errors():
         WorkflowRun(STAGES, jobs, System(4), "perstage")
 
 
-@needs_data
+@needs_wf_kth
 def test_cli_end_to_end_with_state(tmp_path):
     from hpcopt.cli import main
 
-    wf = WFI / "blast" / "blast-chameleon-medium-001.json.gz"
+    wf = "wf-blast/blast-chameleon-medium-001"  # data set names, read from the data directory
     state = tmp_path / "asa.json"
-    args = ["workflow", str(wf), "--trace", str(KTH), "--strategy", "asa", "--cap", "4",
+    args = ["workflow", wf, "--trace", "kth-sp2", "--strategy", "asa", "--cap", "4",
             "--runs", "2", "--interval", "1800", "--at", str(20 * 86400), "--warmup",
             "86400", "--state", str(state), "--no-progress"]
     assert main(args + ["--out", str(tmp_path / "a")]) == 0
@@ -582,7 +587,7 @@ def test_afterok_mode_errors():
             WorkflowRun(STAGES, [], System(16), strategy, mode="afterok")
 
 
-@needs_data
+@needs_wf_kth
 def test_cli_afterok_end_to_end(tmp_path):
     from hpcopt.cli import main
 

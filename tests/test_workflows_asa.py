@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -26,10 +25,14 @@ from hpcopt.workflows.paper import PAPER_WORKFLOWS
 from hpcopt.workflows.periods import choose_periods, probe_wait
 from hpcopt.workflows.runner import PerStage
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from .conftest import SHARED_DATA, needs_data
+
+DATA = SHARED_DATA
 KTH = DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"
 WFI = DATA / "workflows" / "wfinstances"
-needs_data = pytest.mark.skipif(not KTH.is_file(), reason="../shared/data not available")
+needs_kth = needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz")
+needs_wf_kth = needs_data("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz",
+                          "workflows/wfinstances/blast/blast-chameleon-medium-001.json.gz")
 
 STAGES = [Stage(0, 8, 4, 3000.0, 9000.0), Stage(1, 2, 2, 500.0, 900.0),
           Stage(2, 16, 8, 4000.0, 20000.0), Stage(3, 1, 1, 800.0, 800.0)]
@@ -48,7 +51,7 @@ def _records(sim):
 
 
 # ---------------------------------------------------------------- Simulator.run_until
-@needs_data
+@needs_kth
 @pytest.mark.parametrize("period", [None, 900.0])
 def test_run_until_stops_where_it_holds_and_the_loop_goes_on(kth, period):
     jobs, system = kth
@@ -248,7 +251,7 @@ def test_paper_workflows_have_the_papers_stage_structure():
 
 
 # ---------------------------------------------------------------- periods by a probe
-@needs_data
+@needs_kth
 def test_probe_wait_is_the_wait_of_that_job_in_the_replayed_trace(kth):
     jobs, system = kth
     for k in (150, 320, 450):
@@ -260,7 +263,7 @@ def test_probe_wait_is_the_wait_of_that_job_in_the_replayed_trace(kth):
         assert got == sim.records[10 ** 9].start - at
 
 
-@needs_data
+@needs_kth
 def test_choose_periods_keeps_what_the_rule_says(kth):
     jobs, system = kth
     first = jobs[0].submit
@@ -280,7 +283,7 @@ def test_choose_periods_keeps_what_the_rule_says(kth):
 
 
 # ---------------------------------------------------------------- the command line
-@needs_data
+@needs_wf_kth
 def test_cli_plan_flag(tmp_path):
     from hpcopt.cli import main
 

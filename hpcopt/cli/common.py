@@ -103,11 +103,11 @@ def executor(args):
 
 
 def print_summary(summaries: dict[str, dict], file=None) -> None:
-    from ..sim.metrics import format_summary  # plain text: no pandas import for a summary
+    from ..sim.metrics import UNITS, format_summary  # plain text: no pandas for a summary
 
     keys = SUMMARY_KEYS + [k for k in ("bb_usage", "ssd_usage", "wasted_ssd", "avg_comm_cost")
                            if all(k in s for s in summaries.values())]
-    print(format_summary(summaries, keys), file=file)
+    print(format_summary(summaries, keys, UNITS), file=file)
 
 
 def print_rows(rows: list[dict], file=None) -> None:

@@ -37,6 +37,13 @@ def register(sub) -> None:
     f.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_json_flag(f)
     f.set_defaults(run=run_fetch)
+    w = verbs.add_parser("path", help="where the data directory is, or where the file a "
+                                      "data set name stands for is (for $(hpcopt data path "
+                                      "NAME))")
+    w.add_argument("names", nargs="*", metavar="NAME",
+                   help="data set names (their main file; every file of one without), "
+                        "NAME/FILE or file paths in the data directory")
+    w.set_defaults(run=run_path)
     v = verbs.add_parser("verify", help="check the SHA-256 of the data files present (or of "
                                         "every file of the data sets named)")
     v.add_argument("names", nargs="*", metavar="NAME",
@@ -105,37 +112,88 @@ def _default_target() -> str:
     return str(fetch_dir())
 
 
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
 def run_fetch(args) -> int:
     from ..datadir import fetch_dir
-    from ..datasets import catalogue, fetch, select
+    from ..datasets import catalogue, fetch, mirror_url, select
 
     if args.all == bool(args.names):
         raise HpcoptError("data fetch: name the data sets to fetch (hpcopt data list), or "
                           "--all")
     files = select(list(catalogue()) if args.all else args.names)
+    mirror = mirror_url(args.mirror)  # a folder is a file:// mirror; a bad one a usage error
     root = Path(args.to).expanduser() if args.to else fetch_dir()
     total = sum(f.size for f in files)
     info = sys.stderr if args.json else sys.stdout
-    print(f"fetching {len(files)} files ({_size(total)}) into {root}"
-          + (f" from {args.mirror}" if args.mirror else ""), file=info)
+    print(f"fetching {_files(len(files))} ({_size(total)}) into {root}"
+          + (f" from {mirror}" if mirror else ""), file=info)
+    unreachable = []
 
     def said(state) -> None:
-        if args.json:
+        if state.state == "unreachable":
+            unreachable.append(state)  # said once, below, for every file not fetched
+        elif args.json:
             print(json.dumps(state.row()), flush=True)
         elif state.state == "failed":
             print(f"  failed   {state.file.path}: {state.detail}", file=sys.stderr)
         else:
             print(f"  {state.state:8} {state.file.path}", flush=True)
 
-    states = fetch(files, root, mirror=args.mirror, progress=not args.no_progress,
+    states = fetch(files, root, mirror=mirror, progress=not args.no_progress,
                    force=args.force, on_file=said)
+    if unreachable:
+        print(f"hpcopt: error: {unreachable[0].detail}; {len(files) - len(states) + 1} of "
+              f"{_files(len(files))} not fetched", file=sys.stderr)
+        return 1
     failed = [s for s in states if s.state == "failed"]
     fetched = sum(s.state == "fetched" for s in states)
-    print(f"{fetched} fetched, {len(states) - fetched - len(failed)} already there, "
-          f"{len(failed)} failed; every file checked against its SHA-256", file=info)
+    there = len(states) - fetched - len(failed)
+    print(f"{fetched} fetched, {there} already there, {len(failed)} failed"
+          + ("; each checked against its SHA-256" if fetched + there else ""), file=info)
     if failed:
-        print(f"hpcopt: error: {len(failed)} of {len(states)} files not fetched (first: "
+        print(f"hpcopt: error: {len(failed)} of {_files(len(states))} not fetched (first: "
               f"{failed[0].detail})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_path(args) -> int:
+    """The data directory (where ``fetch`` writes when none is there yet), or the absolute
+    path of each file named; exit 1, with the fetch that brings them, when some are not
+    there."""
+    from ..datasets import catalogue, named_file
+
+    root = data_dir()
+    if not args.names:
+        print(root if root is not None else fetch_dir())
+        if root is None:
+            print(f"hpcopt: note: no data directory yet; 'hpcopt data fetch NAME' creates "
+                  f"{fetch_dir()}", file=sys.stderr)
+        return 0
+    base = root if root is not None else fetch_dir()
+    missing: dict[str, None] = {}
+    for name in args.names:
+        sets = catalogue()
+        if name in sets and sets[name].main_file is None:  # every file of the data set
+            paths = [f.path for f in sets[name].files]
+        else:
+            path = named_file(name)
+            if path is None:
+                raise HpcoptError(f"data path {name}: not a data set name, NAME/FILE or a "
+                                  "file of the catalogue (hpcopt data list)")
+            paths = [path]
+        for path in paths:
+            print(base / path)
+            if not (base / path).is_file():
+                from ..datasets import dataset_of
+
+                missing[dataset_of(path)] = None
+    if missing:
+        print(f"hpcopt: error: not in the data directory {base}: hpcopt data fetch "
+              f"{' '.join(missing)}", file=sys.stderr)
         return 1
     return 0
 
@@ -161,11 +219,14 @@ def run_verify(args) -> int:
     missing = [s for s in states if s.state == "missing"]
     ok = len(states) - len(bad) - len(missing)
     info = sys.stderr if args.json else sys.stdout
-    print(f"{root}: {ok} files ok, {len(bad)} bad, {len(missing)} "
+    print(f"{root}: {_files(ok)} ok, {len(bad)} bad, {len(missing)} "
           f"{'missing' if named else 'of the catalogue not there'}", file=info)
     if bad or (named and missing):
+        # a bad file is downloaded again by a plain fetch (it fails its check)
+        again = " ".join(dict.fromkeys(s.file.dataset for s in bad + (missing if named else [])))
         print(f"hpcopt: error: {len(bad)} bad and {len(missing) if named else 0} missing "
-              f"files (hpcopt data fetch NAME --force downloads a file again)",
+              f"files ('hpcopt data fetch {again}"
+              + (f" --to {root}" if args.dir else "") + "' downloads them)",
               file=sys.stderr)
         return 1
     return 0

@@ -54,6 +54,10 @@ def register(sub) -> None:
     m.add_argument("--events", type=out_path, default=None, metavar="FILE.jsonl",
                    help="write one JSON line per driver event: submit, start (with how the "
                         "job started: ready, reserved, backfilled), reserve, complete, drop")
+    m.add_argument("--timeline", type=out_path, default=None, metavar="FILE.csv",
+                   help="write the queue length, running jobs, busy nodes and utilization "
+                        "after each submit, start and end (time in seconds); hpcopt plot "
+                        "timeline draws it")
     m.add_argument("--json", action="store_true",
                    help="print the summary and settings as one JSON object on standard output "
                         "(the other lines go to standard error)")
@@ -74,7 +78,9 @@ def register(sub) -> None:
 
 
 def _emit_json(res, files: dict) -> None:
-    doc = {"summary": res.summary, "settings": res.settings,
+    from ..sim.metrics import units_of
+
+    doc = {"summary": res.summary, "units": units_of(res.summary), "settings": res.settings,
            "files": {k: str(v) for k, v in files.items() if v is not None}}
     from ..jsonsafe import json_safe  # (as in run)
 
@@ -117,6 +123,9 @@ def run(args) -> int:
                           "(one JSON object per line)")
     info = sys.stderr if args.json else sys.stdout
     if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
+        if args.timeline:
+            raise HpcoptError("--timeline: an osdec day's load by slot is hpcopt plot osdec "
+                              "DAY.json DIR")
         return _simulate_osdec(args, options, info)
     if args.workload:
         check_workload_name(args.workload, "--workload")
@@ -141,6 +150,9 @@ def _written(args, res, info) -> int:
     if args.out:
         files["jobs"], files["summary"] = res.write(args.out)
         print(f"wrote {files['jobs']} and {files['summary']}", file=info)
+    if getattr(args, "timeline", None):
+        files["timeline"] = res.write_timeline(args.timeline)
+        print(f"wrote {files['timeline']}", file=info)
     if args.events:
         print(f"wrote {args.events}", file=info)
     if args.json:

@@ -112,12 +112,15 @@ def run(args) -> int:
     if batch.signum is not None:
         if writer is None:
             print_rows(rows, file=info)  # nothing on disk: show what was solved
-        kept = (f"{writer.count} rows written to {args.out}" if writer is not None
-                else f"{len(rows)} rows above")
+        count = writer.count if writer is not None else len(rows)
+        kept = (f"{count} row{'' if count == 1 else 's'} (one per file and backend, the "
+                f"interrupted one included) " + (f"written to {args.out}" if writer is not None
+                                                 else "above"))
         name = signal.Signals(batch.signum).name
-        print(f"hpcopt: interrupted by {name} after {batch.finished} of {batch.items} files; "
-              f"{kept}" + (" (rerun with --resume to finish)" if writer is not None
-                           and writer.path is not None else ""), file=sys.stderr)
+        print(f"hpcopt: interrupted by {name}: {batch.finished} of {batch.items} files done "
+              f"with every backend; {kept}" + (" (rerun with --resume to finish)"
+                                               if writer is not None and writer.path is not None
+                                               else ""), file=sys.stderr)
         return 128 + batch.signum
     if rows:
         print_rows(rows, file=info)

@@ -41,6 +41,8 @@ def run(args) -> int:
     for note in report.notes:
         print(f"  note: {note}")
     print(report.dropped_text())
+    if report.changed_text():
+        print(report.changed_text())
     written = convert(trace, args.output, args.to)
     print(f"wrote {written[0]} ({len(trace.jobs):,} jobs)"
           + (f" and the id map {written[1]}" if len(written) > 1 else ""))

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import (
+    HpcoptError,
     PolicyOptionError,
     RegistryError,
     SimulationError,
@@ -201,9 +202,13 @@ def declared_options(name: str) -> list[tuple[Option, Any]]:
 
 def check_policy(name: str, **options) -> None:
     """``make_policy``'s checks without building the policy (no checkpoint loaded, no input
-    read): the name, each option's name and type, and a named solver ``backend`` -- what a
-    command checks before it reads its inputs."""
+    read): the name, each option's name and type, a package the policy needs (torch for the
+    learned ones) and a named solver ``backend`` -- what a command checks before it reads
+    its inputs."""
     _checked_options(name, options)
+    missing = missing_extra(name)
+    if missing is not None:
+        raise HpcoptError(f"policy {name!r} needs {missing}")
     backend = options.get("backend")
     if isinstance(backend, str):
         from hpcopt.solvers import get_solver

@@ -365,7 +365,8 @@ class Simulator:
         if settings.progress and until is None:
             from tqdm.auto import tqdm  # only with a progress bar (tens of ms to import)
 
-            bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5)
+            bar = tqdm(total=len(self.records), unit="job", desc="simulate", mininterval=0.5,
+                       disable=None)  # off where stderr is not a terminal: no fragments
         period = settings.period
         if period is not None and (self._trace or self._events) and not any(
                 e[1] == _TICK for e in self._events):  # (a resumed loop has its tick)

@@ -27,6 +27,10 @@ BSLD_THRESHOLD = 10.0
 CORE_COLUMNS = ("job_id", "submit", "start", "end", "nodes", "walltime", "runtime", "wait",
                 "response", "slowdown", "bounded_slowdown", "mode")
 
+#: columns after the core ones that ``write_job_csv`` renders itself: the codes of who
+#: submitted each job and where (integers), and the partition (numbers, or Slurm's names)
+WHO_COLUMNS = ("user", "group", "queue", "partition")
+
 _by_submit_id = attrgetter("job.submit", "job.id")
 
 
@@ -103,10 +107,15 @@ def write_job_csv(columns: dict, path) -> bool:
     writes for the same table, without pandas.  Returns False (nothing written) for tables
     it does not know how to render exactly (further resource columns, ids that are not all
     integers); the caller then uses pandas."""
-    if tuple(columns) != CORE_COLUMNS:
+    names = tuple(columns)
+    extras = names[len(CORE_COLUMNS):]
+    if names[:len(CORE_COLUMNS)] != CORE_COLUMNS or not set(extras) <= set(WHO_COLUMNS):
         return False
     ids, modes = columns["job_id"], columns["mode"]
     if not _all_of_type(ids, int) or not _all_of_type(modes, str):
+        return False
+    text = [e for e in extras if not _all_of_type(columns[e], int)]
+    if not all(_all_of_type(columns[e], str) for e in text):
         return False
     out = [list(map(str, ids))]
     for name in CORE_COLUMNS[1:-1]:
@@ -115,17 +124,17 @@ def write_job_csv(columns: dict, path) -> bool:
             out.append(list(map(str, col.tolist())))
         else:
             out.append(_float_text(col))
-    if set(modes) <= _PLAIN_MODES:  # nothing to quote: plain joins, as csv would write
-        out.append(modes)
-        with open(path, "w", newline="") as fh:
-            fh.write(",".join(CORE_COLUMNS) + "\n")
+    out.append(modes)
+    out.extend(list(columns[e]) if e in text else list(map(str, columns[e])) for e in extras)
+    if set(modes) <= _PLAIN_MODES and not text:
+        with open(path, "w", newline="") as fh:  # nothing to quote: plain joins, as csv
+            fh.write(",".join(names) + "\n")
             if modes:
                 fh.write("\n".join(map(",".join, zip(*out))) + "\n")
         return True
-    out.append(modes)
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(CORE_COLUMNS)
+        writer.writerow(names)
         writer.writerows(zip(*out))
     return True
 
@@ -148,15 +157,42 @@ def _float_text(col: np.ndarray) -> list[str]:
     return text
 
 
-def format_summary(summaries: dict[str, dict], keys) -> str:
-    """The console table of summary metrics: one row per key, one column per run, numbers
-    >= 1000 with thousands separators, others with 4 significant digits (the layout of
-    pandas' ``DataFrame.to_string``)."""
+#: the unit of each summary metric (``summary.json``'s ``units`` block, the console table's
+#: row labels): seconds of the trace's clock, counts, or a ratio (a fraction of the machine)
+UNITS = {
+    "job_count": "jobs", "avg_wait": "s", "max_wait": "s", "avg_response": "s",
+    "avg_slowdown": "ratio", "avg_bounded_slowdown": "ratio",
+    "utilization": "fraction of node-seconds", "makespan": "s", "node_seconds": "node-s",
+    "first_submit": "s", "last_end": "s", "trimmed_warmup": "jobs", "trimmed_cooldown": "jobs",
+    "bb_usage": "fraction of GB-seconds", "ssd_usage": "fraction of GB-seconds",
+    "wasted_ssd": "fraction of GB-seconds", "avg_comm_cost": "hop cost per job",
+    # an OSDEC day (hpcopt.osdec): every core-slot a job runs earns 1
+    "total_reward": "core-slots", "revenue": "core-slots", "delay_penalty": "core-slots",
+    "violation_penalty": "core-slots", "started": "jobs", "dropped": "jobs", "jobs": "jobs",
+    "slots": "slots", "gap_to_offline": "fraction",
+}
+#: the short forms the console table shows after a metric's name
+SHORT_UNITS = {"fraction of node-seconds": "fraction", "fraction of GB-seconds": "fraction",
+               "hop cost per job": "hops"}
+
+
+def units_of(summary: dict) -> dict:
+    """The units of the metrics in ``summary`` that have one (``UNITS``)."""
+    return {k: UNITS[k] for k in summary if k in UNITS}
+
+
+def format_summary(summaries: dict[str, dict], keys, units: dict | None = None) -> str:
+    """The console table of summary metrics: one row per key (``key (unit)`` with
+    ``units``), one column per run, numbers >= 1000 with thousands separators, others with 4
+    significant digits (the layout of pandas' ``DataFrame.to_string``)."""
     def fmt(v) -> str:
         return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
     names = list(summaries)
     cells = {name: [fmt(summaries[name][k]) for k in keys] for name in names}
+    if units:
+        short = {k: SHORT_UNITS.get(units[k], units[k]) for k in keys if units.get(k)}
+        keys = [f"{k} ({short[k]})" if k in short else k for k in keys]
     kw = max(len(k) for k in keys)
     widths = [max([len(str(name))] + [1 + len(c) for c in cells[name]]) for name in names]
     lines = [" " * kw + "".join(" " + str(name).rjust(w) for name, w in zip(names, widths))]
@@ -164,6 +200,44 @@ def format_summary(summaries: dict[str, dict], keys) -> str:
         lines.append(k.ljust(kw) + "".join(" " + cells[name][i].rjust(w)
                                            for name, w in zip(names, widths)))
     return "\n".join(lines)
+
+
+TIMELINE_COLUMNS = ("time_s", "queued_jobs", "running_jobs", "busy_nodes", "utilization")
+
+
+def timeline(jobs, system_nodes: int) -> dict:
+    """The machine's state over time from a job table (``job_columns`` or its DataFrame):
+    at each time a job is submitted, starts or ends (seconds, after every event at that
+    time), the jobs waiting in the queue, the jobs running, the nodes they hold and the
+    utilization (busy nodes / ``system_nodes``).  Jobs that never started are left out."""
+    def col(name):
+        c = jobs[name]
+        return np.asarray(c.to_numpy() if hasattr(c, "to_numpy") else c, dtype=float)
+
+    submit, start, end, nodes = col("submit"), col("start"), col("end"), col("nodes")
+    ran = ~np.isnan(start) & ~np.isnan(end)
+    submit, start, end, nodes = submit[ran], start[ran], end[ran], nodes[ran]
+    times = np.unique(np.concatenate([submit, start, end]))
+    by_start, by_end = np.argsort(start, kind="stable"), np.argsort(end, kind="stable")
+    submitted = np.searchsorted(np.sort(submit), times, side="right")
+    started = np.searchsorted(start[by_start], times, side="right")
+    ended = np.searchsorted(end[by_end], times, side="right")
+    held = np.concatenate([[0.0], np.cumsum(nodes[by_start])])[started] - \
+        np.concatenate([[0.0], np.cumsum(nodes[by_end])])[ended]
+    return {"time_s": times, "queued_jobs": submitted - started,
+            "running_jobs": started - ended, "busy_nodes": held,
+            "utilization": held / system_nodes}
+
+
+def write_timeline_csv(line: dict, path) -> None:
+    """``timeline`` output as CSV, one row per time."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(TIMELINE_COLUMNS)
+        writer.writerows(zip(line["time_s"].tolist(), line["queued_jobs"].tolist(),
+                             line["running_jobs"].tolist(),
+                             line["busy_nodes"].astype(np.int64).tolist(),
+                             [round(u, 6) for u in line["utilization"].tolist()]))
 
 
 def _trim_count(n_jobs: int, amount: float) -> int:

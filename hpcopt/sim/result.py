@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .metrics import write_job_csv
+from ..errors import SimulationError
+from .metrics import timeline, units_of, write_job_csv, write_timeline_csv
 
 
 class SimulationResult:
@@ -42,14 +43,31 @@ class SimulationResult:
         return (f"SimulationResult(jobs={self.summary.get('job_count')} rows, "
                 f"summary={self.summary!r}, settings={self.settings!r})")
 
+    def timeline(self) -> dict:
+        """The queue length, running jobs, busy nodes and utilization after each event
+        (``hpcopt.sim.metrics.timeline``: columns ``time_s``, ``queued_jobs``,
+        ``running_jobs``, ``busy_nodes``, ``utilization``)."""
+        nodes = self.settings.get("nodes")
+        if not nodes:
+            raise SimulationError("timeline: the run records no machine size (settings.nodes)")
+        return timeline(self._jobs if isinstance(self._jobs, dict) else self.jobs, nodes)
+
+    def write_timeline(self, path: str | Path) -> Path:
+        """Write ``timeline()`` as CSV to ``path``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_timeline_csv(self.timeline(), path)
+        return path
+
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write ``jobs.csv`` and ``summary.json`` (metrics, settings, cleaning) to ``out_dir``."""
+        """Write ``jobs.csv`` and ``summary.json`` (metrics, their ``units``, settings,
+        cleaning) to ``out_dir``; times in both are seconds of the trace's clock."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
         if not (isinstance(self._jobs, dict) and write_job_csv(self._jobs, jobs_csv)):
             self.jobs.to_csv(jobs_csv, index=False)
-        doc = {**self.summary, "settings": self.settings}
+        doc = {**self.summary, "units": units_of(self.summary), "settings": self.settings}
         if self.cleaning is not None:
             doc["cleaning"] = self.cleaning
         summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")

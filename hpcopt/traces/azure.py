@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datadir import resolve_input
 from ..errors import TraceError
 
 BIN_SECONDS = 300  # one line per 300 s bin
@@ -212,7 +213,7 @@ def read_azure_vms(path, *, lifetimes=None, maps=None, max_lines: int | None = N
         from tqdm.auto import tqdm
 
         lines = tqdm(lines, total=max_lines, unit=" bins", desc=f"reading {path.name}",
-                     leave=False)
+                     leave=False, disable=None)  # off where stderr is not a terminal
     for line in lines:
         first_t = line.t if first_t is None else first_t
         life = next(life_iter, None) if life_iter is not None else None
@@ -259,8 +260,12 @@ def resolve_azure_pair(path, lifetimes=None) -> tuple[Path, Path | None, str]:
     """The flavor file, the lifetime file and how lifetimes are used (``"paired"``: the same
     split's lifetime file, token by token; ``"empirical"``: drawn per flavor from another
     split's pair).  ``path`` may name either file of a split; a lifetime file found beside a
-    flavor file with the same prefix (``v1.dev.txt.gz`` -> ``v1.dev.c*.txt*``) is paired."""
-    path = Path(path)
+    flavor file with the same prefix (``v1.dev.txt.gz`` -> ``v1.dev.c*.txt*``) is paired.
+    Either may be a data set name (``azure-v1``, ``azure-v1/v1.train``:
+    ``hpcopt.datadir.resolve_input``)."""
+    path = Path(resolve_input(path, "Azure file"))
+    if lifetimes is not None:
+        lifetimes = resolve_input(lifetimes, "lifetime file")
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
     if _file_kind(path) == "lifetimes":

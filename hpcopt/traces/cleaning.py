@@ -137,7 +137,9 @@ def clean(
 
     ``cols`` holds equal-length arrays ``id`` (float, or text for text ids), ``submit``,
     ``runtime``, ``req_size``, ``alloc_size`` (-1 where the format has none), ``req_time``,
-    ``user``, ``queue`` and optionally ``bb``, ``ssd``, ``priority``.
+    ``user``, ``queue`` and optionally ``bb``, ``ssd``, ``priority``, ``group`` and
+    ``partition`` (SWF numbers; these two, and the partition names of a Slurm trace, become
+    the trace's ``attributes``).
     """
     ids = cols["id"]
     n = len(ids)
@@ -244,5 +246,18 @@ def clean(
         header=header,
         report=report,
         path=path,
+        attributes=_attributes(cols, order, header, fmt),
     )
+
+
+def _attributes(cols, order, header, fmt: str) -> dict:
+    """The per-job columns ``Job`` has no field for, in job order: the SWF group and partition
+    numbers, or the partition names of a Slurm trace (from its header's code table)."""
+    out = {name: cols[name][order].astype(np.int64).tolist()
+           for name in ("group", "partition") if name in cols}
+    if fmt in ("sacct", "jobcomp") and header.get("partitions"):
+        names = {int(code): name for name, _, code in
+                 (pair.rpartition("=") for pair in str(header["partitions"]).split(","))}
+        out["partition"] = [names.get(int(q), "") for q in cols["queue"][order].tolist()]
+    return out
 

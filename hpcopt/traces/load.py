@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..datadir import resolve_input
 from ..errors import TraceError
 from ._text import read_text, whole
 from .batsim import decode_json, is_batsim, read_batsim
@@ -67,8 +68,12 @@ def load_trace(
     partition : Slurm formats: keep the jobs of this partition only (a machine per
         partition); the jobs of others are counted in a note.
 
+    ``path`` may also name a data set of the data directory (``"kth-sp2"``, a path relative
+    to it; ``hpcopt.datadir.resolve_input``).
+
     Raises ``TraceError`` (one line naming file, line and field) for unreadable input.
     """
+    path = resolve_input(path, "trace")
     src, p = str(path), Path(path)
     fmt = _guess_format(p) if fmt is None else str(fmt).lower()
     nodes, max_jobs = _checked(src, fmt, nodes=nodes, max_jobs=max_jobs,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,17 @@ class CleaningReport:
         why = ", ".join(f"{n:,} {DROP_TEXT.get(k, k)}" for k, n in self.dropped.items() if n)
         return f"dropped {self.dropped_total:,} of {of}: {why}"
 
+    def changed_text(self) -> str:
+        """One line: what cleaning changed in the kept jobs, e.g. ``changed 475 of the kept
+        jobs: 475 run times capped at their walltime``; "" when nothing."""
+        what = [(self.runtime_capped, "run times capped at their walltime"),
+                (self.walltime_from_runtime, "walltimes taken from the run time (none asked)"),
+                (self.size_from_allocated, "sizes taken from the allocated processors")]
+        what = [(n, text) for n, text in what if n]
+        if not what:
+            return ""
+        return "changed jobs: " + ", ".join(f"{n:,} {text}" for n, text in what)
+
     def __str__(self) -> str:
         drops = ", ".join(f"{DROP_TEXT.get(k, k)}: {v}" for k, v in self.dropped.items() if v)
         lines = [
@@ -132,6 +143,9 @@ class Trace:
     header: dict
     report: CleaningReport
     path: Path | None = None
+    # per-job columns Job has no field for ({name: values in job order}): "group" and
+    # "partition" (SWF numbers, or a Slurm trace's partition names)
+    attributes: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.jobs)

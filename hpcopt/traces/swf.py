@@ -69,6 +69,7 @@ _NF = len(SWF_FIELDS)
 # 0-based SWF columns that must hold integers because Job stores them as int
 _SWF_INT_COLS = (0, 11, 14)
 _ID, _SUBMIT, _RUN, _ALLOC, _REQP, _REQT, _USER, _QUEUE = 0, 1, 3, 4, 7, 8, 11, 14
+_GROUP, _PARTITION = 12, 15
 
 _HEADER_KEY = re.compile(r";[ \t]{0,2}([A-Za-z][A-Za-z0-9_]*)[ \t]*:(.*)")
 
@@ -159,6 +160,8 @@ def parse_swf(
         "req_time": table[:, _REQT],
         "user": table[:, _USER],
         "queue": table[:, _QUEUE],
+        "group": table[:, _GROUP],
+        "partition": table[:, _PARTITION],
     }
     return cols, extra
 

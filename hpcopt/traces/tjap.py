@@ -13,13 +13,15 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from ..datadir import resolve_input
 from ..domain import Job
 from ..errors import TraceError
 
 
 def load_tjap_jobs(path: str | Path, *, max_jobs: int | None = None) -> list[Job]:
-    """Jobs of a TJAP job file; a malformed line is a ``TraceError`` naming file and line."""
-    path = Path(path)
+    """Jobs of a TJAP job file (or a data set name, ``hpcopt.datadir.resolve_input``); a
+    malformed line is a ``TraceError`` naming file and line."""
+    path = Path(resolve_input(path, "job file"))
     opener = gzip.open if path.suffix == ".gz" else open
     jobs = []
     try:

@@ -97,7 +97,7 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(plan), unit="episode", desc=f"train dras-{agent}")
+        bar = tqdm(total=len(plan), unit="episode", desc=f"train dras-{agent}", disable=None)
     for ep, (phase, jobs) in enumerate(plan):
         t0 = time.perf_counter()
         tr = run_episode(env, learner, learn=True, seed=seed + ep, jobs=jobs)

@@ -512,7 +512,9 @@ def _validation_episodes(windows, n_windows: int, seed: int, topo: FatTree, n_re
 def _progress_bar(progress: bool, total: int, arch: str):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="episode", desc=f"train nsa-{arch}", disable=not progress)
+    # disable=None: no bar where the output is not a terminal
+    return tqdm(total=total, unit="episode", desc=f"train nsa-{arch}",
+                disable=None if progress else True)
 
 
 def _one_update(policy, optimizer, eps, *, imitation: bool, n_max: int, temperature: float,

@@ -318,7 +318,7 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.iterations, unit="it", desc=f"train {variant}")
+        bar = tqdm(total=cfg.iterations, unit="it", desc=f"train {variant}", disable=None)
     curve: list[dict] = []
     best, steps, episodes, interrupted = -math.inf, 0, 0, False
     t0 = time.perf_counter()

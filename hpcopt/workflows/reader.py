@@ -36,6 +36,7 @@ import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcopt.datadir import resolve_input
 from hpcopt.errors import HpcoptError
 
 # the bounds of a task: longer or wider is a mistake in the file, and would overflow the sums
@@ -164,7 +165,9 @@ def _parents(src, field, value) -> tuple[str, ...]:
 
 
 def load_wfformat(path) -> Workflow:
-    """Read a WfFormat instance (``.json`` or ``.json.gz``) into a ``Workflow``."""
+    """Read a WfFormat instance (``.json`` or ``.json.gz``; or a data set name such as
+    ``wf-bwa/bwa-chameleon-large-001``, ``hpcopt.datadir.resolve_input``) into a ``Workflow``."""
+    path = resolve_input(path, "workflow")
     p = Path(path)
     src = str(path)
     doc = _obj(src, "document", _read_doc(p, src))
