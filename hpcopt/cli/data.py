@@ -164,6 +164,7 @@ def run_path(args) -> int:
     """The data directory (where ``fetch`` writes when none is there yet), or the absolute
     path of each file named; exit 1, with the fetch that brings them, when some are not
     there."""
+    from ..datadir import data_dir, fetch_dir
     from ..datasets import catalogue, named_file
 
     root = data_dir()
