@@ -232,12 +232,14 @@ def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None 
 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
-                  delay=0.0, period: float | None = None, bb: float = 0.0) -> dict[str, float]:
+                  delay=0.0, period: float | None = None, bb: float = 0.0,
+                  options: dict | None = None) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
     start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
     callable giving each job its own) and, with
     ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle);
-    ``bb``: the system's burst buffer, each job's request its ``bb``."""
+    ``bb``: the system's burst buffer, each job's request its ``bb``; ``options``: the
+    policy's (``slurm_conf`` for ``slurm``)."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
@@ -251,8 +253,8 @@ def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
         limit = by_name[name]["limit"] * 60.0
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"], bb=by_name[name].get("bb", 0.0)))
-    sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy), launch_delay=delay,
-                    period=period).run()
+    sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy, **(options or {})),
+                    launch_delay=delay, period=period).run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
