@@ -52,7 +52,8 @@ class SlurmScheduler(Policy):
 
     ``slurm_conf``: the file (Slurm's defaults where it is silent, or without one);
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
-    ``launch_latency``: seconds from Slurm's decision to the job's start."""
+    ``launch_latency``: seconds from Slurm's decision to the job's start; ``partition``: the
+    partition of the file the jobs run in; ``conf``: a ``SlurmConf`` instead of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
     OPTIONS = (
@@ -62,12 +63,16 @@ class SlurmScheduler(Policy):
                "SchedulerParameters (e.g. bf_job_part_count_reserve=1,bf_licenses)"),
         Option("launch_latency", float, "seconds from Slurm's start decision to the job's "
                "start", min=0),
+        Option("partition", str, "the slurm.conf's partition the jobs run in (default: its "
+               "default partition)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
-                 launch_latency: float = 0.0, conf: SlurmConf | None = None) -> None:
+                 launch_latency: float = 0.0, partition: str | None = None,
+                 conf: SlurmConf | None = None) -> None:
         try:
-            base = conf or (read_slurm_conf(slurm_conf) if slurm_conf else SlurmConf())
+            base = conf or (read_slurm_conf(slurm_conf, partition) if slurm_conf
+                            else SlurmConf())
             if scheduler_parameters:
                 base = base.with_parameters(scheduler_parameters, "scheduler_parameters")
         except SlurmConfError as e:

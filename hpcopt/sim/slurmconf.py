@@ -138,17 +138,19 @@ def _number(text: str, integer: bool = False) -> float:
     return float(text)
 
 
-def read_slurm_conf(path: str | Path) -> SlurmConf:
-    """The scheduling settings of a ``slurm.conf`` file (module docstring)."""
+def read_slurm_conf(path: str | Path, partition: str | None = None) -> SlurmConf:
+    """The scheduling settings of a ``slurm.conf`` file (module docstring); ``partition``:
+    the partition whose nodes and sharing to read (default: the default partition)."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as e:
         raise SlurmConfError(f"{path}: cannot read: {e.strerror or e}") from None
-    return parse_slurm_conf(text, str(path))
+    return parse_slurm_conf(text, str(path), partition)
 
 
-def parse_slurm_conf(text: str, name: str = "slurm.conf") -> SlurmConf:
+def parse_slurm_conf(text: str, name: str = "slurm.conf",
+                     partition: str | None = None) -> SlurmConf:
     """``read_slurm_conf`` of the file's text (``name`` is the file for messages)."""
     keys: dict[str, tuple[str, int]] = {}
     node_lines: list[tuple[dict, int]] = []
@@ -198,7 +200,7 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf") -> SlurmConf:
     if "licenses" in keys:
         value, no = keys["licenses"]
         fields["licenses"] = _licenses(value, f"{name}:{no}: Licenses")
-    fields.update(_partition(node_lines, partitions, keys, name))
+    fields.update(_partition(node_lines, partitions, keys, name, partition))
     return replace(conf, **fields)
 
 
@@ -279,9 +281,9 @@ def hostlist_count(text: str, where: str) -> int:
     return count
 
 
-def _partition(node_lines, partitions, keys, name) -> dict:
-    """Nodes, cores per node and core sharing of the default partition (the first one
-    marked ``Default=YES``, else the first)."""
+def _partition(node_lines, partitions, keys, name, which: str | None) -> dict:
+    """Nodes, cores per node and core sharing of partition ``which``, else of the default
+    partition (the first one marked ``Default=YES``, else the first)."""
     cpus: dict[str, int] = {}
     total = 0
     for pairs, no in node_lines:
@@ -296,6 +298,12 @@ def _partition(node_lines, partitions, keys, name) -> dict:
     if cpus:
         out["cpus_per_node"] = min(cpus.values())
         out["nodes"] = total
+    if which is not None:
+        chosen = [(p, n) for p, n in partitions if p["partitionname"] == which]
+        if not chosen:
+            raise SlurmConfError(f"{name}: no PartitionName={which} (partitions: "
+                                 f"{', '.join(p['partitionname'] for p, _ in partitions)})")
+        partitions = chosen
     if partitions:
         pairs, no = next(((p, n) for p, n in partitions
                           if p.get("default", "").upper() == "YES"), partitions[0])
