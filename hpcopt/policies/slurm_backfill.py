@@ -33,6 +33,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right, insort
 
+import numpy as np
+
 from hpcopt.domain import Decision, Job, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
 from hpcopt.sim.records import Event
@@ -52,7 +54,7 @@ class SlurmScheduler(Policy):
 
     ``slurm_conf``: the file (Slurm's defaults where it is silent, or without one);
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
-    ``launch_latency``: seconds from Slurm's decision to the job's start; ``partition``: the
+    ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``: the
     partition of the file the jobs run in; ``conf``: a ``SlurmConf`` instead of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
@@ -63,15 +65,15 @@ class SlurmScheduler(Policy):
                "SchedulerParameters (e.g. bf_job_part_count_reserve=1,bf_licenses)"),
         Option("launch_latency", float, "seconds from Slurm's start decision to the job's "
                "start", min=0),
-        Option("partition", str, "the slurm.conf's partition the jobs run in (default: its "
+        Option("slurm_partition", str, "the slurm.conf's partition the jobs run in (default: its "
                "default partition)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
-                 launch_latency: float = 0.0, partition: str | None = None,
+                 launch_latency: float = 0.0, slurm_partition: str | None = None,
                  conf: SlurmConf | None = None) -> None:
         try:
-            base = conf or (read_slurm_conf(slurm_conf, partition) if slurm_conf
+            base = conf or (read_slurm_conf(slurm_conf, slurm_partition) if slurm_conf
                             else SlurmConf())
             if scheduler_parameters:
                 base = base.with_parameters(scheduler_parameters, "scheduler_parameters")
@@ -109,7 +111,7 @@ class SlurmScheduler(Policy):
         self._n_classes = len(sizes)
         self._topology = system.topology is not None
         self._eligible: dict[float, int] = {}
-        self._units_of: dict = {}  # running job id -> units it holds (a bit mask)
+        self._units_of: dict = {}  # running job id -> (units it holds: a bit mask, its end)
         self._new: list[Job] = []  # submitted since the last pass
         self._ended = False  # a job ended since the last main pass
         self._changed = True  # since the last backfill pass
@@ -297,8 +299,6 @@ class SlurmScheduler(Policy):
         """The driver's allocation for ``units``: node ids on a topology, nodes per SSD
         class, else none (the pool counts)."""
         if self._topology:
-            import numpy as np
-
             return np.array(_bits(units), dtype=np.int64)
         if self._ssd is not None:
             counts = [0] * self._n_classes
@@ -324,17 +324,17 @@ class _PassState:
         for jid in [j for j in held if j not in live]:
             del held[jid]
         busy = 0
-        for u in held.values():
+        for u, _ in held.values():
             busy |= u
         self.running = []  # (estimated end, units, licenses)
         for r in window.running:
-            units = held.get(r.job.id)
-            if units is None:  # started before the policy saw it: lowest free units
+            got = held.get(r.job.id)
+            if got is None:  # started before the policy saw it: lowest free units, its end
                 units = _lowest(policy.eligible(r.job) & ~busy, r.job.nodes) \
                     if not policy._topology else sum(1 << int(i) for i in r.allocation)
-                held[r.job.id] = units
+                got = held[r.job.id] = (units, r.est_end)
                 busy |= units
-            self.running.append((r.start + limit_seconds(r.job), units, r.job.bb))
+            self.running.append((got[1], got[0], r.job.bb))
         self.busy = busy
         self.lic_total = window.system.bb
         self.free_lic = window.system.bb - sum(r.job.bb for r in window.running)
@@ -350,10 +350,11 @@ class _PassState:
         policy = self.policy
         if units is None:
             units = _lowest(policy.eligible(job) & ~self.busy, job.nodes)
+        end = self.now + self.delay + limit_seconds(job)  # Slurm's end: whole minutes
         self.busy |= units
         self.free_lic -= job.bb
-        policy._units_of[job.id] = units
-        self.running.append((self.now + self.delay + limit_seconds(job), units, job.bb))
+        policy._units_of[job.id] = (units, end)
+        self.running.append((end, units, job.bb))
         self.started.add(job.id)
         self.order.append(job.id)
         alloc = policy.allocation(units)
