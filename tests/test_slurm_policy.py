@@ -318,3 +318,36 @@ def test_multifactor_age_and_size_order():
     sim = Simulator(jobs, System(2), make_policy("slurm", conf=conf)).run()
     assert sim.records[2].start < sim.records[1].start
     assert math.isclose(sim.records[2].start, 300)
+
+
+# ---------------------------------------------------------------- a site's month, both ways
+
+def test_against_slurm_prints_per_metric_and_per_user(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    sacct = tmp_path / "month.txt"
+    rows = ["JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|State|User"]
+    for i, (at, run, limit, nodes, user) in enumerate(
+            [(0, 600, 10, 2, "alice"), (0, 1200, 20, 1, "bob"), (10, 600, 10, 4, "alice"),
+             (20, 300, 5, 3, "bob"), (30, 900, 15, 1, "carol")]):
+        t = f"2024-03-01T10:00:{at:02d}"
+        rows.append(f"{i}|{t}|{t}|{t}|00:{run // 60:02d}:00|00:{limit:02d}:00|{nodes}|"
+                    f"COMPLETED|{user}")
+    sacct.write_text("\n".join(rows) + "\n")
+    conf = tmp_path / "site.conf"
+    conf.write_text("SchedulerType=sched/backfill\n")
+    assert main(["simulate", str(sacct), "--format", "sacct", "--tz", "UTC", "--nodes", "4",
+                 "--policy", "fcfs", "--against-slurm", str(conf), "--no-progress",
+                 "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    # the reservation-depth scenario: job 4 (carol) waits 1770 s more under Slurm's default
+    carol = next(line for line in out.splitlines() if line.split()[:2] == ["2", "1"])
+    assert carol.split()[2:5] == ["1770.0", "0.0", "-1770.0"]
+    assert "avg_wait" in out and (tmp_path / "out" / "slurm" / "jobs.csv").exists()
+    # Slurm's options go to the Slurm side, not to the policy compared
+    assert main(["simulate", str(sacct), "--format", "sacct", "--tz", "UTC", "--nodes", "4",
+                 "--policy", "fcfs", "--against-slurm", str(conf), "--no-progress",
+                 "--scheduler-parameters", "bf_job_part_count_reserve=1"]) == 0
+    carol = next(line for line in capsys.readouterr().out.splitlines()
+                 if line.split()[:2] == ["2", "1"])
+    assert carol.split()[2:5] == ["0.0", "0.0", "+0.0"]
