@@ -663,7 +663,7 @@ def cmd_alone(args) -> None:
         conf.write_text(run["conf"])
         machine = args.nodes * CPUS if run["shared"] else args.nodes
         opts = dict(slurm_conf=str(conf), launch_latency=delay,
-                    **({"partition": SHARED} if run["shared"] else {}))
+                    **({"slurm_partition": SHARED} if run["shared"] else {}))
         row = dict(replay=run["dir"].name, slurm=run["info"].get("slurm", "22.05"),
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""), shared=run["shared"],
@@ -697,6 +697,40 @@ def cmd_alone(args) -> None:
               f"{r['slurm_wait_sim']:.0f} ({r['slurm_wait_dev_pct']:+.1f}%), "
               f"{r['slurm_tau']:.3f} | {r['easy_wait_sim']:.0f} ({r['easy_wait_dev_pct']:+.1f}%)"
               f", {r['easy_tau']:.3f} |")
+
+
+def cmd_month(args) -> None:
+    """The simulator's speed under ``--policy slurm`` (Slurm's defaults, and one reservation)
+    beside FCFS+EASY on ``--days`` days of a real trace: seconds of simulated time (first
+    submission to last end) per second of computation, each policy run ``--repeat`` times
+    (the fastest kept: the machine is shared)."""
+    from hpcopt import load_trace
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.driver import Simulator
+
+    trace = load_trace(args.trace)
+    lo = args.start_day * 86400.0
+    jobs = [j for j in trace.jobs if lo <= j.submit < lo + args.days * 86400.0]
+    rows = []
+    for name, opts in (("fcfs", {}), ("slurm", {}),
+                       ("slurm", {"scheduler_parameters": "bf_job_part_count_reserve=1"})):
+        best = math.inf
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            sim = Simulator(jobs, trace.system, make_policy(name, **opts)).run()
+            best = min(best, time.perf_counter() - t0)
+        span = max(r.end for r in sim.records.values()) - min(j.submit for j in jobs)
+        wait = float(np.mean([r.start - r.job.submit for r in sim.records.values()]))
+        row = dict(trace=Path(args.trace).name, days=args.days, jobs=len(jobs),
+                   nodes=trace.system.nodes, policy=name,
+                   options=opts.get("scheduler_parameters", ""), seconds=round(best, 3),
+                   passes=sim.passes, simulated_days=round(span / 86400, 1),
+                   times_real_time=round(span / best), mean_wait=round(wait, 1))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "month_speed.json").write_text(json.dumps(rows, indent=1))
 
 
 MODEL_NAMES = {"none": "no latency", "given": "given", "measured": "measured (constant)",
@@ -789,8 +823,15 @@ def main() -> None:
     a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
     a.add_argument("--nodes", type=int, default=8)
     a.add_argument("--out", default="results/slurm/alone")
+    s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
+                                     "of a real trace")
+    s.add_argument("--trace", default=str(DEFAULT_TRACE))
+    s.add_argument("--start-day", type=float, default=60)
+    s.add_argument("--days", type=float, default=30)
+    s.add_argument("--repeat", type=int, default=3)
+    s.add_argument("--out", default="results/slurm/alone")
     args = p.parse_args()
-    {"alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
+    {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
      "crossval": cmd_crossval}[args.part](args)
 
 
