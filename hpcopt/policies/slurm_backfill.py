@@ -258,7 +258,8 @@ class SlurmScheduler(Policy):
                                   only_now, window_end)
             if found is None:
                 continue
-            start, units = found
+            start, free = found
+            units = self.choose(free, job.nodes)
             if start <= now:
                 state.start(job, units)
                 plan.hold(now, now + dur, units, job.bb)
@@ -280,6 +281,43 @@ class SlurmScheduler(Policy):
             mask = sum(1 << i for i, s in enumerate(self._ssd) if s >= job.ssd)
             self._eligible[job.ssd] = mask
         return mask
+
+    def choose(self, free: int, need: int) -> int:
+        """The ``need`` units of ``free`` Slurm's node selection takes (``select/cons_tres``
+        without a topology, read in its source): a job that fits on one node gets the node
+        with the fewest free units that has enough; otherwise the nodes come from the runs
+        of consecutive nodes with free units, the run with the fewest free units that has
+        enough first (else the largest), in node order, each node's free units whole."""
+        per = self._per
+        node = (1 << per) - 1
+        n_nodes = self._units // per
+        counts = [((free >> (k * per)) & node).bit_count() for k in range(n_nodes)]
+        if per > 1 and need <= per:
+            fit = [k for k in range(n_nodes) if counts[k] >= need]
+            if fit:
+                k = min(fit, key=lambda k: (counts[k], k))
+                return _lowest(free & (node << (k * per)), need)
+        runs, k = [], 0
+        while k < n_nodes:
+            if counts[k]:
+                first = k
+                while k < n_nodes and counts[k]:
+                    k += 1
+                runs.append((first, k, sum(counts[first:k])))
+            else:
+                k += 1
+        out = 0
+        while need > 0 and runs:
+            enough = [r for r in runs if r[2] >= need]
+            run = min(enough, key=lambda r: r[2]) if enough else max(runs, key=lambda r: r[2])
+            runs.remove(run)
+            for k in range(run[0], run[1]):
+                got = _lowest(free & (node << (k * per)), need)
+                out |= got
+                need -= got.bit_count()
+                if need <= 0:
+                    break
+        return out
 
     def whole_nodes(self, units: int) -> int:
         """The units of every node that holds one of ``units`` (a reservation takes whole
@@ -349,7 +387,7 @@ class _PassState:
     def start(self, job: Job, units: int | None = None) -> None:
         policy = self.policy
         if units is None:
-            units = _lowest(policy.eligible(job) & ~self.busy, job.nodes)
+            units = policy.choose(policy.eligible(job) & ~self.busy, job.nodes)
         end = self.now + self.delay + limit_seconds(job)  # Slurm's end: whole minutes
         self.busy |= units
         self.free_lic -= job.bb
@@ -402,7 +440,7 @@ class _TimeMap:
                  lic_total: float, only_now: bool, window_end: float):
         """The earliest slot start (now, or a time something is released) from which
         ``need`` eligible units are free for ``dur`` seconds (with licenses planned, and
-        ``lic`` of them too), with the lowest such units; ``None`` if none starts by
+        ``lic`` of them too), with the units free throughout; ``None`` if none starts by
         ``window_end`` (or, with ``only_now``, now)."""
         times, held, lics = self.times, self.held, self.lic
         n = len(times)
@@ -429,7 +467,7 @@ class _TimeMap:
             if ok and plan_lic:
                 ok = all(lics[i] + lic <= lic_total + 1e-9 for i in range(k, j))
             if ok:
-                return max(start, now), _lowest(free, need)
+                return max(start, now), free
         return None
 
 
