@@ -351,3 +351,22 @@ def test_against_slurm_prints_per_metric_and_per_user(tmp_path, capsys):
     carol = next(line for line in capsys.readouterr().out.splitlines()
                  if line.split()[:2] == ["2", "1"])
     assert carol.split()[2:5] == ["0.0", "0.0", "+0.0"]
+
+
+def test_node_choice_is_cons_tres_best_fit():
+    """Whole nodes: the shortest run of consecutive free nodes that is long enough (else the
+    longest, then on); cores: one node with the fewest free cores that has enough."""
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+
+    whole = SlurmScheduler()
+    Simulator([], System(8), whole)
+    free = 0b11101101  # runs: nodes 0, 2-3, 5-7
+    assert whole.choose(free, 2) == 0b1100
+    assert whole.choose(free, 3) == 0b11100000
+    assert whole.choose(free, 4) == 0b11100001  # the longest run, then the tightest (0)
+    cores = SlurmScheduler(conf=SlurmConf(shared_cores=True, cpus_per_node=4, nodes=3))
+    Simulator([], System(12), cores)
+    free = 0b1111_0011_0001  # node 0: 1 free core, node 1: 2, node 2: 4
+    assert cores.choose(free, 2) == 0b0011_0000
+    assert cores.choose(free, 1) == 0b1
+    assert cores.choose(free, 5).bit_count() == 5

@@ -289,6 +289,8 @@ class SlurmScheduler(Policy):
         of consecutive nodes with free units, the run with the fewest free units that has
         enough first (else the largest), in node order, each node's free units whole."""
         per = self._per
+        if per == 1:
+            return _best_fit_runs(free, need)
         node = (1 << per) - 1
         n_nodes = self._units // per
         counts = [((free >> (k * per)) & node).bit_count() for k in range(n_nodes)]
@@ -469,6 +471,30 @@ class _TimeMap:
             if ok:
                 return max(start, now), free
         return None
+
+
+def _best_fit_runs(free: int, need: int) -> int:
+    """``need`` bits of ``free`` (whole nodes): from the runs of consecutive set bits, the
+    shortest run that is long enough (its lowest bits), else the longest run whole and on."""
+    runs = []
+    m = free
+    while m:
+        low = (m & -m).bit_length() - 1
+        x = m >> low
+        length = (~x & (x + 1)).bit_length() - 1
+        runs.append((length, low))
+        m &= ~(((1 << length) - 1) << low)
+    out = 0
+    while need > 0 and runs:
+        enough = [r for r in runs if r[0] >= need]
+        if enough:
+            length, low = min(enough)
+            return out | (((1 << need) - 1) << low)
+        length, low = max(runs, key=lambda r: (r[0], -r[1]))
+        runs.remove((length, low))
+        out |= ((1 << length) - 1) << low
+        need -= length
+    return out
 
 
 def _lowest(mask: int, n: int) -> int:
