@@ -822,14 +822,14 @@ def main() -> None:
                                      "the slurm.conf its testbed ran, and against EASY")
     a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
     a.add_argument("--nodes", type=int, default=8)
-    a.add_argument("--out", default="results/slurm/alone")
+    a.add_argument("--out", default="results/slurm/slurm-alone")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))
     s.add_argument("--start-day", type=float, default=60)
     s.add_argument("--days", type=float, default=30)
     s.add_argument("--repeat", type=int, default=3)
-    s.add_argument("--out", default="results/slurm/alone")
+    s.add_argument("--out", default="results/slurm/slurm-alone")
     args = p.parse_args()
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
      "crossval": cmd_crossval}[args.part](args)
