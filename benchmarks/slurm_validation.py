@@ -831,8 +831,8 @@ def main() -> None:
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--out", default="results/slurm/slurm-alone")
     args = p.parse_args()
-    {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
-     "crossval": cmd_crossval}[args.part](args)
+    {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
+     "report": cmd_report, "crossval": cmd_crossval}[args.part](args)
 
 
 if __name__ == "__main__":

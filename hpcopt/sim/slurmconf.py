@@ -29,6 +29,11 @@ _FLAGS = ("bf_licenses", "bf_continue", "bf_running_job_reserve")
 _MICROSECONDS = ("sched_min_interval",)
 
 
+# the plugins the model knows: SlurmConf field -> (plugin type, kinds)
+_PLUGINS = {"scheduler": ("sched", ("backfill", "builtin")),
+            "priority": ("priority", ("basic", "multifactor"))}
+
+
 class SlurmConfError(HpcoptError, ValueError):
     """A slurm.conf (or a SchedulerParameters string) the model cannot read."""
 
@@ -170,23 +175,18 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf",
                 keys[k] = (v, no)
     conf = SlurmConf()
     fields: dict = {}
-    if "schedulertype" in keys:
-        value, no = keys["schedulertype"]
-        kinds = {"sched/backfill": "backfill", "sched/builtin": "builtin"}
-        if value.lower() not in kinds:
-            raise SlurmConfError(f"{name}:{no}: SchedulerType: expected sched/backfill or "
-                                 f"sched/builtin, got {value!r}")
-        fields["scheduler"] = kinds[value.lower()]
+    for key, label, attr in (("schedulertype", "SchedulerType", "scheduler"),
+                             ("prioritytype", "PriorityType", "priority")):
+        if key in keys:
+            value, no = keys[key]
+            plugin, kind = value.lower().partition("/")[::2]
+            if plugin != _PLUGINS[attr][0] or kind not in _PLUGINS[attr][1]:
+                raise SlurmConfError(f"{name}:{no}: {label}: expected " + " or ".join(
+                    f"{_PLUGINS[attr][0]}/{k}" for k in _PLUGINS[attr][1]) + f", got {value!r}")
+            fields[attr] = kind
     if "schedulerparameters" in keys:
         value, no = keys["schedulerparameters"]
         fields.update(parse_scheduler_parameters(value, f"{name}:{no}: SchedulerParameters"))
-    if "prioritytype" in keys:
-        value, no = keys["prioritytype"]
-        kinds = {"priority/basic": "basic", "priority/multifactor": "multifactor"}
-        if value.lower() not in kinds:
-            raise SlurmConfError(f"{name}:{no}: PriorityType: expected priority/basic or "
-                                 f"priority/multifactor, got {value!r}")
-        fields["priority"] = kinds[value.lower()]
     for key, attr in (("priorityweightage", "weight_age"),
                       ("priorityweightjobsize", "weight_job_size")):
         if key in keys:
