@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -56,28 +55,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import slurm_validation as sv  # noqa: E402  (its scaling, submission, jobcomp and simulation)
 
-from hpcopt.datadir import data_root
-
-DATA = data_root()  # the data directory (hpcopt.datadir)
-BB_TRACE = DATA / "burst_buffer" / "kopanski_kth_batsim" / \
-    "KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
-
-
-def bb_slice(args) -> list[dict]:
-    """``scaled_slice`` of the burst-buffer workload, each job with a ``bb`` license count."""
-    from hpcopt import load_trace
-
-    trace = load_trace(args.trace)
-    by_id = {j.id: j for j in trace.jobs}
-    per_node = trace.system.bb / trace.system.nodes
-    jobs = sv.scaled_slice(args)
-    for job in jobs:
-        orig = by_id[job["trace_id"]]
-        share = (orig.bb / orig.nodes) / per_node  # its burst buffer per node, machine = 1
-        job["bb"] = int(np.clip(math.ceil(args.bb_total * share * job["nodes"] / args.nodes),
-                                1, args.bb_total))
-        job["licenses"] = f"bb:{job['bb']}"
-    return jobs
+BB_TRACE = sv.BB_TRACE
+bb_slice = sv.bb_slice
 
 
 class ReasonWatch:

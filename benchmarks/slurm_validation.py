@@ -56,7 +56,10 @@ HPCOPT = str(Path(sys.executable).with_name("hpcopt"))
 _STARTING = threading.Lock()
 SHARED = "shared"  # the testbed's partition whose jobs share nodes core by core (--shared)
 CPUS = 4  # cores per testbed node
-DEFAULT_TRACE = data_root() / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"  # hpcopt.datadir
+DATA = data_root()  # the data directory (hpcopt.datadir)
+DEFAULT_TRACE = DATA / "hpc_swf" / "pwa" / "KTH-SP2-1996-2.1-cln.swf.gz"
+BB_TRACE = DATA / "burst_buffer" / "kopanski_kth_batsim" / \
+    "KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 
 
 def log_map(x: np.ndarray, lo: float, hi: float, out_lo: float, out_hi: float) -> np.ndarray:
@@ -88,6 +91,25 @@ def scaled_slice(args) -> list[dict]:
                  limit=int(limit[i]), at=float(arrive[i]),
                  **({"partition": SHARED} if getattr(args, "shared", False) else {}))
             for i, j in enumerate(jobs)]
+
+
+def bb_slice(args) -> list[dict]:
+    """``scaled_slice`` of the burst-buffer workload (``args.trace``: Kopanski's KTH Batsim
+    JSON), each job with a ``bb`` license count: its share of the machine's burst buffer per
+    node, times its scaled nodes, of ``args.bb_total``."""
+    from hpcopt import load_trace
+
+    trace = load_trace(args.trace)
+    by_id = {j.id: j for j in trace.jobs}
+    per_node = trace.system.bb / trace.system.nodes
+    jobs = scaled_slice(args)
+    for job in jobs:
+        orig = by_id[job["trace_id"]]
+        share = (orig.bb / orig.nodes) / per_node  # its burst buffer per node, machine = 1
+        job["bb"] = int(np.clip(math.ceil(args.bb_total * share * job["nodes"] / args.nodes),
+                                1, args.bb_total))
+        job["licenses"] = f"bb:{job['bb']}"
+    return jobs
 
 
 def machine_size(args) -> int:
@@ -161,10 +183,15 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
     from hpcopt import testbed
 
     d = workdir / kind
+    opts = dict(testbed_opts or {})
+    opts.setdefault("slurm", getattr(args, "slurm", "22.05"))
+    if kind == "slurm" and getattr(args, "scheduler_parameters", None):
+        opts["scheduler_parameters"] = args.scheduler_parameters
     with _STARTING:  # one testbed starts at a time: each takes the next free ports
         conf = testbed.start(d, args.nodes,
                              scheduler="backfill" if kind == "slurm" else "builtin",
-                             hold=kind != "slurm", **(testbed_opts or {}))
+                             hold=kind != "slurm", **opts)
+    conf_text = conf.read_text()
     env = {**os.environ, "SLURM_CONF": str(conf)}
     log = d / "adapter.jsonl"
     proc = None
@@ -193,6 +220,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
         finally:
             testbed.stop(d)
     record = run_record(d, len(jobs), kind)
+    record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
+    record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
     if any(j.get("partition") == SHARED for j in jobs):
         record["read_back"] = cores_read_back(d, jobs)
     return record
@@ -232,12 +261,14 @@ def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None 
 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
-                  delay=0.0, period: float | None = None, bb: float = 0.0) -> dict[str, float]:
+                  delay=0.0, period: float | None = None, bb: float = 0.0,
+                  options: dict | None = None) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
     start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
     callable giving each job its own) and, with
     ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle);
-    ``bb``: the system's burst buffer, each job's request its ``bb``."""
+    ``bb``: the system's burst buffer, each job's request its ``bb``; ``options``: the
+    policy's (``slurm_conf`` for ``slurm``)."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
@@ -251,8 +282,8 @@ def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
         limit = by_name[name]["limit"] * 60.0
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"], bb=by_name[name].get("bb", 0.0)))
-    sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy), launch_delay=delay,
-                    period=period).run()
+    sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy, **(options or {})),
+                    launch_delay=delay, period=period).run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
@@ -357,7 +388,8 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
         read_ms=round(1000 * float(np.mean([c["read_s"] for c in ok])), 1),
         decide_ms=round(1000 * float(np.mean([c["decide_s"] for c in ok])), 2))
     for model, delay, period in models:
-        sim = simulate_same(jobs, real, policy, machine_size(args), delay, period)
+        sim = simulate_same(jobs, real, policy, machine_size(args), delay, period,
+                            bb=float(getattr(args, "bb_total", 0)))
         row = dict(label, model=model, launch_delay=delay, period=period,
                    wall_s=round(run["wall"], 1), **compare(real, sim), **adapter)
         rows.append(row)
@@ -371,7 +403,8 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
         for seed in range(args.draws):
             rng = np.random.default_rng(seed)
             sim = simulate_same(jobs, real, policy, machine_size(args),
-                                lambda job, rng=rng: float(rng.choice(gaps)))
+                                lambda job, rng=rng: float(rng.choice(gaps)),
+                                bb=float(getattr(args, "bb_total", 0)))
             runs.append(compare(real, sim))
         row = dict(label, model="drawn", launch_delay=round(float(gaps.mean()), 2),
                    period=None, wall_s=round(run["wall"], 1), draws=args.draws, **adapter)
@@ -396,7 +429,7 @@ def cmd_replay(args) -> None:
     if args.shared and args.runs != ["slurm"]:
         raise SystemExit("--shared: hpcopt schedules whole nodes; give --runs slurm (Slurm's "
                          "own scheduler on the shared partition)")
-    jobs = scaled_slice(args)
+    jobs = bb_slice(args) if args.bb_total else scaled_slice(args)
     (out / "replay_jobs.json").write_text(json.dumps(jobs, indent=1))
     print(f"{len(jobs)} jobs of {Path(args.trace).name} from record {args.first}: "
           f"nodes {min(j['nodes'] for j in jobs)}-{max(j['nodes'] for j in jobs)}, sleeps "
@@ -409,7 +442,10 @@ def cmd_replay(args) -> None:
     elif not args.analyze_only:
         work = Path(tempfile.mkdtemp(prefix="hpcopt-slurm-"))  # kept: each testbed's logs
         print(f"testbeds in {work}", flush=True)
-        runs = replay_all(jobs, args, work, {"shared": True} if args.shared else None)
+        opts = {"shared": True} if args.shared else {}
+        if args.bb_total:
+            opts["licenses"] = f"bb:{args.bb_total}"
+        runs = replay_all(jobs, args, work, opts)
     if not args.analyze_only:
         for kind, run in runs.items():
             (out / f"replay_{kind}.json").write_text(json.dumps(run))
@@ -587,6 +623,117 @@ def print_crossval(rows: list[dict], summary: list[dict]) -> None:
               f"{s['bsld_dev_pct_mean']:+.1f}% / {s['bsld_dev_pct_mad']:.1f}% |")
 
 
+def alone_run(d: Path, nodes: int) -> dict:
+    """A saved Slurm-alone run of replay folder ``d``: its jobs, Slurm's times, the
+    slurm.conf the testbed ran (saved with the run; for runs saved before that, written
+    again by the testbed's own ``slurm_conf``, whose scheduling lines have not changed since
+    they ran) and what the testbed was given."""
+    from hpcopt.slurm import testbed
+
+    jobs = json.loads((d / "replay_jobs.json").read_text())
+    shared = any(j.get("partition") == SHARED for j in jobs)
+    saved = d / "replay_slurm.json"
+    run = json.loads(saved.read_text()) if saved.exists() else {}
+    real = {k: tuple(v) for k, v in run["real"].items()} if run else saved_run(d, "slurm")
+    conf = run.get("slurm_conf")
+    info = dict(run.get("testbed", {}))
+    if conf is None:
+        conf = testbed.slurm_conf(Path("/testbed"), nodes, CPUS, 20000, "backfill", False,
+                                  shared=shared)
+        info["conf"] = "regenerated"
+    bb = max((j.get("bb", 0) for j in jobs), default=0)
+    total = 0.0
+    if bb:
+        from hpcopt.sim.slurmconf import parse_slurm_conf
+
+        total = float(parse_slurm_conf(conf).licenses["bb"])
+    return dict(dir=d, jobs=jobs, real=real, conf=conf, info=info, shared=shared,
+                bb_total=total)
+
+
+def cmd_alone(args) -> None:
+    """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
+    testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
+    folders' Slurm-alone runs (out of sample: nothing is fitted on the run compared)."""
+    runs = [alone_run(Path(d), args.nodes) for d in args.dirs]
+    rows = []
+    for run in runs:
+        others = [g for r in runs if r is not run for g in latency_kept(r["real"])]
+        delay = round(float(np.mean(others)), 2) if others else 0.0
+        conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
+        conf.write_text(run["conf"])
+        machine = args.nodes * CPUS if run["shared"] else args.nodes
+        opts = dict(slurm_conf=str(conf), launch_latency=delay,
+                    **({"slurm_partition": SHARED} if run["shared"] else {}))
+        row = dict(replay=run["dir"].name, slurm=run["info"].get("slurm", "22.05"),
+                   scheduler_parameters=run["info"].get("scheduler_parameters", ""),
+                   licenses=run["info"].get("licenses", ""), shared=run["shared"],
+                   conf=run["info"].get("conf", "saved"), latency=delay,
+                   latency_from=len(runs) - 1)
+        t0 = time.perf_counter()
+        sim = simulate_same(run["jobs"], run["real"], "slurm", machine, None, options=opts,
+                            bb=run["bb_total"])
+        row["sim_s"] = round(time.perf_counter() - t0, 3)
+        easy = simulate_same(run["jobs"], run["real"], "fcfs", machine, delay,
+                             bb=run["bb_total"])
+        for name, got in (("slurm", compare(run["real"], sim)),
+                          ("easy", compare(run["real"], easy))):
+            for key in ("tau", "wait_sim", "wait_dev_pct", "bsld_dev_pct"):
+                row[f"{name}_{key}"] = got[key]
+            row["jobs"], row["wait_real"] = got["jobs"], got["wait_real"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "alone.json").write_text(json.dumps(rows, indent=1))
+    print()
+    print("| replay | Slurm | SchedulerParameters over the testbed's | licenses | partition | "
+          "latency (s) | jobs | wait real (s) | --policy slurm: wait (dev), tau | "
+          "EASY: wait (dev), tau |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['replay']} | {r['slurm']} | {r['scheduler_parameters'] or '-'} | "
+              f"{r['licenses'] or '-'} | {'shared cores' if r['shared'] else 'whole nodes'} | "
+              f"{r['latency']:g} | {r['jobs']} | {r['wait_real']:.0f} | "
+              f"{r['slurm_wait_sim']:.0f} ({r['slurm_wait_dev_pct']:+.1f}%), "
+              f"{r['slurm_tau']:.3f} | {r['easy_wait_sim']:.0f} ({r['easy_wait_dev_pct']:+.1f}%)"
+              f", {r['easy_tau']:.3f} |")
+
+
+def cmd_month(args) -> None:
+    """The simulator's speed under ``--policy slurm`` (Slurm's defaults, and one reservation)
+    beside FCFS+EASY on ``--days`` days of a real trace: seconds of simulated time (first
+    submission to last end) per second of computation, each policy run ``--repeat`` times
+    (the fastest kept: the machine is shared)."""
+    from hpcopt import load_trace
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.driver import Simulator
+
+    trace = load_trace(args.trace)
+    lo = args.start_day * 86400.0
+    jobs = [j for j in trace.jobs if lo <= j.submit < lo + args.days * 86400.0]
+    rows = []
+    for name, opts in (("fcfs", {}), ("slurm", {}),
+                       ("slurm", {"scheduler_parameters": "bf_job_part_count_reserve=1"})):
+        best = math.inf
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            sim = Simulator(jobs, trace.system, make_policy(name, **opts)).run()
+            best = min(best, time.perf_counter() - t0)
+        span = max(r.end for r in sim.records.values()) - min(j.submit for j in jobs)
+        wait = float(np.mean([r.start - r.job.submit for r in sim.records.values()]))
+        row = dict(trace=Path(args.trace).name, days=args.days, jobs=len(jobs),
+                   nodes=trace.system.nodes, policy=name,
+                   options=opts.get("scheduler_parameters", ""), seconds=round(best, 3),
+                   passes=sim.passes, simulated_days=round(span / 86400, 1),
+                   times_real_time=round(span / best), mean_wait=round(wait, 1))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "month_speed.json").write_text(json.dumps(rows, indent=1))
+
+
 MODEL_NAMES = {"none": "no latency", "given": "given", "measured": "measured (constant)",
                "cycle": "adapter cycle", "drawn": "drawn (20 seeds)"}
 
@@ -649,6 +796,14 @@ def main() -> None:
                    help="the jobs sized in cores (1..nodes x 4) on the testbed's shared "
                         "partition, Slurm's own scheduler (--runs slurm), read back and "
                         "simulated in cores")
+    r.add_argument("--slurm", default="22.05", choices=["22.05", "24.11"],
+                   help="the testbed's Slurm version")
+    r.add_argument("--scheduler-parameters", metavar="K=V,...",
+                   help="over the testbed's SchedulerParameters for Slurm's own run (e.g. "
+                        "bf_job_part_count_reserve=1, bf_licenses)")
+    r.add_argument("--bb-total", type=int, default=0,
+                   help="a license bb of this count; each job asks its share of the "
+                        "burst-buffer trace's (give --trace BB_TRACE)")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])
@@ -664,9 +819,21 @@ def main() -> None:
     x.add_argument("--nodes", type=int, default=8)
     x.add_argument("--draws", type=int, default=20)
     x.add_argument("--out", default="results/slurm/crossval")
+    a = sub.add_parser("alone", help="Slurm alone against --policy slurm configured from "
+                                     "the slurm.conf its testbed ran, and against EASY")
+    a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
+    a.add_argument("--nodes", type=int, default=8)
+    a.add_argument("--out", default="results/slurm/slurm-alone")
+    s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
+                                     "of a real trace")
+    s.add_argument("--trace", default=str(DEFAULT_TRACE))
+    s.add_argument("--start-day", type=float, default=60)
+    s.add_argument("--days", type=float, default=30)
+    s.add_argument("--repeat", type=int, default=3)
+    s.add_argument("--out", default="results/slurm/slurm-alone")
     args = p.parse_args()
-    {"replay": cmd_replay, "cost": cmd_cost, "report": cmd_report,
-     "crossval": cmd_crossval}[args.part](args)
+    {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
+     "report": cmd_report, "crossval": cmd_crossval}[args.part](args)
 
 
 if __name__ == "__main__":

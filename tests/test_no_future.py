@@ -40,7 +40,8 @@ HPC_OPTIONS = {"rolling-mip": {"backend": "osdec-greedy", "horizon": 3, "lookahe
 # requests they cannot see, the rolling MIP's starts stall and the test takes minutes), and
 # the machine they need
 PLAIN = {"rolling-mip": None, "tjap-window": "tjap"}
-NOT_ON_A_DAY = {"tjap-window": "needs a fat-tree topology"}
+NOT_ON_A_DAY = {"tjap-window": "needs a fat-tree topology",
+                "slurm": "schedules a fixed machine (Slurm's nodes), not cloud slots"}
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ def test_every_hook_has_a_default_and_a_docstring():
         assert re.search(rf"\n    {name}: [^\n]+ = [^\n]+\n    \"\"\"\S", text), name
     assert {"one_pick", "fit_only", "reserve_rule", "order", "backfill", "window",
             "window_fixed", "starvation_bound", "period", "waits_for_head", "machine",
-            "starts_prefix"} == set(HOOKS)
+            "starts_prefix", "launch_delay"} == set(HOOKS)
 
 
 def test_a_duck_typed_policy_gets_the_declared_defaults():
@@ -51,6 +51,14 @@ def test_attributes_a_policy_sets_are_what_the_driver_uses():
     sim = Simulator([Job(1, 0, 10, 10, 1)], System(2), pol)
     assert (sim.order_name, sim.backfilling, sim.window_size, sim.period,
             sim.starvation_bound) == ("sjf", False, 3, 60.0, 7)
+
+
+def test_a_policy_brings_its_launch_delay_unless_the_caller_sets_one():
+    pol = Bare()
+    pol.launch_delay = 0.5
+    assert Simulator([Job(1, 0, 10, 10, 1)], System(2), pol).launch_delay == 0.5
+    assert Simulator([Job(1, 0, 10, 10, 1)], System(2), pol, launch_delay=0.0).launch_delay == 0
+    assert Simulator([Job(1, 0, 10, 10, 1)], System(2), Bare()).launch_delay == 0
 
 
 def test_starts_prefix_is_read_from_the_class_and_dropped_when_decide_is_patched():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..cliargs import out_path, positive_int
@@ -73,6 +74,11 @@ def register(sub) -> None:
     m.add_argument("--offline-time-limit", type=float, default=None, metavar="S",
                    help="seconds for --offline-backend (its bound is the reference when it "
                         "stops at the limit)")
+    m.add_argument("--against-slurm", default=None, metavar="SLURM_CONF",
+                   help="also replay the trace under --policy slurm configured from this "
+                        "slurm.conf (with the --scheduler-parameters, --launch-latency, "
+                        "--slurm-partition given) and print the differences per metric and "
+                        "per user (OUT/slurm gets its files)")
     add_policy_flags(m)
     m.set_defaults(run=run)
 
@@ -117,6 +123,15 @@ def run(args) -> int:
     from ..scenario import check_workload_name
 
     options = policy_options(args)
+    slurm_side = None
+    if args.against_slurm:  # Slurm's options go to the Slurm side (hpcopt.site_compare)
+        from ..site_compare import SLURM_OPTIONS
+
+        slurm_side = {k: options[k] for k in SLURM_OPTIONS if k in options}
+        if args.policy != "slurm":
+            options = {k: v for k, v in options.items() if k not in SLURM_OPTIONS}
+        slurm_side["slurm_conf"] = args.against_slurm
+        check_policy("slurm", **slurm_side)
     check_policy(args.policy, **options)  # a typo is reported before any input is read
     if args.events and not args.events.endswith(".jsonl"):
         raise HpcoptError(f"--events {args.events}: expected a file name ending in .jsonl "
@@ -142,7 +157,25 @@ def run(args) -> int:
     if opts:
         print(f"policy {args.policy}: " + ", ".join(f"{k}={v!r}" for k, v in opts.items()
                                                      if k != "seed"), file=info)
+    if slurm_side is not None:
+        _against_slurm(args, run, scenario, res, slurm_side, info)
     return _written(args, res, info)
+
+
+def _against_slurm(args, run, scenario, res, options: dict, info) -> None:
+    """The same scenario under ``--policy slurm`` and the differences (``--against-slurm``)."""
+    from ..api import simulate_run
+    from ..site_compare import format_differences, metric_differences, user_differences
+
+    slurm = simulate_run(scenario, replace(run, policy="slurm", policy_options=options))
+    users = {job.id: job.user for job in scenario.jobs}
+    print(f"\nagainst Slurm alone ({options['slurm_conf']}): {args.policy} - slurm", file=info)
+    print(format_differences(metric_differences(res.summary, slurm.summary),
+                             user_differences(res.jobs, slurm.jobs, users), args.policy),
+          file=info)
+    if args.out:
+        jobs, summary = slurm.write(Path(args.out) / "slurm")
+        print(f"wrote {jobs} and {summary}", file=info)
 
 
 def _written(args, res, info) -> int:

@@ -1,10 +1,20 @@
 """Window policies, registered by name (``make_policy("fcfs")``), one module per family:
 ``classic`` (FCFS, SJF, WFP, baseline, largest-first, random), ``knapsack``,
 ``multi_resource`` (BBSched and its weighted / constrained rivals), ``dras`` (learned),
-``tjap`` (topology-aware allocation: SCAS or DCAS placement), ``osdec`` (cloud slots:
+``tjap`` (topology-aware allocation: SCAS or DCAS placement), ``slurm_backfill`` (Slurm
+alone: its main scheduler and sched/backfill), ``osdec`` (cloud slots:
 FIFO, Tetris, rolling MIP) and ``osdec_learned`` (the OSDEC agent and its ablations)."""
 
-from . import classic, dras, knapsack, multi_resource, osdec, osdec_learned, tjap  # noqa: F401
+from . import (  # noqa: F401
+    classic,
+    dras,
+    knapsack,
+    multi_resource,
+    osdec,
+    osdec_learned,
+    slurm_backfill,
+    tjap,
+)
 from .base import (
     Policy,
     build_policy,

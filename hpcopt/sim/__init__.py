@@ -11,6 +11,7 @@ at every scheduling pass, and what a run of it produces.
 - ``resources``: the free-resource states (``NodePool``, ``MultiPool``, ``TopologyPool``,
   ``CapacityPool``) and the rules the driver applies to them;
 - ``orders``: the base queue orders (FCFS, SJF, WFP);
+- ``slurmconf``: Slurm's scheduling settings read from a ``slurm.conf`` (``--policy slurm``);
 - ``records``: per-job records, start modes and the events subscribers hear;
 - ``eventlog``: the events as tidy rows (``--events``);
 - ``metrics`` and ``result``: the per-job table, summary metrics and ``SimulationResult``;

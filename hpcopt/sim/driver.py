@@ -8,8 +8,9 @@ the pool's own (``hpcopt.sim.resources``); the job modes, events and per-job rec
 ``hpcopt.sim.records``.
 
 Events are job submissions and completions (at the job's actual, capped runtime), plus
-optional periodic ticks.  At each event time the driver applies all completions, then all
-submissions, then runs one scheduling pass (or, in periodic mode, a pass only at ticks).
+optional periodic ticks and the passes a policy asks for at times of its own (``wake_at``:
+Slurm's backfill every ``bf_interval``).  At each event time the driver applies all
+completions, then all submissions, then runs one scheduling pass (or, in periodic mode, a pass only at ticks).
 
 A pass:
 
@@ -107,7 +108,8 @@ from .settings import DriverOptions, DriverSettings
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 
 # processing order of events that share a time stamp
-_COMPLETE, _SUBMIT, _TICK, _RELEASE = 0, 1, 2, 3  # release: a job's earliest start
+_COMPLETE, _SUBMIT, _TICK, _RELEASE, _WAKE = 0, 1, 2, 3, 4  # release: a job's earliest
+# start; wake: a pass a policy asked for (wake_at)
 
 
 class Simulator:
@@ -148,7 +150,7 @@ class Simulator:
         starvation_bound: int | None = None,
         period: float | None = None,
         progress: bool = False,
-        launch_delay: float | Callable[[Job], float] = 0.0,
+        launch_delay: float | Callable[[Job], float] | None = None,
     ) -> None:
         self.system = system
         self.policy = policy
@@ -315,6 +317,14 @@ class Simulator:
             self._check_deps(job)
         self._push(job.submit, _SUBMIT, job)
 
+    def wake_at(self, time: float) -> None:
+        """A scheduling pass at ``time`` (not before now) even when no job event falls then:
+        for a policy whose passes also run on timers of its own (Slurm's backfill every
+        ``bf_interval``, a delayed batch pass).  Several calls for one time make one pass."""
+        if not time >= self.now:
+            raise SimulationError(f"wake_at({time!r}): expected a time >= now ({self.now})")
+        self._push(float(time), _WAKE, None)
+
     @property
     def running(self) -> Sequence[RunningJob]:
         """Running jobs in order of estimated end (read-only view)."""
@@ -455,7 +465,7 @@ class Simulator:
             _, kind, _, payload = heappop(events)
             if kind == _SUBMIT:
                 self._enqueue(payload)
-            elif kind == _TICK:
+            elif kind in (_TICK, _WAKE):
                 tick = True
             elif kind == _RELEASE:
                 del self.upcoming[payload.id]

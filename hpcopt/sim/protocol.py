@@ -38,6 +38,9 @@ class PolicyHooks:
     machine: str | None = None
     """The machine it needs: ``capacity`` (cloud slots: a capacity profile), ``topology``
     (nodes told apart on a network), or ``None``: any (embeddings refuse it up front)."""
+    launch_delay: float | None = None
+    """Its default launch delay: seconds from a start decision to the real start (a
+    resource manager's latency it models); ``None``: none, unless the caller sets one."""
     starts_prefix: bool = False
     """``decide`` is exactly the head-first rule, which the driver then applies itself; read
     from the class, and ignored when ``decide`` is replaced on the instance."""

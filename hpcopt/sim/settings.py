@@ -22,7 +22,8 @@ class DriverOptions:
     its base order, else fcfs; ``backfill``: ``"easy"`` or ``"none"``, default its own, easy
     for most; ``window`` W; ``starvation_bound`` K; ``period``: passes every so many seconds
     instead of at every event).  ``launch_delay`` is seconds between a start decision and
-    the real start (or ``f(job) -> seconds``); ``progress`` shows a progress bar."""
+    the real start (or ``f(job) -> seconds``; ``None``: the policy's own, else 0);
+    ``progress`` shows a progress bar."""
 
     order: str | None = None
     backfill: str | bool | None = None
@@ -30,7 +31,7 @@ class DriverOptions:
     starvation_bound: int | None = None
     period: float | None = None
     progress: bool = False
-    launch_delay: float | Callable[[Job], float] = 0.0
+    launch_delay: float | Callable[[Job], float] | None = None
 
     def as_kwargs(self) -> dict:
         """The keyword arguments of ``Simulator`` these options stand for."""
@@ -99,6 +100,8 @@ class DriverSettings:
         if period is not None and not period > 0:
             raise SimulationError(f"period must be > 0 seconds, got {period}")
         delay = options.launch_delay
+        if delay is None:
+            delay = hooks.launch_delay or 0.0
         delay_of = delay if callable(delay) else None
         if delay_of is not None:
             delay = 0.0

@@ -1,0 +1,518 @@
+"""Slurm alone: its main scheduler and ``sched/backfill`` as a policy of the one loop.
+
+``--policy slurm`` schedules the way a Slurm controller configured by a ``slurm.conf``
+(``hpcopt.sim.slurmconf``) does, so that hpcopt's policies can be compared with Slurm on
+equal terms in simulation.  What is modelled (docs/slurm-model.md has the table):
+
+* **Priority**: ``priority/basic`` (first come first served) or ``priority/multifactor``
+  with its age and job-size factors (the other factors are not modelled).
+* **At submission** a job starts at once when no pending job has a higher priority and it
+  fits (Slurm tries a new job right away when it is at the top).
+* **Main scheduler** passes run at each job end, ``batch_sched_delay`` seconds after the
+  last timed pass for newly submitted jobs, and every ``sched_interval``: jobs in priority
+  order (at most ``default_queue_depth``) start while they fit; the first one that does
+  not fit ends the pass (one partition); a job whose licenses are taken is passed over, or
+  ends the pass under ``bf_licenses``.
+* **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
+  something changed: every job tested (at most ``bf_max_job_test``, priority order) gets
+  the earliest start at which enough nodes are free, for its whole time limit, of running
+  jobs and of the reservations made for the jobs tested before it (a conservative plan
+  on a time map of whole nodes); a job that can start now starts, any other gets a
+  reservation from its start rounded down to ``bf_resolution`` to its end rounded up,
+  unless it starts beyond ``bf_window`` or ``bf_job_part_count_reserve`` reservations are
+  made already (then only a start now is tested).  Licenses enter the plan with
+  ``bf_licenses``; without it a job whose licenses are taken now is not tested.  On a
+  partition that shares nodes core by core, jobs are sized in cores and a reservation
+  takes the whole nodes of the cores it plans.
+* Time limits are whole minutes (rounded up), as Slurm stores them; a launch latency
+  (``launch_latency``) delays every start (the driver's ``launch_delay``).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right, insort
+
+import numpy as np
+
+from hpcopt.domain import Decision, Job, Window
+from hpcopt.errors import PolicyOptionError, SimulationError
+from hpcopt.sim.records import Event
+from hpcopt.sim.slurmconf import SlurmConf, SlurmConfError, read_slurm_conf
+
+from .base import Option, Policy, register_policy
+
+
+def limit_seconds(job: Job) -> float:
+    """The job's time limit as Slurm holds it: whole minutes, rounded up (at least one)."""
+    return max(1, math.ceil(job.walltime / 60 - 1e-9)) * 60.0
+
+
+@register_policy("slurm")
+class SlurmScheduler(Policy):
+    """Slurm alone: its main scheduler and sched/backfill, configured from a slurm.conf.
+
+    ``slurm_conf``: the file (Slurm's defaults where it is silent, or without one);
+    ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
+    ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``: the
+    partition of the file the jobs run in; ``conf``: a ``SlurmConf`` instead of a file."""
+
+    backfill = "none"  # Slurm's own backfill runs inside the policy's passes
+    OPTIONS = (
+        Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
+               "defaults where it is silent)"),
+        Option("scheduler_parameters", str, "key=value,... over the file's "
+               "SchedulerParameters (e.g. bf_job_part_count_reserve=1,bf_licenses)"),
+        Option("launch_latency", float, "seconds from Slurm's start decision to the job's "
+               "start", min=0),
+        Option("slurm_partition", str, "the slurm.conf's partition the jobs run in (default: its "
+               "default partition)"),
+    )
+
+    def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
+                 launch_latency: float = 0.0, slurm_partition: str | None = None,
+                 conf: SlurmConf | None = None) -> None:
+        try:
+            base = conf or (read_slurm_conf(slurm_conf, slurm_partition) if slurm_conf
+                            else SlurmConf())
+            if scheduler_parameters:
+                base = base.with_parameters(scheduler_parameters, "scheduler_parameters")
+        except SlurmConfError as e:
+            raise PolicyOptionError(str(e)) from None
+        if not (isinstance(launch_latency, (int, float)) and math.isfinite(launch_latency)
+                and launch_latency >= 0):
+            raise PolicyOptionError(f"launch_latency: expected seconds >= 0, got "
+                                    f"{launch_latency!r}")
+        self.conf = base
+        self.launch_delay = float(launch_latency)
+        self._sim = None
+
+    # ------------------------------------------------------------------ protocol
+    def attach(self, sim) -> None:
+        """Read the machine, subscribe to job ends and submissions (they trigger Slurm's
+        passes) and start with an idle controller."""
+        system = sim.system
+        if system.capacity is not None:
+            raise SimulationError("policy 'slurm' schedules a fixed machine; a system with a "
+                                  "capacity profile is not one")
+        conf = self.conf
+        per = conf.cpus_per_node if conf.shared_cores else 1
+        if conf.nodes is not None and conf.nodes * per != system.nodes:
+            unit = f"{conf.nodes} nodes x {per} cores" if per > 1 else f"{conf.nodes} nodes"
+            raise SimulationError(f"the slurm.conf's partition has {unit}, the simulated "
+                                  f"system {system.nodes} {'cores' if per > 1 else 'nodes'}")
+        self._sim = sim
+        self._per = per  # units (cores or nodes) per node
+        self._units = system.nodes
+        self._all = (1 << system.nodes) - 1
+        sizes = sorted(system.ssd_classes.items())
+        self._ssd = [float(s) for s, n in sizes for _ in range(n)] if sizes else None
+        self._class_of = [k for k, (_, n) in enumerate(sizes) for _ in range(n)]
+        self._n_classes = len(sizes)
+        self._topology = system.topology is not None
+        self._eligible: dict[float, int] = {}
+        self._units_of: dict = {}  # running job id -> (units it holds: a bit mask, its end)
+        self._new: list[Job] = []  # submitted since the last pass
+        self._ended = False  # a job ended since the last main pass
+        self._changed = True  # since the last backfill pass
+        self._batch = False  # submitted jobs wait for a timed main pass
+        self._last_timed = -math.inf  # last batch or full main pass
+        self._next_full = -math.inf
+        self._next_bf = -math.inf
+        self._woken: set[float] = set()
+        sim.subscribe(Event.SUBMIT, self._on_submit)
+        sim.subscribe(Event.COMPLETE, self._on_complete)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing random: the controller's state starts in ``attach``."""
+
+    def _on_submit(self, sim, event, job) -> None:
+        self._new.append(job)
+        self._batch = self._changed = True
+
+    def _on_complete(self, sim, event, record) -> None:
+        self._ended = self._changed = True
+        self._units_of.pop(record.job.id, None)
+
+    def decide(self, window: Window) -> Decision:
+        """The passes Slurm runs at ``window.time``: submissions tried at once, a main pass
+        when one is due, a backfill pass when one is due; every pass still due later asks
+        the driver for a pass then (``Simulator.wake_at``)."""
+        if self._sim is None:
+            raise SimulationError("policy 'slurm' keeps a controller's state: run it through "
+                                  "a Simulator (attach)")
+        now = window.time
+        conf = self.conf
+        state = _PassState(self, window)
+        queue = self._priority_order(window.jobs, now)
+        new, self._new = self._new, []
+        for job in sorted(new, key=lambda j: (j.submit, str(j.id))):
+            top = next((j for j in queue if j.id not in state.started), None)
+            if top is job and state.fits_now(job):
+                state.start(job)
+        if self._ended:
+            self._ended = False
+            self._main_pass(queue, state, conf.default_queue_depth)
+        if now >= self._next_full:
+            self._next_full = now + conf.sched_interval
+            self._last_timed = now
+            self._batch = False
+            self._main_pass(queue, state, len(queue))
+        elif self._batch and now >= self._last_timed + conf.batch_sched_delay:
+            self._last_timed = now
+            self._batch = False
+            self._main_pass(queue, state, conf.default_queue_depth)
+        if state.started:
+            self._changed = True
+        if conf.scheduler == "backfill" and self._changed and now >= self._bf_due(now) - 1e-9:
+            self._changed = False
+            self._next_bf = now + conf.bf_interval
+            self._backfill(queue, state)
+            if state.started:
+                self._changed = True
+        if len(state.started) < len(queue):
+            self._wake(now)
+        return Decision(tuple(state.order), allocations=state.allocations)
+
+    def _bf_due(self, now: float) -> float:
+        """When the backfill agent next looks for work: ``bf_interval`` after its last pass,
+        then every second (its short sleep) until something changed."""
+        due = self._next_bf
+        if due == -math.inf:
+            return now  # the agent's first look
+        if now > due:
+            due += math.ceil(now - due - 1e-9)
+        return due
+
+    def _wake(self, now: float) -> None:
+        """Ask for a pass at each timer still to come while jobs wait."""
+        conf = self.conf
+        times = [self._next_full]
+        if self._batch:
+            times.append(self._last_timed + conf.batch_sched_delay)
+        if conf.scheduler == "backfill" and self._changed:
+            times.append(self._bf_due(now))
+        for t in times:
+            if t > now and t not in self._woken:
+                self._woken.add(t)
+                self._sim.wake_at(t)
+        self._woken = {t for t in self._woken if t > now}
+
+    def _priority_order(self, jobs, now: float) -> list[Job]:
+        """The pending jobs in Slurm's priority order (ties: the earlier submission)."""
+        conf = self.conf
+        if conf.priority == "basic" or not (conf.weight_age or conf.weight_job_size):
+            return list(jobs)
+        total = self._units
+
+        def priority(job: Job) -> float:
+            age = min(1.0, max(0.0, now - job.submit) / conf.max_age) if conf.max_age else 1.0
+            size = (1 - (job.nodes - 1) / total) if conf.favor_small else job.nodes / total
+            return conf.weight_age * age + conf.weight_job_size * size
+
+        return sorted(jobs, key=lambda j: (-priority(j), j.submit))
+
+    # ------------------------------------------------------------------ passes
+    def _main_pass(self, queue, state: _PassState, depth: int) -> None:
+        """Priority order; the first job that does not fit ends the pass."""
+        tested = 0
+        for job in queue:
+            if job.id in state.started:
+                continue
+            if tested >= depth:
+                return
+            tested += 1
+            if job.bb > state.free_lic + 1e-9:
+                if self.conf.bf_licenses:
+                    return  # the license backfill handles it
+                continue
+            if not state.fits_now(job):
+                return
+            state.start(job)
+
+    def _backfill(self, queue, state: _PassState) -> None:
+        """One backfill pass: the conservative plan (module docstring)."""
+        conf = self.conf
+        now = state.now
+        res = conf.bf_resolution
+        window_end = math.floor((now + conf.bf_window) / res) * res
+        plan = _TimeMap(now, self._all, conf.bf_licenses)
+        for end, units, lic in state.running_ends():
+            if conf.bf_running_job_reserve:
+                end = math.ceil(end / res) * res
+            plan.hold(now, end, units, lic)
+        tested = reserved = 0
+        lic_total = state.lic_total
+        for job in queue:
+            if job.id in state.started:
+                continue
+            if tested >= conf.bf_max_job_test:
+                break
+            if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
+                continue  # not runnable now: not tested
+            tested += 1
+            only_now = bool(conf.bf_job_part_count_reserve) and \
+                reserved >= conf.bf_job_part_count_reserve
+            dur = limit_seconds(job) + state.delay
+            found = plan.earliest(now, dur, job.nodes, self.eligible(job), job.bb, lic_total,
+                                  only_now, window_end)
+            if found is None:
+                continue
+            start, free = found
+            units = self.choose(free, job.nodes)
+            if start <= now:
+                state.start(job, units)
+                plan.hold(now, now + dur, units, job.bb)
+                continue
+            if start > now + conf.bf_window:
+                continue
+            lo = max(now, math.floor(start / res) * res)
+            hi = math.floor((start + dur + res - 1) / res) * res
+            plan.hold(lo, hi, self.whole_nodes(units), job.bb)
+            reserved += 1
+
+    # ------------------------------------------------------------------ units
+    def eligible(self, job: Job) -> int:
+        """The units (nodes or cores) ``job`` may use: by SSD class where there are any."""
+        if self._ssd is None or not job.ssd:
+            return self._all
+        mask = self._eligible.get(job.ssd)
+        if mask is None:
+            mask = sum(1 << i for i, s in enumerate(self._ssd) if s >= job.ssd)
+            self._eligible[job.ssd] = mask
+        return mask
+
+    def choose(self, free: int, need: int) -> int:
+        """The ``need`` units of ``free`` Slurm's node selection takes (``select/cons_tres``
+        without a topology, read in its source): a job that fits on one node gets the node
+        with the fewest free units that has enough; otherwise the nodes come from the runs
+        of consecutive nodes with free units, the run with the fewest free units that has
+        enough first (else the largest), in node order, each node's free units whole."""
+        per = self._per
+        if per == 1:
+            return _best_fit_runs(free, need)
+        node = (1 << per) - 1
+        n_nodes = self._units // per
+        counts = [((free >> (k * per)) & node).bit_count() for k in range(n_nodes)]
+        if per > 1 and need <= per:
+            fit = [k for k in range(n_nodes) if counts[k] >= need]
+            if fit:
+                k = min(fit, key=lambda k: (counts[k], k))
+                return _lowest(free & (node << (k * per)), need)
+        runs, k = [], 0
+        while k < n_nodes:
+            if counts[k]:
+                first = k
+                while k < n_nodes and counts[k]:
+                    k += 1
+                runs.append((first, k, sum(counts[first:k])))
+            else:
+                k += 1
+        out = 0
+        while need > 0 and runs:
+            enough = [r for r in runs if r[2] >= need]
+            run = min(enough, key=lambda r: r[2]) if enough else max(runs, key=lambda r: r[2])
+            runs.remove(run)
+            for k in range(run[0], run[1]):
+                got = _lowest(free & (node << (k * per)), need)
+                out |= got
+                need -= got.bit_count()
+                if need <= 0:
+                    break
+        return out
+
+    def whole_nodes(self, units: int) -> int:
+        """The units of every node that holds one of ``units`` (a reservation takes whole
+        nodes on a partition that shares them by core)."""
+        per = self._per
+        if per == 1:
+            return units
+        node = (1 << per) - 1
+        out, i = 0, 0
+        while units >> i:
+            if (units >> i) & node:
+                out |= node << i
+            i += per
+        return out
+
+    def allocation(self, units: int):
+        """The driver's allocation for ``units``: node ids on a topology, nodes per SSD
+        class, else none (the pool counts)."""
+        if self._topology:
+            return np.array(_bits(units), dtype=np.int64)
+        if self._ssd is not None:
+            counts = [0] * self._n_classes
+            for i in _bits(units):
+                counts[self._class_of[i]] += 1
+            return tuple(counts)
+        return None
+
+
+class _PassState:
+    """What one ``decide`` knows: the units each running job holds, the free units and
+    licenses now, and the jobs it starts."""
+
+    __slots__ = ("policy", "now", "delay", "running", "busy", "free_lic", "lic_total",
+                 "started", "order", "allocations")
+
+    def __init__(self, policy: SlurmScheduler, window: Window) -> None:
+        self.policy = policy
+        self.now = window.time
+        self.delay = policy._sim.launch_delay
+        held = policy._units_of
+        live = {r.job.id for r in window.running}
+        for jid in [j for j in held if j not in live]:
+            del held[jid]
+        busy = 0
+        for u, _ in held.values():
+            busy |= u
+        self.running = []  # (estimated end, units, licenses)
+        for r in window.running:
+            got = held.get(r.job.id)
+            if got is None:  # started before the policy saw it: lowest free units, its end
+                units = _lowest(policy.eligible(r.job) & ~busy, r.job.nodes) \
+                    if not policy._topology else sum(1 << int(i) for i in r.allocation)
+                got = held[r.job.id] = (units, r.est_end)
+                busy |= units
+            self.running.append((got[1], got[0], r.job.bb))
+        self.busy = busy
+        self.lic_total = window.system.bb
+        self.free_lic = window.system.bb - sum(r.job.bb for r in window.running)
+        self.started: set = set()
+        self.order: list = []
+        self.allocations: dict = {}
+
+    def fits_now(self, job: Job) -> bool:
+        return job.bb <= self.free_lic + 1e-9 and \
+            (self.policy.eligible(job) & ~self.busy).bit_count() >= job.nodes
+
+    def start(self, job: Job, units: int | None = None) -> None:
+        policy = self.policy
+        if units is None:
+            units = policy.choose(policy.eligible(job) & ~self.busy, job.nodes)
+        end = self.now + self.delay + limit_seconds(job)  # Slurm's end: whole minutes
+        self.busy |= units
+        self.free_lic -= job.bb
+        policy._units_of[job.id] = (units, end)
+        self.running.append((end, units, job.bb))
+        self.started.add(job.id)
+        self.order.append(job.id)
+        alloc = policy.allocation(units)
+        if alloc is not None:
+            self.allocations[job.id] = alloc
+
+    def running_ends(self):
+        return self.running
+
+
+class _TimeMap:
+    """The backfill plan: a step function of the units held (by running jobs and
+    reservations) and, with licenses planned, of the licenses held, from ``now`` on."""
+
+    __slots__ = ("times", "held", "lic", "licenses")
+
+    def __init__(self, now: float, all_units: int, licenses: bool) -> None:
+        self.times = [now]  # slot k is [times[k], times[k + 1])
+        self.held = [0]
+        self.lic = [0.0]
+        self.licenses = licenses
+
+    def _split(self, t: float) -> int:
+        """The index of the slot that starts at ``t`` (made when there is none)."""
+        times = self.times
+        k = bisect_right(times, t) - 1
+        if times[k] == t:
+            return k
+        insort(times, t)
+        self.held.insert(k + 1, self.held[k])
+        self.lic.insert(k + 1, self.lic[k])
+        return k + 1
+
+    def hold(self, lo: float, hi: float, units: int, lic: float) -> None:
+        """``units`` and ``lic`` licenses are taken over [lo, hi)."""
+        if hi <= lo:
+            return
+        a, b = self._split(lo), self._split(hi)
+        held, lics = self.held, self.lic
+        for k in range(a, b):
+            held[k] |= units
+            lics[k] += lic
+
+    def earliest(self, now: float, dur: float, need: int, eligible: int, lic: float,
+                 lic_total: float, only_now: bool, window_end: float):
+        """The earliest slot start (now, or a time something is released) from which
+        ``need`` eligible units are free for ``dur`` seconds (with licenses planned, and
+        ``lic`` of them too), with the units free throughout; ``None`` if none starts by
+        ``window_end`` (or, with ``only_now``, now)."""
+        times, held, lics = self.times, self.held, self.lic
+        n = len(times)
+        plan_lic = self.licenses and lic > 0
+        for k in range(n):
+            start = times[k]
+            if start > now and (only_now or start > window_end):
+                return None
+            if k and held[k] == held[k - 1] and (not plan_lic or lics[k] == lics[k - 1]) \
+                    and start > now:
+                continue  # nothing released here: no better than the slot before
+            free = eligible & ~held[k]
+            if free.bit_count() < need:
+                continue
+            ok = True
+            end = start + dur
+            j = k + 1
+            while j < n and times[j] < end:
+                free &= ~held[j]
+                if free.bit_count() < need:
+                    ok = False
+                    break
+                j += 1
+            if ok and plan_lic:
+                ok = all(lics[i] + lic <= lic_total + 1e-9 for i in range(k, j))
+            if ok:
+                return max(start, now), free
+        return None
+
+
+def _best_fit_runs(free: int, need: int) -> int:
+    """``need`` bits of ``free`` (whole nodes): from the runs of consecutive set bits, the
+    shortest run that is long enough (its lowest bits), else the longest run whole and on."""
+    runs = []
+    m = free
+    while m:
+        low = (m & -m).bit_length() - 1
+        x = m >> low
+        length = (~x & (x + 1)).bit_length() - 1
+        runs.append((length, low))
+        m &= ~(((1 << length) - 1) << low)
+    out = 0
+    while need > 0 and runs:
+        enough = [r for r in runs if r[0] >= need]
+        if enough:
+            length, low = min(enough)
+            return out | (((1 << need) - 1) << low)
+        length, low = max(runs, key=lambda r: (r[0], -r[1]))
+        runs.remove((length, low))
+        out |= ((1 << length) - 1) << low
+        need -= length
+    return out
+
+
+def _lowest(mask: int, n: int) -> int:
+    """The ``n`` lowest set bits of ``mask``."""
+    out = 0
+    while n > 0 and mask:
+        low = mask & -mask
+        out |= low
+        mask ^= low
+        n -= 1
+    return out
+
+
+def _bits(mask: int) -> list[int]:
+    out, i = [], 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return out

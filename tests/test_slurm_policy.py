@@ -1,0 +1,372 @@
+"""``--policy slurm``: Slurm's main scheduler and sched/backfill against hand-computed
+scenarios, an independent brute-force plan, and its slurm.conf reader."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import hpcopt
+from hpcopt.domain import Job, System
+from hpcopt.errors import PolicyOptionError, SimulationError
+from hpcopt.policies import make_policy
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.slurmconf import (
+    SlurmConf,
+    SlurmConfError,
+    hostlist_count,
+    parse_slurm_conf,
+    read_slurm_conf,
+)
+
+
+def job(i, submit, minutes, nodes, runtime=None, bb=0.0):
+    """A job whose limit is whole minutes and that runs to it unless told otherwise."""
+    return Job(i, float(submit), float(runtime if runtime is not None else minutes * 60),
+               minutes * 60.0, nodes, bb=bb)
+
+
+def began(record) -> bool:
+    """Whether the job has started (an unstarted record's start is NaN)."""
+    return record.start == record.start
+
+
+def starts(jobs, system, **options):
+    sim = Simulator(jobs, system, make_policy("slurm", **options)).run()
+    return {jid: rec.start for jid, rec in sim.records.items()}
+
+
+# ---------------------------------------------------------------- the backfill plan
+
+def reservation_depth_jobs():
+    """4 nodes.  J0 (2 nodes) runs to 600 and J1 (1 node) to 1200.  J2 needs all 4 nodes:
+    its earliest start is 1200.  J3 (3 nodes, 5 min) fits from 600 to 900, before J2's
+    start: the conservative plan reserves that.  J4 (1 node, 15 min) submitted at 30 fits
+    now on the free node until 930: it overlaps J3's reservation (600-900), not J2's
+    (from 1200)."""
+    return [job(0, 0, 10, 2), job(1, 0, 20, 1), job(2, 10, 10, 4), job(3, 20, 5, 3),
+            job(4, 30, 15, 1)]
+
+
+def test_conservative_plan_reserves_every_tested_job():
+    got = starts(reservation_depth_jobs(), System(4))
+    # J4 waits: at 600 J3 starts (backfill, as planned), at 900 J4 would overlap J2 (1200);
+    # J2 starts at 1200 and ends at 1800, when J4 starts
+    assert got == {0: 0, 1: 0, 2: 1200, 3: 600, 4: 1800}
+
+
+def test_one_reservation_backfills_what_the_conservative_plan_holds():
+    got = starts(reservation_depth_jobs(), System(4),
+                 scheduler_parameters="bf_job_part_count_reserve=1")
+    # only J2 is reserved: J4 ends at 930 <= 1200 and starts at 30, the backfill pass
+    assert got[4] == 30 and got[2] == 1200
+    # the driver's EASY agrees here: one reservation, for the top job
+    easy = hpcopt.simulate(reservation_depth_jobs(), system=System(4), policy="fcfs")
+    assert easy.jobs.set_index("job_id").loc[4, "start"] == 30
+
+
+@pytest.mark.parametrize("resolution, started", [(60, False), (1, True)])
+def test_bf_resolution_rounds_a_reservation_out_to_its_grid(resolution, started):
+    """At 20 s: R holds 1 of 2 nodes until 90.  A (2 nodes) is reserved from 90: on a
+    60-s grid from 60.  B (1 node, 1 min) would end at 80: before 90, after 60."""
+    r = Job("r", 0.0, 70.0, 70.0, 1)
+    a, b = job("a", 0, 1, 2), job("b", 0, 1, 1)
+    sim = Simulator.at(20.0, System(2), make_policy(
+        "slurm", scheduler_parameters=f"bf_resolution={resolution}"), [a, b],
+        running=[(r, 90.0)])
+    sim.schedule()
+    assert (sim.records["b"].start == 20.0) is started
+    assert not began(sim.records["a"])
+
+
+@pytest.mark.parametrize("interval, expected", [(30, 30.0), (5, 10.0)])
+def test_backfill_runs_every_bf_interval(interval, expected):
+    """J0 (1 of 2 nodes) from 0 to 300; J1 (2 nodes) waits; J2 (1 node) submitted at 10 can
+    backfill, but only a backfill pass starts it: the first after 10 (the agent looks
+    bf_interval after its pass at 0, then every second)."""
+    jobs = [job(0, 0, 5, 1), job(1, 1, 1, 2), job(2, 10, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters=f"bf_interval={interval}")
+    assert got[2] == expected
+    assert got[1] == 300
+
+
+def test_builtin_never_starts_past_a_job_that_does_not_fit():
+    jobs = [job(0, 0, 5, 1), job(1, 1, 1, 2), job(2, 10, 1, 1)]
+    conf = SlurmConf(scheduler="builtin")
+    sim = Simulator(jobs, System(2), make_policy("slurm", conf=conf)).run()
+    assert [sim.records[i].start for i in range(3)] == [0, 300, 360]
+
+
+@pytest.mark.parametrize("params, j1, j2", [("", 603, 3), ("bf_licenses", 300, 360)])
+def test_licenses_in_the_plan_only_with_bf_licenses(params, j1, j2):
+    """2 nodes, 10 licenses.  J0 (1 node, all licenses) runs to 300; J1 (2 nodes, all
+    licenses) waits for them; J2 (1 node, 10 min) submitted at 2 fits now.  Without
+    bf_licenses the main scheduler passes over J1 (licenses taken) and starts J2 at its
+    batch pass (3 s after the last timed pass at 0), and J1 then waits for J2's end too;
+    with it the main scheduler stops at J1 and the plan holds both nodes for J1 from 300,
+    so J2 waits for J1's end (360)."""
+    jobs = [job(0, 0, 5, 1, bb=10), job(1, 1, 1, 2, bb=10), job(2, 2, 10, 1)]
+    got = starts(jobs, System(2, bb=10), scheduler_parameters=params)
+    assert got[1] == j1 and got[2] == j2
+
+
+def test_a_job_top_at_submission_starts_at_once_otherwise_at_a_pass():
+    """5 nodes, J0 holds 3 until 300.  J1 (submitted at 5, top, fits) starts at 5; J2
+    (submitted at 6 behind J3, which waits for all 5 nodes) fits but does not start at its
+    submission (a higher-priority job waits) nor at the main passes (they stop at J3): the
+    next backfill pass, at 30, starts it."""
+    jobs = [job(0, 0, 5, 3), job(1, 5, 1, 1), job(3, 5.5, 1, 5), job(2, 6, 1, 1)]
+    got = starts(jobs, System(5), scheduler_parameters="bf_interval=30")
+    assert got[1] == 5.0
+    assert got[2] == 30.0 and got[3] == 300.0
+
+
+def test_launch_latency_delays_every_start():
+    jobs = [job(0, 0, 1, 1), job(1, 0, 1, 1)]
+    sim = Simulator(jobs, System(1), make_policy("slurm", launch_latency=0.5)).run()
+    assert sim.settings.launch_delay == 0.5
+    assert [sim.records[i].start for i in (0, 1)] == [0.5, 61.0]
+
+
+def test_whole_minute_limits_in_the_plan():
+    """A 61-s walltime is a 2-minute Slurm limit: R (1 of 2 nodes, 61 s from 0) is planned
+    to 120, so B (1 node, 1 min) submitted at 30 would end at 90 < 120 and backfills next
+    to the reservation of A (2 nodes) from 120, not 61."""
+    jobs = [Job(0, 0.0, 61.0, 61.0, 1), job(1, 1, 1, 2), job(2, 30, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters="bf_interval=1")
+    assert got[2] == 30.0
+
+
+def test_shared_cores_reserve_whole_nodes():
+    """2 nodes x 2 cores, jobs in cores.  R holds core 0 until 600; A (4 cores) is planned
+    from 600 on both nodes.  B (1 core, 15 min) fits now on a free core but overlaps A: no.
+    With whole-node reservations off (one unit per node) the same shows in cores."""
+    conf = SlurmConf(shared_cores=True, cpus_per_node=2, nodes=2)
+    r = Job("r", 0.0, 600.0, 600.0, 1)
+    a, b = job("a", 0, 10, 4), job("b", 0, 15, 1)
+    c = job("c", 0, 5, 1)  # ends at 300, before A: it backfills on a free core
+    sim = Simulator.at(0.0, System(4), make_policy("slurm", conf=conf), [a, b, c],
+                       running=[(r, 600.0)])
+    sim.schedule()
+    assert not began(sim.records["b"]) and sim.records["c"].start == 0.0
+    with pytest.raises(SimulationError, match="2 nodes x 2 cores"):
+        Simulator([], System(8), make_policy("slurm", conf=conf))
+
+
+# ---------------------------------------------------------------- an independent plan
+
+def brute_force_pass(now, nodes, running, queue):
+    """The conservative plan by brute force, second by second: each queued job in order
+    gets the first second t >= now from which its lowest-numbered nodes that are free of
+    running jobs and earlier reservations for its whole limit are enough; it starts if
+    t == now.  ``running``: (end, node set); queue: (id, nodes, limit seconds)."""
+    busy = [(now, end, set(ns)) for end, ns in running]  # (from, to, nodes)
+    out = []
+    for jid, need, limit in queue:
+        for t in itertools.count(int(now)):
+            free = [n for n in range(nodes)
+                    if not any(n in ns and lo < t + limit and t < hi for lo, hi, ns in busy)]
+            if len(free) >= need:
+                busy.append((t, t + limit, set(free[:need])))
+                if t == now:
+                    out.append(jid)
+                break
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_backfill_pass_matches_a_brute_force_plan(seed):
+    rng = np.random.default_rng(seed)
+    nodes = int(rng.integers(2, 7))
+    now = float(rng.integers(0, 100))
+    running, taken = [], 0
+    for k in range(int(rng.integers(0, nodes + 1))):
+        n = int(rng.integers(1, nodes - taken + 1)) if taken < nodes else 0
+        if not n:
+            break
+        end = now + float(rng.integers(1, 400))
+        running.append((Job(f"r{k}", 0.0, end - now, end - now, n), end, n))
+        taken += n
+    queue = [job(f"q{k}", 0, int(rng.integers(1, 6)), int(rng.integers(1, nodes + 1)))
+             for k in range(int(rng.integers(1, 8)))]
+    conf = SlurmConf(bf_resolution=1, scheduler="backfill")
+    # the main scheduler's passes would start the head first: start with a blocked head
+    policy = make_policy("slurm", conf=conf)
+    sim = Simulator.at(now, System(nodes), policy, queue,
+                       running=[(j, e) for j, e, _ in running])
+    sim.schedule()
+    got = [j.id for j in queue if began(sim.records[j.id])]
+    # the running jobs hold the lowest nodes in order, as the policy places jobs it did
+    # not start; the main pass starts the fitting head jobs, then the backfill pass plans
+    held, first = [], 0
+    for _, end, n in running:
+        held.append((end, range(first, first + n)))
+        first += n
+    head = 0
+    free = nodes - taken
+    while head < len(queue) and queue[head].nodes <= free:
+        free -= queue[head].nodes
+        held.append((now + queue[head].walltime, range(first, first + queue[head].nodes)))
+        first += queue[head].nodes
+        head += 1
+    expected = [q.id for q in queue[:head]] + brute_force_pass(
+        now, nodes, held, [(q.id, q.nodes, int(q.walltime)) for q in queue[head:]])
+    assert got == expected
+
+
+# ---------------------------------------------------------------- through the one loop
+
+def test_runs_through_the_api_and_sweeps_like_any_policy(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("SchedulerType=sched/backfill\n"
+                    "SchedulerParameters=bf_interval=1,bf_job_part_count_reserve=1\n"
+                    "NodeName=n[1-4] CPUs=4\nPartitionName=batch Nodes=n[1-4] Default=YES "
+                    "OverSubscribe=EXCLUSIVE\n")
+    jobs = reservation_depth_jobs()
+    res = hpcopt.simulate(jobs, system=System(4), policy="slurm",
+                          slurm_conf=str(conf))
+    assert res.jobs.set_index("job_id").loc[4, "start"] == 30
+    assert make_policy("slurm", slurm_conf=str(conf)).conf.bf_job_part_count_reserve == 1
+
+
+def test_no_loop_of_its_own():
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+
+    assert not hasattr(SlurmScheduler, "run") and not hasattr(SlurmScheduler, "simulate")
+    with pytest.raises(SimulationError, match="through a Simulator"):
+        from hpcopt.domain import Window
+        from hpcopt.sim.resources import NodePool
+
+        make_policy("slurm").decide(Window(0.0, [], NodePool(2), [], System(2), 0))
+
+
+def test_wake_at_is_checked():
+    sim = Simulator([job(0, 5, 1, 1)], System(1), make_policy("fcfs"))
+    sim.run()
+    with pytest.raises(SimulationError, match="expected a time >= now"):
+        sim.wake_at(0.0)
+
+
+# ---------------------------------------------------------------- the slurm.conf reader
+
+def test_defaults_where_the_file_is_silent():
+    conf = parse_slurm_conf("ClusterName=x\n")
+    assert (conf.scheduler, conf.bf_interval, conf.bf_resolution, conf.bf_window,
+            conf.bf_max_job_test, conf.batch_sched_delay, conf.priority) == \
+        ("backfill", 30, 60, 86400, 500, 3, "basic")
+
+
+def test_reads_the_testbeds_file(tmp_path):
+    text = ("SchedulerType=sched/backfill  # comment\n"
+            "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_min_interval=100000,"
+            "bf_window=30,bf_licenses,bf_max_job_test=20,defer\n"
+            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+            "PriorityType=priority/multifactor\nPriorityWeightAge=1000\nPriorityMaxAge=1-0\n"
+            "Licenses=bb:100\n"
+            "NodeName=n[1-8] NodeHostname=localhost Port=[20001-20008] CPUs=4 State=UNKNOWN\n"
+            "PartitionName=batch Nodes=n[1-8] Default=YES OverSubscribe=EXCLUSIVE\n"
+            "PartitionName=shared Nodes=n[1-8] Default=NO OverSubscribe=NO\n")
+    (tmp_path / "slurm.conf").write_text(text)
+    conf = read_slurm_conf(tmp_path / "slurm.conf")
+    assert (conf.bf_interval, conf.bf_resolution, conf.bf_window, conf.bf_max_job_test) == \
+        (1, 1, 1800, 20)
+    assert conf.sched_min_interval == pytest.approx(0.1)
+    assert conf.bf_licenses and conf.bf_running_job_reserve
+    assert conf.ignored == ("defer",)
+    assert (conf.priority, conf.weight_age, conf.max_age) == ("multifactor", 1000, 86400)
+    assert conf.licenses == {"bb": 100}
+    assert (conf.nodes, conf.cpus_per_node, conf.shared_cores) == (8, 4, False)
+    shared = read_slurm_conf(tmp_path / "slurm.conf", partition="shared")
+    assert shared.shared_cores
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SchedulerType=sched/wiki\n", "slurm.conf:1: SchedulerType: expected sched/backfill"),
+    ("\nSchedulerParameters=bf_interval=x\n", "slurm.conf:2: SchedulerParameters: "
+                                              "'bf_interval=x': expected a number"),
+    ("SchedulerParameters=bf_interval=0\n", "bf_interval=0: expected >= 1"),
+    ("SchedulerParameters=bf_licenses=1\n", "a flag takes no value"),
+    ("PriorityType=priority/fair\n", "PriorityType: expected priority/basic"),
+    ("Licenses=bb:x\n", "Licenses: expected NAME[:COUNT]"),
+    ("NodeName=n[3-1] CPUs=4\n", "range '3-1' is not N or N-M"),
+    ("this is not a key\n", "slurm.conf:1: expected Key=Value"),
+])
+def test_bad_lines_are_named(text, message):
+    with pytest.raises(SlurmConfError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        parse_slurm_conf(text)
+
+
+def test_bad_option_is_one_line(tmp_path):
+    with pytest.raises(PolicyOptionError, match="cannot read"):
+        make_policy("slurm", slurm_conf=str(tmp_path / "missing.conf"))
+    with pytest.raises(PolicyOptionError, match="scheduler_parameters: 'bf_window=-1'"):
+        make_policy("slurm", scheduler_parameters="bf_window=-1")
+
+
+def test_hostlist_count():
+    assert hostlist_count("n[1-8],m2", "x") == 9
+    assert hostlist_count("r[1-2]n[01-04]", "x") == 8
+
+
+def test_multifactor_age_and_size_order():
+    """Favor large jobs by size weight: the 2-node job submitted later goes first."""
+    conf = SlurmConf(priority="multifactor", weight_job_size=1000, scheduler="builtin")
+    jobs = [job(0, 0, 5, 2), job(1, 1, 1, 1), job(2, 2, 1, 2)]
+    sim = Simulator(jobs, System(2), make_policy("slurm", conf=conf)).run()
+    assert sim.records[2].start < sim.records[1].start
+    assert math.isclose(sim.records[2].start, 300)
+
+
+# ---------------------------------------------------------------- a site's month, both ways
+
+def test_against_slurm_prints_per_metric_and_per_user(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    sacct = tmp_path / "month.txt"
+    rows = ["JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|State|User"]
+    for i, (at, run, limit, nodes, user) in enumerate(
+            [(0, 600, 10, 2, "alice"), (0, 1200, 20, 1, "bob"), (10, 600, 10, 4, "alice"),
+             (20, 300, 5, 3, "bob"), (30, 900, 15, 1, "carol")]):
+        t = f"2024-03-01T10:00:{at:02d}"
+        rows.append(f"{i}|{t}|{t}|{t}|00:{run // 60:02d}:00|00:{limit:02d}:00|{nodes}|"
+                    f"COMPLETED|{user}")
+    sacct.write_text("\n".join(rows) + "\n")
+    conf = tmp_path / "site.conf"
+    conf.write_text("SchedulerType=sched/backfill\n")
+    assert main(["simulate", str(sacct), "--format", "sacct", "--tz", "UTC", "--nodes", "4",
+                 "--policy", "fcfs", "--against-slurm", str(conf), "--no-progress",
+                 "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    # the reservation-depth scenario: job 4 (carol) waits 1770 s more under Slurm's default
+    carol = next(line for line in out.splitlines() if line.split()[:2] == ["2", "1"])
+    assert carol.split()[2:5] == ["1770.0", "0.0", "-1770.0"]
+    assert "avg_wait" in out and (tmp_path / "out" / "slurm" / "jobs.csv").exists()
+    # Slurm's options go to the Slurm side, not to the policy compared
+    assert main(["simulate", str(sacct), "--format", "sacct", "--tz", "UTC", "--nodes", "4",
+                 "--policy", "fcfs", "--against-slurm", str(conf), "--no-progress",
+                 "--scheduler-parameters", "bf_job_part_count_reserve=1"]) == 0
+    carol = next(line for line in capsys.readouterr().out.splitlines()
+                 if line.split()[:2] == ["2", "1"])
+    assert carol.split()[2:5] == ["0.0", "0.0", "+0.0"]
+
+
+def test_node_choice_is_cons_tres_best_fit():
+    """Whole nodes: the shortest run of consecutive free nodes that is long enough (else the
+    longest, then on); cores: one node with the fewest free cores that has enough."""
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+
+    whole = SlurmScheduler()
+    Simulator([], System(8), whole)
+    free = 0b11101101  # runs: nodes 0, 2-3, 5-7
+    assert whole.choose(free, 2) == 0b1100
+    assert whole.choose(free, 3) == 0b11100000
+    assert whole.choose(free, 4) == 0b11100001  # the longest run, then the tightest (0)
+    cores = SlurmScheduler(conf=SlurmConf(shared_cores=True, cpus_per_node=4, nodes=3))
+    Simulator([], System(12), cores)
+    free = 0b1111_0011_0001  # node 0: 1 free core, node 1: 2, node 2: 4
+    assert cores.choose(free, 2) == 0b0011_0000
+    assert cores.choose(free, 1) == 0b1
+    assert cores.choose(free, 5).bit_count() == 5
