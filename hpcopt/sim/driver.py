@@ -10,7 +10,8 @@ the pool's own (``hpcopt.sim.resources``); the job modes, events and per-job rec
 Events are job submissions and completions (at the job's actual, capped runtime), plus
 optional periodic ticks and the passes a policy asks for at times of its own (``wake_at``:
 Slurm's backfill every ``bf_interval``).  At each event time the driver applies all
-completions, then all submissions, then runs one scheduling pass (or, in periodic mode, a pass only at ticks).
+completions, then all submissions, then runs one scheduling pass (or, in periodic mode, a
+pass only at ticks).
 
 A pass:
 
