@@ -2,7 +2,9 @@
 
 Each command runs as a whole process (``python -m hpcopt.cli ...``), the two code versions
 interleaved run by run (which goes first swapped every run), ``--repeat`` times each after
-one warm-up run (which writes the bytecode caches); the table gives medians.  ``import
+one warm-up run (which writes the bytecode caches); the table gives medians of the wall time
+and of the CPU time (user + system: less moved by other work on a shared machine), this
+checkout's first, then the baseline's and their ratio.  ``import
 hpcopt.cli`` is timed the same way, and a bare ``python -c pass`` is the floor every command
 pays.  Both versions run from a folder of links laid out as the installed package
 (``models/`` and ``solvers/`` inside ``hpcopt``, ``instances/`` as ``hpcopt/_bundled``), with
@@ -72,13 +74,20 @@ def commands(large: str | None) -> dict[str, list[str]]:
     return out
 
 
-def one_run(args: list[str], tree: Path, cwd: Path) -> float:
+def one_run(args: list[str], tree: Path, cwd: Path) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of one process: the CPU time (user + system, from the
+    child's rusage) is what the command itself costs, less moved by other work on the
+    machine than the wall time."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("HPCOPT_DATA", None)
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], cwd=cwd, env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(args)} failed with exit code {proc.returncode}")
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,20 +108,25 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir()
         rows = []
         for name, cmd in commands(args.large).items():
-            times: dict[str, list[float]] = {v: [] for v in trees}
+            times: dict[str, list[tuple[float, float]]] = {v: [] for v in trees}
             for tree in trees.values():
                 one_run(cmd, tree, work)  # warm-up: bytecode caches, file cache
             for i in range(args.repeat):
                 # interleaved, the order swapped every run: the same load for both
                 for version, tree in list(trees.items())[::1 if i % 2 == 0 else -1]:
                     times[version].append(one_run(cmd, tree, work))
+            medians = {}
             for version, ts in times.items():
+                wall, cpu = ([t[i] for t in ts] for i in (0, 1))
+                medians[version] = (statistics.median(wall), statistics.median(cpu))
                 rows.append({"command": name, "version": version, "runs": len(ts),
-                             "median_s": round(statistics.median(ts), 4),
-                             "min_s": round(min(ts), 4)})
-            here, base = (statistics.median(times[v]) for v in trees)
-            print(f"{name:45s} this {here:7.3f} s   {args.baseline} {base:7.3f} s   "
-                  f"ratio {here / base:5.2f}", flush=True)
+                             "median_wall_s": round(medians[version][0], 4),
+                             "min_wall_s": round(min(wall), 4),
+                             "median_cpu_s": round(medians[version][1], 4),
+                             "min_cpu_s": round(min(cpu), 4)})
+            (hw, hc), (bw, bc) = medians.values()
+            print(f"{name:40s} wall {hw:6.3f} / {bw:6.3f} s ({hw / bw:4.2f}x)   "
+                  f"cpu {hc:6.3f} / {bc:6.3f} s ({hc / bc:4.2f}x)", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

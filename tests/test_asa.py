@@ -298,7 +298,7 @@ def test_save_load_round_trip_is_exact(tmp_path, policy, gamma, prior):
     back = ASAEstimator.load(path)
     assert back.to_dict() == est.to_dict()
     assert back.keys() == est.keys() == [28, 56, "montage", (112, "x")]
-    for key in est:
+    for key in est.keys():
         assert back.state(key) == est.state(key)
     assert _drive(back, seed=8) == _drive(est, seed=8)  # continues exactly
     assert back.to_dict() == est.to_dict()

@@ -189,8 +189,7 @@ def test_swf_non_numeric_field(tmp_path):
     ],
 )
 def test_swf_bad_values(tmp_path, token, field, expect):
-    fields = ["8", "5", "0", "0", "8", "-1", "-1", "0", "0", "-1", "1", "4", "1", "-1", "1",
-              "-1", "-1", "-1"]
+    fields = "8 5 0 0 8 -1 -1 0 0 -1 1 4 1 -1 1 -1 -1 -1".split()
     fields[field - 1] = token
     text = TINY_SWF.replace(" 8   5  0    0  8 -1 -1  0    0 -1  1  4  1 -1  1 -1 -1 -1",
                             " ".join(fields))

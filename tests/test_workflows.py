@@ -378,7 +378,7 @@ def test_oracle_meets_every_stage_it_can(day):
 def test_asa_learns_from_observed_waits_and_is_deterministic():
     est = ASAEstimator(seed=5)
     a = _run("asa", runs=4, interval=3600, estimator=est, plan="start")
-    assert sum(est.state(k)["observations"] for k in est) == 4 * 3
+    assert sum(est.state(k)["observations"] for k in est.keys()) == 4 * 3
     assert est.keys() == [max(s.cores for s in STAGES)]  # the workflow's geometry
     by_stage = ASAEstimator(seed=5)
     _run("asa", runs=4, interval=3600, estimator=by_stage, plan="start", key="stage")
@@ -425,11 +425,11 @@ def test_cli_end_to_end_with_state(tmp_path):
     assert lines[0].startswith("run,stage,attempt,job_id,cores")
     assert len(lines) == 1 + 2 * 3
     first = ASAEstimator.load(state)
-    obs = sum(first.state(k)["observations"] for k in first)
+    obs = sum(first.state(k)["observations"] for k in first.keys())
     assert obs == 2 * 2
     assert main(args + ["--out", str(tmp_path / "b")]) == 0  # reloads and continues
     second = ASAEstimator.load(state)
-    assert sum(second.state(k)["observations"] for k in second) == 2 * obs
+    assert sum(second.state(k)["observations"] for k in second.keys()) == 2 * obs
     assert main(args + ["--out", str(tmp_path / "c"), "--estimator-policy", "tuned"]) == 2
     for strategy in ("bigjob", "perstage"):
         out = tmp_path / strategy
