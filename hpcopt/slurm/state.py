@@ -1,11 +1,17 @@
-"""Slurm's state, read through its own command-line tools.
+"""Slurm's state, read through its own command-line tools: every read of Slurm is here.
 
-``squeue --json`` gives every job (id, state, reason, priority, submit and start times, time
-limit, node count, allocated nodes) and ``sinfo --json`` every node with its state and flags;
-``scontrol release`` starts a held job.  Both layouts are read: Slurm 22.05's (OpenAPI data
-v0.0.38: plain numbers, a job state string, a node state string and a list of flags) and that of
-23.02 and later (data_parser v0.0.39 to v0.0.44: numbers as ``{set, infinite, number}``, node
-states as one list of names, job states too from 23.11, the allocated nodes under
+``squeue -O`` text gives every job Slurm has not finished (id, state, reason, priority,
+submit and start times, time limit, node counts, allocated nodes, array, hetjob, mark,
+requests: ``parse_squeue_text``), a tenth of the time of ``squeue --json``, which prints
+every field of every job (22.05 ignores ``-p``, ``-t`` and ``--jobs`` there; where the text
+cannot tell a released array task apart, ``squeue --json`` is read: ``Slurm.jobs``); ``sinfo
+--json`` every node with its state and flags; ``scontrol`` the licenses and the burst-buffer
+pools; ``sacct`` a job's accounting (read by its header: ``hpcopt.traces.slurm.sacct_rows``);
+``scontrol release`` starts a held job.  ``squeue --json`` documents are read in both
+layouts (``parse_squeue``, ``parse_sinfo``): Slurm 22.05's (OpenAPI data v0.0.38: plain
+numbers, a job state string, a node state string and a list of flags) and that of 23.02 and
+later (data_parser v0.0.39 to v0.0.44: numbers as ``{set, infinite, number}``, node states as
+one list of names, job states too from 23.11, the allocated nodes under
 ``job_resources.nodes.allocation`` from 24.05); each job and node reads as the equivalent 22.05
 record would.  A field in a shape neither layout has is a ``SlurmCommandError`` naming the
 field and what was there.  Each command runs under a time limit and is retried with a growing
@@ -23,7 +29,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import HpcoptError, TraceError
 from .topology import TopologyConfError, expand_hostlist
@@ -43,6 +49,9 @@ NODE_BASE_STATES = frozenset({"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED",
 JOB_BASE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED",
                              "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
                              "DEADLINE", "OUT_OF_MEMORY"})
+#: states of a finished job (the text read lists none; the JSON read leaves them out)
+FINISHED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+                      "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"})
 #: job state flags that Slurm 22.05 prints instead of the base state, first match wins
 #: (its ``job_state_string``); other flags leave the base state
 JOB_FLAGS_SHOWN = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED",
@@ -166,6 +175,7 @@ class Slurm:
         self.env = dict(os.environ) if env is None else env
         self.on_error = on_error
         self._run = run
+        self._text = True  # jobs as squeue -O text (squeue takes --array-unique)
 
     def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None,
              epoch_times: bool = False):
@@ -228,18 +238,27 @@ class Slurm:
 
     def jobs(self, ids=None) -> tuple[SlurmJob, ...]:
         """Every job Slurm has not finished (pending, running, completing, ...: all
-        partitions), or those of ``ids`` (job ids; none left: empty), read as text
-        (``squeue -O``: ``parse_squeue_text``), in id order."""
-        args = ["squeue", "-h", "-a", "-O", SQUEUE_FORMAT]
-        if ids is not None:
-            if not ids:
-                return ()
-            args.append("--jobs=" + ",".join(map(str, sorted(set(ids)))))
+        partitions), or those of ``ids`` (job ids; none left: empty), in id order.  Read as
+        text (``squeue -O``: ``parse_squeue_text``) where ``squeue --array-unique`` prints
+        a released array task that has not started as a line of its own (22.05); where
+        squeue has no such option (24.11) it folds such tasks into their array's line, and
+        the jobs are read from ``squeue --json`` (which filters there)."""
+        if ids is not None and not ids:
+            return ()
+        only = [] if ids is None else ["--jobs=" + ",".join(map(str, sorted(set(ids))))]
         try:
-            return self.call(*args, parse=parse_squeue_text, epoch_times=True)
+            if self._text:
+                return self.call("squeue", "-h", "-a", "--array-unique", "-O", SQUEUE_FORMAT,
+                                 *only, parse=parse_squeue_text, epoch_times=True)
+            jobs = parse_squeue(self.json_doc("squeue", "--json", "-a", *only))
+            return tuple(sorted((j for j in jobs if j.state not in FINISHED),
+                                key=lambda j: j.id))
         except SlurmCommandError as exc:
             if ids is not None and "Invalid job id" in str(exc):
                 return ()  # every one of them has left Slurm
+            if self._text and "--array-unique" in str(exc):
+                self._text = False
+                return self.jobs(ids)
             raise
 
     def nodes(self) -> tuple[SlurmNode, ...]:
@@ -593,7 +612,9 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
     ``SLURM_TIME_FORMAT=%s``), in id order: each reads as its ``squeue --json`` record
     (``parse_job``) does, in every field the adapter reads.  Where the text cannot tell an
     unset maximum node count from one equal to the minimum, the maximum reads as unset (the
-    job is then pinned to its minimum: the same size).  A record in another shape is a
+    job is then pinned to its minimum: the same size); an array's last task, alone in its
+    array's record, shows no throttle.  Pending array tasks released apart from their array
+    are lines of their own (``--array-unique``).  A record in another shape is a
     ``SlurmCommandError`` naming the job and the field."""
     from ..traces.slurm import duration  # sacct's reader of [D-][HH:]MM:SS, squeue's too
 
@@ -608,6 +629,11 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
             raise SlurmCommandError(f"squeue -O: unreadable record {rec[:80]!r} ({len(f)} "
                                     f"fields, {n} expected)")
         jobs.append(_text_job(f, duration))
+    # the throttle shows on the array's pending line only: its tasks carry it too, as in
+    # the JSON (a last task left alone in the array's record shows none)
+    throttle = {j.array_id: j.array_max for j in jobs if j.array_max}
+    jobs = [replace(j, array_max=throttle[j.array_id])
+            if j.array_id in throttle and not j.array_max else j for j in jobs]
     jobs.sort(key=lambda j: j.id)
     return tuple(jobs)
 
