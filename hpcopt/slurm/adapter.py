@@ -47,6 +47,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
@@ -134,6 +135,7 @@ def names_partition(text: str, partition: str) -> bool:
     return partition in text.split(",")
 
 
+@lru_cache(maxsize=4096)
 def parse_mark(text: str) -> tuple[str, int] | None:
     """``("held" | "released", restart count)`` from an AdminComment hpcopt wrote, else None
     (``hpcopt:held`` is the submit script's: count 0)."""
@@ -174,7 +176,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
         for n in nodes if not n.usable)] if len(usable) < len(nodes) else []
     ours = [j for j in snap.jobs if names_partition(j.partition, partition)]
     held = [j for j in ours if j.held]
-    asks = {j.id: res.ask(j) for j in ours}  # once per job: its burst buffer, SSD, why not
+    asks = _asks(ours, res)
     now = max([snap.time, *(j.submit for j in held)])
     running: list[tuple[Job, float]] = []
     covered: set[str] = set()
@@ -244,6 +246,20 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
                                  unavailable=machine.count(down),
                                  unavailable_bb=unavailable_bb, placed=placed)
     return state
+
+
+def _asks(jobs: list[SlurmJob], res: Resources) -> dict:
+    """``res.ask`` of each job by id, read once per distinct request (most jobs of a queue
+    ask alike)."""
+    seen: dict = {}
+    out = {}
+    for j in jobs:
+        key = (j.licenses, j.burst_buffer, j.gres, j.features)
+        got = seen.get(key)
+        if got is None:
+            got = seen[key] = res.ask(j)
+        out[j.id] = got
+    return out
 
 
 def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:

@@ -618,6 +618,8 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
     ``SlurmCommandError`` naming the job and the field."""
     from ..traces.slurm import duration  # sacct's reader of [D-][HH:]MM:SS, squeue's too
 
+    limits: dict = {}  # each limit's text read once (most jobs share a few)
+    hosts: dict = {"": ()}
     jobs = []
     n = len(SQUEUE_FIELDS)
     for rec in text.split(_END):
@@ -628,62 +630,78 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
         if len(f) != n:
             raise SlurmCommandError(f"squeue -O: unreadable record {rec[:80]!r} ({len(f)} "
                                     f"fields, {n} expected)")
-        jobs.append(_text_job(f, duration))
+        jobs.append(_text_job(f, duration, limits, hosts))
     # the throttle shows on the array's pending line only: its tasks carry it too, as in
     # the JSON (a last task left alone in the array's record shows none)
     throttle = {j.array_id: j.array_max for j in jobs if j.array_max}
-    jobs = [replace(j, array_max=throttle[j.array_id])
-            if j.array_id in throttle and not j.array_max else j for j in jobs]
-    jobs.sort(key=lambda j: j.id)
+    if throttle:
+        jobs = [replace(j, array_max=throttle[j.array_id])
+                if j.array_id in throttle and not j.array_max else j for j in jobs]
+    jobs.sort(key=_job_id)
     return tuple(jobs)
 
 
-def _text_job(f: list[str], duration) -> SlurmJob:
+def _job_id(j: SlurmJob) -> int:
+    return j.id
+
+
+def _count(text: str, where: str, field: str, unset: int = 0) -> int:
+    """A count field of the text read: ``unset`` when Slurm prints none."""
+    if text.isdigit():
+        return int(text)
+    if text in _UNSET:
+        return unset
+    raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
+
+
+def _words(text: str) -> str:
+    return "" if text in _UNSET else text
+
+
+def _text_job(f: list[str], duration, limits: dict, hosts: dict) -> SlurmJob:
     """One ``squeue -O`` record (its fields in ``SQUEUE_FIELDS`` order); ``duration`` reads
-    its time limit."""
+    its time limit; ``limits`` and ``hosts`` keep the limits and host lists read."""
     (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
      max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
      licenses, required, gres, features, bb) = f
     where = f"squeue -O job {jid}"
-
-    def count(text: str, field: str, unset: int = 0) -> int:
-        if text in _UNSET:
-            return unset
-        if not text.isdigit():
-            raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
-        return int(text)
-
-    def seconds(text: str, field: str) -> float:
-        return 0.0 if text in _UNSET else float(count(text, field))
-
-    def words(text: str) -> str:
-        return "" if text in _UNSET else text
-
-    tasks_text = "" if task.isdigit() or task in _UNSET else task
-    minimum = max(1, count(nodes, "NumNodes", 1))
-    most = count(max_nodes, "MaxNodes")
     try:
-        names = tuple(expand_hostlist(node_list)) if node_list not in _UNSET else ()
-        wall = None if limit in _UNSET else duration(limit, where, "TimeLimit")
-    except (TopologyConfError, TraceError) as exc:
-        raise SlurmCommandError(str(exc)) from None
+        wall = limits[limit]
+    except KeyError:
+        try:
+            wall = limits[limit] = None if limit in _UNSET else \
+                duration(limit, where, "TimeLimit")
+        except TraceError as exc:
+            raise SlurmCommandError(str(exc)) from None
+    try:
+        names = hosts[node_list]
+    except KeyError:
+        try:
+            names = hosts[node_list] = () if node_list in _UNSET else \
+                tuple(expand_hostlist(node_list))
+        except TopologyConfError as exc:
+            raise SlurmCommandError(f"{where}: {exc}") from None
+    in_array = task not in _UNSET
+    pending_tasks = "" if task.isdigit() or not in_array else task
+    throttle = pending_tasks.rpartition("%")[2] if "%" in pending_tasks else ""
+    minimum = max(1, _count(nodes, where, "NumNodes", 1))
+    most = _count(max_nodes, where, "MaxNodes")
     return SlurmJob(
-        id=count(jid, "JobID"), state=state, reason=reason,
-        priority=count(priority, "PriorityLong"), partition=partition,
-        submit=seconds(submit, "SubmitTime"), start=seconds(start, "StartTime"),
-        limit=wall, nodes=minimum, node_names=names,
-        max_nodes=most if most > minimum and most < NO_VALUE else 0,
-        tasks=count(tasks, "NumTasks", 1) or 1,
-        array_id=count(array_id, "ArrayJobID") if task not in _UNSET else 0,
-        array_task=int(task) if task.isdigit() else None,
-        array_tasks=tasks_text,
-        array_max=int(tasks_text.rsplit("%", 1)[1]) if "%" in tasks_text and
-        tasks_text.rsplit("%", 1)[1].isdigit() else 0,
-        het_id=count(het_id, "HetJobID"), het_offset=count(het_offset, "HetJobOffset"),
-        restarts=count(restarts, "RestartCnt"), mark=words(mark),
-        user_id=count(user, "UserID", -1), dependency=words(dependency),
-        licenses=words(licenses), required_nodes=words(required), burst_buffer=words(bb),
-        gres=words(gres), features=words(features))
+        id=_count(jid, where, "JobID"), state=state, reason=reason,
+        priority=_count(priority, where, "PriorityLong"), partition=partition,
+        submit=float(_count(submit, where, "SubmitTime")),
+        start=float(_count(start, where, "StartTime")), limit=wall, nodes=minimum,
+        node_names=names, max_nodes=most if minimum < most < NO_VALUE else 0,
+        tasks=_count(tasks, where, "NumTasks", 1) or 1,
+        array_id=_count(array_id, where, "ArrayJobID") if in_array else 0,
+        array_task=int(task) if task.isdigit() else None, array_tasks=pending_tasks,
+        array_max=int(throttle) if throttle.isdigit() else 0,
+        het_id=_count(het_id, where, "HetJobID"),
+        het_offset=_count(het_offset, where, "HetJobOffset"),
+        restarts=_count(restarts, where, "RestartCnt"), mark=_words(mark),
+        user_id=_count(user, where, "UserID", -1), dependency=_words(dependency),
+        licenses=_words(licenses), required_nodes=_words(required),
+        burst_buffer=_words(bb), gres=_words(gres), features=_words(features))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
