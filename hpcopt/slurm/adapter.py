@@ -1,8 +1,9 @@
 """The adapter's cycle: read Slurm, decide with the core, re-read, pin, release.
 
 Each cycle reads every job and node (``hpcopt.slurm.state``) and turns the managed partition
-into a ``ClusterState`` (``hpcopt.sim.decide``, the core every embedding calls: the driver's
-own pass, with its window, policy call, EASY reservation and backfilling):
+(its kind of nodes: ``hpcopt.slurm.machine``) into a ``ClusterState`` (``hpcopt.sim.decide``,
+the core every embedding calls: the driver's own pass, with its window, policy call, EASY
+reservation and backfilling):
 
 - the machine is the partition's nodes; down, drained, failing and reserved nodes are
   *unavailable*, nodes still completing a job are *completing* (free from now on), the rest
@@ -30,14 +31,13 @@ cannot be read, or
 one waiting for an unmet dependency stays held, with a note in the log.  A job that
 comes back after a requeue (its restart count passed the one in its mark) is held again.
 
-The jobs the decision starts are re-read right before their release; one that changed since
-the read (size, limit, state, hold, partition) goes back to the next cycle.  Each is then
-pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and released (``scontrol
-release``); every other job stays held.  Nothing is kept between cycles: a restarted adapter
-reads the same state from Slurm, and a released job is no longer held, so it is never released
-twice.  A failed read skips the cycle; a failed release (the job was cancelled meanwhile) is
-logged and the cycle goes on.
-"""
+The jobs the decision starts are re-read (those alone) right before their release; one that
+changed since the read (size, limit, state, hold, partition) goes back to the next
+cycle.  Each is then pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and
+released (``scontrol release``); every other job stays held.  Nothing is kept between cycles:
+a restarted adapter reads the same state from Slurm, and a released job is no longer held,
+so it is never released twice.  A failed read skips the cycle; a failed release (the job was
+cancelled meanwhile) is logged and the cycle goes on. """
 
 from __future__ import annotations
 
