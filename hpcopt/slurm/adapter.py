@@ -37,7 +37,8 @@ cycle.  Each is then pinned and marked ``hpcopt:released:N`` (one ``scontrol upd
 released (``scontrol release``); every other job stays held.  Nothing is kept between cycles:
 a restarted adapter reads the same state from Slurm, and a released job is no longer held,
 so it is never released twice.  A failed read skips the cycle; a failed release (the job was
-cancelled meanwhile) is logged and the cycle goes on. """
+cancelled meanwhile) is logged and the cycle goes on.
+"""
 
 from __future__ import annotations
 
