@@ -4,14 +4,14 @@ A 16-node testbed (Slurm 22.05 of the host; ``MaxJobCount`` raised to 120,000) w
 nodes busy with long jobs; single one-node jobs are submitted (held by the submit script)
 until the queue holds each target count.  At each count, cycles of the code under test
 alternate with cycles of a baseline (``--baseline REV``: the package at that git revision,
-by default the merge base with ``main``), each in its own process on the same cluster, in
-the same minute: the baseline reads ``squeue --json`` (every job, twice per releasing cycle),
-the code under test ``squeue -O`` text and the picked jobs alone before their release.  A
-cycle releases the 2 free nodes' jobs (they run 1 s; each cycle waits for them to end), as
-``hpcopt slurm run`` does.
-Also timed: ``squeue --json`` and ``squeue -O`` alone, and their output sizes.
+by default the merge base with ``main``; 0b4b145 is the code before the text read), each in
+its own process on the same cluster, in the same minute: that baseline reads ``squeue
+--json`` (every job, twice per releasing cycle), the code under test ``squeue -O`` text and
+the picked jobs alone before their release.  A cycle releases the 2 free nodes' jobs (they
+run 1 s; each cycle waits for them to end), as ``hpcopt slurm run`` does.  Also timed:
+``squeue --json`` and ``squeue -O`` alone, and their output sizes.
 
-    python benchmarks/slurm_cycle_scale.py --counts 1000 5000 20000 50000
+    python benchmarks/slurm_cycle_scale.py --counts 1000 5000 20000 50000 --baseline 0b4b145
 
 Writes ``benchmarks/results/slurm_cycle_scale.json`` and prints one row per count and code.
 Needs root (the testbed); other work on the machine shows in the figures, so each count's

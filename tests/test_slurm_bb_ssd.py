@@ -387,8 +387,10 @@ def test_a_job_placed_across_pods_runs_where_chosen(pods, model):
 def test_the_text_read_is_the_json_read(pooled, user):
     """On real Slurm, every job of odd shape (a pending array with a throttle, a node range
     with more tasks, tasks with no node count, an unmet dependency, a burst-buffer request
-    over two lines, an SSD gres and constraint, a running job) reads from ``squeue -O``'s
-    text as from ``squeue --json``; the maximum node count gives the same size (``_sized``;
+    over two lines, an SSD gres and constraint, a running job, an array task split out of its
+    array and held) reads from ``squeue -O``'s
+    text as from ``squeue --json`` (where Slurm's squeue has no ``--array-unique``, 24.11,
+    the adapter reads the JSON: the same); the maximum node count gives the same size (``_sized``;
     where the text cannot tell it from the minimum, the job is pinned to that size); the
     picked jobs alone are read again by id."""
     from hpcopt.slurm.adapter import _sized
@@ -399,20 +401,23 @@ def test_the_text_read_is_the_json_read(pooled, user):
            submit(c, "-n", "3"), submit(c, "--gres=ssd:100", "--constraint=ssd128|ssd256"),
            submit(c, "-N", "2", bb=30)]
     ids.append(submit(c, f"--dependency=afterok:{ids[1]}"))
+    c.run("scontrol", "update", f"JobId={ids[0]}_3", "AdminComment=hpcopt:held")  # split out
     run = submit(c, "-N", "2", sleep=60)
     c.run("scontrol", "release", str(run))
     c.wait(lambda: c.state(run) == "RUNNING", 20)
     slurm = Slurm(env=c.env, timeout=10)
     text = {j.id: j for j in slurm.jobs()}
     json = {j.id: j for j in parse_squeue(slurm.json_doc("squeue", "--json"))}
-    assert set(ids + [run]) <= set(text)
-    for jid in ids + [run]:
+    split = [j.id for j in text.values() if j.array_id == ids[0] and j.array_task == 3]
+    assert len(split) == 1 and set(ids + [run]) <= set(text) and set(text) == set(json)
+    for jid in ids + [run] + split:
         a, b = text[jid], json[jid]
         assert _sized(a, "batch")[0] == _sized(b, "batch")[0], (a, b)
         if a.state == "PENDING":  # a pending job's start is Slurm's estimate in the JSON
             a, b = replace(a, start=0.0), replace(b, start=0.0)
         assert replace(a, max_nodes=0) == replace(b, max_nodes=0), (a, b)
     assert "\n" in text[ids[4]].burst_buffer or text[ids[4]].burst_buffer.startswith("#")
-    assert [j.id for j in slurm.jobs([ids[0], run])] == sorted([ids[0], run])
+    again = slurm.jobs([ids[0], run])  # an array's id: its tasks too
+    assert sorted(j.id for j in again) == sorted([ids[0], run, *split])
     assert slurm.jobs([10**7]) == ()
     c.cancel(ids + [run])

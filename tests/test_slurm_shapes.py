@@ -301,11 +301,11 @@ def test_a_job_changed_between_decision_and_release_goes_back(whole):
     class ChangeOnReread(Slurm):
         reads = 0
 
-        def jobs(self):
+        def jobs(self, ids=None):
             self.reads += 1
             if self.reads == 2:  # the re-read of the picked jobs
                 c.run("scontrol", "update", f"JobId={jid}", "TimeLimit=30")
-            return super().jobs()
+            return super().jobs(ids)
 
     try:
         rec = c.adapter("fcfs", slurm=ChangeOnReread(env=c.env, timeout=5)).cycle()

@@ -786,6 +786,7 @@ def test_the_text_read_reads_every_shape_and_refuses_another():
     assert b.burst_buffer == "#BB_LUA pool=bb capacity=6\n#BB_LUA x=1"
     assert b.features == "ssd128|ssd256"
     assert (c.id, c.key, c.state, c.node_names) == (9, "7_2", "RUNNING", ("n1", "n2", "m05"))
+    assert c.array_max == 2  # its array's throttle, from the array's line
     assert parse_squeue_text("") == ()
     with pytest.raises(SlurmCommandError, match=r"squeue -O: unreadable record '5\\x1f"):
         parse_squeue_text("5\x1fPENDING\x1e\n")

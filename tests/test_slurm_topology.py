@@ -137,7 +137,7 @@ def test_a_placed_job_whose_nodes_were_taken_goes_back(tree):
     other = []
 
     class TakeANode(Slurm):
-        def nodes(self):
+        def nodes_and_version(self):
             if self.reads == 1:  # the re-read: the decision chose n1,n2 (first-fit leaf)
                 other.append(int(subprocess.run(
                     ["sbatch", "--parsable", "-p", "debug", "-N", "1", "-w", "n1", "-t", "1",
@@ -145,7 +145,7 @@ def test_a_placed_job_whose_nodes_were_taken_goes_back(tree):
                     text=True, check=True).stdout.split(";")[0]))
                 c.wait(lambda: c.state(other[0]) == "RUNNING", 10)
             self.reads += 1
-            return super().nodes()
+            return super().nodes_and_version()
 
     slurm = TakeANode(env=c.env, timeout=5)
     slurm.reads = 0

@@ -1,8 +1,9 @@
 """The adapter's cycle: read Slurm, decide with the core, re-read, pin, release.
 
 Each cycle reads every job and node (``hpcopt.slurm.state``) and turns the managed partition
-into a ``ClusterState`` (``hpcopt.sim.decide``, the core every embedding calls: the driver's
-own pass, with its window, policy call, EASY reservation and backfilling):
+(its kind of nodes: ``hpcopt.slurm.machine``) into a ``ClusterState`` (``hpcopt.sim.decide``,
+the core every embedding calls: the driver's own pass, with its window, policy call, EASY
+reservation and backfilling):
 
 - the machine is the partition's nodes; down, drained, failing and reserved nodes are
   *unavailable*, nodes still completing a job are *completing* (free from now on), the rest
@@ -30,13 +31,13 @@ cannot be read, or
 one waiting for an unmet dependency stays held, with a note in the log.  A job that
 comes back after a requeue (its restart count passed the one in its mark) is held again.
 
-The jobs the decision starts are re-read right before their release; one that changed since
-the read (size, limit, state, hold, partition) goes back to the next cycle.  Each is then
-pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and released (``scontrol
-release``); every other job stays held.  Nothing is kept between cycles: a restarted adapter
-reads the same state from Slurm, and a released job is no longer held, so it is never released
-twice.  A failed read skips the cycle; a failed release (the job was cancelled meanwhile) is
-logged and the cycle goes on.
+The jobs the decision starts are re-read (those alone) right before their release; one that
+changed since the read (size, limit, state, hold, partition) goes back to the next
+cycle.  Each is then pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and
+released (``scontrol release``); every other job stays held.  Nothing is kept between cycles:
+a restarted adapter reads the same state from Slurm, and a released job is no longer held,
+so it is never released twice.  A failed read skips the cycle; a failed release (the job was
+cancelled meanwhile) is logged and the cycle goes on.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
@@ -135,6 +137,7 @@ def names_partition(text: str, partition: str) -> bool:
     return partition in text.split(",")
 
 
+@lru_cache(maxsize=4096)
 def parse_mark(text: str) -> tuple[str, int] | None:
     """``("held" | "released", restart count)`` from an AdminComment hpcopt wrote, else None
     (``hpcopt:held`` is the submit script's: count 0)."""
@@ -175,7 +178,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
         for n in nodes if not n.usable)] if len(usable) < len(nodes) else []
     ours = [j for j in snap.jobs if names_partition(j.partition, partition)]
     held = [j for j in ours if j.held]
-    asks = {j.id: res.ask(j) for j in ours}  # once per job: its burst buffer, SSD, why not
+    asks = _asks(ours, res)
     now = max([snap.time, *(j.submit for j in held)])
     held = [j for j in held if not _cannot_start_now(j, now, idle, notes)]
     running: list[tuple[Job, float]] = []
@@ -286,6 +289,20 @@ def _hostnames(text: str) -> list[str] | None:
         return expand_hostlist(text)
     except TopologyConfError:
         return None
+
+
+def _asks(jobs: list[SlurmJob], res: Resources) -> dict:
+    """``res.ask`` of each job by id, read once per distinct request (most jobs of a queue
+    ask alike)."""
+    seen: dict = {}
+    out = {}
+    for j in jobs:
+        key = (j.licenses, j.burst_buffer, j.gres, j.features)
+        got = seen.get(key)
+        if got is None:
+            got = seen[key] = res.ask(j)
+        out[j.id] = got
+    return out
 
 
 def _pinned(j: SlurmJob, idle: set[str]) -> list[str] | None:

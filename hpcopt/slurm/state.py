@@ -1,11 +1,17 @@
-"""Slurm's state, read through its own command-line tools.
+"""Slurm's state, read through its own command-line tools: every read of Slurm is here.
 
-``squeue --json`` gives every job (id, state, reason, priority, submit and start times, time
-limit, node count, allocated nodes) and ``sinfo --json`` every node with its state and flags;
-``scontrol release`` starts a held job.  Both layouts are read: Slurm 22.05's (OpenAPI data
-v0.0.38: plain numbers, a job state string, a node state string and a list of flags) and that of
-23.02 and later (data_parser v0.0.39 to v0.0.44: numbers as ``{set, infinite, number}``, node
-states as one list of names, job states too from 23.11, the allocated nodes under
+``squeue -O`` text gives every job Slurm has not finished (id, state, reason, priority,
+submit and start times, time limit, node counts, allocated nodes, array, hetjob, mark,
+requests: ``parse_squeue_text``), a tenth of the time of ``squeue --json``, which prints
+every field of every job (22.05 ignores ``-p``, ``-t`` and ``--jobs`` there; where the text
+cannot tell a released array task apart, ``squeue --json`` is read: ``Slurm.jobs``); ``sinfo
+--json`` every node with its state and flags; ``scontrol`` the licenses and the burst-buffer
+pools; ``sacct`` a job's accounting (read by its header: ``hpcopt.traces.slurm.sacct_rows``);
+``scontrol release`` starts a held job.  ``squeue --json`` documents are read in both
+layouts (``parse_squeue``, ``parse_sinfo``): Slurm 22.05's (OpenAPI data v0.0.38: plain
+numbers, a job state string, a node state string and a list of flags) and that of 23.02 and
+later (data_parser v0.0.39 to v0.0.44: numbers as ``{set, infinite, number}``, node states as
+one list of names, job states too from 23.11, the allocated nodes under
 ``job_resources.nodes.allocation`` from 24.05); each job and node reads as the equivalent 22.05
 record would.  A field in a shape neither layout has is a ``SlurmCommandError`` naming the
 field and what was there.  Each command runs under a time limit and is retried with a growing
@@ -23,7 +29,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import HpcoptError, TraceError
 from .topology import TopologyConfError, expand_hostlist
@@ -43,6 +49,9 @@ NODE_BASE_STATES = frozenset({"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED",
 JOB_BASE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED",
                              "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
                              "DEADLINE", "OUT_OF_MEMORY"})
+#: states of a finished job (the text read lists none; the JSON read leaves them out)
+FINISHED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+                      "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"})
 #: job state flags that Slurm 22.05 prints instead of the base state, first match wins
 #: (its ``job_state_string``); other flags leave the base state
 JOB_FLAGS_SHOWN = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED",
@@ -168,6 +177,7 @@ class Slurm:
         self.env = dict(os.environ) if env is None else env
         self.on_error = on_error
         self._run = run
+        self._text = True  # jobs as squeue -O text (squeue takes --array-unique)
 
     def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None,
              epoch_times: bool = False):
@@ -230,18 +240,27 @@ class Slurm:
 
     def jobs(self, ids=None) -> tuple[SlurmJob, ...]:
         """Every job Slurm has not finished (pending, running, completing, ...: all
-        partitions), or those of ``ids`` (job ids; none left: empty), read as text
-        (``squeue -O``: ``parse_squeue_text``), in id order."""
-        args = ["squeue", "-h", "-a", "-O", SQUEUE_FORMAT]
-        if ids is not None:
-            if not ids:
-                return ()
-            args.append("--jobs=" + ",".join(map(str, sorted(set(ids)))))
+        partitions), or those of ``ids`` (job ids; none left: empty), in id order.  Read as
+        text (``squeue -O``: ``parse_squeue_text``) where ``squeue --array-unique`` prints
+        a released array task that has not started as a line of its own (22.05); where
+        squeue has no such option (24.11) it folds such tasks into their array's line, and
+        the jobs are read from ``squeue --json`` (which filters there)."""
+        if ids is not None and not ids:
+            return ()
+        only = [] if ids is None else ["--jobs=" + ",".join(map(str, sorted(set(ids))))]
         try:
-            return self.call(*args, parse=parse_squeue_text, epoch_times=True)
+            if self._text:
+                return self.call("squeue", "-h", "-a", "--array-unique", "-O", SQUEUE_FORMAT,
+                                 *only, parse=parse_squeue_text, epoch_times=True)
+            jobs = parse_squeue(self.json_doc("squeue", "--json", "-a", *only))
+            return tuple(sorted((j for j in jobs if j.state not in FINISHED),
+                                key=lambda j: j.id))
         except SlurmCommandError as exc:
             if ids is not None and "Invalid job id" in str(exc):
                 return ()  # every one of them has left Slurm
+            if self._text and "--array-unique" in str(exc):
+                self._text = False
+                return self.jobs(ids)
             raise
 
     def excluded_nodes(self, ids) -> dict[int, str]:
@@ -621,10 +640,14 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
     ``SLURM_TIME_FORMAT=%s``), in id order: each reads as its ``squeue --json`` record
     (``parse_job``) does, in every field the adapter reads.  Where the text cannot tell an
     unset maximum node count from one equal to the minimum, the maximum reads as unset (the
-    job is then pinned to its minimum: the same size).  A record in another shape is a
+    job is then pinned to its minimum: the same size); an array's last task, alone in its
+    array's record, shows no throttle.  Pending array tasks released apart from their array
+    are lines of their own (``--array-unique``).  A record in another shape is a
     ``SlurmCommandError`` naming the job and the field."""
     from ..traces.slurm import duration  # sacct's reader of [D-][HH:]MM:SS, squeue's too
 
+    limits: dict = {}  # each limit's text read once (most jobs share a few)
+    hosts: dict = {"": ()}
     jobs = []
     n = len(SQUEUE_FIELDS)
     for rec in text.split(_END):
@@ -635,58 +658,79 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
         if len(f) != n:
             raise SlurmCommandError(f"squeue -O: unreadable record {rec[:80]!r} ({len(f)} "
                                     f"fields, {n} expected)")
-        jobs.append(_text_job(f, duration))
-    jobs.sort(key=lambda j: j.id)
+        jobs.append(_text_job(f, duration, limits, hosts))
+    # the throttle shows on the array's pending line only: its tasks carry it too, as in
+    # the JSON (a last task left alone in the array's record shows none)
+    throttle = {j.array_id: j.array_max for j in jobs if j.array_max}
+    if throttle:
+        jobs = [replace(j, array_max=throttle[j.array_id])
+                if j.array_id in throttle and not j.array_max else j for j in jobs]
+    jobs.sort(key=_job_id)
     return tuple(jobs)
 
 
-def _text_job(f: list[str], duration) -> SlurmJob:
+def _job_id(j: SlurmJob) -> int:
+    return j.id
+
+
+def _count(text: str, where: str, field: str, unset: int = 0) -> int:
+    """A count field of the text read: ``unset`` when Slurm prints none."""
+    if text.isdigit():
+        return int(text)
+    if text in _UNSET:
+        return unset
+    raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
+
+
+def _words(text: str) -> str:
+    return "" if text in _UNSET else text
+
+
+def _text_job(f: list[str], duration, limits: dict, hosts: dict) -> SlurmJob:
     """One ``squeue -O`` record (its fields in ``SQUEUE_FIELDS`` order); ``duration`` reads
-    its time limit."""
+    its time limit; ``limits`` and ``hosts`` keep the limits and host lists read."""
     (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
      max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
      licenses, required, gres, features, eligible, bb) = f
     where = f"squeue -O job {jid}"
-
-    def count(text: str, field: str, unset: int = 0) -> int:
-        if text in _UNSET:
-            return unset
-        if not text.isdigit():
-            raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
-        return int(text)
-
-    def seconds(text: str, field: str) -> float:
-        return 0.0 if text in _UNSET else float(count(text, field))
-
-    def words(text: str) -> str:
-        return "" if text in _UNSET else text
-
-    tasks_text = "" if task.isdigit() or task in _UNSET else task
-    minimum = max(1, count(nodes, "NumNodes", 1))
-    most = count(max_nodes, "MaxNodes")
     try:
-        names = tuple(expand_hostlist(node_list)) if node_list not in _UNSET else ()
-        wall = None if limit in _UNSET else duration(limit, where, "TimeLimit")
-    except (TopologyConfError, TraceError) as exc:
-        raise SlurmCommandError(str(exc)) from None
+        wall = limits[limit]
+    except KeyError:
+        try:
+            wall = limits[limit] = None if limit in _UNSET else \
+                duration(limit, where, "TimeLimit")
+        except TraceError as exc:
+            raise SlurmCommandError(str(exc)) from None
+    try:
+        names = hosts[node_list]
+    except KeyError:
+        try:
+            names = hosts[node_list] = () if node_list in _UNSET else \
+                tuple(expand_hostlist(node_list))
+        except TopologyConfError as exc:
+            raise SlurmCommandError(f"{where}: {exc}") from None
+    in_array = task not in _UNSET
+    pending_tasks = "" if task.isdigit() or not in_array else task
+    throttle = pending_tasks.rpartition("%")[2] if "%" in pending_tasks else ""
+    minimum = max(1, _count(nodes, where, "NumNodes", 1))
+    most = _count(max_nodes, where, "MaxNodes")
     return SlurmJob(
-        id=count(jid, "JobID"), state=state, reason=reason,
-        priority=count(priority, "PriorityLong"), partition=partition,
-        submit=seconds(submit, "SubmitTime"), start=seconds(start, "StartTime"),
-        limit=wall, nodes=minimum, node_names=names,
-        max_nodes=most if most > minimum and most < NO_VALUE else 0,
-        tasks=count(tasks, "NumTasks", 1) or 1,
-        array_id=count(array_id, "ArrayJobID") if task not in _UNSET else 0,
-        array_task=int(task) if task.isdigit() else None,
-        array_tasks=tasks_text,
-        array_max=int(tasks_text.rsplit("%", 1)[1]) if "%" in tasks_text and
-        tasks_text.rsplit("%", 1)[1].isdigit() else 0,
-        het_id=count(het_id, "HetJobID"), het_offset=count(het_offset, "HetJobOffset"),
-        restarts=count(restarts, "RestartCnt"), mark=words(mark),
-        user_id=count(user, "UserID", -1), dependency=words(dependency),
-        licenses=words(licenses), required_nodes=words(required), burst_buffer=words(bb),
-        gres=words(gres), features=words(features),
-        begin=seconds(eligible, "EligibleTime"))
+        id=_count(jid, where, "JobID"), state=state, reason=reason,
+        priority=_count(priority, where, "PriorityLong"), partition=partition,
+        submit=float(_count(submit, where, "SubmitTime")),
+        start=float(_count(start, where, "StartTime")), limit=wall, nodes=minimum,
+        node_names=names, max_nodes=most if minimum < most < NO_VALUE else 0,
+        tasks=_count(tasks, where, "NumTasks", 1) or 1,
+        array_id=_count(array_id, where, "ArrayJobID") if in_array else 0,
+        array_task=int(task) if task.isdigit() else None, array_tasks=pending_tasks,
+        array_max=int(throttle) if throttle.isdigit() else 0,
+        het_id=_count(het_id, where, "HetJobID"),
+        het_offset=_count(het_offset, where, "HetJobOffset"),
+        restarts=_count(restarts, where, "RestartCnt"), mark=_words(mark),
+        user_id=_count(user, where, "UserID", -1), dependency=_words(dependency),
+        licenses=_words(licenses), required_nodes=_words(required),
+        burst_buffer=_words(bb), gres=_words(gres), features=_words(features),
+        begin=float(_count(eligible, where, "EligibleTime")))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:
