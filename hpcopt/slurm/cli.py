@@ -1,5 +1,9 @@
 """``hpcopt slurm``: run the adapter (``run``), start or stop a local testbed (``testbed``),
-print the ``job_submit.lua`` that holds the managed partition's jobs (``job-submit-lua``)."""
+print the ``job_submit.lua`` that holds the managed partition's jobs (``job-submit-lua``).
+
+``run`` exits 2 on a usage error (which its systemd unit does not restart) and 75 on a fault
+(its lock, its log, its wake-up port, Slurm's answers: restarted); see
+``hpcopt.slurm.service``."""
 
 from __future__ import annotations
 
