@@ -25,7 +25,9 @@ estimate of a pass (``PASS_SECONDS_PER_JOB`` per job) fits in what the limit lea
 model, limit and seed give the same schedule on an idle or a loaded machine, so the MIP
 backends, which start from ``greedy_schedule`` in the same limit, never answer less than
 ``osdec-greedy`` does in that limit.  The clock only stops a search that overruns the limit
-by half the registry's ``OVERSHOOT_S`` (a machine far slower than the estimates).
+by half the registry's ``OVERSHOOT_S``, and an LP so late that the first schedule would not
+end in the limit (a machine far slower than the estimates: about twice as slow as a 2-core
+machine at a load of 4).
 
 Never claims OPTIMAL.  ``greedy_schedule`` is also the warm start of the MIP backends.
 """
@@ -207,7 +209,9 @@ def greedy_schedule(model, *, deadline: float | None = None, passes: int = DEFAU
         else None
     if lp_cost is not None and (limit is None or lp_cost <= LP_SHARE * limit):
         ti = model.time_indexed()
-        relaxed = lp_relaxation(model, ti, backstop)
+        # the clock stops an LP only so late that the first schedule still ends in the limit
+        relaxed = lp_relaxation(model, ti, None if deadline is None
+                                else deadline - n * BUILD_SECONDS_PER_JOB)
     if start is not None:
         for i, s in enumerate(start):
             s = int(s)

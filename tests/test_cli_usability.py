@@ -195,7 +195,9 @@ def test_workflow_without_cap_fits_the_machine(tmp_path):
     assert json.loads((tmp_path / "n" / "summary.json").read_text())["settings"]["cap"] is None
 
 
-def test_simulator_progress_bar_counts_injected_jobs(capsys):
+def test_simulator_progress_bar_counts_injected_jobs(capsys, monkeypatch):
+    import sys
+
     from hpcopt.api import load_trace
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Event, Simulator
@@ -209,6 +211,7 @@ def test_simulator_progress_bar_counts_injected_jobs(capsys):
             sim.submit(record.job.__class__(id=10_000 + len(extra), submit=sim.now, runtime=5,
                                             walltime=10, nodes=1))
 
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on terminals
     sim = Simulator(list(trace.jobs), trace.system, make_policy("fcfs"), progress=True)
     sim.subscribe(Event.COMPLETE, inject)
     sim.run()

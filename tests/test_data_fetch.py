@@ -21,7 +21,15 @@ import pytest
 
 from hpcopt import datasets
 from hpcopt.datadir import ENV, data_path, fetch_dir, user_data_dir
-from hpcopt.datasets import DataFetchError, by_path, catalogue, fetch_file, select, verify
+from hpcopt.datasets import (
+    DataFetchError,
+    by_path,
+    catalogue,
+    fetch_file,
+    named_file,
+    select,
+    verify,
+)
 from hpcopt.errors import DataNotFoundError, HpcoptError
 from hpcopt.workloads import AZURE, KOPANSKI
 
@@ -101,11 +109,19 @@ def test_catalogue_covers_the_defaults_and_the_docs():
                 f"{AZURE}/v1.dev.c2100000.txt.gz", f"{AZURE}/maps/flav_map.txt",
                 f"{AZURE}/maps/v1.interval_map.txt"):
         assert rel in paths, rel
-    # every $HPCOPT_DATA/... file the docs name
-    named = set()
+    # every data set the docs' commands read by name (hpcopt simulate kth-sp2, --trace
+    # theta-2022, wf-bwa/FILE) names files of the catalogue, and every $HPCOPT_DATA/... file
+    named, files = set(), set()
     for doc in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
-        named |= set(re.findall(r"\$HPCOPT_DATA/(\S+?\.gz)\b", doc.read_text()))
-    assert named and named <= set(paths), named - set(paths)
+        text = doc.read_text()
+        files |= set(re.findall(r"\$HPCOPT_DATA/(\S+?\.gz)\b", text))
+        named |= set(re.findall(r"^\$ .*?hpcopt (?:simulate|workflow|workload osdec) "
+                                r"([a-z][\w.-]*(?:/[\w.-]+)?)", text, re.M))
+        named |= set(re.findall(r"--trace ([a-z][\w.-]*(?:/[\w.-]+)?)", text))
+    named = {n for n in named if n.split("/")[0] in catalogue()}
+    assert {"kth-sp2", "theta-2022", "azure-v1"} <= named, named
+    assert all(named_file(n) in paths for n in named), named
+    assert files <= set(paths), files - set(paths)
     for d in catalogue().values():
         assert d.licence and d.citation and d.files
         for f in d.files:

@@ -15,7 +15,9 @@ from .common import add_policy_flags, add_slurm_trace_flags, policy_options, pri
 def register(sub) -> None:
     m = sub.add_parser("simulate", help="simulate a workload trace under a policy")
     m.add_argument("trace", help="SWF (.swf, .swf.gz), CSV/JSON job table or Batsim workload "
-                                 "JSON; or an osdec instance file, run online slot by slot "
+                                 "JSON, or a data set's name (kth-sp2; hpcopt data list) or "
+                                 "path in the data directory; or an osdec instance file or "
+                                 "bundled name (osdec/tiny_4jobs), run online slot by slot "
                                  "(fifo, sjf, tetris, rolling-mip)")
     m.add_argument("--format", default=None,
                    choices=["swf", "csv", "json", "batsim", "sacct", "jobcomp"],
@@ -137,6 +139,10 @@ def run(args) -> int:
         raise HpcoptError(f"--events {args.events}: expected a file name ending in .jsonl "
                           "(one JSON object per line)")
     info = sys.stderr if args.json else sys.stdout
+    if not Path(args.trace).exists():  # a bundled osdec instance by name (osdec/tiny_4jobs)
+        from ..instances import bundled_instance
+
+        args.trace = str(bundled_instance(args.trace) or args.trace)
     if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
         if args.timeline:
             raise HpcoptError("--timeline: an osdec day's load by slot is hpcopt plot osdec "
@@ -207,6 +213,9 @@ def _simulate_osdec(args, options: dict, info) -> int:
           f"policy {args.policy}", file=info)
     keys = ["total_reward", "revenue", "delay_penalty", "violation_penalty", "started",
             "dropped", "utilization"] + (["gap_to_offline"] if "gap_to_offline" in s else [])
-    print("  " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float) else f"{k}={s[k]}"
-                           for k in keys), file=info)
+    from ..sim.metrics import UNITS
+
+    units = {k: " " + UNITS[k] for k in keys if k in UNITS}
+    print("  " + ", ".join((f"{k}={s[k]:.4g}" if isinstance(s[k], float) else f"{k}={s[k]}")
+                           + units.get(k, "") for k in keys), file=info)
     return _written(args, res, info)

@@ -162,18 +162,15 @@ def _float_text(col: np.ndarray) -> list[str]:
 UNITS = {
     "job_count": "jobs", "avg_wait": "s", "max_wait": "s", "avg_response": "s",
     "avg_slowdown": "ratio", "avg_bounded_slowdown": "ratio",
-    "utilization": "fraction of node-seconds", "makespan": "s", "node_seconds": "node-s",
+    "utilization": "fraction", "makespan": "s", "node_seconds": "node-s",
     "first_submit": "s", "last_end": "s", "trimmed_warmup": "jobs", "trimmed_cooldown": "jobs",
-    "bb_usage": "fraction of GB-seconds", "ssd_usage": "fraction of GB-seconds",
-    "wasted_ssd": "fraction of GB-seconds", "avg_comm_cost": "hop cost per job",
+    "bb_usage": "fraction", "ssd_usage": "fraction", "wasted_ssd": "fraction",
+    "avg_comm_cost": "hops",
     # an OSDEC day (hpcopt.osdec): every core-slot a job runs earns 1
     "total_reward": "core-slots", "revenue": "core-slots", "delay_penalty": "core-slots",
     "violation_penalty": "core-slots", "started": "jobs", "dropped": "jobs", "jobs": "jobs",
     "slots": "slots", "gap_to_offline": "fraction",
 }
-#: the short forms the console table shows after a metric's name
-SHORT_UNITS = {"fraction of node-seconds": "fraction", "fraction of GB-seconds": "fraction",
-               "hop cost per job": "hops"}
 
 
 def units_of(summary: dict) -> dict:
@@ -191,8 +188,7 @@ def format_summary(summaries: dict[str, dict], keys, units: dict | None = None) 
     names = list(summaries)
     cells = {name: [fmt(summaries[name][k]) for k in keys] for name in names}
     if units:
-        short = {k: SHORT_UNITS.get(units[k], units[k]) for k in keys if units.get(k)}
-        keys = [f"{k} ({short[k]})" if k in short else k for k in keys]
+        keys = [f"{k} ({units[k]})" if units.get(k) else k for k in keys]
     kw = max(len(k) for k in keys)
     widths = [max([len(str(name))] + [1 + len(c) for c in cells[name]]) for name in names]
     lines = [" " * kw + "".join(" " + str(name).rjust(w) for name, w in zip(names, widths))]
