@@ -370,3 +370,11 @@ def test_node_choice_is_cons_tres_best_fit():
     assert cores.choose(free, 2) == 0b0011_0000
     assert cores.choose(free, 1) == 0b1
     assert cores.choose(free, 5).bit_count() == 5
+
+
+def test_a_job_without_a_time_limit_holds_its_nodes_for_good_in_the_plan():
+    """No limit (infinite walltime): the plan never frees its nodes; B (1 node) still starts
+    next to it, and C (2 nodes) only after it really ends."""
+    jobs = [Job(0, 0.0, 100.0, math.inf, 1), job(1, 1, 1, 2), job(2, 2, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters="bf_interval=1")
+    assert got[2] == 2.0 and got[1] == 100.0
