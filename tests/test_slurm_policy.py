@@ -378,3 +378,13 @@ def test_a_job_without_a_time_limit_holds_its_nodes_for_good_in_the_plan():
     jobs = [Job(0, 0.0, 100.0, math.inf, 1), job(1, 1, 1, 2), job(2, 2, 1, 1)]
     got = starts(jobs, System(2), scheduler_parameters="bf_interval=1")
     assert got[2] == 2.0 and got[1] == 100.0
+
+
+@pytest.mark.parametrize("params, j4", [
+    ("bf_job_part_count_reserve=1,bf_max_job_test=2", False),  # J4 is the third job tested
+    ("bf_job_part_count_reserve=1,bf_max_job_test=3", True),
+    ("bf_window=5", True),  # J2 (1200) and J3 (600) start beyond 5 minutes: no reservation
+])
+def test_bf_max_job_test_and_bf_window(params, j4):
+    got = starts(reservation_depth_jobs(), System(4), scheduler_parameters=params)
+    assert (got[4] == 30) is j4
