@@ -148,10 +148,11 @@ class SlurmScheduler(Policy):
         conf = self.conf
         state = _PassState(self, window)
         queue = self._priority_order(window.jobs, now)
-        new, self._new = self._new, []
-        for job in sorted(new, key=lambda j: (j.submit, str(j.id))):
-            top = next((j for j in queue if j.id not in state.started), None)
-            if top is job and state.fits_now(job):
+        new, self._new = {j.id for j in self._new}, []
+        for job in queue:  # a new job at the top of the queue starts if it fits
+            if job.id not in state.started:
+                if job.id not in new or not state.fits_now(job):
+                    break
                 state.start(job)
         if self._ended:
             self._ended = False
