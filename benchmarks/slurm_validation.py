@@ -192,7 +192,7 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
                              scheduler="backfill" if kind == "slurm" else "builtin",
                              hold=kind != "slurm", **opts)
     conf_text = conf.read_text()
-    env = {**os.environ, "SLURM_CONF": str(conf)}
+    env = testbed.env(d)  # SLURM_CONF, and 24.11's clients (the chroot's) first on PATH
     log = d / "adapter.jsonl"
     proc = None
     try:

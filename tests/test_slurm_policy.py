@@ -370,3 +370,21 @@ def test_node_choice_is_cons_tres_best_fit():
     assert cores.choose(free, 2) == 0b0011_0000
     assert cores.choose(free, 1) == 0b1
     assert cores.choose(free, 5).bit_count() == 5
+
+
+def test_a_job_without_a_time_limit_holds_its_nodes_for_good_in_the_plan():
+    """No limit (infinite walltime): the plan never frees its nodes; B (1 node) still starts
+    next to it, and C (2 nodes) only after it really ends."""
+    jobs = [Job(0, 0.0, 100.0, math.inf, 1), job(1, 1, 1, 2), job(2, 2, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters="bf_interval=1")
+    assert got[2] == 2.0 and got[1] == 100.0
+
+
+@pytest.mark.parametrize("params, j4", [
+    ("bf_job_part_count_reserve=1,bf_max_job_test=2", False),  # J4 is the third job tested
+    ("bf_job_part_count_reserve=1,bf_max_job_test=3", True),
+    ("bf_window=5", True),  # J2 (1200) and J3 (600) start beyond 5 minutes: no reservation
+])
+def test_bf_max_job_test_and_bf_window(params, j4):
+    got = starts(reservation_depth_jobs(), System(4), scheduler_parameters=params)
+    assert (got[4] == 30) is j4

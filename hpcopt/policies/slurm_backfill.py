@@ -44,7 +44,10 @@ from .base import Option, Policy, register_policy
 
 
 def limit_seconds(job: Job) -> float:
-    """The job's time limit as Slurm holds it: whole minutes, rounded up (at least one)."""
+    """The job's time limit as Slurm holds it: whole minutes, rounded up (at least one);
+    none (infinite) stays infinite."""
+    if not math.isfinite(job.walltime):
+        return math.inf
     return max(1, math.ceil(job.walltime / 60 - 1e-9)) * 60.0
 
 
@@ -145,10 +148,11 @@ class SlurmScheduler(Policy):
         conf = self.conf
         state = _PassState(self, window)
         queue = self._priority_order(window.jobs, now)
-        new, self._new = self._new, []
-        for job in sorted(new, key=lambda j: (j.submit, str(j.id))):
-            top = next((j for j in queue if j.id not in state.started), None)
-            if top is job and state.fits_now(job):
+        new, self._new = {j.id for j in self._new}, []
+        for job in queue:  # a new job at the top of the queue starts if it fits
+            if job.id not in state.started:
+                if job.id not in new or not state.fits_now(job):
+                    break
                 state.start(job)
         if self._ended:
             self._ended = False
@@ -238,7 +242,7 @@ class SlurmScheduler(Policy):
         window_end = math.floor((now + conf.bf_window) / res) * res
         plan = _TimeMap(now, self._all, conf.bf_licenses)
         for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve:
+            if conf.bf_running_job_reserve and math.isfinite(end):
                 end = math.ceil(end / res) * res
             plan.hold(now, end, units, lic)
         tested = reserved = 0
@@ -267,7 +271,8 @@ class SlurmScheduler(Policy):
             if start > now + conf.bf_window:
                 continue
             lo = max(now, math.floor(start / res) * res)
-            hi = math.floor((start + dur + res - 1) / res) * res
+            hi = math.floor((start + dur + res - 1) / res) * res if math.isfinite(dur) \
+                else math.inf
             plan.hold(lo, hi, self.whole_nodes(units), job.bb)
             reserved += 1
 
