@@ -13,7 +13,8 @@ The rules (what a documentation writer can rely on):
 - Blocks in other languages (text, json, ini, ...) are shown, not run.
 - An HTML comment on the line before a block gates it: ``<!-- doctest: needs slurm -->``
   (runs where Slurm's ``sbatch`` is installed), ``<!-- doctest: needs data -->`` (runs where
-  the real-data folder exists; the environment variable HPCOPT_DATA points at it),
+  the data directory holds every data set of the catalogue; the environment variable
+  HPCOPT_DATA points at it),
   ``<!-- doctest: needs ml -->`` (runs where torch, the ``ml`` extra, is installed; needs
   combine: ``needs ml data``), ``<!-- doctest: needs slow -->`` (runs in the slow tier,
   ``-m slow``: a long run, such as training), ``<!-- doctest: skip (reason) -->``. Without
