@@ -101,6 +101,13 @@ for family in ("1000genome", "blast", "bwa", "cycles", "montage", "seismology", 
 SOURCE_BY_PATH = {"data/real/raw/": "sumanagral/deep_reap",
                   "src/main/resources/": "cloudsimplus/cloudsimplus-examples"}
 # what a default or a documented command reads (hpcopt data list shows it)
+# the file a data set's name stands for as an input (hpcopt simulate NAME), where it has several
+MAIN = {
+    "kopanski-bb": "burst_buffer/kopanski_kth_batsim/KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz",
+    "hpc2n-subset": "hpc_swf/pwa_subsets/HPC2N-2002-2.2-alea-subset.swf.gz",
+    "metacentrum-wagap": "hpc_swf/metacentrum/wagap-2013-alea-extended.swf.gz",
+    "azure-v1": "cloud/azure_v1_vmtable_derived/v1.dev.txt.gz",
+}
 USED_BY = {
     "kopanski-bb": "simulate --workload S1-S7, load_batsim()",
     "azure-v1": "workload osdec, train osdec, deferrable_suite()",
@@ -157,7 +164,7 @@ def main() -> None:
         assert files, name
         datasets.append({"name": name, "title": title, "kind": kind, "licence": licence,
                          "citation": citation, "used_by": USED_BY.get(name, ""),
-                         "files": files})
+                         **({"main": MAIN[name]} if name in MAIN else {}), "files": files})
     missing = sorted(set(table) - seen)
     assert not missing, missing
     OUT.write_text(json.dumps({"format": 1, "datasets": datasets}, indent=1) + "\n")

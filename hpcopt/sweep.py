@@ -199,16 +199,16 @@ def trace_path(sweep: Sweep, trace: str) -> Path:
 
 
 def missing_traces(sweep: Sweep) -> list[str]:
-    """The sweep's traces that name no file (``trace_path``)."""
+    """Why each of the sweep's traces that name no file (``trace_path``) is missing: "no such
+    file", or what the data directory lacks and the fetch that brings it."""
     traces = dict.fromkeys(s["trace"] for s in sweep.runs)
     missing = []
     for t in traces:
         try:
-            found = trace_path(sweep, t).exists()
-        except DataNotFoundError:
-            found = False
-        if not found:
-            missing.append(t)
+            if not trace_path(sweep, t).exists():
+                missing.append(f"trace {t}: no such file")
+        except DataNotFoundError as err:
+            missing.append(f"trace {err}")
     return missing
 
 

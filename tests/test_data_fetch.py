@@ -124,6 +124,7 @@ def test_catalogue_covers_the_defaults_and_the_docs():
     assert files <= set(paths), files - set(paths)
     for d in catalogue().values():
         assert d.licence and d.citation and d.files
+        assert d.main is None or d.main_file is not None, d.name  # main: one of its files
         for f in d.files:
             assert f.url.startswith("https://raw.githubusercontent.com/")
             assert re.fullmatch(r"[0-9a-f]{64}", f.sha256) and f.size > 0

@@ -43,7 +43,7 @@ def run(args) -> int:
     sweep = load_sweep(args.sweep)  # a malformed sweep file stops here, before any run
     missing = missing_traces(sweep)
     if missing:  # a missing input: one line, exit 2, like every command's
-        raise HpcoptError(f"{args.sweep}: trace {missing[0]}: no such file"
+        raise HpcoptError(f"{args.sweep}: {missing[0]}"
                           + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     if args.json and args.out == "-":
         raise HpcoptError("--json and --out - both write standard output: give --out a file")

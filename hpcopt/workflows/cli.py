@@ -32,9 +32,12 @@ def add_workflow_parser(sub) -> argparse.ArgumentParser:
     """The ``workflow`` subcommand (called by ``hpcopt.cli``)."""
     w = sub.add_parser("workflow", help="a WfFormat workflow's stages in a real trace: Big "
                                         "Job, Per-Stage, ASA")
-    w.add_argument("workflow", metavar="WF.json[.gz]", help="WfFormat instance (WfCommons)")
-    w.add_argument("--trace", default=None, help="background trace (SWF, CSV/JSON table) of "
-                                                 "the simulated queue (not with --slurm)")
+    w.add_argument("workflow", metavar="WF.json[.gz]",
+                   help="WfFormat instance (WfCommons), or a data set's file by name "
+                        "(wf-bwa/bwa-chameleon-large-001; hpcopt data list wf-bwa)")
+    w.add_argument("--trace", default=None, help="background trace (SWF, CSV/JSON table, or a "
+                                                 "data set's name such as kth-sp2) of the "
+                                                 "simulated queue (not with --slurm)")
     w.add_argument("--slurm", action="store_true",
                    help="run the stages as real jobs on the Slurm cluster SLURM_CONF names "
                         "instead of simulating them (modes afterok and naive)")
