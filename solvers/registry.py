@@ -198,20 +198,7 @@ class Solver:
         default ``"bbsched"``) picks the decision from it.
         """
         t0 = time.perf_counter()
-        if not self.supports(model):
-            raise IncompatibleModelError(
-                f"backend {self.full_name!r} does not solve {model.kind!r} models; "
-                f"it supports {list(self.SUPPORTED_MODELS)}"
-            )
-        if not self.available():
-            self.check_ready()
-        if time_limit is not None and not (isinstance(time_limit, (int, float))
-                                           and time_limit > 0 and math.isfinite(time_limit)):
-            raise SolverOptionError(
-                f"time_limit must be a positive number of seconds, got {time_limit!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, float))
-                                 or int(seed) != seed or seed < 0):
-            raise SolverOptionError(f"seed must be a non-negative integer, got {seed!r}")
+        self._check_call(model, time_limit, seed)
         given = solver_options or {}
         given = dict(given) if isinstance(given, dict) else given
         memory = _memory_option(self.full_name, given)
@@ -255,6 +242,24 @@ class Solver:
                 out.decision, out.objective = decision, None
         result = self._certify(model, out, 0.0, opts)
         return replace(result, wall_time=time.perf_counter() - t0)
+
+    def _check_call(self, model, time_limit, seed) -> None:
+        """``solve``'s model (one this backend solves, its library installed), time limit
+        and seed checked: one-line errors."""
+        if not self.supports(model):
+            raise IncompatibleModelError(
+                f"backend {self.full_name!r} does not solve {model.kind!r} models; "
+                f"it supports {list(self.SUPPORTED_MODELS)}"
+            )
+        if not self.available():
+            self.check_ready()
+        if time_limit is not None and not (isinstance(time_limit, (int, float))
+                                           and time_limit > 0 and math.isfinite(time_limit)):
+            raise SolverOptionError(
+                f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, float))
+                                 or int(seed) != seed or seed < 0):
+            raise SolverOptionError(f"seed must be a non-negative integer, got {seed!r}")
 
     def footprint(self, model, opts: SolveOptions) -> Footprint | None:
         """The estimated build of this solve (``None``: nothing worth refusing for)."""

@@ -72,7 +72,8 @@ LAYERS[-1][1].extend(["hpcopt.workflows.cli", "hpcopt.slurm.cli",
 LAYERS.append(("front", ["hpcopt"]))
 
 # modules that import modules by a computed name -> the table of names they read
-DYNAMIC_IMPORTS = {"hpcopt": "_LAZY", "hpcopt.models": "MODEL_KINDS"}
+DYNAMIC_IMPORTS = {"hpcopt": "_LAZY", "hpcopt.models": "MODEL_KINDS",
+                   "hpcopt.cli": "COMMANDS"}
 
 
 @cache

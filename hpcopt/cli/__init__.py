@@ -15,52 +15,24 @@ the traceback instead.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 
 from ..errors import HpcoptError, one_line
 from ..version import __version__
-from . import (
-    backends,
-    data,
-    decide,
-    demo,
-    instances,
-    plot,
-    policies,
-    serve,
-    simulate,
-    slurm,
-    solve,
-    sweep,
-    trace,
-    train,
-    workflow,
-    workload,
-)
 from .common import instances_dir, policy_flags, print_summary
 
-#: command name -> the function that registers its parser, in the order ``--help`` lists them
-COMMANDS = {
-    "solve": solve.register,
-    "sweep": sweep.register,
-    "simulate": simulate.register,
-    "train": train.register,
-    "serve": serve.register,
-    "decide": decide.register,
-    "backends": backends.register,
-    "policies": policies.register,
-    "instances": instances.register,
-    "workflow": workflow.register,
-    "slurm": slurm.register,
-    "workload": workload.register,
-    "trace": trace.register,
-    "data": data.register,
-    "plot": plot.register,
-    "demo": demo.register,
-}
-REGISTRARS = list(COMMANDS.values())
+#: the subcommands, in the order ``--help`` lists them: each is the module
+#: ``hpcopt.cli.<name>``, imported when its parser is built
+COMMANDS = ("solve", "sweep", "simulate", "train", "serve", "decide", "backends", "policies",
+            "instances", "workflow", "slurm", "workload", "trace", "data", "plot", "demo")
+
+
+def _register(name: str, sub) -> None:
+    """Add the subcommand ``name``'s parser (its module's ``register``) to ``sub``."""
+    importlib.import_module(f"{__name__}.{name}").register(sub)
 
 _print_summary = print_summary  # the name benchmarks/simulator_speed.py imports
 
@@ -96,9 +68,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     command = None if argv is None else _command(argv)
     if command is None and argv is not None and "--version" in argv:
         return p  # the version alone: no subcommand's parser
-    for name, register in COMMANDS.items():
+    for name in COMMANDS:
         if command in (None, name):
-            register(sub)
+            _register(name, sub)
     _global_flags_everywhere(sub)
     return p
 
@@ -167,4 +139,4 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, old_term)
 
 
-__all__ = ["COMMANDS", "REGISTRARS", "instances_dir", "main", "policy_flags"]
+__all__ = ["COMMANDS", "instances_dir", "main", "policy_flags"]

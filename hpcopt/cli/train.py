@@ -13,6 +13,22 @@ from ..errors import HpcoptError
 def register(sub) -> None:
     t = sub.add_parser("train", help="train a learned scheduling agent")
     tsub = t.add_subparsers(dest="learner", required=True)
+    _run_flags(_dras_parser(tsub), "dras-run")
+    _run_flags(_nsa_parser(tsub), "nsa-run")
+    _run_flags(_osdec_parser(tsub), "osdec-run")
+    t.set_defaults(run=run)
+
+
+def _run_flags(p, out: str) -> None:
+    """The flags every trainer has: its seed, output folder, plot and progress bar."""
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=out_path, default=out,
+                   help="directory for checkpoints and curve")
+    p.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _dras_parser(tsub):
     td = tsub.add_parser("dras", help="DRAS three-phase training (sampled, real, synthetic)")
     td.add_argument("--trace", required=True, help="SWF or CSV/JSON trace to learn from")
     td.add_argument("--agent", default="pg", help="pg or dql")
@@ -35,11 +51,10 @@ def register(sub) -> None:
     td.add_argument("--select", choices=["reward", "avg_wait"], default="reward",
                     help="best checkpoint by validation reward (paper) or by average wait "
                          "with max wait within 2x FCFS+EASY")
-    td.add_argument("--seed", type=int, default=0)
-    td.add_argument("--out", type=out_path, default="dras-run",
-                    help="directory for checkpoints and curve")
-    td.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return td
+
+
+def _nsa_parser(tsub):
     tn = tsub.add_parser("nsa", help="NSA repair operator (PPO on generated DCAS windows)")
     tn.add_argument("--arch", default="cnn3", help="fcn1..fcn3 or cnn1..cnn3 (Table II)")
     tn.add_argument("--episodes", type=positive_int, default=20000, help="repair episodes")
@@ -65,11 +80,10 @@ def register(sub) -> None:
                          "before PPO (not in the paper)")
     tn.add_argument("--temperature", type=float, default=2000.0,
                     help="the imitation teacher's temperature, in CH cost units")
-    tn.add_argument("--seed", type=int, default=0)
-    tn.add_argument("--out", type=out_path, default="nsa-run",
-                    help="directory for checkpoints and curve")
-    tn.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    tn.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return tn
+
+
+def _osdec_parser(tsub):
     to = tsub.add_parser("osdec", help="OSDEC agent (PPO, attention encoder, auxiliary "
                                        "tasks) on deferrable cloud trajectories")
     to.add_argument("--variant", default="osdec", choices=["osdec", "ppo-att", "ppo-att-auxh",
@@ -89,12 +103,7 @@ def register(sub) -> None:
     to.add_argument("--minutes", type=float, default=None,
                     help="stop after M minutes (the learning rates still decay over "
                     "--iterations, so the run is the same as without a budget, cut short)")
-    to.add_argument("--seed", type=int, default=0)
-    to.add_argument("--out", type=out_path, default="osdec-run",
-                    help="directory for checkpoints and curve")
-    to.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    to.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    t.set_defaults(run=run)
+    return to
 
 
 def run(args) -> int:

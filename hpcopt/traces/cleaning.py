@@ -154,69 +154,13 @@ def clean(
     walltime = np.where(wall_fill, runtime, req_time)
     capped = runtime > walltime
 
-    bad_run = runtime < 0
-    bad_submit = ~bad_run & (submit < 0)
-    bad_size = ~bad_run & ~bad_submit & (size < 1)
-    ok = ~(bad_run | bad_submit | bad_size)
-    largest = int(size[ok].max()) if ok.any() else 0
-    sys_nodes, sys_source, size_notes = _system_size(
-        header, nodes, cores_per_node, cores_per_node_source, largest, src
-    )
-    too_large = ok & (size > sys_nodes)
-    ok &= ~too_large
-    duplicate = np.zeros(n, dtype=bool)
-    cand = np.flatnonzero(ok)
-    if cand.size:
-        _, first = np.unique(ids[cand], return_index=True)
-        if first.size != cand.size:
-            duplicate[cand] = True
-            duplicate[cand[first]] = False
-            ok &= ~duplicate
-    dropped = {
-        "runtime_unknown": int(bad_run.sum()),
-        "submit_unknown": int(bad_submit.sum()),
-        "size_unknown": int(bad_size.sum()),
-        "too_large": int(too_large.sum()),
-        "duplicate_id": int(duplicate.sum()),
-    }
-
+    ok, dropped, (sys_nodes, sys_source, size_notes) = _kept(
+        ids, submit, runtime, size, lambda largest: _system_size(
+            header, nodes, cores_per_node, cores_per_node_source, largest, src))
     keep = np.flatnonzero(ok)
-    k_ids, k_submit = ids[keep], submit[keep]
-    order = keep[np.lexsort((k_ids, k_submit))]
-    offset = 0.0
-    if rebase and order.size:
-        offset = float(submit[order[0]])
-    run_k = np.minimum(runtime[order], walltime[order])
-    zeros = np.zeros(order.size)
-    bb = cols["bb"][order] if "bb" in cols else zeros
-    ssd = cols["ssd"][order] if "ssd" in cols else zeros
-    prio = cols["priority"][order].astype(np.int64) if "priority" in cols else zeros.astype(
-        np.int64
-    )
-    kept_ids = ids[order]
-    # one Job per kept record: no reference cycles among them, so the cyclic collector is
-    # paused while they are made (its passes over the growing tuple cost ~15% of the loading)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        jobs = tuple(
-            map(
-                Job,
-                (kept_ids.astype(np.int64) if kept_ids.dtype.kind == "f" else kept_ids).tolist(),
-                (submit[order] - offset).tolist(),
-                run_k.tolist(),
-                walltime[order].tolist(),
-                size[order].astype(np.int64).tolist(),
-                bb.tolist(),
-                ssd.tolist(),
-                prio.tolist(),
-                cols["user"][order].astype(np.int64).tolist(),
-                cols["queue"][order].astype(np.int64).tolist(),
-            )
-        )
-    finally:
-        if enabled:
-            gc.enable()
+    order = keep[np.lexsort((ids[keep], submit[keep]))]
+    offset = float(submit[order[0]]) if rebase and order.size else 0.0
+    jobs = _jobs(cols, order, submit - offset, np.minimum(runtime, walltime), walltime, size)
     report = CleaningReport(
         source=src,
         fmt=fmt,
@@ -240,14 +184,73 @@ def clean(
     for suffix in (".gz", ".swf", ".csv", ".json"):
         if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
-    return Trace(
-        jobs=jobs,
-        system=System(nodes=sys_nodes, name=name),
-        header=header,
-        report=report,
-        path=path,
-        attributes=_attributes(cols, order, header, fmt),
+    return Trace(jobs=jobs, system=System(nodes=sys_nodes, name=name), header=header,
+                 report=report, path=path,
+                 attributes=_attributes(cols, order, header, fmt))
+
+
+def _kept(ids, submit, runtime, size, system_size):
+    """The records kept (a mask) and the counts dropped by each rule: runtime, submit time or
+    size unknown, larger than the machine, a repeated id; with the machine's size
+    (``system_size(largest kept size)``: ``(nodes, source, notes)``)."""
+    bad_run = runtime < 0
+    bad_submit = ~bad_run & (submit < 0)
+    bad_size = ~bad_run & ~bad_submit & (size < 1)
+    ok = ~(bad_run | bad_submit | bad_size)
+    system = system_size(int(size[ok].max()) if ok.any() else 0)
+    too_large = ok & (size > system[0])
+    ok &= ~too_large
+    duplicate = np.zeros(len(ids), dtype=bool)
+    cand = np.flatnonzero(ok)
+    if cand.size:
+        _, first = np.unique(ids[cand], return_index=True)
+        if first.size != cand.size:
+            duplicate[cand] = True
+            duplicate[cand[first]] = False
+            ok &= ~duplicate
+    dropped = {
+        "runtime_unknown": int(bad_run.sum()),
+        "submit_unknown": int(bad_submit.sum()),
+        "size_unknown": int(bad_size.sum()),
+        "too_large": int(too_large.sum()),
+        "duplicate_id": int(duplicate.sum()),
+    }
+    return ok, dropped, system
+
+
+def _jobs(cols, order, submit, runtime, walltime, size) -> tuple[Job, ...]:
+    """One ``Job`` per record of ``order``, in that order (``runtime`` already capped by the
+    walltime, ``submit`` already rebased)."""
+    zeros = np.zeros(order.size)
+    bb = cols["bb"][order] if "bb" in cols else zeros
+    ssd = cols["ssd"][order] if "ssd" in cols else zeros
+    prio = cols["priority"][order].astype(np.int64) if "priority" in cols else zeros.astype(
+        np.int64
     )
+    kept_ids = cols["id"][order]
+    # no reference cycles among the jobs, so the cyclic collector is paused while they are
+    # made (its passes over the growing tuple cost ~15% of the loading)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return tuple(
+            map(
+                Job,
+                (kept_ids.astype(np.int64) if kept_ids.dtype.kind == "f" else kept_ids).tolist(),
+                submit[order].tolist(),
+                runtime[order].tolist(),
+                walltime[order].tolist(),
+                size[order].astype(np.int64).tolist(),
+                bb.tolist(),
+                ssd.tolist(),
+                prio.tolist(),
+                cols["user"][order].astype(np.int64).tolist(),
+                cols["queue"][order].astype(np.int64).tolist(),
+            )
+        )
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _attributes(cols, order, header, fmt: str) -> dict:

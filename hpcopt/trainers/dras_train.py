@@ -62,16 +62,7 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     ``trace`` is a path or a ``Trace``; ``phases`` orders the curriculum (Figure 4 compares
     orders).  Returns the ``train.json`` document.
     """
-
-    if select not in SELECT:
-        raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")
-    if agent not in KINDS:
-        raise HpcoptError(f"unknown DRAS agent {agent!r}; expected one of {KINDS}."
-                          + closest(str(agent), KINDS))
-    cfg = get_config(config, **config_overrides)  # bad names fail before the trace is read
-    if sorted(phases) != sorted(PHASES):
-        raise HpcoptError(f"curriculum phases must name each of {PHASES} once, got "
-                          f"{tuple(phases)}")
+    cfg = _checked_config(select, agent, config, phases, config_overrides)
     if isinstance(trace, (str, Path)):
         trace = load_trace(trace, nodes=nodes)
     system = trace.system if nodes is None else System(nodes)
@@ -93,11 +84,10 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     out.mkdir(parents=True, exist_ok=True)
     rows, best, best_ep = [], None, -1
     t_start = time.perf_counter()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(plan), unit="episode", desc=f"train dras-{agent}", disable=None)
+    bar = tqdm(total=len(plan), unit="episode", desc=f"train dras-{agent}",
+               disable=None if progress else True)  # None: no bar off a terminal
     for ep, (phase, jobs) in enumerate(plan):
         t0 = time.perf_counter()
         tr = run_episode(env, learner, learn=True, seed=seed + ep, jobs=jobs)
@@ -109,22 +99,17 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
                    val_max_wait=m["max_wait"], val_utilization=m["utilization"],
                    seconds=time.perf_counter() - t0)
         rows.append(row)
-        if select == "reward":
-            score = val.total_reward
-        else:  # lowest average wait among episodes that keep max wait within 2x FCFS's
-            score = -m["avg_wait"] if m["max_wait"] <= max_wait_cap else -np.inf
+        score = val.total_reward if select == "reward" else _wait_score(m, max_wait_cap)
         learner.save(out / f"episode_{ep:03d}.pt", episode=ep, phase=phase,
                      val_reward=val.total_reward, val_avg_wait=m["avg_wait"])
         if best is None or score > best:
             best, best_ep = score, ep
             learner.save(out / "best.pt", episode=ep, phase=phase, val_reward=val.total_reward,
                          val_avg_wait=m["avg_wait"], trace=str(getattr(trace, "path", "")))
-        if bar is not None:
-            bar.set_postfix(phase=phase, val_reward=f"{val.total_reward:.1f}",
-                            val_wait_h=f"{m['avg_wait'] / 3600:.2f}")
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+        bar.set_postfix(phase=phase, val_reward=f"{val.total_reward:.1f}",
+                        val_wait_h=f"{m['avg_wait'] / 3600:.2f}")
+        bar.update(1)
+    bar.close()
     seconds = time.perf_counter() - t_start
 
     import pandas as pd
@@ -146,6 +131,26 @@ def train_dras(trace, *, agent: str = "pg", config: str = "small", levels: str =
     if plot:
         plot_curve(curve, refs, out / "curve.png", title=f"DRAS-{agent.upper()} ({levels})")
     return doc
+
+
+def _checked_config(select: str, agent: str, config: str, phases, overrides: dict):
+    """``train_dras``'s choices checked and its config built (bad names fail before the
+    trace is read)."""
+    if select not in SELECT:
+        raise HpcoptError(f"select must be one of {SELECT}, got {select!r}")
+    if agent not in KINDS:
+        raise HpcoptError(f"unknown DRAS agent {agent!r}; expected one of {KINDS}."
+                          + closest(str(agent), KINDS))
+    cfg = get_config(config, **overrides)
+    if sorted(phases) != sorted(PHASES):
+        raise HpcoptError(f"curriculum phases must name each of {PHASES} once, got "
+                          f"{tuple(phases)}")
+    return cfg
+
+
+def _wait_score(m: dict, max_wait_cap: float) -> float:
+    """The lowest average wait among episodes that keep max wait within 2x FCFS's."""
+    return -m["avg_wait"] if m["max_wait"] <= max_wait_cap else -np.inf
 
 
 def plot_curve(curve, refs: dict, path: Path, title: str = "") -> Path:

@@ -293,16 +293,8 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
     ``iterations``, ``train_trajectories``, ``val_trajectories`` and ``eval_every`` override
     the config's."""
     check_variant(variant)
-    if isinstance(config, str):
-        if config not in CONFIGS:
-            raise HpcoptError(f"unknown OSDEC training config {config!r}; one of "
-                              f"{sorted(CONFIGS)}")
-        name, cfg = config, CONFIGS[config]
-    else:
-        name, cfg = "custom", config
-    given = {"iterations": iterations, "train_trajectories": train_trajectories,
-             "val_trajectories": val_trajectories, "eval_every": eval_every}
-    cfg = replace(cfg, **{k: int(v) for k, v in given.items() if v is not None})
+    name, cfg = _config(config, iterations=iterations, train_trajectories=train_trajectories,
+                        val_trajectories=val_trajectories, eval_every=eval_every)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -312,13 +304,11 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
                                         progress=progress)
     else:
         val, source = (val_models or models), {"models": len(models)}
-    agent = OSDECAgent(variant, agent_config, seed=seed)
-    trainer = Trainer(agent, cfg, seed)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    trainer = Trainer(agent := OSDECAgent(variant, agent_config, seed=seed), cfg, seed)
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.iterations, unit="it", desc=f"train {variant}", disable=None)
+    bar = tqdm(total=cfg.iterations, unit="it", desc=f"train {variant}",
+               disable=None if progress else True)  # None: no bar off a terminal
     curve: list[dict] = []
     best, steps, episodes, interrupted = -math.inf, 0, 0, False
     t0 = time.perf_counter()
@@ -333,8 +323,7 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
 
     try:
         for it in range(1, cfg.iterations + 1):
-            elapsed = time.perf_counter() - t0
-            if budget is not None and it > 1 and elapsed > budget:
+            if budget is not None and it > 1 and time.perf_counter() - t0 > budget:
                 break
             # the schedule follows the iteration count only: a time budget just stops the run,
             # so its iterations are bit-identical to the same run without one
@@ -356,29 +345,45 @@ def train(*, variant: str = "osdec", config: str | TrainConfig = "small", worklo
             row["seconds"] = round(time.perf_counter() - t0, 2)
             curve.append(row)
             _write_curve(curve, out / "curve.csv")
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(reward=f"{row['mean_reward']:.0f}",
-                                val=f"{best:.0f}" if best > -math.inf else "-")
+            bar.update(1)
+            bar.set_postfix(reward=f"{row['mean_reward']:.0f}",
+                            val=f"{best:.0f}" if best > -math.inf else "-")
     except KeyboardInterrupt:
         interrupted = True
-    if bar is not None:
-        bar.close()
+    bar.close()
     if curve:
         agent.save(out / "last.pt", **meta())
         _write_curve(curve, out / "curve.csv")
         if plot:
             plot_curve(curve, out / "curve.png", title=f"OSDEC {variant} (seed {seed}, "
                                                        f"{name})")
-    doc = {**meta(), "interrupted": interrupted,
-           "wall_seconds_with_startup": round(time.perf_counter() - t_start, 1),
-           "best_iteration": next((r["iteration"] for r in curve if r["val_reward"] == best),
-                                  None),
-           "first_mean_reward": curve[0]["mean_reward"] if curve else None,
-           "last_mean_reward": curve[-1]["mean_reward"] if curve else None,
+    doc = {**meta(), **_run_figures(curve, best, interrupted, t_start),
            "agent_config": asdict(agent.config), "checkpoint": str(out / "best.pt")}
     (out / "train.json").write_text(json.dumps(doc, indent=2))
     return doc
+
+
+def _run_figures(curve: list[dict], best: float, interrupted: bool, t_start: float) -> dict:
+    """What train.json says of the run besides its settings."""
+    return {"interrupted": interrupted,
+            "wall_seconds_with_startup": round(time.perf_counter() - t_start, 1),
+            "best_iteration": next((r["iteration"] for r in curve if r["val_reward"] == best),
+                                   None),
+            "first_mean_reward": curve[0]["mean_reward"] if curve else None,
+            "last_mean_reward": curve[-1]["mean_reward"] if curve else None}
+
+
+def _config(config: str | TrainConfig, **given) -> tuple[str, TrainConfig]:
+    """The training config's name and settings: a named one (``CONFIGS``) or the one given,
+    with the ``given`` settings that are not None over it."""
+    if isinstance(config, str):
+        if config not in CONFIGS:
+            raise HpcoptError(f"unknown OSDEC training config {config!r}; one of "
+                              f"{sorted(CONFIGS)}")
+        name, cfg = config, CONFIGS[config]
+    else:
+        name, cfg = "custom", config
+    return name, replace(cfg, **{k: int(v) for k, v in given.items() if v is not None})
 
 
 def _plain(d: dict) -> dict:
