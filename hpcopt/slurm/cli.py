@@ -175,6 +175,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                         "partition's jobs: give SlurmUser and the adapter's user; repeatable")
     j.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
                    help="also wake `hpcopt slurm run --wake-port P` at each submission")
+    j.add_argument("--no-requeue", action="store_true",
+                   help="submit the partition's jobs not requeueable: their owners cannot "
+                        "requeue them (a node failure then ends a job instead of requeuing it)")
     return s
 
 
@@ -184,7 +187,7 @@ def cmd_slurm(args, policy_options: dict) -> int:
         from .lua import admin_uids, job_submit_lua
 
         print(job_submit_lua(args.partition or ["batch"], admin_uids(args.admin),
-                             args.wake_port), end="")
+                             args.wake_port, args.no_requeue), end="")
         return 0
     if args.slurm_command == "status":
         from .service import status_text

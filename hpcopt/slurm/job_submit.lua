@@ -7,6 +7,9 @@ local ADMINS = { --[[@ADMINS@]] }
 local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
 -- the command that wakes `hpcopt slurm run --wake-port P` (nil: it polls)
 local WAKE = --[[@WAKE@]] nil
+-- true: managed jobs are submitted not requeueable (their owner's `scontrol requeue` is
+-- refused by Slurm; a node failure ends such a job instead of requeuing it)
+local NO_REQUEUE = --[[@NO_REQUEUE@]] false
 
 local NO_VAL = slurm.NO_VAL or 4294967294  -- what a field left alone reads as
 local NO_VAL16 = slurm.NO_VAL16 or 65534
@@ -40,6 +43,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       end
       job_desc.priority = 0
       job_desc.admin_comment = MARK
+      if NO_REQUEUE then job_desc.requeue = 0 end
       if WAKE ~= nil then os.execute(WAKE) end
    end
    return slurm.SUCCESS
@@ -52,7 +56,7 @@ local GUARDED = {
    num_tasks = NO_VAL, min_cpus = NO_VAL, max_cpus = NO_VAL, time_min = NO_VAL,
    site_factor = NO_VAL, req_switch = NO_VAL, wait4switch = NO_VAL,
    cpus_per_task = NO_VAL16, ntasks_per_node = NO_VAL16, pn_min_cpus = NO_VAL16,
-   shared = NO_VAL16, contiguous = NO_VAL16, pn_min_memory = NO_VAL64,
+   shared = NO_VAL16, contiguous = NO_VAL16, requeue = NO_VAL16, pn_min_memory = NO_VAL64,
    "licenses", "burst_buffer", "array_inx", "req_nodes", "exc_nodes", "features",
    "cluster_features", "prefer", "gres", "tres_per_node", "tres_per_job", "tres_per_task",
    "tres_per_socket", "cpus_per_tres", "mem_per_tres", "qos", "reservation",

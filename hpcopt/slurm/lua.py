@@ -11,9 +11,10 @@ left alone.  Slurm shows such a hold as JobHeldUser, which the job's owner could
 job, reshape it (nodes, tasks, CPUs, memory, time limit raised, licenses, array throttle,
 nodes asked or excluded, features, GRES/TRES, QOS, reservation) or move it into or out of
 the managed partition.  A lower time limit is allowed (a smaller request only helps);
-renaming, comments, mail and dependencies stay the user's, and so does a later begin time of a
-job still held; a begin time of now or earlier, or any begin time of a job no longer held
-(released, or back from a requeue), is refused: it would start the job without hpcopt.
+renaming, comments, mail and dependencies stay the user's (the requeue flag does not), and
+so does a later begin time of a job still held; a begin time of now or earlier, or any begin
+time of a job no longer held (released, or back from a requeue), is refused: it would start
+the job without hpcopt.  With ``no_requeue`` managed jobs are submitted not requeueable.
 
 The script is ``job_submit.lua`` beside this module (package data), valid Lua as it lies
 (``luac -p``); its places ``--[[@NAME@]]`` (and ``@PARTITION@``, ``@MARK@`` in text) are
@@ -37,12 +38,14 @@ MARK = "hpcopt:held"
 
 
 def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[int] = (0,),
-                   wake_port: int | None = None) -> str:
+                   wake_port: int | None = None, no_requeue: bool = False) -> str:
     """The script for ``partition`` (``hpcopt slurm job-submit-lua``; a list of names: each
     of them is managed, and a submission naming several is narrowed to the first managed
     one): only the uids in ``admins`` (root always among them) may release or change the
     partitions' jobs; with ``wake_port`` each managed submission wakes the adapter listening
-    there."""
+    there; with ``no_requeue`` managed jobs are submitted not requeueable, so that their
+    owners cannot requeue them (a requeued job is pending and not held until the adapter
+    holds it again)."""
     names = partition_names(partition)
     uids = {0}
     for uid in admins:
@@ -57,7 +60,8 @@ def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[in
     return (template.replace("@PARTITION@", said)
             .replace("--[[@MANAGED@]]", ", ".join(f'["{n}"] = true' for n in names))
             .replace("--[[@ADMINS@]]", table).replace("@MARK@", MARK)
-            .replace("--[[@WAKE@]] nil", wake))
+            .replace("--[[@WAKE@]] nil", wake)
+            .replace("--[[@NO_REQUEUE@]] false", "true" if no_requeue else "false"))
 
 
 def partition_names(partition: str | Iterable[str]) -> tuple[str, ...]:
