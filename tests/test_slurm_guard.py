@@ -177,24 +177,6 @@ def test_modify_and_submit_decide_as_documented(tmp_path):
     assert p.stdout.split() == _EXPECTED.split()
 
 
-def test_no_requeue_submits_managed_jobs_not_requeueable(tmp_path):
-    assert "local NO_REQUEUE = false" in job_submit_lua("batch")
-    script = tmp_path / "job_submit.lua"
-    script.write_text(job_submit_lua("batch", no_requeue=True))
-    probe = tmp_path / "probe.lua"
-    probe.write_text('slurm = { SUCCESS = 0, log_user = function(...) end }\n'
-                     'dofile(arg[1])\n'
-                     'local d = { partition = "batch", requeue = 65534 }\n'
-                     'slurm_job_submit(d, {}, 1001)\n'
-                     'local e = { partition = "debug", requeue = 65534 }\n'
-                     'slurm_job_submit(e, {}, 1001)\n'
-                     'print(d.requeue, e.requeue)\n')
-    p = subprocess.run([_lua("lua"), str(probe), str(script)], capture_output=True, text=True,
-                       timeout=30)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["0", "65534"]  # managed jobs only
-
-
 # --- slow tier: a real user against the real testbed -------------------------------------
 
 class Guarded:

@@ -33,7 +33,6 @@ from hpcopt.slurm.lock import (
     default_lock_path,
     ensure_lock_dir,
 )
-from hpcopt.slurm.lua import job_submit_lua
 from hpcopt.slurm.service import EXIT_FAULT, status_text, systemd_unit
 from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node
 from hpcopt.slurm.wake import BURST, RATE, Waker
@@ -345,24 +344,20 @@ def test_requeue_then_starttime_runs_nothing_without_a_release(site):
 
 
 @pytest.mark.slow
-def test_no_requeue_script_refuses_the_owners_requeue(site):
+def test_no_requeue_releases_jobs_their_owners_cannot_requeue(site):
     s = site
-    lua = s.dir / "job_submit.lua"
-    before = lua.read_text()
-    lua.write_text(job_submit_lua("batch", wake_port=s.wake_port, no_requeue=True))
-    s.root("scontrol", "reconfigure")
+    jid = s.submit("-N", "1", "-t", "1", sleep=1)
+    assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=0").returncode != 0
+    proc = s.adapter("--no-requeue")
     try:
-        jid = s.submit("-N", "1", "-t", "1", sleep=1)
-        assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=1").returncode != 0
-        s.root("scontrol", "release", str(jid))
         s.wait(lambda: s.job(jid)["job_state"] == "COMPLETED", 30)
-        p = s.user("scontrol", "requeue", str(jid))
-        assert p.returncode != 0 and "disabled" in p.stderr, p.stderr
-        time.sleep(2)
-        assert s.job(jid)["job_state"] == "COMPLETED"
     finally:
-        lua.write_text(before)
-        s.root("scontrol", "reconfigure")
+        _stop(proc)
+    assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=1").returncode != 0
+    p = s.user("scontrol", "requeue", str(jid))
+    assert p.returncode != 0 and "disabled" in p.stderr, p.stderr
+    time.sleep(2)
+    assert s.job(jid)["job_state"] == "COMPLETED"
 
 
 @pytest.mark.slow

@@ -616,14 +616,16 @@ class Adapter:
     or ``ssd_feature`` the prefix of the node features that are (``ssd128``: 128 GB; a job's
     constraint its request, widened where it is placed on larger SSD); ``topology`` the
     partition's network (``hpcopt.slurm.topology.read_topology``): each job placed by the
-    decision is pinned to its nodes (``ReqNodeList``) before its release.
+    decision is pinned to its nodes (``ReqNodeList``) before its release; ``no_requeue``
+    releases each job with ``Requeue=0``, so that its owner cannot requeue it.
     """
 
     def __init__(self, policy, *, slurm: Slurm | None = None, partition: str = "batch",
                  dry_run: bool = False, log=None, say: Callable[[str], None] | None = None,
                  lock=None, bb_license: str | None = None, bb_pool: str | None = None,
                  ssd_gres: str | None = None, ssd_feature: str | None = None,
-                 topology: SlurmTopology | None = None, **options) -> None:
+                 topology: SlurmTopology | None = None, no_requeue: bool = False,
+                 **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
         if machine == "capacity":
@@ -643,6 +645,7 @@ class Adapter:
         self.ssd_gres = ssd_gres
         self.ssd_feature = ssd_feature
         self.topology = topology
+        self.no_requeue = no_requeue  # release jobs with Requeue=0 (owners cannot requeue)
         self.dry_run = dry_run
         self.log = log
         self.lock = lock
@@ -802,7 +805,8 @@ class Adapter:
         once."""
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
-            pins = dict(entry.pins.get(r.id, {}))
+            pins = dict(entry.pins.get(r.id, {}), **({"Requeue": "0"} if self.no_requeue
+                                                     else {}))
             if nodes:
                 pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
                 if features is not None:

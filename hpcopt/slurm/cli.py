@@ -81,6 +81,9 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="the lock file of the partitions: one adapter per partition (default: "
                         "one per controller and partition in /run/hpcopt; adapters on "
                         "several hosts need a file on a file system they share)")
+    r.add_argument("--no-requeue", action="store_true",
+                   help="release each job not requeueable (Requeue=0): its owner cannot "
+                        "requeue it afterwards (a node failure then ends it instead)")
     r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -175,9 +178,6 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                         "partition's jobs: give SlurmUser and the adapter's user; repeatable")
     j.add_argument("--wake-port", type=positive_int, default=None, metavar="P",
                    help="also wake `hpcopt slurm run --wake-port P` at each submission")
-    j.add_argument("--no-requeue", action="store_true",
-                   help="submit the partition's jobs not requeueable: their owners cannot "
-                        "requeue them (a node failure then ends a job instead of requeuing it)")
     return s
 
 
@@ -187,7 +187,7 @@ def cmd_slurm(args, policy_options: dict) -> int:
         from .lua import admin_uids, job_submit_lua
 
         print(job_submit_lua(args.partition or ["batch"], admin_uids(args.admin),
-                             args.wake_port, args.no_requeue), end="")
+                             args.wake_port), end="")
         return 0
     if args.slurm_command == "status":
         from .service import status_text
@@ -282,7 +282,7 @@ def _run(args, options: dict) -> int:
                 policy, slurm=slurm, partition=p, dry_run=args.dry_run, log=log, say=say,
                 lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
                 ssd_gres=args.ssd_gres, ssd_feature=args.ssd_feature,
-                topology=topology, order=args.order,
+                topology=topology, no_requeue=args.no_requeue, order=args.order,
                 backfill=args.backfill, window=args.window,
                 starvation_bound=args.starvation))
         return run_adapters(adapters, args.interval, once=args.once,

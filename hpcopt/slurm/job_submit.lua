@@ -7,9 +7,6 @@ local ADMINS = { --[[@ADMINS@]] }
 local MARK = "@MARK@"  -- admin comment of every job held here (users cannot set one)
 -- the command that wakes `hpcopt slurm run --wake-port P` (nil: it polls)
 local WAKE = --[[@WAKE@]] nil
--- true: managed jobs are submitted not requeueable (their owner's `scontrol requeue` is
--- refused by Slurm; a node failure ends such a job instead of requeuing it)
-local NO_REQUEUE = --[[@NO_REQUEUE@]] false
 
 local NO_VAL = slurm.NO_VAL or 4294967294  -- what a field left alone reads as
 local NO_VAL16 = slurm.NO_VAL16 or 65534
@@ -43,7 +40,6 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       end
       job_desc.priority = 0
       job_desc.admin_comment = MARK
-      if NO_REQUEUE then job_desc.requeue = 0 end
       if WAKE ~= nil then os.execute(WAKE) end
    end
    return slurm.SUCCESS

@@ -14,7 +14,7 @@ the managed partition.  A lower time limit is allowed (a smaller request only he
 renaming, comments, mail and dependencies stay the user's (the requeue flag does not), and
 so does a later begin time of a job still held; a begin time of now or earlier, or any begin
 time of a job no longer held (released, or back from a requeue), is refused: it would start
-the job without hpcopt.  With ``no_requeue`` managed jobs are submitted not requeueable.
+the job without hpcopt.
 
 The script is ``job_submit.lua`` beside this module (package data), valid Lua as it lies
 (``luac -p``); its places ``--[[@NAME@]]`` (and ``@PARTITION@``, ``@MARK@`` in text) are
@@ -38,14 +38,12 @@ MARK = "hpcopt:held"
 
 
 def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[int] = (0,),
-                   wake_port: int | None = None, no_requeue: bool = False) -> str:
+                   wake_port: int | None = None) -> str:
     """The script for ``partition`` (``hpcopt slurm job-submit-lua``; a list of names: each
     of them is managed, and a submission naming several is narrowed to the first managed
     one): only the uids in ``admins`` (root always among them) may release or change the
     partitions' jobs; with ``wake_port`` each managed submission wakes the adapter listening
-    there; with ``no_requeue`` managed jobs are submitted not requeueable, so that their
-    owners cannot requeue them (a requeued job is pending and not held until the adapter
-    holds it again)."""
+    there."""
     names = partition_names(partition)
     uids = {0}
     for uid in admins:
@@ -60,8 +58,7 @@ def job_submit_lua(partition: str | Iterable[str] = "batch", admins: Iterable[in
     return (template.replace("@PARTITION@", said)
             .replace("--[[@MANAGED@]]", ", ".join(f'["{n}"] = true' for n in names))
             .replace("--[[@ADMINS@]]", table).replace("@MARK@", MARK)
-            .replace("--[[@WAKE@]] nil", wake)
-            .replace("--[[@NO_REQUEUE@]] false", "true" if no_requeue else "false"))
+            .replace("--[[@WAKE@]] nil", wake))
 
 
 def partition_names(partition: str | Iterable[str]) -> tuple[str, ...]:
