@@ -101,7 +101,7 @@ local function desc(changes)  -- what scontrol update sends: every field left al
                time_min = NO_VAL, site_factor = NO_VAL, req_switch = NO_VAL,
                wait4switch = NO_VAL, cpus_per_task = NO_VAL16, ntasks_per_node = NO_VAL16,
                pn_min_cpus = NO_VAL16, shared = NO_VAL16, contiguous = NO_VAL16,
-               pn_min_memory = NO_VAL64, begin_time = 0 }
+               pn_min_memory = NO_VAL64, requeue = NO_VAL16, begin_time = 0 }
    for k, v in pairs(changes) do d[k] = v end
    return d
 end
@@ -139,6 +139,7 @@ local cases = {
    {0, {partition = "batch", time_limit = 5}, {priority = 4294967295}},          -- root: ok
    {64030, {partition = "batch", time_limit = 5}, {partition = "debug"}},        -- admin: ok
    {1002, {partition = "batch", time_limit = 5}, {priority = 4294967295}},
+   {1001, {partition = "batch", time_limit = 5}, {requeue = 1}},                  -- requeueable
 }
 local out = {}
 for _, c in ipairs(cases) do
@@ -159,7 +160,7 @@ print(table.concat(out, " "))
 """
 
 _EXPECTED = ("no no no no no no ok ok no no no no no no no no ok ok ok no no no no ok ok "
-             "no no no ok ok ok ok no "
+             "no no no ok ok ok ok no no "
              "batch/0/hpcopt:held nil/0/hpcopt:held nil/4294967294/mine debug/4294967294/mine "
              "batch/0/hpcopt:held batch/0/hpcopt:held debugbatch/4294967294/mine")
 

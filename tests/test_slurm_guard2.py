@@ -348,6 +348,23 @@ def test_requeue_then_starttime_runs_nothing_without_a_release(site):
 
 
 @pytest.mark.slow
+def test_no_requeue_releases_jobs_their_owners_cannot_requeue(site):
+    s = site
+    jid = s.submit("-N", "1", "-t", "1", sleep=1)
+    assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=0").returncode != 0
+    proc = s.adapter("--no-requeue")
+    try:
+        s.wait(lambda: s.job(jid)["job_state"] == "COMPLETED", 30)
+    finally:
+        _stop(proc)
+    assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=1").returncode != 0
+    p = s.user("scontrol", "requeue", str(jid))
+    assert p.returncode != 0 and "disabled" in p.stderr, p.stderr
+    time.sleep(2)
+    assert s.job(jid)["job_state"] == "COMPLETED"
+
+
+@pytest.mark.slow
 def test_no_banked_releases_begin_times_and_busy_nodes(site):
     s = site
     later = s.submit("-N", "4", "-t", "30", "--begin=now+3600")

@@ -329,7 +329,7 @@ def test_two_adapters_on_one_partition(whole):
         assert first.poll() is None
         second = c.cli("run", "--policy", "sjf", "--interval", "0.5")
         out, err = second.communicate(timeout=20)
-        assert second.returncode == 2, (out, err)
+        assert second.returncode == 75, (out, err)  # a fault: the unit retries it
         line = err.strip()
         assert "\n" not in line and f"pid {first.pid} on host" in line and "Traceback" not in line
         first.send_signal(signal.SIGKILL)

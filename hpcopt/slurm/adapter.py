@@ -109,7 +109,8 @@ class Settings:
     request) or the prefix of the node features that are (``ssd_feature``: ``ssd128`` is
     128 GB, a job's constraint its request); the partition's network (``topology``,
     ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
-    ``lock``: the partition's lock file (``hpcopt.slurm.lock``)."""
+    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``no_requeue``: release
+    each job with ``Requeue=0``, so that its owner cannot requeue it."""
 
     partition: str = "batch"
     bb_license: str | None = None
@@ -119,6 +120,7 @@ class Settings:
     topology: SlurmTopology | None = None
     dry_run: bool = False
     lock: object = None
+    no_requeue: bool = False
 
     def __post_init__(self) -> None:
         if self.bb_license is not None and self.bb_pool is not None:
@@ -665,6 +667,8 @@ class Adapter:
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
             pins = dict(entry.pins.get(r.id, {}))
+            if self.settings.no_requeue:
+                pins["Requeue"] = "0"
             if nodes:
                 pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
                 if features is not None:

@@ -82,6 +82,9 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
                    help="the lock file of the partitions: one adapter per partition (default: "
                         "one per controller and partition in /run/hpcopt; adapters on "
                         "several hosts need a file on a file system they share)")
+    r.add_argument("--no-requeue", action="store_true",
+                   help="release each job not requeueable (Requeue=0): its owner cannot "
+                        "requeue it afterwards (a node failure then ends it instead)")
     r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -197,7 +200,8 @@ def _run(args, options: dict) -> int:
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
-                                args.ssd_feature, topology, args.dry_run, lock)
+                                args.ssd_feature, topology, args.dry_run, lock,
+                                no_requeue=args.no_requeue)
             adapters.append(Adapter(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,

@@ -52,7 +52,7 @@ local GUARDED = {
    num_tasks = NO_VAL, min_cpus = NO_VAL, max_cpus = NO_VAL, time_min = NO_VAL,
    site_factor = NO_VAL, req_switch = NO_VAL, wait4switch = NO_VAL,
    cpus_per_task = NO_VAL16, ntasks_per_node = NO_VAL16, pn_min_cpus = NO_VAL16,
-   shared = NO_VAL16, contiguous = NO_VAL16, pn_min_memory = NO_VAL64,
+   shared = NO_VAL16, contiguous = NO_VAL16, requeue = NO_VAL16, pn_min_memory = NO_VAL64,
    "licenses", "burst_buffer", "array_inx", "req_nodes", "exc_nodes", "features",
    "cluster_features", "prefer", "gres", "tres_per_node", "tres_per_job", "tres_per_task",
    "tres_per_socket", "cpus_per_tres", "mem_per_tres", "qos", "reservation",

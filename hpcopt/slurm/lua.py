@@ -11,9 +11,10 @@ left alone.  Slurm shows such a hold as JobHeldUser, which the job's owner could
 job, reshape it (nodes, tasks, CPUs, memory, time limit raised, licenses, array throttle,
 nodes asked or excluded, features, GRES/TRES, QOS, reservation) or move it into or out of
 the managed partition.  A lower time limit is allowed (a smaller request only helps);
-renaming, comments, mail and dependencies stay the user's, and so does a later begin time of a
-job still held; a begin time of now or earlier, or any begin time of a job no longer held
-(released, or back from a requeue), is refused: it would start the job without hpcopt.
+renaming, comments, mail and dependencies stay the user's (the requeue flag does not), and
+so does a later begin time of a job still held; a begin time of now or earlier, or any begin
+time of a job no longer held (released, or back from a requeue), is refused: it would start
+the job without hpcopt.
 
 The script is ``job_submit.lua`` beside this module (package data), valid Lua as it lies
 (``luac -p``); its places ``--[[@NAME@]]`` (and ``@PARTITION@``, ``@MARK@`` in text) are
