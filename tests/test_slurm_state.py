@@ -790,3 +790,13 @@ def test_the_text_read_reads_every_shape_and_refuses_another():
         parse_squeue_text("5\x1fPENDING\x1e\n")
     with pytest.raises(SlurmCommandError, match=r"^squeue -O job 5: unreadable NumNodes: 'x'"):
         parse_squeue_text(rec(**{**base, "JobID": 5, "NumNodes": "x"}))
+
+
+def test_partition_sizes_from_sinfo():
+    """Each partition's nodes summed over its node groups, its smallest node's cores (``4+``:
+    at least 4), the default one marked ``*``; an unreadable line is left out."""
+    from hpcopt.slurm.state import parse_partitions
+
+    text = "batch*|8|4\nbatch*|2|2+\ndebug|8|4\nodd line\nbig|x|4\n"
+    assert parse_partitions(text) == ({"batch": (10, 2), "debug": (8, 4)}, "batch")
+    assert parse_partitions("debug|1|1\n") == ({"debug": (1, 1)}, None)

@@ -277,6 +277,11 @@ class Slurm:
         nodes, version = self.nodes_and_version()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
 
+    def partitions(self) -> tuple[dict[str, tuple[int, int]], str | None]:
+        """Each partition's nodes and its smallest node's cores (``sinfo -o %P|%D|%c``:
+        {name: (nodes, cores per node)}), and Slurm's default partition (None: none)."""
+        return self.call("sinfo", "-h", "-o", "%P|%D|%c", parse=parse_partitions)
+
     def accounting(self, ids, fields: tuple[str, ...]) -> list[dict[str, str]]:
         """Jobs ``ids`` in Slurm's accounting (``sacct -X --parsable2``, read by its header:
         ``hpcopt.traces.slurm.sacct_rows``), each as {field: text} of ``fields``; times as
@@ -340,6 +345,28 @@ class Slurm:
         """``scontrol update JobId=key Field=value ...`` (not retried)."""
         self.call("scontrol", "update", f"JobId={key}",
                   *(f"{k}={v}" for k, v in fields.items()), retry=False)
+
+
+def parse_partitions(text: str) -> tuple[dict[str, tuple[int, int]], str | None]:
+    """``sinfo -h -o %P|%D|%c`` -> ({partition: (nodes, cores of its smallest node)}, the
+    default partition, marked ``*``, or None); lines of another shape are left out."""
+    sizes: dict[str, tuple[int, int]] = {}
+    default = None
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3:
+            continue
+        name, nodes, cpus = parts
+        if name.endswith("*"):
+            name = name[:-1]
+            default = default or name
+        try:
+            n, c = int(nodes), int(cpus.rstrip("+"))
+        except ValueError:
+            continue
+        had, cores = sizes.get(name, (0, c))
+        sizes[name] = (had + n, min(cores, c))
+    return sizes, default
 
 
 def parse_license_totals(text: str) -> dict[str, tuple[int, int]]:
