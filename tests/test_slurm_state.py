@@ -800,3 +800,23 @@ def test_partition_sizes_from_sinfo():
     text = "batch*|8|4\nbatch*|2|2+\ndebug|8|4\nodd line\nbig|x|4\n"
     assert parse_partitions(text) == ({"batch": (10, 2), "debug": (8, 4)}, "batch")
     assert parse_partitions("debug|1|1\n") == ({"debug": (1, 1)}, None)
+
+
+def test_a_squeue_without_array_unique_is_read_as_json():
+    """Where squeue has no ``--array-unique`` (24.11) the jobs are read from ``squeue --json``
+    at once (not a failed try, nothing heard), and from then on."""
+    calls, heard = [], []
+    doc = {"jobs": [RUNNING_22_05, {**RUNNING_22_05, "job_id": 8, "job_state": "COMPLETED"}]}
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if "--array-unique" in cmd:
+            return subprocess.CompletedProcess(cmd, 1, "", "squeue: unrecognized option "
+                                               "'--array-unique'\nTry \"squeue --help\"")
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(doc), "")
+
+    slurm = Slurm(run=run, retries=2, backoff=0.01, on_error=heard.append)
+    assert slurm.jobs() == (parse_job(RUNNING_22_05),)  # the finished one left out
+    assert slurm.jobs([7]) == (parse_job(RUNNING_22_05),) and not heard
+    assert [c[1] for c in calls] == ["-h", "--json", "--json"]
+    assert calls[-1][-1] == "--jobs=7"
