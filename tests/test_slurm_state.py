@@ -792,3 +792,33 @@ def test_the_text_read_reads_every_shape_and_refuses_another():
         parse_squeue_text("5\x1fPENDING\x1e\n")
     with pytest.raises(SlurmCommandError, match=r"^squeue -O job 5: unreadable NumNodes: 'x'"):
         parse_squeue_text(rec(**{**base, "JobID": 5, "NumNodes": "x"}))
+
+
+def test_partition_sizes_from_sinfo():
+    """Each partition's nodes summed over its node groups, its smallest node's cores (``4+``:
+    at least 4), the default one marked ``*``; an unreadable line is left out."""
+    from hpcopt.slurm.state import parse_partitions
+
+    text = "batch*|8|4\nbatch*|2|2+\ndebug|8|4\nodd line\nbig|x|4\n"
+    assert parse_partitions(text) == ({"batch": (10, 2), "debug": (8, 4)}, "batch")
+    assert parse_partitions("debug|1|1\n") == ({"debug": (1, 1)}, None)
+
+
+def test_a_squeue_without_array_unique_is_read_as_json():
+    """Where squeue has no ``--array-unique`` (24.11) the jobs are read from ``squeue --json``
+    at once (not a failed try, nothing heard), and from then on."""
+    calls, heard = [], []
+    doc = {"jobs": [RUNNING_22_05, {**RUNNING_22_05, "job_id": 8, "job_state": "COMPLETED"}]}
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if "--array-unique" in cmd:
+            return subprocess.CompletedProcess(cmd, 1, "", "squeue: unrecognized option "
+                                               "'--array-unique'\nTry \"squeue --help\"")
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(doc), "")
+
+    slurm = Slurm(run=run, retries=2, backoff=0.01, on_error=heard.append)
+    assert slurm.jobs() == (parse_job(RUNNING_22_05),)  # the finished one left out
+    assert slurm.jobs([7]) == (parse_job(RUNNING_22_05),) and not heard
+    assert [c[1] for c in calls] == ["-h", "--json", "--json"]
+    assert calls[-1][-1] == "--jobs=7"

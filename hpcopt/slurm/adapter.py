@@ -183,24 +183,13 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
     asks = _asks(ours, res)
     now = max([snap.time, *(j.submit for j in held)])
     held = [j for j in held if not _cannot_start_now(j, now, idle, notes)]
-    running: list[tuple[Job, float]] = []
-    covered: set[str] = set()
-    n_running = 0
-    for j in snap.jobs:
-        if j.state not in ACTIVE:
-            continue
-        n_running += names_partition(j.partition, partition)
-        take = (set(j.node_names) & usable) - idle - covered
-        if take:
-            covered |= take
-            end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
-            job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take),
-                      bb=(asks.get(j.id) or res.ask(j))[0] if bb is not None else 0.0)
-            running.append((job, end))
-            if machine.places:
-                placed[job.id] = machine.held(sorted(take))
+
+    def bb_of(j: SlurmJob) -> float:
+        return (asks.get(j.id) or res.ask(j))[0] if bb is not None else 0.0
+
+    running, covered, n_running = _busy(snap.jobs, partition, usable - idle, now, bb_of,
+                                        machine, placed)
     state = CycleState(n_running=n_running, notes=notes, machine=machine)
-    free = len(idle)
     # what the listed jobs hold of the burst buffer (running, and released ones a pool holds
     # already); the rest of its use is held elsewhere, or reserved
     holding = {j.id for j in ours if j.state == "PENDING" and not j.held
@@ -209,6 +198,57 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
         asks[j.id][0] for j in ours if j.id in holding)
     unavailable_bb = max(0.0, used_bb - listed_bb)
     free_bb = max(0.0, bb_total - max(used_bb, listed_bb))
+    starting, pinned_names = _released(state, ours, holding, idle, free_bb, now, bb_of,
+                                       machine, placed)
+    for entry in _entries(held, ours, partition, state.notes, asks):
+        if machine.places and len(entry.records) > 1:
+            state.notes.append(f"hetjob {entry.key}: hpcopt does not place hetjobs on a "
+                               "topology or on SSD classes: left held")
+            continue
+        state.entries[entry.job.id] = entry
+    queue = tuple(e.job for e in state.entries.values())
+    state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
+    completing, down = usable - idle - covered, {n.name for n in nodes} - usable
+    state.cluster = ClusterState(now, machine.system(bb_total, partition), queue,
+                                 tuple(running), tuple(starting),
+                                 completing=machine.count(completing),
+                                 unavailable=machine.count(down),
+                                 unavailable_bb=unavailable_bb, placed=placed)
+    return state
+
+
+def _busy(jobs, partition: str, busy: set[str], now: float, bb_of, machine,
+          placed: dict) -> tuple[list, set[str], int]:
+    """The active jobs on the partition's ``busy`` nodes (usable, not idle) with their
+    estimated ends, each node counted for the first job that names it (reads a moment apart
+    may name one twice); the nodes they cover; the partition's active jobs.  Where the
+    machine places jobs, ``placed`` takes the nodes each holds."""
+    running: list[tuple[Job, float]] = []
+    covered: set[str] = set()
+    n_running = 0
+    for j in jobs:
+        if j.state not in ACTIVE:
+            continue
+        n_running += names_partition(j.partition, partition)
+        take = (set(j.node_names) & busy) - covered
+        if take:
+            covered |= take
+            end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
+            job = Job(NumberedId(j.id), min(j.submit, now), 0.0, 0.0, len(take), bb=bb_of(j))
+            running.append((job, end))
+            if machine.places:
+                placed[job.id] = machine.held(sorted(take))
+    return running, covered, n_running
+
+
+def _released(state: CycleState, ours: list[SlurmJob], holding: set, idle: set[str],
+              free_bb: float, now: float, bb_of, machine, placed: dict):
+    """The jobs hpcopt released that Slurm has not started (pending, not held, in submission
+    order): each takes free nodes (of ``idle``) and burst buffer from now, on its pinned
+    nodes where the machine places jobs (``placed``); one that waits for a dependency or a
+    begin time takes none, one back from a requeue goes to ``state.rehold``.  Returns them
+    as the core's jobs and the node names they are pinned to."""
+    free = len(idle)
     starting: list[Job] = []
     pinned_names: set[str] = set()
     for j in sorted((j for j in ours if j.state == "PENDING" and not j.held),
@@ -228,7 +268,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
             state.notes.append(f"job {j.key} released, waiting: {j.reason}")
             continue
         take = min(_upper(j) or j.nodes, free)
-        asked = asks[j.id][0] if bb is not None else 0.0
+        asked = bb_of(j)
         held_bb = asked if j.id in holding else min(asked, free_bb)
         if take:  # the reads may disagree for a moment: never more than is free
             free = free - take
@@ -239,21 +279,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
             if pinned is not None and len(pinned) == take:
                 placed[starting[-1].id] = machine.held(pinned)
                 pinned_names.update(pinned)
-    for entry in _entries(held, ours, partition, state.notes, asks):
-        if machine.places and len(entry.records) > 1:
-            state.notes.append(f"hetjob {entry.key}: hpcopt does not place hetjobs on a "
-                               "topology or on SSD classes: left held")
-            continue
-        state.entries[entry.job.id] = entry
-    queue = tuple(e.job for e in state.entries.values())
-    state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
-    completing, down = usable - idle - covered, {n.name for n in nodes} - usable
-    state.cluster = ClusterState(now, machine.system(bb_total, partition), queue,
-                                 tuple(running), tuple(starting),
-                                 completing=machine.count(completing),
-                                 unavailable=machine.count(down),
-                                 unavailable_bb=unavailable_bb, placed=placed)
-    return state
+    return starting, pinned_names
 
 
 def _cannot_start_now(j: SlurmJob, now: float, idle: set[str], notes: list[str]) -> bool:

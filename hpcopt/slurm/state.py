@@ -63,6 +63,11 @@ class SlurmCommandError(HpcoptError):
     """A Slurm command failed or timed out after its retries."""
 
 
+class UnknownOption(SlurmCommandError):
+    """This release of a Slurm tool has no such option (``Slurm.call``'s
+    ``unknown_option``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmJob:
     """One job as ``squeue --json`` shows it (times in epoch seconds, limit in seconds).
@@ -180,11 +185,13 @@ class Slurm:
         self._text = True  # jobs as squeue -O text (squeue takes --array-unique)
 
     def call(self, *args: str, retry: bool = True, parse: Callable[[str], object] | None = None,
-             epoch_times: bool = False):
+             epoch_times: bool = False, unknown_option: str | None = None):
         """Run one command; its standard output (or ``parse(output)``), or
         ``SlurmCommandError`` after the retries.  A ``parse`` that raises
         ``SlurmCommandError`` (an answer with errors in it) counts as a failed try.
-        ``epoch_times``: the tool prints times as epoch seconds (``SLURM_TIME_FORMAT=%s``)."""
+        ``epoch_times``: the tool prints times as epoch seconds (``SLURM_TIME_FORMAT=%s``);
+        ``unknown_option``: an option this release of the tool may not have: ``UnknownOption``
+        at once where it says so (not a failed try)."""
         env = {**self.env, "SLURM_TIME_FORMAT": "%s"} if epoch_times else self.env
         conf = self.env.get("SLURM_CONF")
         if conf and not os.path.isfile(conf):
@@ -213,6 +220,8 @@ class Slurm:
                 else:
                     text = (proc.stderr or proc.stdout).strip().replace("\n", "; ")
                     msg = f"{' '.join(args[:2])}: exit {proc.returncode}: {text}"
+                    if unknown_option and f"unrecognized option '{unknown_option}'" in text:
+                        raise UnknownOption(msg)
             if self.on_error is not None:
                 self.on_error(msg + (f" (try {attempt + 1} of {tries})" if tries > 1 else ""))
             if attempt + 1 < tries:
@@ -250,17 +259,18 @@ class Slurm:
         only = [] if ids is None else ["--jobs=" + ",".join(map(str, sorted(set(ids))))]
         try:
             if self._text:
-                return self.call("squeue", "-h", "-a", "--array-unique", "-O", SQUEUE_FORMAT,
-                                 *only, parse=parse_squeue_text, epoch_times=True)
+                try:
+                    return self.call("squeue", "-h", "-a", "--array-unique", "-O",
+                                     SQUEUE_FORMAT, *only, parse=parse_squeue_text,
+                                     epoch_times=True, unknown_option="--array-unique")
+                except UnknownOption:
+                    self._text = False
             jobs = parse_squeue(self.json_doc("squeue", "--json", "-a", *only))
             return tuple(sorted((j for j in jobs if j.state not in FINISHED),
                                 key=lambda j: j.id))
         except SlurmCommandError as exc:
             if ids is not None and "Invalid job id" in str(exc):
                 return ()  # every one of them has left Slurm
-            if self._text and "--array-unique" in str(exc):
-                self._text = False
-                return self.jobs(ids)
             raise
 
     def excluded_nodes(self, ids) -> dict[int, str]:
@@ -302,6 +312,11 @@ class Slurm:
         t0 = time.time()  # the decision's "now": the jobs as read, however long that took
         nodes, version = self.nodes_and_version()
         return Snapshot(t0, jobs, nodes, time.perf_counter() - c0, version)
+
+    def partitions(self) -> tuple[dict[str, tuple[int, int]], str | None]:
+        """Each partition's nodes and its smallest node's cores (``sinfo -o %P|%D|%c``:
+        {name: (nodes, cores per node)}), and Slurm's default partition (None: none)."""
+        return self.call("sinfo", "-h", "-o", "%P|%D|%c", parse=parse_partitions)
 
     def accounting(self, ids, fields: tuple[str, ...]) -> list[dict[str, str]]:
         """Jobs ``ids`` in Slurm's accounting (``sacct -X --parsable2``, read by its header:
@@ -366,6 +381,28 @@ class Slurm:
         """``scontrol update JobId=key Field=value ...`` (not retried)."""
         self.call("scontrol", "update", f"JobId={key}",
                   *(f"{k}={v}" for k, v in fields.items()), retry=False)
+
+
+def parse_partitions(text: str) -> tuple[dict[str, tuple[int, int]], str | None]:
+    """``sinfo -h -o %P|%D|%c`` -> ({partition: (nodes, cores of its smallest node)}, the
+    default partition, marked ``*``, or None); lines of another shape are left out."""
+    sizes: dict[str, tuple[int, int]] = {}
+    default = None
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3:
+            continue
+        name, nodes, cpus = parts
+        if name.endswith("*"):
+            name = name[:-1]
+            default = default or name
+        try:
+            n, c = int(nodes), int(cpus.rstrip("+"))
+        except ValueError:
+            continue
+        had, cores = sizes.get(name, (0, c))
+        sizes[name] = (had + n, min(cores, c))
+    return sizes, default
 
 
 def parse_license_totals(text: str) -> dict[str, tuple[int, int]]:

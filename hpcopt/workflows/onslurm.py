@@ -178,31 +178,14 @@ def task_script(stages) -> str:
 
 def partition_size(slurm, partition: str | None) -> tuple[str, int, int]:
     """(partition, nodes, cores per node) of ``partition`` (None: Slurm's default one)."""
-    out = slurm.call("sinfo", "-h", "-o", "%P|%D|%c")
-    sizes: dict[str, list] = {}
-    default = None
-    for line in out.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) != 3:
-            continue
-        name, nodes, cpus = parts
-        if name.endswith("*"):
-            name = name[:-1]
-            default = default or name
-        try:
-            n, c = int(nodes), int(cpus.rstrip("+"))
-        except ValueError:
-            continue
-        cur = sizes.setdefault(name, [0, c])
-        cur[0] += n
-        cur[1] = min(cur[1], c)
+    sizes, default = slurm.partitions()
     name = partition or default
     if name is None:
         raise WorkflowError("--partition: Slurm has no default partition; name one")
     if name not in sizes:
         raise WorkflowError(f"--partition: Slurm has no partition {name!r} (it has "
                             f"{', '.join(sorted(sizes)) or 'none'})")
-    return name, sizes[name][0], sizes[name][1]
+    return name, *sizes[name]
 
 
 @contextmanager
