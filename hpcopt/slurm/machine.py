@@ -158,7 +158,8 @@ class BurstBuffer:
             if licenses is None or license not in licenses:
                 raise HpcoptError(f"license {license!r} is not configured (scontrol show "
                                   f"licenses lists {sorted(licenses or {})})")
-            return cls("license", license, *map(float, licenses[license]))
+            total, used = licenses[license]
+            return cls("license", license, float(total), float(used))
         if pool is not None:
             if pools is None or pool not in pools:
                 raise HpcoptError(f"burst-buffer pool {pool!r} is not configured (scontrol "
@@ -192,7 +193,8 @@ class Resources:
                 raise HpcoptError(f"node {name}: gres {text!r} cannot be read (expected "
                                   f"{self.ssd_gres}:GB)")
             return float(count), ""
-        sizes = [(feature_size(f, self.ssd_feature), f) for f in node_features(text)]
+        prefix = self.ssd_feature or ""
+        sizes = [(feature_size(f, prefix), f) for f in node_features(text)]
         return max(((s, f) for s, f in sizes if s is not None), default=(0.0, ""))
 
     def ask(self, j: SlurmJob) -> tuple[float, float, str | None]:
@@ -220,9 +222,10 @@ class Resources:
                                             "--bb-pool names the burst buffer's")
         ssd = 0.0
         if self.ssd_gres is not None:
-            ssd = gres_count(j.gres, self.ssd_gres)
-            if ssd is None:
+            count = gres_count(j.gres, self.ssd_gres)
+            if count is None:
                 return 0.0, 0.0, f"asks gres {j.gres!r}, which cannot be read"
+            ssd = float(count)
         terms = constraint_terms(j.features)
         op, words = terms if terms is not None else ("", [])
         sizes = [feature_size(w, self.ssd_feature) if self.ssd_feature else None
@@ -235,8 +238,8 @@ class Resources:
             return 0.0, 0.0, (f"asks features {j.features!r}, which cannot be read (one "
                               "SSD feature, or several joined by |, expected)")
         if sizes:
-            ssd = min(sizes)
-        bb = asked.get(license, 0) if license else pools.get(pool, 0.0)
+            ssd = min(s for s in sizes if s is not None)
+        bb = asked.get(license, 0) if license is not None else pools.get(pool or "", 0.0)
         return float(bb), float(ssd), None
 
 

@@ -37,7 +37,7 @@ def read_log(path: str | Path) -> tuple[list[CycleRecord], list[dict]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
         raise HpcoptError(f"{path}: {exc.strerror}") from None
-    cycles: list[dict] = []
+    cycles: list[CycleRecord] = []
     events: list[dict] = []
     for no, line in enumerate(lines, 1):
         if not line.strip():
@@ -92,7 +92,7 @@ def _partition_status(cycles: list[CycleRecord], now: float) -> str:
                  "released and starting")
     queue = last.queue or []
     if queue:
-        more = f" ... ({last.pending} in all)" if last.pending > len(queue) else ""
+        more = f" ... ({last.pending} in all)" if (last.pending or 0) > len(queue) else ""
         lines.append("  queue: " + " ".join(map(str, queue)) + more)
     if last.reserved:
         r = last.reserved
