@@ -9,17 +9,17 @@ import pytest
 
 from hpcopt import testbed
 from hpcopt.testbed import TestbedError as BedError
-from hpcopt.testbed import parse_licenses, slurm_conf, topology_conf
+from hpcopt.testbed import licenses_option, slurm_conf, topology_conf
 
 
 def test_licenses():
-    assert parse_licenses("bb:100") == {"bb": 100}
-    assert parse_licenses("bb:100, ssd:4") == {"bb": 100, "ssd": 4}
-    assert parse_licenses({"bb": 10}) == {"bb": 10}
-    assert parse_licenses(None) == {}
+    assert licenses_option("bb:100") == {"bb": 100}
+    assert licenses_option("bb:100, ssd:4") == {"bb": 100, "ssd": 4}
+    assert licenses_option({"bb": 10}) == {"bb": 10}
+    assert licenses_option(None) == {}
     for bad in ("bb", "bb:0", "bb:x", "1bb:3", "bb:1,bb:2", "b b:3"):
         with pytest.raises(BedError, match=r"licenses: expected NAME:COUNT"):
-            parse_licenses(bad)
+            licenses_option(bad)
 
 
 def test_fat_tree():

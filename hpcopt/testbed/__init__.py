@@ -64,7 +64,7 @@ from .common import (
 from .config import (
     burst_buffer_files,
     parse_bb_pool,
-    parse_licenses,
+    licenses_option,
     parse_scheduler_parameters,
     parse_ssd,
     slurm_conf,
@@ -76,7 +76,7 @@ __all__ = [
     "ACCOUNTING_PACKAGES", "CHROOT_CACHE", "DAEMONS", "DEBIAN_MIRROR", "OTHER_PARTITION",
     "PARTITION", "SHARED_PARTITION", "SPLIT_PARTITION", "VERSIONS", "TestbedError",
     "build_chroot", "burst_buffer_files", "chroot_accounting", "daemon", "env",
-    "free_port_block", "info", "missing_tools", "parse_bb_pool", "parse_licenses",
+    "free_port_block", "info", "missing_tools", "parse_bb_pool", "licenses_option",
     "parse_scheduler_parameters", "parse_ssd", "pids", "running", "slurm_conf", "start",
     "stepds", "stop", "topology_conf",
 ]

@@ -157,9 +157,11 @@ def parse_scheduler_parameters(text: str | None) -> dict[str, str]:
     return out
 
 
-def parse_licenses(text: str | dict | None) -> dict[str, int]:
-    """``bb:100,ssd:4`` (or a dict) as ``{name: count}``: names of letters, digits, ``_``
-    and ``-``, counts whole numbers >= 1; a one-line ``TestbedError`` otherwise."""
+def licenses_option(text: str | dict | None) -> dict[str, int]:
+    """The testbed's ``licenses`` option, ``bb:100,ssd:4`` (or a dict), checked as the
+    ``Licenses=`` line it writes: ``{name: count}``, names of letters, digits, ``_`` and ``-``,
+    distinct, counts whole numbers >= 1; a one-line ``TestbedError`` otherwise.  (Slurm's
+    own license lists, as jobs ask them, are read by ``hpcopt.slurm.state.parse_licenses``.)"""
     if not text:
         return {}
     items = text.items() if isinstance(text, dict) else \

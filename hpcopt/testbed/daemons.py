@@ -43,7 +43,7 @@ from .common import (
 from .config import (
     burst_buffer_files,
     parse_bb_pool,
-    parse_licenses,
+    licenses_option,
     parse_scheduler_parameters,
     parse_ssd,
     slurm_conf,
@@ -174,7 +174,7 @@ def _checked_options(nodes: int, *, scheduler: str, slurm: str, licenses, bb_poo
         raise TestbedError(f"slurm must be one of {', '.join(VERSIONS)}, got {slurm!r}")
     if not 1 <= nodes <= 64:
         raise TestbedError(f"nodes must be 1..64, got {nodes}")
-    lic = parse_licenses(licenses)
+    lic = licenses_option(licenses)
     pool = parse_bb_pool(bb_pool) if bb_pool else None
     classes = parse_ssd(ssd, nodes) if ssd else None
     if split is not None and not 1 <= split < nodes:
