@@ -63,8 +63,8 @@ from .common import (
 )
 from .config import (
     burst_buffer_files,
-    parse_bb_pool,
     licenses_option,
+    parse_bb_pool,
     parse_scheduler_parameters,
     parse_ssd,
     slurm_conf,
