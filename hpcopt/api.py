@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
@@ -13,6 +14,7 @@ from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
+from .sim.forecast import forecast, forecast_rows, join_actual, replay_forecasts
 from .sim.metrics import job_columns, summarize
 from .sim.result import SimulationResult
 
@@ -70,6 +72,8 @@ def simulate(
     sizes: str = "nodes",
     partition: str | None = None,
     events=None,
+    forecast_every: float | None = None,
+    forecast_draws: int = 20,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a workload trace (path, ``Trace``, ``Scenario`` or list of ``Job``) under a
@@ -88,6 +92,10 @@ def simulate(
     (``hpcopt.traces.load_trace``).
     ``events`` (a path, or a callable taking a dict) gets one row per driver event: submit,
     start (with how the job started), reserve, complete, drop (``hpcopt.sim.eventlog``).
+    ``forecast_every`` (seconds) forecasts every waiting job's start that often along the
+    run, by ``forecast_draws`` runs of the same driver and policy forward from the state of
+    that moment (``hpcopt.sim.forecast``); the result's ``forecasts`` holds them, each with
+    the job's real start, and ``write`` saves them as ``forecasts.csv``.
     Returns a ``SimulationResult``.
 
     A cloud day (an ``osdec`` instance) is ``hpcopt.simulate_osdec``.
@@ -99,20 +107,30 @@ def simulate(
         progress=progress, workload=workload, workload_seed=workload_seed, bb=bb,
         ssd_classes=ssd_classes, topology=topology, tz=tz, sizes=sizes, partition=partition,
         **policy_options)
-    return simulate_run(trace, run, events=events)
+    return simulate_run(trace, run, events=events, forecast_every=forecast_every,
+                        forecast_draws=forecast_draws)
 
 
-def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
+def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float | None = None,
+                 forecast_draws: int = 20) -> SimulationResult:
     """Run ``run`` (``RunSettings``) on ``trace`` (path, ``Trace``, ``Scenario`` or list of
-    ``Job``; ``ScenarioSettings.build``); ``events`` as in ``simulate``."""
+    ``Job``; ``ScenarioSettings.build``); ``events``, ``forecast_every`` and
+    ``forecast_draws`` as in ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     pol = build_policy(run.policy, **run.policy_options)
     pol.reset(run.seed)
+    forecaster = None if forecast_every is None else _forecaster(run, pol, forecast_draws)
+    forecasts = None
     with fewer_collections():  # records, running jobs, events and the table: no cycles
         sim = Simulator(job_list, system, pol, **run.driver.as_kwargs())
-        run_logged(sim, events)
+        if forecaster is None:
+            run_logged(sim, events)
+        else:
+            rows = run_logged(sim, events, lambda s: replay_forecasts(s, forecast_every,
+                                                                      forecaster))
+            forecasts = join_actual(rows, sim.records)
         table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
@@ -120,7 +138,23 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     settings = {**run.record(pol, sim.settings, nodes=system.nodes,
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}
-    return SimulationResult(table, summary, settings, cleaning)
+    return SimulationResult(table, summary, settings, cleaning, forecasts)
+
+
+def _forecaster(run: RunSettings, policy, draws: int):
+    """``on_state`` of ``replay_forecasts``: the forecast rows of one moment, by the run's
+    policy (its own instance, built alike) and driver settings."""
+    twin = build_policy(run.policy, **run.policy_options) if isinstance(run.policy, str) \
+        else copy.deepcopy(policy)
+    twin.reset(run.seed)
+    options = {k: v for k, v in run.driver.as_kwargs().items() if k != "progress"}
+    seed = 0 if run.seed is None else run.seed
+
+    def on_state(state, started, history):
+        return forecast_rows(state, forecast(state, twin, history, started=started,
+                                             draws=draws, seed=seed, **options))
+
+    return on_state
 
 
 def _extra_columns(jobs: Iterable[Job], system: System) -> dict:

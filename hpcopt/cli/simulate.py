@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cliargs import out_path, positive_int
+from ..cliargs import out_path, positive_int, positive_seconds
 from ..errors import HpcoptError
 from ..jsonsafe import json_safe
 from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
@@ -55,6 +55,14 @@ def register(sub) -> None:
     m.add_argument("--events", type=out_path, default=None, metavar="FILE.jsonl",
                    help="write one JSON line per driver event: submit, start (with how the "
                         "job started: ready, reserved, backfilled), reserve, complete, drop")
+    m.add_argument("--forecast-every", type=positive_seconds, default=None, metavar="S",
+                   help="every S seconds of the run, forecast each waiting job's start (the "
+                        "same driver and policy run forward from that moment, runtimes drawn "
+                        "from the jobs finished so far; no later submissions): "
+                        "OUT/forecasts.csv, each forecast with the real start (needs --out)")
+    m.add_argument("--forecast-draws", type=positive_int, default=20, metavar="N",
+                   help="runs per forecast: the start is their median, the band their 10%% "
+                        "and 90%% quantiles (default 20)")
     m.add_argument("--json", action="store_true",
                    help="print the summary and settings as one JSON object on standard output "
                         "(the other lines go to standard error)")
@@ -115,6 +123,8 @@ def run(args) -> int:
         raise HpcoptError(f"--events {args.events}: expected a file name ending in .jsonl "
                           "(one JSON object per line)")
     info = sys.stderr if args.json else sys.stdout
+    if args.forecast_every is not None and not args.out:
+        raise HpcoptError("--forecast-every writes OUT/forecasts.csv: give --out DIR")
     if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
         return _simulate_osdec(args, options, info)
     if args.workload:
@@ -126,7 +136,8 @@ def run(args) -> int:
     scenario = run.scenario.build(args.trace)
     for line in scenario.notes:
         print(line, file=info)
-    res = simulate_run(scenario, run, events=args.events)
+    res = simulate_run(scenario, run, events=args.events, forecast_every=args.forecast_every,
+                       forecast_draws=args.forecast_draws)
     print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:
@@ -140,6 +151,9 @@ def _written(args, res, info) -> int:
     if args.out:
         files["jobs"], files["summary"] = res.write(args.out)
         print(f"wrote {files['jobs']} and {files['summary']}", file=info)
+        if res.forecasts is not None:
+            files["forecasts"] = Path(args.out) / "forecasts.csv"
+            print(f"wrote {files['forecasts']} ({len(res.forecasts)} forecasts)", file=info)
     if args.events:
         print(f"wrote {args.events}", file=info)
     if args.json:

@@ -92,6 +92,40 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     ``starvation_bound``); ``None`` values take the policy's defaults.  Cloud slots (a system
     with a ``capacity`` profile) run without backfilling, as ``hpcopt simulate`` runs them.
     """
+    sim, given, set_aside = simulator_at(state, policy, **options)
+    if sim is None:
+        return WindowDecision((), None, None, set_aside, 0)
+    topology = state.system.topology is not None
+    sizes = sorted(state.system.ssd_classes) if not topology else []
+    free = sim.pool.free_nodes
+    queue = list(given.values())
+    started: list[tuple[Job, str]] = []
+    placements: dict = {}
+    reservation: list = [None, None]
+
+    def on_start(s, e, rec):
+        job = given[rec.job.id]
+        started.append((job, rec.mode))
+        if topology or sizes:
+            placements[job.id] = tuple(int(n) for n in rec.allocation)
+
+    sim.subscribe(Event.START, on_start)
+    sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
+        slice(None), [given[payload[0].id], payload[1]]))
+    sim.schedule()
+    passed = {job.id: sim.records[job.id].passed for job in queue if job.id in sim.records}
+    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
+                          passed)
+
+
+def simulator_at(state: ClusterState, policy, *, ends: Mapping | None = None, **options
+                 ) -> tuple[Simulator | None, dict, tuple[tuple[Job, str], ...]]:
+    """The simulator in ``state`` (``Simulator.at``) under ``policy``, before its pass: the
+    one reading of a ``ClusterState`` that ``decide`` and forecasts (``hpcopt.sim.forecast``)
+    share.  Returns it (``None`` when no node is usable), the state's queued jobs by their
+    ids in it, and the queued jobs set aside (they cannot fit the available machine, with
+    why).  ``ends`` are the running jobs' real ends (``Simulator.at``); ``options`` as in
+    ``decide``."""
     now = float(state.time)
     topology = state.system.topology is not None
     sizes = sorted(state.system.ssd_classes) if not topology else []
@@ -122,7 +156,7 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
         else:
             queue.append(job)
     if machine is None or not usable:
-        return WindowDecision((), None, None, tuple(set_aside), 0)
+        return None, {}, tuple(set_aside)
     running = [(job, end, state.placed.get(job.id)) for job, end in state.running]
     if topology and any(nodes is None for _, _, nodes in running):
         job = next(j for j, _, nodes in running if nodes is None)
@@ -162,26 +196,8 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     if machine.capacity is not None:
         options["backfill"] = "none"
     sim = Simulator.at(now, machine, policy, queued, running, passed=dict(state.passed),
-                       upcoming=upcoming, **options)
-    free = sim.pool.free_nodes
-    given = {job.id: job for job in queue}
-    started: list[tuple[Job, str]] = []
-    placements: dict = {}
-    reservation: list = [None, None]
-
-    def on_start(s, e, rec):
-        job = given[rec.job.id]
-        started.append((job, rec.mode))
-        if topology or sizes:
-            placements[job.id] = tuple(int(n) for n in rec.allocation)
-
-    sim.subscribe(Event.START, on_start)
-    sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
-        slice(None), [given[payload[0].id], payload[1]]))
-    sim.schedule()
-    passed = {job.id: sim.records[job.id].passed for job in queue if job.id in sim.records}
-    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
-                          passed)
+                       upcoming=upcoming, ends=ends, **options)
+    return sim, {job.id: job for job in queue}, tuple(set_aside)
 
 
 def _node_ids(nodes: int | tuple[int, ...], topology: bool) -> tuple[int, ...]:
