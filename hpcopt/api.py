@@ -14,7 +14,7 @@ from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
-from .sim.forecast import forecast, forecast_rows, join_actual, replay_forecasts
+from .sim.forecast import forecast, forecast_rows, join_actual, recent_stream, replay_forecasts
 from .sim.metrics import job_columns, summarize
 from .sim.result import SimulationResult
 
@@ -74,6 +74,7 @@ def simulate(
     events=None,
     forecast_every: float | None = None,
     forecast_draws: int = 20,
+    forecast_stream: float | None = None,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a workload trace (path, ``Trace``, ``Scenario`` or list of ``Job``) under a
@@ -95,7 +96,9 @@ def simulate(
     ``forecast_every`` (seconds) forecasts every waiting job's start that often along the
     run, by ``forecast_draws`` runs of the same driver and policy forward from the state of
     that moment (``hpcopt.sim.forecast``); the result's ``forecasts`` holds them, each with
-    the job's real start, and ``write`` saves them as ``forecasts.csv``.
+    the job's real start, and ``write`` saves them as ``forecasts.csv``.  The forecasts leave
+    later submissions out, unless ``forecast_stream`` (seconds): the jobs submitted in that
+    span before come again, three times over, as a modelled stream.
     Returns a ``SimulationResult``.
 
     A cloud day (an ``osdec`` instance) is ``hpcopt.simulate_osdec``.
@@ -108,28 +111,30 @@ def simulate(
         ssd_classes=ssd_classes, topology=topology, tz=tz, sizes=sizes, partition=partition,
         **policy_options)
     return simulate_run(trace, run, events=events, forecast_every=forecast_every,
-                        forecast_draws=forecast_draws)
+                        forecast_draws=forecast_draws, forecast_stream=forecast_stream)
 
 
 def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float | None = None,
-                 forecast_draws: int = 20) -> SimulationResult:
+                 forecast_draws: int = 20, forecast_stream: float | None = None
+                 ) -> SimulationResult:
     """Run ``run`` (``RunSettings``) on ``trace`` (path, ``Trace``, ``Scenario`` or list of
-    ``Job``; ``ScenarioSettings.build``); ``events``, ``forecast_every`` and
-    ``forecast_draws`` as in ``simulate``."""
+    ``Job``; ``ScenarioSettings.build``); ``events`` and the ``forecast_*`` settings as in
+    ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     pol = build_policy(run.policy, **run.policy_options)
     pol.reset(run.seed)
-    forecaster = None if forecast_every is None else _forecaster(run, pol, forecast_draws)
+    forecaster = None if forecast_every is None else \
+        _forecaster(run, pol, forecast_draws, forecast_stream)
     forecasts = None
     with fewer_collections():  # records, running jobs, events and the table: no cycles
         sim = Simulator(job_list, system, pol, **run.driver.as_kwargs())
         if forecaster is None:
             run_logged(sim, events)
         else:
-            rows = run_logged(sim, events, lambda s: replay_forecasts(s, forecast_every,
-                                                                      forecaster))
+            rows = run_logged(sim, events, lambda s: replay_forecasts(
+                s, forecast_every, forecaster, recent=forecast_stream or 0.0))
             forecasts = join_actual(rows, sim.records)
         table = job_columns(sim.records.values(), _extra_columns(job_list, system))
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
@@ -141,18 +146,22 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     return SimulationResult(table, summary, settings, cleaning, forecasts)
 
 
-def _forecaster(run: RunSettings, policy, draws: int):
+def _forecaster(run: RunSettings, policy, draws: int, stream: float | None):
     """``on_state`` of ``replay_forecasts``: the forecast rows of one moment, by the run's
-    policy (its own instance, built alike) and driver settings."""
+    policy (its own instance, built alike) and driver settings; with ``stream`` (seconds)
+    the jobs submitted that long before come again, three times over
+    (``hpcopt.sim.forecast.recent_stream``)."""
     twin = build_policy(run.policy, **run.policy_options) if isinstance(run.policy, str) \
         else copy.deepcopy(policy)
     twin.reset(run.seed)
     options = {k: v for k, v in run.driver.as_kwargs().items() if k != "progress"}
     seed = 0 if run.seed is None else run.seed
 
-    def on_state(state, started, history):
-        return forecast_rows(state, forecast(state, twin, history, started=started,
-                                             draws=draws, seed=seed, **options))
+    def on_state(state, known):
+        arrivals = recent_stream(known.submitted, state.time, stream, 3) if stream else ()
+        return forecast_rows(state, forecast(state, twin, known.history, draws=draws,
+                                             started=known.started, seed=seed,
+                                             arrivals=arrivals, **options))
 
     return on_state
 

@@ -94,8 +94,8 @@ def replay(jobs, system, policy="fcfs", every=1800.0, seed=0, **options):
     sim = Simulator(jobs, system, pol)
     seen = []
 
-    def on_state(state, started, history):
-        got = forecast(state, twin, history, started=started, draws=8, seed=seed)
+    def on_state(state, known):
+        got = forecast(state, twin, known.history, started=known.started, draws=8, seed=seed)
         seen.append((state.time, [j.id for j in state.queue], got))
         return got
 

@@ -63,6 +63,9 @@ def register(sub) -> None:
     m.add_argument("--forecast-draws", type=positive_int, default=20, metavar="N",
                    help="runs per forecast: the start is their median, the band their 10%% "
                         "and 90%% quantiles (default 20)")
+    m.add_argument("--forecast-stream", type=positive_seconds, default=None, metavar="S",
+                   help="forecasts model later submissions: the jobs submitted in the S "
+                        "seconds before come again, three times over (default: none)")
     m.add_argument("--json", action="store_true",
                    help="print the summary and settings as one JSON object on standard output "
                         "(the other lines go to standard error)")
@@ -137,7 +140,8 @@ def run(args) -> int:
     for line in scenario.notes:
         print(line, file=info)
     res = simulate_run(scenario, run, events=args.events, forecast_every=args.forecast_every,
-                       forecast_draws=args.forecast_draws)
+                       forecast_draws=args.forecast_draws,
+                       forecast_stream=args.forecast_stream)
     print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:

@@ -47,9 +47,9 @@ class RuntimeHistory:
 
     def runtimes(self, user: Hashable, limit: float, elapsed: float = 0.0) -> list[float]:
         """The runtimes a job of ``user`` with ``limit`` that has run ``elapsed`` seconds may
-        have (each equally likely; module docstring)."""
+        have, ascending (each equally likely; module docstring)."""
         out = [r * limit for r in self.ratios(user)]
         out = [t for t in out if t >= elapsed] if elapsed > 0 else out
         if not out and elapsed > 0:  # it outlived its user's jobs: the jobs of everyone
             out = [t for t in (r * limit for r in self._all) if t >= elapsed]
-        return out or [limit]
+        return sorted(out) or [limit]
