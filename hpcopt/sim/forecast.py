@@ -64,7 +64,7 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
 
     ``started`` maps running jobs' ids to their start times (with their estimated ends they
     give each one's limit and how long it has run; a running job without one ends at its
-    estimated end).  Jobs' ``user`` picks their history.  ``policy`` is the policy in force
+    estimated end); the state's ``starting`` jobs start now.  Jobs' ``user`` picks their history.  ``policy`` is the policy in force
     (one object, reused by every run, as ``decide`` reuses it); ``options`` are the driver's
     (``order``, ``backfill``, ``window``, ``starvation_bound``, ``period``, ``launch_delay``).
     ``arrivals`` are jobs to submit during the runs (a modelled stream of later submissions,
@@ -89,6 +89,8 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
                 elapsed = max(0.0, now - start)
                 end_times[job.id] = [start + t for t in
                                      history.runtimes(job.user, est_end - start, elapsed)]
+        for job in state.starting:  # told to start, starting now
+            end_times[job.id] = [now + t for t in history.runtimes(job.user, job.walltime)]
     rng = random.Random(seed)
     starts: dict[Hashable, list[float]] = {job.id: [] for job in state.queue}
     set_aside: dict = {}

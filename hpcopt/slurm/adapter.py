@@ -622,17 +622,7 @@ class Adapter:
         rec: dict = {"time": round(time.time(), 3), "cycle": self.cycles,
                      "partition": self.partition, "dry_run": self.dry_run}
         try:
-            # licenses first: a job that starts between the reads is then counted once (the
-            # jobs' read lists it), and one that ends leaves its use counted (the safe side)
-            licenses = self.slurm.licenses() if self.bb_license else None
-            pools = self.slurm.burst_pools() if self.bb_pool else None
-            snap = self.slurm.snapshot() if snap is None else snap
-            gres = self.slurm.node_gres() if self.ssd_gres else None
-            features = self.slurm.node_features() if self.ssd_feature else None
-            state = cycle_state(snap, self.partition, licenses, self.bb_license,
-                                self.topology, pools=pools, bb_pool=self.bb_pool,
-                                node_gres=gres, ssd_gres=self.ssd_gres,
-                                node_features=features, ssd_feature=self.ssd_feature)
+            snap, state = self.read(snap)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster
@@ -715,6 +705,22 @@ class Adapter:
                      (f"; held again after a requeue: {', '.join(map(str, reheld))}"
                       if reheld else ""))
         return rec
+
+    def read(self, snap: Snapshot | None = None) -> tuple[Snapshot, CycleState]:
+        """Read Slurm (or take ``snap``, read for several partitions) into this partition's
+        ``CycleState``: what a cycle decides on, and forecasts start from
+        (``hpcopt.slurm.forecast``).  Raises ``SlurmCommandError`` when a read fails."""
+        # licenses first: a job that starts between the reads is then counted once (the
+        # jobs' read lists it), and one that ends leaves its use counted (the safe side)
+        licenses = self.slurm.licenses() if self.bb_license else None
+        pools = self.slurm.burst_pools() if self.bb_pool else None
+        snap = self.slurm.snapshot() if snap is None else snap
+        gres = self.slurm.node_gres() if self.ssd_gres else None
+        features = self.slurm.node_features() if self.ssd_feature else None
+        return snap, cycle_state(snap, self.partition, licenses, self.bb_license,
+                                 self.topology, pools=pools, bb_pool=self.bb_pool,
+                                 node_gres=gres, ssd_gres=self.ssd_gres,
+                                 node_features=features, ssd_feature=self.ssd_feature)
 
     def _failed(self, rec: dict, error: str, said: str) -> dict:
         rec.update(ok=False, error=error, errors=list(self._errors))

@@ -83,6 +83,11 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
                    help="further tries of a failed Slurm read (default 2)")
     add_policy_flags(r)
 
+    r.add_argument("--forecast-file", default=None, metavar="FILE.json",
+                   help="after each cycle, write every pending job's forecast start to FILE "
+                        "(as `hpcopt slurm forecast --json`; readable by every user)")
+    add_forecast_parser(ss, add_policy_flags)
+
     t = ss.add_parser("testbed", help="an emulated N-node Slurm cluster on this machine "
                                       "(root; packages slurm-wlm and munge)")
     tt = t.add_subparsers(dest="testbed_command", required=True)
@@ -172,6 +177,28 @@ def add_slurm_parser(sub, add_policy_flags) -> argparse.ArgumentParser:
     return s
 
 
+def add_forecast_parser(ss, add_policy_flags) -> None:
+    """``hpcopt slurm forecast``: the pending jobs' forecast starts (``hpcopt.slurm.forecast``)."""
+    f = ss.add_parser("forecast", help="when each pending job of the partition will start, "
+                                       "under the adapter's policy (a table, or --json)")
+    f.add_argument("--policy", default="fcfs", help="the adapter's policy (default fcfs)")
+    f.add_argument("--partition", default="batch", help="the managed partition (default batch)")
+    f.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None)
+    f.add_argument("--backfill", choices=["easy", "none"], default=None)
+    f.add_argument("--window", type=positive_int, default=None)
+    f.add_argument("--seed", type=int, default=None, help="the policy's and the draws' seed")
+    f.add_argument("--draws", type=positive_int, default=20,
+                   help="runs forward: the start is their median, the band their 10%% and 90%% "
+                        "quantiles (default 20)")
+    f.add_argument("--history-days", type=positive_seconds, default=14.0, metavar="D",
+                   help="days of accounting (sacct) the runtimes are predicted from (default 14)")
+    f.add_argument("--json", action="store_true",
+                   help='one JSON object: {"jobs": [{"id", "start", "p10", "p90", ...}]}')
+    f.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S")
+    f.add_argument("--retries", type=nonneg_int, default=2)
+    add_policy_flags(f)
+
+
 def cmd_slurm(args, policy_options: dict) -> int:
     """Run ``hpcopt slurm``; ``policy_options`` are the policy flags given (``{name: value}``)."""
     if args.slurm_command == "job-submit-lua":
@@ -194,6 +221,10 @@ def cmd_slurm(args, policy_options: dict) -> int:
         return 0
     if args.slurm_command == "testbed":
         return _testbed(args)
+    if args.slurm_command == "forecast":
+        from .forecast import run_forecast
+
+        return run_forecast(args, policy_options)
     return _run(args, policy_options)
 
 
@@ -238,6 +269,7 @@ def _unit(args) -> int:
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
     from .adapter import Adapter, run_adapters
+    from .forecast import ForecastingAdapter
     from .lock import default_lock_path
     from .lua import partition_names
     from .state import Slurm
@@ -267,13 +299,15 @@ def _run(args, options: dict) -> int:
             lock = None if args.dry_run else (args.lock or default_lock_path(p, conf))
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
-            adapters.append(Adapter(
+            kind, more = (Adapter, {}) if args.forecast_file is None else \
+                (ForecastingAdapter, {"forecast_file": args.forecast_file})
+            adapters.append(kind(
                 policy, slurm=slurm, partition=p, dry_run=args.dry_run, log=log, say=say,
                 lock=lock, bb_license=args.bb_license, bb_pool=args.bb_pool,
                 ssd_gres=args.ssd_gres, ssd_feature=args.ssd_feature,
                 topology=topology, order=args.order,
                 backfill=args.backfill, window=args.window,
-                starvation_bound=args.starvation))
+                starvation_bound=args.starvation, **more))
         return run_adapters(adapters, args.interval, once=args.once,
                             release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     finally:
