@@ -22,8 +22,8 @@ forecast's choices (stratified draws, 16 jobs per user, the one-day stream) were
 KTH-SP2 slices from days 60 and 150; the defaults and the slices reported are others.  Errors are forecast start minus real start; "lead" is the real start
 minus the forecast's time; "within 10%" counts errors at most a tenth of the job's real wait.
 
-    python benchmarks/forecast_accuracy.py --trace KTH --starts 90,210,270 --days 14
-    python benchmarks/forecast_accuracy.py --trace Atlas --starts 60,120 --days 14
+    python benchmarks/forecast_accuracy.py --trace KTH --starts 90,210 --days 7
+    python benchmarks/forecast_accuracy.py --trace Theta --starts 60 --days 7
 
 Writes ``benchmarks/results/forecast_accuracy_<trace>.csv`` (one row per method, slice and
 lead bucket, "all" included) and prints the table.
@@ -143,10 +143,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
     ap.add_argument("--policy", default="fcfs")
-    ap.add_argument("--starts", default="90,210,270",
+    ap.add_argument("--starts", default="90,210",
                     help="days of the trace the slices start on (comma-separated)")
     ap.add_argument("--warmup-days", type=float, default=7)
-    ap.add_argument("--days", type=float, default=14, help="evaluated days per slice")
+    ap.add_argument("--days", type=float, default=7, help="evaluated days per slice")
     ap.add_argument("--every", type=float, default=600, help="seconds between forecasts")
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--out", default=None)
