@@ -74,6 +74,13 @@ def test_running_job_draws_only_longer_runtimes_and_band_is_ordered():
     assert again == got
 
 
+def test_jobs_that_fit_now_start_now_on_an_idle_machine():
+    state = ClusterState(50.0, System(4), queue=(Job(1, 10.0, 0.0, 100.0, 2, user=1),
+                                                 Job(2, 20.0, 0.0, 100.0, 4, user=1)))
+    got = forecast(state, build_policy("fcfs"), None)
+    assert [(f.job, f.start) for f in got] == [(1, 50.0), (2, 150.0)]
+
+
 def test_job_that_cannot_fit_has_no_start_and_says_why():
     state, started = hand_state()
     state = replace(state, queue=state.queue + (Job(9, 50.0, 0.0, 10.0, 5),))

@@ -149,6 +149,7 @@ def _run_forward(state: ClusterState, policy, ends: dict, later: list[Job], opti
             got[job.id] = rec.start
 
     sim.subscribe(Event.START, on_start)
+    sim.schedule()  # the pass at the state's own time (jobs that fit now start now)
     sim.run_until(lambda s: len(got) >= wanted)
     return got, {job.id: why for job, why in set_aside}
 

@@ -24,6 +24,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import HpcoptError
 from ..sim.forecast import forecast
 from ..sim.runtime_history import RuntimeHistory
 from .adapter import ACTIVE, STARTING, Adapter, CycleState, names_partition
@@ -179,10 +180,14 @@ class ForecastingAdapter(Adapter):
         rec = super().cycle(snap)
         if self._last is not None:
             snap, state = self._last
-            history, source = self._learn(snap)
-            rows = pending_forecasts(snap, state, self.partition, self._twin, history,
-                                     draws=self.draws, **self.options)
-            write_public(self.forecast_file, document(rows, snap.time, self.partition, source))
+            try:
+                history, source = self._learn(snap)
+                rows = pending_forecasts(snap, state, self.partition, self._twin, history,
+                                         draws=self.draws, **self.options)
+                write_public(self.forecast_file,
+                             document(rows, snap.time, self.partition, source))
+            except (HpcoptError, OSError) as exc:  # a forecast never stops the scheduling
+                self.say(f"cycle {self.cycles}: no forecasts written: {exc}")
         return rec
 
     def _learn(self, snap: Snapshot) -> tuple[RuntimeHistory | None, str]:
