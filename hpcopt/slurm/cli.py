@@ -183,9 +183,12 @@ def add_forecast_parser(ss, add_policy_flags) -> None:
                                        "under the adapter's policy (a table, or --json)")
     f.add_argument("--policy", default="fcfs", help="the adapter's policy (default fcfs)")
     f.add_argument("--partition", default="batch", help="the managed partition (default batch)")
-    f.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None)
-    f.add_argument("--backfill", choices=["easy", "none"], default=None)
-    f.add_argument("--window", type=positive_int, default=None)
+    f.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None,
+                   help="the adapter's base order (default: the policy's)")
+    f.add_argument("--backfill", choices=["easy", "none"], default=None,
+                   help="the adapter's backfilling (default: the policy's)")
+    f.add_argument("--window", type=positive_int, default=None,
+                   help="the adapter's window W (default: the policy's)")
     f.add_argument("--seed", type=int, default=None, help="the policy's and the draws' seed")
     f.add_argument("--draws", type=positive_int, default=20,
                    help="runs forward: the start is their median, the band their 10%% and 90%% "
