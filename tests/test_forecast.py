@@ -168,3 +168,23 @@ def test_simulate_writes_forecasts_joined_with_real_starts(kth, tmp_path):
     assert len(table) == len(rows)
     assert list(table[0]) == ["time", "job", "submit", "nodes", "walltime", "start", "p10",
                               "p50", "p90", "actual_start"]
+
+
+def test_cli_forecasts_and_its_one_line_errors(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    from .conftest import INSTANCES
+
+    demo = str(INSTANCES / "traces" / "demo.swf")
+    assert main(["simulate", demo, "--jobs", "120", "--forecast-every", "3600",
+                 "--forecast-draws", "4", "--out", str(tmp_path), "--no-progress"]) == 0
+    with open(tmp_path / "forecasts.csv") as f:
+        table = list(csv.DictReader(f))
+    assert table and all(float(r["p10"]) <= float(r["start"]) <= float(r["p90"])
+                         for r in table)
+    assert "forecasts.csv" in capsys.readouterr().out
+    assert main(["simulate", demo, "--forecast-every", "600", "--no-progress"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["simulate", demo, "--forecast-every", "0", "--out", str(tmp_path)])
+    assert "expected seconds > 0, got '0'" in capsys.readouterr().err

@@ -129,6 +129,9 @@ def run(args) -> int:
     if args.forecast_every is not None and not args.out:
         raise HpcoptError("--forecast-every writes OUT/forecasts.csv: give --out DIR")
     if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
+        if args.forecast_every is not None:
+            raise HpcoptError("--forecast-every forecasts a trace's waiting jobs; an osdec "
+                              "instance (a cloud day) has no forecasts")
         return _simulate_osdec(args, options, info)
     if args.workload:
         check_workload_name(args.workload, "--workload")
