@@ -1,11 +1,12 @@
 """``hpcopt slurm forecast`` and ``hpcopt slurm run --forecast-file`` on a real queue.
 
-A testbed with accounting (so runtimes come from ``sacct``): an unprivileged user's jobs
-are held by the submit script while an 8-node job runs; the command gives every pending
-job of the partition a forecast (held ones by hpcopt's policy, an array one per task, the
-job too large for the partition none, with why), in FCFS order, with an ordered band; the
-adapter writes the same forecasts each cycle to a file the user can read; and the jobs
-start within their forecast bands.
+A testbed with accounting (runtimes from ``sacct``), Slurm 22.05 and 24.11, one node
+drained: while a 7-node job runs, an unprivileged user's jobs are held by the submit
+script.  The command gives every pending job of the partition a forecast (the held ones by
+hpcopt's policy, a pending array one per task, the job larger than the available nodes
+none, with why), in EASY's order (the array tasks backfilled), with an ordered band, the
+running job at its limit when it has outlived every accounted runtime; the table shows the
+same; the adapter writes the forecasts after its cycle to a file the user can read.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.slow
 USER = "hpcopt-fc-user"
 
 
-@pytest.fixture(scope="module", params=VERSIONS[:1], ids=[f"slurm{v}" for v in VERSIONS[:1]])
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def acct(request):
     if shutil.which("runuser") is None or shutil.which("useradd") is None:
         pytest.skip("runuser and useradd are needed to act as an unprivileged user")
