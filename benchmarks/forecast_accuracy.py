@@ -19,8 +19,9 @@ the same moment's state, all compared with the start the job really had in the r
 A slice is ``--warmup-days`` of history (replayed, not scored) followed by ``--days``
 evaluated days; the slices start on the given days of the trace (``--starts``).  The
 forecast's choices (stratified draws, 16 jobs per user, the one-day stream) were made on
-KTH-SP2 slices from days 60 and 150; the defaults and the slices reported are others.  Errors are forecast start minus real start; "lead" is the real start
-minus the forecast's time; "within 10%" counts errors at most a tenth of the job's real wait.
+KTH-SP2 slices from days 60 and 150; the defaults and the slices reported are others.
+Errors are forecast start minus real start; "lead" is the real start minus the forecast's
+time; "within 10%" counts errors at most a tenth of the job's real wait.
 
     python benchmarks/forecast_accuracy.py --trace KTH --starts 90,210 --days 7
     python benchmarks/forecast_accuracy.py --trace Theta --starts 60 --days 7

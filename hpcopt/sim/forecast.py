@@ -64,9 +64,10 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
 
     ``started`` maps running jobs' ids to their start times (with their estimated ends they
     give each one's limit and how long it has run; a running job without one ends at its
-    estimated end); the state's ``starting`` jobs start now.  Jobs' ``user`` picks their history.  ``policy`` is the policy in force
-    (one object, reused by every run, as ``decide`` reuses it); ``options`` are the driver's
-    (``order``, ``backfill``, ``window``, ``starvation_bound``, ``period``, ``launch_delay``).
+    estimated end); the state's ``starting`` jobs start now.  Jobs' ``user`` picks their
+    history.  ``policy`` is the policy in force (one object, reused by every run, as
+    ``decide`` reuses it); ``options`` are the driver's (``order``, ``backfill``,
+    ``window``, ``starvation_bound``, ``period``, ``launch_delay``).
     ``arrivals`` are jobs to submit during the runs (a modelled stream of later submissions,
     ``recent_stream``; their ids are replaced, their runtimes drawn as the queued jobs').
     """
