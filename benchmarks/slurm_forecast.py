@@ -17,6 +17,8 @@ error, within 1 minute, within 10% of the job's wait, 10%-90% band coverage (hpc
 the share of pending samples with no forecast at all. Root only (the testbed).
 
     python benchmarks/slurm_forecast.py --jobs 100 --out benchmarks/results/slurm_forecast
+    python benchmarks/slurm_forecast.py --jobs 100 --slurm 24.11 \
+        --out benchmarks/results/slurm_forecast_24.11
 
 Writes ``OUT/samples_<run>.csv`` (one row per sample: time, job, forecast, band, real start)
 and ``OUT/summary.json``, and prints the table.
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -82,8 +83,8 @@ def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:
     d = workdir / kind
     with _STARTING:  # one testbed starts at a time: each takes the next free ports
         conf = testbed.start(d, 8, scheduler="backfill" if kind == "slurm" else "builtin",
-                             hold=kind != "slurm")
-    env = {**os.environ, "SLURM_CONF": str(conf)}
+                             hold=kind != "slurm", slurm=args.slurm)
+    env = testbed.env(conf.parent)  # SLURM_CONF, and the version's client commands first
     forecasts = d / "forecasts.json"
     proc = None
     samples: list = []
@@ -92,11 +93,21 @@ def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:
             proc = subprocess.Popen([HPCOPT, "slurm", "run", "--policy", "fcfs", "--interval",
                                      "0.5", "--forecast-file", str(forecasts)], env=env,
                                     stdout=subprocess.DEVNULL)
-        done = threading.Event()
-        submitter = threading.Thread(target=lambda: (submit_all(jobs, env), done.set()))
+        done, failed = threading.Event(), []
+
+        def submit() -> None:
+            try:
+                submit_all(jobs, env)
+            except Exception as exc:  # noqa: BLE001 - reported by the loop below
+                failed.append(exc)
+            done.set()
+
+        submitter = threading.Thread(target=submit)
         submitter.start()
         t0 = time.time()
         while not done.is_set() or len(completed_jobs(d)) < len(jobs):
+            if failed:
+                raise SystemExit(f"{kind}: a submission failed: {failed[0]}")
             if time.time() - t0 > args.max_minutes * 60:
                 raise SystemExit(f"{kind}: not done in {args.max_minutes} minutes")
             samples.extend(sample_file(forecasts) if kind == "hpcopt" else sample_squeue(env))
@@ -135,6 +146,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--every", type=float, default=2.0, help="seconds between samples")
     ap.add_argument("--max-minutes", type=float, default=30)
+    ap.add_argument("--slurm", choices=["22.05", "24.11"], default="22.05",
+                    help="the testbeds' Slurm version")
     ap.add_argument("--out", default="benchmarks/results/slurm_forecast")
     args = ap.parse_args()
     scale = SimpleNamespace(trace=args.trace, first=args.first, jobs=args.jobs, nodes=8,
@@ -150,6 +163,8 @@ def main() -> int:
             t.start()
         for t in threads:
             t.join()
+    if len(results) < 2:
+        raise SystemExit("a run failed (see above): no comparison")
     summary = {}
     for kind, (samples, real) in results.items():
         rows = []
