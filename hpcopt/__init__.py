@@ -27,6 +27,9 @@ _LAZY = {
     "Result": "hpcopt.result",
     "Status": "hpcopt.result",
     "Simulator": "hpcopt.sim.driver",
+    "forecast": "hpcopt.sim.forecast",
+    "RuntimeHistory": "hpcopt.sim.runtime_history",
+    "ClusterState": "hpcopt.sim.decide",
     "make_policy": "hpcopt.policies",
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
@@ -13,6 +14,7 @@ from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
+from .sim.forecast import forecast, forecast_rows, join_actual, recent_stream, replay_forecasts
 from .sim.metrics import job_columns, summarize
 from .sim.result import SimulationResult
 
@@ -70,6 +72,9 @@ def simulate(
     sizes: str = "nodes",
     partition: str | None = None,
     events=None,
+    forecast_every: float | None = None,
+    forecast_draws: int = 20,
+    forecast_stream: float | None = None,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a workload trace (path, ``Trace``, ``Scenario`` or list of ``Job``) under a
@@ -88,6 +93,12 @@ def simulate(
     (``hpcopt.traces.load_trace``).
     ``events`` (a path, or a callable taking a dict) gets one row per driver event: submit,
     start (with how the job started), reserve, complete, drop (``hpcopt.sim.eventlog``).
+    ``forecast_every`` (seconds) forecasts every waiting job's start that often along the
+    run, by ``forecast_draws`` runs of the same driver and policy forward from the state of
+    that moment (``hpcopt.sim.forecast``); the result's ``forecasts`` holds them, each with
+    the job's real start, and ``write`` saves them as ``forecasts.csv``.  The forecasts leave
+    later submissions out, unless ``forecast_stream`` (seconds): the jobs submitted in that
+    span before come again, three times over, as a modelled stream.
     Returns a ``SimulationResult``.
 
     A cloud day (an ``osdec`` instance) is ``hpcopt.simulate_osdec``.
@@ -99,42 +110,76 @@ def simulate(
         progress=progress, workload=workload, workload_seed=workload_seed, bb=bb,
         ssd_classes=ssd_classes, topology=topology, tz=tz, sizes=sizes, partition=partition,
         **policy_options)
-    return simulate_run(trace, run, events=events)
+    return simulate_run(trace, run, events=events, forecast_every=forecast_every,
+                        forecast_draws=forecast_draws, forecast_stream=forecast_stream)
 
 
-def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
+def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float | None = None,
+                 forecast_draws: int = 20, forecast_stream: float | None = None
+                 ) -> SimulationResult:
     """Run ``run`` (``RunSettings``) on ``trace`` (path, ``Trace``, ``Scenario`` or list of
-    ``Job``; ``ScenarioSettings.build``); ``events`` as in ``simulate``."""
+    ``Job``; ``ScenarioSettings.build``); ``events`` and the ``forecast_*`` settings as in
+    ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
-    sim, pol, table = run_simulation(job_list, system, run, events=events,
-                                     columns=_extra_columns(job_list, system,
-                                                            scenario.attributes))
+    rows: list = []
+
+    def forecasting(pol):  # the run's driving with forecasts every ``forecast_every`` s
+        forecaster = _forecaster(run, pol, forecast_draws, forecast_stream)
+        return lambda sim: rows.extend(replay_forecasts(
+            sim, forecast_every, forecaster, recent=forecast_stream or 0.0))
+
+    sim, pol, table = run_simulation(
+        job_list, system, run, events=events,
+        columns=_extra_columns(job_list, system, scenario.attributes),
+        driving=None if forecast_every is None else forecasting)
+    forecasts = None if forecast_every is None else join_actual(rows, sim.records)
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
     settings = {**run.record(pol, sim.settings, nodes=system.nodes,
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}
-    return SimulationResult(table, summary, settings, cleaning)
+    return SimulationResult(table, summary, settings, cleaning, forecasts)
+
+
+def _forecaster(run: RunSettings, policy, draws: int, stream: float | None):
+    """``on_state`` of ``replay_forecasts``: the forecast rows of one moment, by the run's
+    policy (its own instance, built alike) and driver settings; with ``stream`` (seconds)
+    the jobs submitted that long before come again, three times over
+    (``hpcopt.sim.forecast.recent_stream``)."""
+    twin = build_policy(run.policy, **run.policy_options) if isinstance(run.policy, str) \
+        else copy.deepcopy(policy)
+    twin.reset(run.seed)
+    options = {k: v for k, v in run.driver.as_kwargs().items() if k != "progress"}
+    seed = 0 if run.seed is None else run.seed
+
+    def on_state(state, known):
+        arrivals = recent_stream(known.submitted, state.time, stream, 3) if stream else ()
+        return forecast_rows(state, forecast(state, twin, known.history, draws=draws,
+                                             started=known.started, seed=seed,
+                                             arrivals=arrivals, **options))
+
+    return on_state
 
 
 def run_simulation(jobs, system: System, run: RunSettings, *, events=None, columns=None,
-                   prepare=None) -> tuple[Simulator, object, dict]:
+                   prepare=None, driving=None) -> tuple[Simulator, object, dict]:
     """The steps every simulation of a run shares (``simulate_run``, the cloud day of
     ``hpcopt.osdec.simulate_osdec``): the run's policy built (``prepare(policy)`` before its
     reset: e.g. the day's weights) and reset with the run's seed, the driver built with the
     run's options and run to the end (``events`` as in ``simulate``), and the table of its
-    jobs with ``columns`` (name -> function of a job record) added.  Returns
-    ``(simulator, policy, table)``."""
+    jobs with ``columns`` (name -> function of a job record) added; ``driving(policy)``, when
+    given, returns how the driver is run instead of its ``run`` (a function of the
+    simulator: forecasts along the way).  Returns ``(simulator, policy, table)``."""
     pol = build_policy(run.policy, **run.policy_options)
     if prepare is not None:
         prepare(pol)
     pol.reset(run.seed)
     with fewer_collections():  # records, running jobs, events and the table: no cycles
         sim = Simulator(list(jobs), system, pol, **run.driver.as_kwargs())
-        run_logged(sim, events)
+        run_logged(sim, events, None if driving is None else driving(pol))
         table = job_columns(sim.records.values(), columns or {})
     return sim, pol, table
 

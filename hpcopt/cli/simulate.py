@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..cliargs import out_path, positive_int
+from ..cliargs import out_path, positive_int, positive_seconds
 from ..errors import HpcoptError
 from .common import add_policy_flags, add_slurm_trace_flags, policy_options, print_summary
 
@@ -61,6 +61,17 @@ def register(sub) -> None:
                    help="write the queue length, running jobs, busy nodes and utilization "
                         "after each submit, start and end (time in seconds); hpcopt plot "
                         "timeline draws it")
+    m.add_argument("--forecast-every", type=positive_seconds, default=None, metavar="S",
+                   help="every S seconds of the run, forecast each waiting job's start (the "
+                        "same driver and policy run forward from that moment, runtimes drawn "
+                        "from the jobs finished so far; no later submissions): "
+                        "OUT/forecasts.csv, each forecast with the real start (needs --out)")
+    m.add_argument("--forecast-draws", type=positive_int, default=20, metavar="N",
+                   help="runs per forecast: the start is their median, the band their 10%% "
+                        "and 90%% quantiles (default 20)")
+    m.add_argument("--forecast-stream", type=positive_seconds, default=None, metavar="S",
+                   help="forecasts model later submissions: the jobs submitted in the S "
+                        "seconds before come again, three times over (default: none)")
     m.add_argument("--json", action="store_true",
                    help="print the summary and settings as one JSON object on standard output "
                         "(the other lines go to standard error)")
@@ -143,10 +154,15 @@ def run(args) -> int:
         from ..instances import bundled_instance
 
         args.trace = str(bundled_instance(args.trace) or args.trace)
+    if args.forecast_every is not None and not args.out:
+        raise HpcoptError("--forecast-every writes OUT/forecasts.csv: give --out DIR")
     if is_osdec_file(args.trace):  # the one place a file is told apart: a cloud day
         if args.timeline:
             raise HpcoptError("--timeline: an osdec day's load by slot is hpcopt plot osdec "
                               "DAY.json DIR")
+        if args.forecast_every is not None:
+            raise HpcoptError("--forecast-every forecasts a trace's waiting jobs; an osdec "
+                              "instance (a cloud day) has no forecasts")
         return _simulate_osdec(args, options, info)
     if args.workload:
         check_workload_name(args.workload, "--workload")
@@ -157,7 +173,9 @@ def run(args) -> int:
     scenario = run.scenario.build(args.trace)
     for line in scenario.notes:
         print(line, file=info)
-    res = simulate_run(scenario, run, events=args.events)
+    res = simulate_run(scenario, run, events=args.events, forecast_every=args.forecast_every,
+                       forecast_draws=args.forecast_draws,
+                       forecast_stream=args.forecast_stream)
     print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:
@@ -189,6 +207,9 @@ def _written(args, res, info) -> int:
     if args.out:
         files["jobs"], files["summary"] = res.write(args.out)
         print(f"wrote {files['jobs']} and {files['summary']}", file=info)
+        if res.forecasts is not None:
+            files["forecasts"] = Path(args.out) / "forecasts.csv"
+            print(f"wrote {files['forecasts']} ({len(res.forecasts)} forecasts)", file=info)
     if getattr(args, "timeline", None):
         files["timeline"] = res.write_timeline(args.timeline)
         print(f"wrote {files['timeline']}", file=info)

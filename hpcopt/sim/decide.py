@@ -91,6 +91,44 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     machine's kind (counted nodes, SSD classes, a topology) answers through its
     ``Availability`` (``hpcopt.sim.resources``).
     """
+    sim, given, set_aside, avail = _at(state, policy, **options)
+    if sim is None:
+        return WindowDecision((), None, None, set_aside, 0)
+    free = sim.pool.free_nodes
+    started: list[tuple[Job, str]] = []
+    placements: dict = {}
+    reservation: list = [None, None]
+
+    def on_start(s, e, rec):
+        job = given[rec.job.id]
+        started.append((job, rec.mode))
+        where = avail.placement(rec.allocation)
+        if where is not None:
+            placements[job.id] = where
+
+    sim.subscribe(Event.START, on_start)
+    sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
+        slice(None), [given[payload[0].id], payload[1]]))
+    sim.schedule()
+    passed = {job.id: sim.records[job.id].passed for job in given.values()
+              if job.id in sim.records}
+    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
+                          passed)
+
+
+def simulator_at(state: ClusterState, policy, *, ends: Mapping | None = None, **options
+                 ) -> tuple[Simulator | None, dict, tuple[tuple[Job, str], ...]]:
+    """The simulator in ``state`` (``Simulator.at``) under ``policy``, before its pass: the
+    one reading of a ``ClusterState`` that ``decide`` and forecasts (``hpcopt.sim.forecast``)
+    share.  Returns it (``None`` when no node is usable), the state's queued jobs by their
+    ids in it, and the queued jobs set aside (they cannot fit the available machine, with
+    why).  ``ends`` are the running jobs' real ends (``Simulator.at``); ``options`` as in
+    ``decide``."""
+    return _at(state, policy, ends=ends, **options)[:3]
+
+
+def _at(state: ClusterState, policy, *, ends: Mapping | None = None, **options):
+    """``simulator_at``, and the machine's ``Availability`` (its placements)."""
     now = float(state.time)
     avail = availability(state.system, state.unavailable, state.completing,
                          state.unavailable_bb)
@@ -103,7 +141,7 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
             queue.append(job)
     machine = avail.machine
     if machine is None or not avail.usable:
-        return WindowDecision((), None, None, tuple(set_aside), 0)
+        return None, {}, tuple(set_aside), avail
     running = [(job, end, state.placed.get(job.id)) for job, end in state.running]
     claimed = avail.claim(running)
     taken = [job for job, *_ in running] + list(state.starting) + queue + list(state.upcoming)
@@ -126,27 +164,8 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     if machine.capacity is not None:
         options["backfill"] = "none"
     sim = Simulator.at(now, machine, policy, queued, running, passed=dict(state.passed),
-                       upcoming=upcoming, **options)
-    free = sim.pool.free_nodes
-    given = {job.id: job for job in queue}
-    started: list[tuple[Job, str]] = []
-    placements: dict = {}
-    reservation: list = [None, None]
-
-    def on_start(s, e, rec):
-        job = given[rec.job.id]
-        started.append((job, rec.mode))
-        where = avail.placement(rec.allocation)
-        if where is not None:
-            placements[job.id] = where
-
-    sim.subscribe(Event.START, on_start)
-    sim.subscribe(Event.RESERVE, lambda s, e, payload: reservation.__setitem__(
-        slice(None), [given[payload[0].id], payload[1]]))
-    sim.schedule()
-    passed = {job.id: sim.records[job.id].passed for job in queue if job.id in sim.records}
-    return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
-                          passed)
+                       upcoming=upcoming, ends=ends, **options)
+    return sim, {job.id: job for job in queue}, tuple(set_aside), avail
 
 
 def _fresh_id(jobs: list[Job]) -> int | str:

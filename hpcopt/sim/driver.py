@@ -87,7 +87,7 @@ import math
 import threading
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from heapq import heappop, heappush
@@ -257,7 +257,8 @@ class Simulator:
     @classmethod
     def at(cls, time: float, system: System, policy, queue: Sequence[Job],
            running: Sequence[tuple[Job, float]] = (), *, passed: dict | None = None,
-           upcoming: Sequence[Job] = (), **options) -> Simulator:
+           upcoming: Sequence[Job] = (), ends: Mapping | None = None,
+           **options) -> Simulator:
         """A simulator in a given state, to decide one window (embedding, ``hpcopt decide``).
 
         ``queue`` are the waiting jobs (the base order sorts them); ``running`` pairs a job
@@ -266,8 +267,11 @@ class Simulator:
         one ``take`` makes, so on SSD classes the smallest nodes that fit); ``passed`` maps job
         ids to the times they were passed over (for a starvation bound); ``upcoming`` are
         submitted jobs whose ``earliest`` start is still to come (the future set of cloud
-        slots).  ``options`` are the constructor's.  Then ``schedule()`` is the pass the
-        driver would run at ``time``.  The given jobs' dependencies count as met: they are
+        slots).  ``ends`` maps running job ids to the times they really end (predicted, in a
+        forecast: ``hpcopt.sim.forecast``); each is kept within ``time`` and the estimated end,
+        and a running job not in it ends at its estimated end.  ``options`` are the
+        constructor's.  Then ``schedule()`` is the pass the driver would run at ``time``, and
+        ``run()`` runs on from there.  The given jobs' dependencies count as met: they are
         queued or running already.
         """
         sim = cls((), system, policy, **options)
@@ -285,7 +289,9 @@ class Simulator:
         sim._delay, sim._delay_of = 0.0, None
         for job, est_end, *allocation in running:
             remaining = max(0.0, float(est_end) - sim.now)
-            job = replace(job, runtime=remaining, walltime=remaining, deps=())
+            end = est_end if ends is None else ends.get(job.id, est_end)
+            job = replace(job, runtime=min(remaining, max(0.0, float(end) - sim.now)),
+                          walltime=remaining, deps=())
             sim._register(job)
             sim.start(job, READY, allocation[0] if allocation else None)
         sim._delay, sim._delay_of = delay, delay_of
@@ -325,6 +331,14 @@ class Simulator:
         if not time >= self.now:
             raise SimulationError(f"wake_at({time!r}): expected a time >= now ({self.now})")
         self._push(float(time), _WAKE, None)
+
+    @property
+    def next_event_time(self) -> float:
+        """The time of the next event (a submission, completion, tick or release); ``inf``
+        when nothing is left to happen.  The state stays as it is until then."""
+        events, i = self._events, self._next_trace
+        t = events[0][0] if events else math.inf
+        return min(t, self._trace[i].submit) if i < self._n_trace else t
 
     @property
     def running(self) -> Sequence[RunningJob]:

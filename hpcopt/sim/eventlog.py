@@ -82,13 +82,15 @@ class EventLog:
             self._file = None
 
 
-def run_logged(sim, events=None):
-    """``sim.run()``, with its events to ``events`` (a path or a callable) when given; the log
-    is closed, every row so far kept, however the run ends.  Returns ``sim``."""
+def run_logged(sim, events=None, run=None):
+    """``sim.run()`` (or ``run(sim)``), with its events to ``events`` (a path or a callable)
+    when given; the log is closed, every row so far kept, however the run ends.  Returns
+    what the run returns."""
+    run = type(sim).run if run is None else run
     if events is None:
-        return sim.run()
+        return run(sim)
     log = EventLog(events).attach(sim)
     try:
-        return sim.run()
+        return run(sim)
     finally:
         log.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SimulationError
+from .forecast import write_forecast_csv
 from .metrics import timeline, units_of, write_job_csv, write_timeline_csv
 
 
@@ -20,11 +21,12 @@ class SimulationResult:
     only needs the summary or ``write()`` never imports pandas."""
 
     def __init__(self, jobs: Any, summary: dict, settings: dict | None = None,
-                 cleaning: dict | None = None) -> None:
+                 cleaning: dict | None = None, forecasts: list[dict] | None = None) -> None:
         self._jobs = jobs  # a DataFrame, or a dict of columns until first use
         self.summary = summary
         self.settings = {} if settings is None else settings
         self.cleaning = cleaning
+        self.forecasts = forecasts  # rows of start forecasts along the run (forecast_every)
 
     @property
     def jobs(self):
@@ -61,7 +63,8 @@ class SimulationResult:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``jobs.csv`` and ``summary.json`` (metrics, their ``units``, settings,
-        cleaning) to ``out_dir``; times in both are seconds of the trace's clock."""
+        cleaning) to ``out_dir``, and ``forecasts.csv`` when the run made forecasts; times in
+        all are seconds of the trace's clock."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         jobs_csv, summary_json = out / "jobs.csv", out / "summary.json"
@@ -71,4 +74,6 @@ class SimulationResult:
         if self.cleaning is not None:
             doc["cleaning"] = self.cleaning
         summary_json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        if self.forecasts is not None:
+            write_forecast_csv(self.forecasts, out / "forecasts.csv")
         return jobs_csv, summary_json

@@ -491,7 +491,9 @@ class Adapter:
     nodes it was counted on (``ReqNodeList``) before its release.
     """
 
-    def __init__(self, policy, settings: Settings = Settings(), *, slurm: Slurm | None = None,
+    DEFAULT = Settings()  # the settings of an adapter given none
+
+    def __init__(self, policy, settings: Settings = DEFAULT, *, slurm: Slurm | None = None,
                  log=None, say: Callable[[str], None] | None = None, **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
@@ -541,6 +543,13 @@ class Adapter:
                        node_gres=slurm.node_gres() if st.ssd_gres else None,
                        node_features=slurm.node_features() if st.ssd_feature else None)
 
+    def read_state(self, snap: Snapshot | None = None) -> tuple[Snapshot, CycleState]:
+        """Read Slurm (``read``) into this partition's ``CycleState``: what a cycle decides
+        on, and forecasts start from (``hpcopt.slurm.forecast``).  Raises
+        ``SlurmCommandError`` when a read fails."""
+        snap = self._with_exclusions(self.read(snap))
+        return snap, cycle_state(snap, self.settings)
+
     def cycle(self, snap: Snapshot | None = None) -> CycleRecord:
         """One cycle: read, state, decide, release; returns its record (also written to
         ``log``).  ``snap``: Slurm as read for several partitions at once (``run_adapters``)
@@ -550,8 +559,7 @@ class Adapter:
         self.slurm.on_error = self._errors.append  # (adapters of several partitions share it)
         rec = CycleRecord(round(time.time(), 3), self.cycles, self.partition, self.dry_run)
         try:
-            snap = self._with_exclusions(self.read(snap))
-            state = cycle_state(snap, self.settings)
+            snap, state = self.read_state(snap)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read Slurm: {exc} (cycle skipped)")
         cluster = state.cluster

@@ -91,6 +91,10 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
                    help="further tries of a failed Slurm read (default 2)")
     add_policy_flags(r)
 
+    r.add_argument("--forecast-file", default=None, metavar="FILE.json",
+                   help="after each cycle, write every pending job's forecast start to FILE "
+                        "(as `hpcopt slurm forecast --json`; readable by every user)")
+    add_forecast_parser(ss, add_policy_flags)
     add_testbed_parser(ss)  # hpcopt.testbed.cli: `hpcopt slurm testbed start|stop`
 
     st = ss.add_parser("status", help="what the adapter is doing, from its log: last cycle, "
@@ -123,6 +127,31 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
     return s
 
 
+def add_forecast_parser(ss, add_policy_flags) -> None:
+    """``hpcopt slurm forecast``: the pending jobs' forecast starts (``hpcopt.slurm.forecast``)."""
+    f = ss.add_parser("forecast", help="when each pending job of the partition will start, "
+                                       "under the adapter's policy (a table, or --json)")
+    f.add_argument("--policy", default="fcfs", help="the adapter's policy (default fcfs)")
+    f.add_argument("--partition", default="batch", help="the managed partition (default batch)")
+    f.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None,
+                   help="the adapter's base order (default: the policy's)")
+    f.add_argument("--backfill", choices=["easy", "none"], default=None,
+                   help="the adapter's backfilling (default: the policy's)")
+    f.add_argument("--window", type=positive_int, default=None,
+                   help="the adapter's window W (default: the policy's)")
+    f.add_argument("--seed", type=int, default=None, help="the policy's and the draws' seed")
+    f.add_argument("--draws", type=positive_int, default=20,
+                   help="runs forward: the start is their median, the band their 10%% and 90%% "
+                        "quantiles (default 20)")
+    f.add_argument("--history-days", type=positive_seconds, default=14.0, metavar="D",
+                   help="days of accounting (sacct) the runtimes are predicted from (default 14)")
+    f.add_argument("--json", action="store_true",
+                   help='one JSON object: {"jobs": [{"id", "start", "p10", "p90", ...}]}')
+    f.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S")
+    f.add_argument("--retries", type=nonneg_int, default=2)
+    add_policy_flags(f)
+
+
 def cmd_slurm(args, policy_options: dict) -> int:
     """Run ``hpcopt slurm``; ``policy_options`` are the policy flags given (``{name: value}``)."""
     if args.slurm_command == "job-submit-lua":
@@ -145,6 +174,10 @@ def cmd_slurm(args, policy_options: dict) -> int:
         return 0
     if args.slurm_command == "testbed":
         return args.testbed_run(args)
+    if args.slurm_command == "forecast":
+        from .forecast import run_forecast
+
+        return run_forecast(args, policy_options)
     return _run(args, policy_options)
 
 
@@ -168,6 +201,7 @@ def _unit(args) -> int:
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
     from .adapter import Adapter, Settings, run_adapters
+    from .forecast import ForecastingAdapter
     from .lua import partition_names
     from .state import Slurm
 
@@ -202,10 +236,12 @@ def _run(args, options: dict) -> int:
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
                                 args.ssd_feature, topology, args.dry_run, lock,
                                 no_requeue=args.no_requeue)
-            adapters.append(Adapter(
+            kind, more = (Adapter, {}) if args.forecast_file is None else \
+                (ForecastingAdapter, {"forecast_file": args.forecast_file})
+            adapters.append(kind(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,
-                starvation_bound=args.starvation))
+                starvation_bound=args.starvation, **more))
         return run_adapters(adapters, args.interval, once=args.once,
                             release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     except OptionError:

@@ -1,0 +1,241 @@
+"""``hpcopt slurm forecast``: when each pending job of the managed partition will start.
+
+The forecast is ``hpcopt.sim.forecast.forecast`` (the driver and the policy run forward)
+on the state an adapter's cycle decides on (``Adapter.read``), under the policy and driver
+options of ``hpcopt slurm run``; so it follows hpcopt's own rule for the held jobs, which
+Slurm has no forecast for.  Runtimes are predicted from the runtime/limit ratios of ended
+jobs: from accounting (``sacct``, the jobs that ended in the last ``days`` days) where
+there is accounting, else from the jobs this process saw end (an adapter writing forecasts
+each cycle, ``ForecastingAdapter``), else every job runs to its limit.  Later submissions
+are not modelled.
+
+Each pending job gets a row: jobs hpcopt released that Slurm has not started start now; a
+job left held (by the administrator, waiting for a dependency, asking what hpcopt does not
+schedule) or too large for the partition's available nodes has no start and says why.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import HpcoptError
+from ..sim.forecast import forecast
+from ..sim.runtime_history import RuntimeHistory
+from .adapter import ACTIVE, STARTING, Adapter, CycleState, Settings, names_partition
+from .record import CycleRecord
+from .state import Slurm, SlurmCommandError, Snapshot
+
+SACCT_FIELDS = "JobIDRaw,UID,ElapsedRaw,TimelimitRaw,Start,End,State,Partition"
+ENDED = "CD,F,TO,CA,OOM,NF,PR,DL"
+
+
+def sacct_history(slurm: Slurm, partition: str, now: float, days: float = 14.0
+                  ) -> RuntimeHistory | None:
+    """The runtime/limit ratios of the partition's jobs that ran and ended in the last
+    ``days`` days, from accounting, in the order they ended; ``None`` without accounting."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now - days * 86400))
+    try:
+        text = slurm.call("sacct", "--allusers", "--parsable2", "--noheader", "-X",
+                          f"--format={SACCT_FIELDS}", f"--starttime={since}", "--endtime=now",
+                          f"--state={ENDED}", f"--partition={partition}", retry=False)
+    except SlurmCommandError:
+        return None  # no accounting storage (or slurmdbd down): no history from it
+    ended = []
+    for line in text.splitlines():
+        parts = line.split("|")
+        if len(parts) != 8:
+            continue
+        _, uid, elapsed, limit, start, end, _state, _ = parts
+        if not (uid.isdigit() and elapsed.isdigit() and limit.isdigit()) or start == "Unknown":
+            continue  # never started, or no limit (UNLIMITED, Partition_Limit)
+        ended.append((end, int(uid), float(elapsed), float(limit) * 60.0))
+    history = RuntimeHistory()
+    for _, uid, elapsed, limit in sorted(ended):  # ISO end times sort as text
+        history.add(uid, elapsed, limit)
+    return history
+
+
+def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy, history, *,
+                      draws: int = 20, seed: int = 0, **options) -> list[dict]:
+    """One row per pending job of ``partition`` (a pending array: one per task hpcopt
+    reads): ``id`` (the key Slurm's commands take), ``user`` (uid), ``nodes``, and
+    ``start``, ``p10``, ``p90`` (epoch seconds), or ``None`` with ``reason``; in submission
+    order (module docstring)."""
+    users = {str(j.id): j.user_id for j in snap.jobs}
+    users.update({str(key): e.records[0].user_id for key, e in state.entries.items()})
+    started = {str(j.id): j.start for j in snap.jobs if j.state in ACTIVE and j.start > 0}
+
+    def own(job):
+        return replace(job, user=users.get(str(job.id), -1))
+
+    cluster = state.cluster
+    assert cluster is not None  # (cycle_state sets it)
+    cluster = replace(cluster, queue=tuple(map(own, cluster.queue)),
+                      running=tuple((own(job), end) for job, end in cluster.running),
+                      starting=tuple(map(own, cluster.starting)))
+    at: dict = {job.id: started[str(job.id)] for job, _ in cluster.running
+                if str(job.id) in started}
+    got = {f.job: f for f in forecast(cluster, policy, history, started=at, draws=draws,
+                                      seed=seed, **options)}
+    entries: dict[int, list] = {}
+    for key, entry in state.entries.items():
+        entries.setdefault(entry.records[0].id, []).append(key)
+    now = cluster.time
+    rows = []
+    for j in sorted(snap.jobs, key=lambda j: (j.submit, j.id)):
+        if j.state != "PENDING" or not names_partition(j.partition, partition) \
+                or (j.het_id and j.het_offset):  # a hetjob is one row, at its leader
+            continue
+        if not j.held:
+            soon = j.key in state.starting and j.reason in STARTING
+            rows.append(_row(j.key, j, now if soon else None, None, None,
+                             None if soon else f"released, waiting: {j.reason}"))
+        elif j.id not in entries:
+            rows.append(_row(j.key, j, None, None, None, "left held by hpcopt (see the "
+                                                         "adapter's notes)"))
+        for key in entries.get(j.id, ()) if j.held else ():
+            f = got[key]
+            rows.append(_row(state.entries[key].key, j, f.start, f.p10, f.p90, f.reason,
+                             state.entries[key].job.nodes))
+    return rows
+
+
+def _row(key: str, j, start, p10, p90, reason, nodes: int | None = None) -> dict:
+    if start is not None and p10 is None:
+        p10 = p90 = start
+    return {"id": key, "user": j.user_id, "nodes": j.nodes if nodes is None else nodes,
+            "start": start, "p10": p10, "p90": p90, "reason": reason}
+
+
+def table_text(rows: list[dict], now: float) -> str:
+    """The rows as a table: id, user, nodes, forecast start (local time and in how long) and
+    the 10%-90% band."""
+    lines = [f"{'JOBID':>14} {'UID':>6} {'NODES':>5}  {'START':19} {'IN':>8}  "
+             f"{'10%':19}  {'90%':19}"]
+
+    def at(t):
+        return "-" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+    for r in rows:
+        if r["start"] is None:
+            lines.append(f"{r['id']:>14} {r['user']:>6} {r['nodes']:>5}  "
+                         f"no forecast: {r['reason']}")
+            continue
+        lines.append(f"{r['id']:>14} {r['user']:>6} {r['nodes']:>5}  {at(r['start']):19} "
+                     f"{max(0.0, r['start'] - now):7.0f}s  {at(r['p10']):19}  {at(r['p90']):19}")
+    return "\n".join(lines)
+
+
+def document(rows: list[dict], now: float, partition: str, source: str) -> dict:
+    """The JSON of ``--json`` and of the forecast file."""
+    return {"time": round(now, 3), "partition": partition, "history": source,
+            "jobs": [{**r, **{k: None if r[k] is None else round(r[k], 3)
+                              for k in ("start", "p10", "p90")}} for r in rows]}
+
+
+def write_public(path: str | Path, doc: dict) -> None:
+    """Replace ``path`` with ``doc`` at once (a reader never sees half a file), readable by
+    every user (mode 0644)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ForecastingAdapter(Adapter):
+    """An adapter that, after each cycle, writes every pending job's forecast to
+    ``forecast_file`` (``document``; world-readable), from the state the cycle read.  Its
+    history: accounting, read at the first cycle and every ``refresh`` seconds; without
+    accounting, the jobs it saw end (each one's runtime to within a cycle).  The forecasts
+    run a copy of the policy, so the decisions stay what they are without them."""
+
+    def __init__(self, policy, settings: Settings = Adapter.DEFAULT, *,
+                 forecast_file: str | Path, draws: int = 20, refresh: float = 600.0,
+                 **kwargs) -> None:
+        super().__init__(policy, settings, **kwargs)
+        self.forecast_file = Path(forecast_file)
+        self.draws, self.refresh = draws, refresh
+        self._last: tuple[Snapshot, CycleState] | None = None
+        self._history: RuntimeHistory | None = None
+        self._source = "limits"
+        self._read_at = -float("inf")
+        self._seen: dict[int, tuple[int, float, float]] = {}  # running: (uid, start, limit)
+        self._twin = copy.deepcopy(policy)  # forecasts leave the deciding policy as it is
+
+    def read_state(self, snap: Snapshot | None = None) -> tuple[Snapshot, CycleState]:
+        self._last = super().read_state(snap)
+        return self._last
+
+    def cycle(self, snap: Snapshot | None = None) -> CycleRecord:
+        self._last = None
+        rec = super().cycle(snap)
+        if self._last is not None:
+            snap, state = self._last
+            try:
+                history, source = self._learn(snap)
+                rows = pending_forecasts(snap, state, self.partition, self._twin, history,
+                                         draws=self.draws, **self.options)
+                write_public(self.forecast_file,
+                             document(rows, snap.time, self.partition, source))
+            except (HpcoptError, OSError) as exc:  # a forecast never stops the scheduling
+                self.say(f"cycle {self.cycles}: no forecasts written: {exc}")
+        return rec
+
+    def _learn(self, snap: Snapshot) -> tuple[RuntimeHistory | None, str]:
+        if snap.time - self._read_at >= self.refresh:
+            self._read_at = snap.time
+            accounted = sacct_history(self.slurm, self.partition, snap.time)
+            if accounted is not None:
+                self._history, self._source = accounted, "sacct"
+        if self._source == "sacct":
+            return self._history, "sacct"
+        mine = [j for j in snap.jobs if names_partition(j.partition, self.partition)]
+        now_running = {j.id: (j.user_id, j.start, j.limit) for j in mine
+                       if j.state in ACTIVE and j.start > 0 and j.limit}
+        for jid, (uid, start, limit) in self._seen.items():
+            if jid not in now_running:  # ended since the last cycle
+                if self._history is None:
+                    self._history = RuntimeHistory()
+                self._history.add(uid, min(limit, max(0.0, snap.time - start)), limit)
+        self._seen = now_running
+        if self._history is None:
+            return None, "limits"
+        return self._history, "jobs seen ending"
+
+
+def run_forecast(args, options: dict) -> int:
+    """``hpcopt slurm forecast``: one read, one forecast, a table or ``--json``."""
+    from ..policies import build_policy
+
+    slurm = Slurm(timeout=args.timeout, retries=args.retries, env=dict(os.environ))
+    policy = build_policy(args.policy, **options)
+    policy.reset(args.seed)
+    adapter = Adapter(policy, Settings(args.partition, dry_run=True), slurm=slurm,
+                      order=args.order, backfill=args.backfill, window=args.window)
+    snap, state = adapter.read_state()
+    history = sacct_history(slurm, args.partition, snap.time, args.history_days)
+    source = "sacct" if history is not None else "limits"
+    rows = pending_forecasts(snap, state, args.partition, policy, history, draws=args.draws,
+                             seed=args.seed or 0, **adapter.options)
+    if args.json:
+        print(json.dumps(document(rows, snap.time, args.partition, source)))
+    else:
+        print(f"partition {args.partition} at "
+              f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(snap.time))}: "
+              f"{len(rows)} pending, runtimes from "
+              f"{'accounting' if history is not None else 'the limits (no accounting)'}")
+        print(table_text(rows, snap.time))
+    return 0

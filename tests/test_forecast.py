@@ -1,0 +1,190 @@
+"""Start-time forecasts (``hpcopt.sim.forecast``): the driver run forward from a state.
+
+A hand-checked state where the forecast is exact (runtimes known from history) and the
+limit-based one is not; along a real trace slice (KTH-SP2): every waiting job gets a forecast
+at every forecast time, its band is ordered, the same seed gives the same forecasts, and
+nothing after the forecast's time (later arrivals, the actual runtimes of unfinished jobs)
+changes any forecast.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import hpcopt
+from hpcopt.domain import Job, System
+from hpcopt.policies import build_policy
+from hpcopt.sim.decide import ClusterState
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.forecast import forecast, replay_forecasts
+from hpcopt.sim.runtime_history import RuntimeHistory
+
+from .conftest import shared_file
+
+KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def hand_state():
+    """4 nodes at t=100: job 1 (4 nodes, limit 400) runs since 0; queued 2 (2 nodes, limit
+    200), 3 (4 nodes, limit 100), 4 (2 nodes, limit 1000); user 7's jobs run half their
+    limit."""
+    system = System(4)
+    running = ((Job(1, 0.0, 0.0, 400.0, 4, user=7), 400.0),)
+    queue = (Job(2, 10.0, 0.0, 200.0, 2, user=7), Job(3, 20.0, 0.0, 100.0, 4, user=7),
+             Job(4, 30.0, 0.0, 1000.0, 2, user=7))
+    return ClusterState(100.0, system, queue, running), {1: 0.0}
+
+
+def test_forecast_is_exact_when_runtimes_are_known():
+    # job 1 ends at 200; 2 starts (ends 300), 3 does not fit and is reserved at 400 (2's
+    # limit), 4 may not backfill (it would end after 400 on the nodes 3 needs); 3 starts
+    # when 2 really ends, 300, and ends at 350, when 4 starts
+    state, started = hand_state()
+    history = RuntimeHistory()
+    for _ in range(3):
+        history.add(7, 50.0, 100.0)
+    got = forecast(state, build_policy("fcfs"), history, started=started, draws=5)
+    assert [(f.job, f.p10, f.start, f.p90) for f in got] == [
+        (2, 200.0, 200.0, 200.0), (3, 300.0, 300.0, 300.0), (4, 350.0, 350.0, 350.0)]
+    # Slurm's assumption (every job runs to its limit): 1 ends at 400, 2 runs 400-600, ...
+    limits = forecast(state, build_policy("fcfs"), None, started=started)
+    assert [f.start for f in limits] == [400.0, 600.0, 700.0]
+    # and the truth, simulated with those runtimes from t=100, is the history's forecast
+    truth = Simulator.at(100.0, state.system, build_policy("fcfs"),
+                         [replace(j, runtime=j.walltime / 2) for j in state.queue],
+                         [(state.running[0][0], 400.0)], ends={1: 200.0}).run()
+    assert [truth.records[j].start for j in (2, 3, 4)] == [200.0, 300.0, 350.0]
+
+
+def test_running_job_draws_only_longer_runtimes_and_band_is_ordered():
+    state, started = hand_state()
+    history = RuntimeHistory()
+    for r in (0.1, 0.2, 0.9, 0.3, 0.6, 0.05):  # job 1 ran 100 of 400 s: 0.3, 0.6, 0.9 remain
+        history.add(7, r * 400, 400.0)
+    got = forecast(state, build_policy("fcfs"), history, started=started, draws=40, seed=3)
+    first = got[0]
+    assert 100.0 <= first.p10 <= first.start <= first.p90 <= 400.0
+    assert first.p10 >= 120.0  # 0.3 * 400: never a runtime it has outlived
+    assert all(f.p10 <= f.p50 == f.start <= f.p90 for f in got)
+    again = forecast(state, build_policy("fcfs"), history, started=started, draws=40, seed=3)
+    assert again == got
+
+
+def test_jobs_that_fit_now_start_now_on_an_idle_machine():
+    state = ClusterState(50.0, System(4), queue=(Job(1, 10.0, 0.0, 100.0, 2, user=1),
+                                                 Job(2, 20.0, 0.0, 100.0, 4, user=1)))
+    got = forecast(state, build_policy("fcfs"), None)
+    assert [(f.job, f.start) for f in got] == [(1, 50.0), (2, 150.0)]
+
+
+def test_job_that_cannot_fit_has_no_start_and_says_why():
+    state, started = hand_state()
+    state = replace(state, queue=state.queue + (Job(9, 50.0, 0.0, 10.0, 5),))
+    got = forecast(state, build_policy("fcfs"), None, started=started)
+    assert got[-1].start is None and "asks 5 nodes, 4 available" in got[-1].reason
+    assert all(f.start is not None for f in got[:-1])
+
+
+@pytest.fixture(scope="module")
+def kth():
+    trace = hpcopt.load_trace(shared_file(KTH), max_jobs=400)
+    return list(trace.jobs), trace.system
+
+
+def replay(jobs, system, policy="fcfs", every=1800.0, seed=0, **options):
+    """(time, queued ids, forecasts) at every forecast time of a run of ``jobs``."""
+    pol, twin = build_policy(policy, **options), build_policy(policy, **options)
+    sim = Simulator(jobs, system, pol)
+    seen = []
+
+    def on_state(state, known):
+        got = forecast(state, twin, known.history, started=known.started, draws=8, seed=seed)
+        seen.append((state.time, [j.id for j in state.queue], got))
+        return got
+
+    replay_forecasts(sim, every, on_state)
+    return seen, sim
+
+
+def test_every_waiting_job_gets_an_ordered_forecast_along_a_trace(kth):
+    seen, sim = replay(*kth)
+    assert len(seen) > 50
+    for time, queued, got in seen:
+        assert [f.job for f in got] == queued
+        for f in got:
+            assert time <= f.p10 <= f.start <= f.p90
+    # the run itself is the run without forecasts
+    plain = Simulator(*kth, build_policy("fcfs")).run()
+    assert {j: r.start for j, r in sim.records.items()} == \
+        {j: r.start for j, r in plain.records.items()}
+
+
+def test_same_seed_same_forecasts(kth):
+    a, _ = replay(*kth, policy="knapsack", seed=5)
+    b, _ = replay(*kth, policy="knapsack", seed=5)
+    assert a == b
+
+
+def test_nothing_after_the_forecast_time_changes_a_forecast(kth):
+    jobs, system = kth
+    t = jobs[250].submit
+    # later arrivals re-timed and resized, and every job still running or not started at t
+    # given another runtime (one that still ends after t)
+    rng = np.random.default_rng(1)
+    base, _ = replay(jobs, system)
+    real = dict(Simulator(jobs, system, build_policy("fcfs")).run().records)
+    changed = []
+    for j in jobs:
+        if j.submit > t:
+            run = float(rng.integers(1, 20000))
+            j = replace(j, submit=j.submit + float(rng.uniform(0, 5000)), runtime=run,
+                        walltime=run * 2, nodes=int(rng.integers(1, system.nodes + 1)))
+        elif real[j.id].end > t:  # unfinished at t: any runtime that ends after t
+            ran = t - real[j.id].start if real[j.id].start <= t else 0.0
+            j = replace(j, runtime=float(rng.uniform(min(ran + 1.0, j.walltime), j.walltime)))
+        changed.append(j)
+    other, _ = replay(changed, system)
+    before = [s for s in base if s[0] <= t]
+    assert len(before) > 20
+    assert [s for s in other if s[0] <= t] == before
+    # (and the check can fail: the changes do change the forecasts after t)
+    assert [s for s in other if s[0] > t] != [s for s in base if s[0] > t]
+
+
+def test_simulate_writes_forecasts_joined_with_real_starts(kth, tmp_path):
+    jobs, system = kth
+    res = hpcopt.simulate(jobs[:150], system=system, forecast_every=3600, forecast_draws=5)
+    rows = res.forecasts
+    assert rows and all(r["actual_start"] >= r["time"] for r in rows)
+    starts = dict(zip(res.jobs["job_id"], res.jobs["start"]))
+    assert all(r["actual_start"] == starts[r["job"]] for r in rows)
+    res.write(tmp_path)
+    with open(tmp_path / "forecasts.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(rows)
+    assert list(table[0]) == ["time", "job", "submit", "nodes", "walltime", "start", "p10",
+                              "p50", "p90", "actual_start"]
+
+
+def test_cli_forecasts_and_its_one_line_errors(tmp_path, capsys):
+    from hpcopt.cli import main
+
+    from .conftest import INSTANCES
+
+    demo = str(INSTANCES / "traces" / "demo.swf")
+    assert main(["simulate", demo, "--jobs", "120", "--forecast-every", "3600",
+                 "--forecast-draws", "4", "--out", str(tmp_path), "--no-progress"]) == 0
+    with open(tmp_path / "forecasts.csv") as f:
+        table = list(csv.DictReader(f))
+    assert table and all(float(r["p10"]) <= float(r["start"]) <= float(r["p90"])
+                         for r in table)
+    assert "forecasts.csv" in capsys.readouterr().out
+    assert main(["simulate", demo, "--forecast-every", "600", "--no-progress"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["simulate", demo, "--forecast-every", "0", "--out", str(tmp_path)])
+    assert "expected seconds > 0, got '0'" in capsys.readouterr().err
