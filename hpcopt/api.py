@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
 from .sim.metrics import job_columns, summarize
+from .sim.priority import SitePriority
 from .sim.result import SimulationResult
 
 
@@ -107,6 +109,7 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     ``Job``; ``ScenarioSettings.build``); ``events`` as in ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
+    run = _charged_to_groups(run, scenario.attributes.get("group"))
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     sim, pol, table = run_simulation(job_list, system, run, events=events,
                                      columns=_extra_columns(job_list, system,
@@ -118,6 +121,17 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}
     return SimulationResult(table, summary, settings, cleaning)
+
+
+def _charged_to_groups(run: RunSettings, groups: dict | None) -> RunSettings:
+    """``run`` with the site's priority order charging each job to its trace group (the
+    groups are the accounts of its fairshare), where the order names no accounts."""
+    order = run.driver.order
+    if order == "priority":
+        order = SitePriority()
+    if not isinstance(order, SitePriority) or order.accounts or not groups:
+        return run
+    return replace(run, driver=replace(run.driver, order=order.with_accounts(groups)))
 
 
 def run_simulation(jobs, system: System, run: RunSettings, *, events=None, columns=None,

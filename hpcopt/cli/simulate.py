@@ -38,7 +38,10 @@ def register(sub) -> None:
                         "S5-S7 (S2 + local SSD), seeded by --seed (default 0); the system "
                         "gets 5 GB of burst buffer per node unless --bb")
     m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
-    m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
+    m.add_argument("--order", choices=["fcfs", "sjf", "wfp", "priority"], default=None,
+                   help="base order; priority: Slurm's multifactor priority with the weights "
+                        "of --slurm-conf FILE (age, job size, fairshare with the trace's "
+                        "groups as accounts and its users under them, partition)")
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling on or off (default: the policy's, easy for most)")
     m.add_argument("--window", type=positive_int, default=None, help="window size W")
@@ -125,6 +128,8 @@ def run(args) -> int:
     from ..scenario import check_workload_name
 
     options = policy_options(args)
+    if args.order == "priority":
+        args.order = _site_priority(args, options)
     slurm_side = None
     if args.against_slurm:  # Slurm's options go to the Slurm side (hpcopt.site_compare)
         from ..site_compare import SLURM_OPTIONS
@@ -166,6 +171,16 @@ def run(args) -> int:
     if slurm_side is not None:
         _against_slurm(args, run, scenario, res, slurm_side, info)
     return _written(args, res, info)
+
+
+def _site_priority(args, options: dict):
+    """The order ``--order priority`` names: the weights of ``--slurm-conf`` (which goes to
+    the policy only where it is ``slurm``), else Slurm's defaults."""
+    from ..sim.priority import SitePriority  # (as in run)
+
+    conf = options.get("slurm_conf") if args.policy == "slurm" else options.pop("slurm_conf",
+                                                                                 None)
+    return SitePriority.from_conf(conf) if conf else "priority"
 
 
 def _against_slurm(args, run, scenario, res, options: dict, info) -> None:

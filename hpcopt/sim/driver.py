@@ -99,7 +99,7 @@ from hpcopt.errors import InvalidDecisionError, SimulationError
 
 from .context import PassContext
 from .easy import EasyBackfill
-from .orders import STATIC_KEYS, get_order
+from .orders import STATIC_KEYS, bind_order
 from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
@@ -163,8 +163,9 @@ class Simulator:
                                 launch_delay)
         self.settings = settings = DriverSettings.resolve(
             policy, options, capacity=system.capacity is not None)
-        self._key, self._static = get_order(settings.order)
-        self._tail_key = STATIC_KEYS.get(settings.order)  # None: compare by self._key
+        self._key, self._static = bind_order(settings.order, self)
+        # None: compare by self._key
+        self._tail_key = STATIC_KEYS.get(settings.order) if self._static else None
         self._one_pick = settings.one_pick
         self._waits_for_head = settings.waits_for_head
         # the launch delay in force (Simulator.at places running jobs without it)
