@@ -17,7 +17,7 @@ from operator import attrgetter
 from hpcopt.domain import Job
 from hpcopt.errors import SimulationError, closest
 
-from .priority import SitePriority
+from .priority import GivenPriority, SitePriority
 
 # a static order's key as one C-level call on the job (the driver compares new jobs with the
 # queue's tail by it); the key functions below are these with the (unused) time
@@ -94,9 +94,10 @@ def get_order(name: str):
 
 def bind_order(order, sim):
     """(key function, is_static) of ``order`` for the simulator ``sim``: a name of
-    ``ORDERS`` (``priority``: Slurm's defaults, under which every job ties: submit order) or
-    a ``SitePriority`` (the site's weights), bound to ``sim``'s events."""
-    if isinstance(order, SitePriority):
+    ``ORDERS`` (``priority``: Slurm's defaults, under which every job ties: submit order), a
+    ``SitePriority`` (the site's weights), bound to ``sim``'s events, or a ``GivenPriority``
+    (priorities computed outside)."""
+    if isinstance(order, (SitePriority, GivenPriority)):
         return order.bind(sim), False
     if order == "priority":
         return SitePriority().bind(sim), False

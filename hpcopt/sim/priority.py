@@ -272,3 +272,25 @@ class SitePriority:
             return (-job_priority(w, factors), job.submit, job.id)
 
         return key
+
+
+class GivenPriority:
+    """A base order by priorities computed outside the simulation (the Slurm adapter's,
+    from what Slurm publishes): ``values`` maps job ids to priorities, highest first; a job
+    without one counts as 0; ties by submission, then id."""
+
+    name = "priority"
+
+    def __init__(self, values: Mapping) -> None:
+        self.values = dict(values)
+
+    def __repr__(self) -> str:
+        return "priority"
+
+    def bind(self, sim) -> Callable[[Job, float], tuple]:
+        values = self.values
+
+        def key(job: Job, now: float) -> tuple:
+            return (-values.get(job.id, 0.0), job.submit, job.id)
+
+        return key

@@ -53,8 +53,10 @@ from functools import lru_cache
 from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
+from ..sim.priority import GivenPriority
 from .lock import PartitionLock
 from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
+from .priority import published_priority
 from .record import QUEUE_SHOWN, CycleRecord
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
@@ -532,9 +534,14 @@ class Adapter:
                                                for job in cluster.queue
                                                if str(job.id) in self._passed})
         _read_figures(rec, snap, state, cluster, self.settings.bb)
+        try:
+            options = self._with_site_priority(state)
+        except SlurmCommandError as exc:
+            return self._failed(rec, str(exc), f"cannot read Slurm's priority: {exc} (cycle "
+                                               "skipped)")
         c0 = time.perf_counter()
         try:
-            decision = decide(cluster, self.policy, **self.options)
+            decision = decide(cluster, self.policy, **options)
         except HpcoptError as exc:  # the policy failed on this state: nothing is released
             return self._failed(rec, f"policy: {exc}", f"the policy failed: {exc}")
         rec.decide_s = round(time.perf_counter() - c0, 4)
@@ -546,6 +553,17 @@ class Adapter:
         self._write_cycle(rec)
         self._say_cycle(rec, cluster.time)
         return rec
+
+    def _with_site_priority(self, state: CycleState) -> dict:
+        """The driver's options, with ``order="priority"`` made the priority Slurm would
+        give each held job now (``hpcopt.slurm.priority``: read from Slurm each cycle)."""
+        if self.options.get("order") != "priority":
+            return self.options
+        data = self.slurm.priority_data()
+        now = state.cluster.time
+        values = {jid: published_priority(entry.records[0], data, now)
+                  for jid, entry in state.entries.items()}
+        return {**self.options, "order": GivenPriority(values)}
 
     def _release_decided(self, rec: CycleRecord, state: CycleState, decision) -> None:
         """Re-read the jobs ``decision`` starts, pin and release those unchanged, hold again

@@ -42,8 +42,12 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
     r.add_argument("--release-on-exit", action="store_true",
                    help="on SIGINT/SIGTERM release every held job to Slurm's own scheduler "
                         "(default: they stay held)")
-    r.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None,
-                   help="base order (default: the policy's)")
+    r.add_argument("--order", choices=["fcfs", "sjf", "wfp", "priority"], default=None,
+                   help="base order; priority: the priority Slurm would give each held job "
+                        "(its multifactor weights from scontrol show config, fairshare from "
+                        "sshare, partition and QOS factors, nice, size, age), computed each "
+                        "cycle (default: priority when the cluster's PriorityType is "
+                        "priority/multifactor, else the policy's)")
     r.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling (default: the policy's, mostly easy)")
     r.add_argument("--window", type=positive_int, default=None,
@@ -190,6 +194,8 @@ def _run(args, options: dict) -> int:
         return _fault(f"--log {args.log}: {exc.strerror}")
     try:
         adapters = []
+        if args.order is None and slurm.priority_config().priority == "multifactor":
+            args.order = "priority"  # the site's own order
         for p in partitions:
             policy = build_policy(args.policy, **options)  # each partition its own
             policy.reset(args.seed)
