@@ -53,6 +53,7 @@ from functools import lru_cache
 from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
+from ..sim.limits import Who
 from ..sim.priority import GivenPriority
 from .lock import PartitionLock
 from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
@@ -536,8 +537,9 @@ class Adapter:
         _read_figures(rec, snap, state, cluster, self.settings.bb)
         try:
             options = self._with_site_priority(state)
+            cluster = self._with_site_limits(snap, state, cluster)
         except SlurmCommandError as exc:
-            return self._failed(rec, str(exc), f"cannot read Slurm's priority: {exc} (cycle "
+            return self._failed(rec, str(exc), f"cannot read the site's rules: {exc} (cycle "
                                                "skipped)")
         c0 = time.perf_counter()
         try:
@@ -565,10 +567,26 @@ class Adapter:
                   for jid, entry in state.entries.items()}
         return {**self.options, "order": GivenPriority(values)}
 
+    def _with_site_limits(self, snap: Snapshot, state: CycleState,
+                          cluster: ClusterState) -> ClusterState:
+        """``cluster`` with the association and QOS limits Slurm enforces (read each
+        cycle; ``hpcopt.sim.limits``), each job's account, user and QOS as Slurm lists
+        them.  Only the jobs of the managed partition count."""
+        limits = self.slurm.site_limits()
+        if not limits:
+            return cluster
+        who = {NumberedId(j.id): Who(j.account, j.user_name, j.qos) for j in snap.jobs}
+        for jid, entry in state.entries.items():
+            j = entry.records[0]
+            who[jid] = Who(j.account, j.user_name, j.qos)
+        return replace(cluster, limits=replace(limits, who=who))
+
     def _release_decided(self, rec: CycleRecord, state: CycleState, decision) -> None:
         """Re-read the jobs ``decision`` starts, pin and release those unchanged, hold again
         the requeued ones; the outcome goes into ``rec``."""
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
+        notes += [f"job {j.id} blocked by a limit ({why}): left held"
+                  for j, why in decision.blocked]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
         where = _where(state, decision)
         reheld, changed = self._rehold(state.rehold, notes), []

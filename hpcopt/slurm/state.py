@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..errors import HpcoptError, TraceError
+from ..sim.limits import Limit, SiteLimits
 from ..sim.slurmconf import SlurmConf, SlurmConfError, parse_slurm_conf
 from .topology import TopologyConfError, expand_hostlist
 
@@ -387,6 +388,22 @@ class Slurm:
         return PriorityData(conf, fairshare, partitions, qos, len(cpus), sum(cpus.values()),
                             whole)
 
+    def site_limits(self) -> SiteLimits | None:
+        """The association and QOS limits Slurm enforces (``AccountingStorageEnforce``
+        with ``limits``): ``sacctmgr show assoc`` and ``show qos``; ``None`` where it
+        enforces none."""
+        config = self.call("scontrol", "show", "config")
+        enforce = next((line.partition("=")[2].strip() for line in config.splitlines()
+                        if line.split("=")[0].strip() == "AccountingStorageEnforce"), "")
+        if "limits" not in enforce.lower():
+            return None
+        users, accounts = self.call("sacctmgr", "-n", "-P", "show", "assoc",
+                                    "format=account,user,maxjobs,grpjobs,grptres,maxwall",
+                                    parse=parse_assoc_limits)
+        qos = self.call("sacctmgr", "-n", "-P", "show", "qos",
+                        "format=name,grpjobs,grptres,maxwall", parse=parse_qos_limits)
+        return SiteLimits(users, accounts, qos)
+
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
         ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
@@ -491,6 +508,69 @@ def parse_node_cpus(text: str) -> dict[str, int]:
     for line in filter(None, (x.strip() for x in text.splitlines())):
         name, _, cpus = line.partition(" ")
         out[name] = _count(cpus.strip(), "sinfo -N", "CPUs")
+    return out
+
+
+def _limit(jobs: str, tres: str, wall: str, where: str) -> Limit:
+    """A ``Limit`` of sacctmgr's fields: a job count, ``GrpTRES`` (``cpu=8,node=2``) and
+    ``MaxWall`` (``[D-]HH:MM:SS``); empty fields set none."""
+    from ..traces.slurm import duration  # (as in parse_squeue_text)
+
+    caps = {}
+    for item in filter(None, tres.split(",")):
+        name, _, value = item.partition("=")
+        if name in ("node", "cpu"):
+            caps[name] = _count(value, where, f"GrpTRES {name}")
+    try:
+        seconds = duration(wall, where, "MaxWall") if wall.strip() else None
+    except TraceError as exc:
+        raise SlurmCommandError(str(exc)) from None
+    return Limit(jobs=_count(jobs, where, "jobs") if jobs.strip() else None,
+                 nodes=caps.get("node"), cpus=caps.get("cpu"), wall=seconds)
+
+
+def parse_assoc_limits(text: str) -> tuple[dict, dict]:
+    """``sacctmgr -n -P show assoc format=account,user,maxjobs,grpjobs,grptres,maxwall``:
+    the limits of each user association ((account, user): its ``MaxJobs``, its own
+    ``GrpJobs``/``GrpTRES`` and ``MaxWall``, else its account's ``MaxJobs`` and
+    ``MaxWall``, which users inherit) and of each account (``GrpJobs``, ``GrpTRES`` over
+    its users together)."""
+    rows = []
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        f = line.split("|")
+        if len(f) != 6:
+            raise SlurmCommandError(f"sacctmgr show assoc: unreadable line {line!r}")
+        rows.append(f)
+    accounts, inherited = {}, {}
+    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
+        if not user:
+            where = f"sacctmgr show assoc: account {account}"
+            accounts[account] = _limit(grp_jobs, grp_tres, "", where)
+            inherited[account] = (max_jobs, wall)
+    users = {}
+    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
+        if user:
+            up_jobs, up_wall = inherited.get(account, ("", ""))
+            where = f"sacctmgr show assoc: user {user} in account {account}"
+            own = _limit(max_jobs or up_jobs, grp_tres, wall or up_wall, where)
+            group = _limit(grp_jobs, "", "", where).jobs
+            if group is not None and (own.jobs is None or group < own.jobs):
+                own = Limit(group, own.nodes, own.cpus, own.wall)
+            users[(account, user)] = own
+    return ({k: v for k, v in users.items() if v}, {k: v for k, v in accounts.items() if v})
+
+
+def parse_qos_limits(text: str) -> dict:
+    """``sacctmgr -n -P show qos format=name,grpjobs,grptres,maxwall``: each QOS's limits
+    over all its jobs together."""
+    out = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        f = line.split("|")
+        if len(f) != 4:
+            raise SlurmCommandError(f"sacctmgr show qos: unreadable line {line!r}")
+        limit = _limit(f[1], f[2], f[3], f"sacctmgr show qos: {f[0]}")
+        if limit:
+            out[f[0]] = limit
     return out
 
 
