@@ -14,6 +14,7 @@ from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
+from .sim.limits import SiteLimits, Who
 from .sim.metrics import job_columns, summarize
 from .sim.priority import SitePriority
 from .sim.result import SimulationResult
@@ -109,7 +110,7 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     ``Job``; ``ScenarioSettings.build``); ``events`` as in ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
-    run = _charged_to_groups(run, scenario.attributes.get("group"))
+    run = _charged_to_groups(run, job_list, scenario.attributes.get("group"))
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     sim, pol, table = run_simulation(job_list, system, run, events=events,
                                      columns=_extra_columns(job_list, system,
@@ -123,15 +124,22 @@ def simulate_run(trace, run: RunSettings, *, events=None) -> SimulationResult:
     return SimulationResult(table, summary, settings, cleaning)
 
 
-def _charged_to_groups(run: RunSettings, groups: dict | None) -> RunSettings:
-    """``run`` with the site's priority order charging each job to its trace group (the
-    groups are the accounts of its fairshare), where the order names no accounts."""
-    order = run.driver.order
+def _charged_to_groups(run: RunSettings, jobs: list[Job], groups: dict | None
+                       ) -> RunSettings:
+    """``run`` with each job charged to its trace group (the groups are the site's
+    accounts, the users their users), in the site's priority order and limits where these
+    name no accounts."""
+    driver = run.driver
+    order, limits = driver.order, driver.limits
     if order == "priority":
         order = SitePriority()
-    if not isinstance(order, SitePriority) or order.accounts or not groups:
-        return run
-    return replace(run, driver=replace(run.driver, order=order.with_accounts(groups)))
+    if isinstance(order, SitePriority) and not order.accounts and groups:
+        driver = replace(driver, order=order.with_accounts(groups))
+    if isinstance(limits, SiteLimits) and not limits.who:
+        groups = groups or {}
+        driver = replace(driver, limits=replace(limits, who={
+            j.id: Who(str(groups.get(j.id, "")), str(j.user)) for j in jobs}))
+    return run if driver is run.driver else replace(run, driver=driver)
 
 
 def run_simulation(jobs, system: System, run: RunSettings, *, events=None, columns=None,

@@ -119,3 +119,33 @@ def test_sacctmgr_limits_read():
     assert accounts == {"acct_a": Limit(nodes=4), "acct_b": Limit(nodes=6, cpus=16)}
     assert parse_qos_limits("normal|||\nsmall|4|node=2|00:30:00\n") == {
         "small": Limit(jobs=4, nodes=2, wall=1800.0)}
+
+
+def test_cli_limits(tmp_path, capsys):
+    """``hpcopt simulate --limits``: a sacctmgr dump over the trace's groups and users."""
+    from pathlib import Path
+
+    from hpcopt.cli import main
+    from hpcopt.traces import load_trace
+
+    demo = str(Path(__file__).resolve().parent.parent / "instances" / "traces" / "demo.swf")
+    trace = load_trace(demo)
+    top = max({j.user for j in trace.jobs[:200]},
+              key=lambda u: sum(j.user == u for j in trace.jobs[:200]))
+    group = trace.attributes["group"][[j.user for j in trace.jobs].index(top)]
+    dump = tmp_path / "assoc.txt"
+    dump.write_text(f"{int(group)}|{top}|1|||\n")
+    out = tmp_path / "o"
+    assert main(["simulate", demo, "--jobs", "200", "--limits", str(dump), "--out", str(out),
+                 "--no-progress"]) == 0
+    import csv
+
+    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    mine = [(float(r["start"]), float(r["end"])) for r in rows if int(r["user"]) == top]
+    assert len(mine) > 2
+    for s, _ in mine:  # never two of the user's jobs at once
+        assert sum(1 for s2, e2 in mine if s2 <= s < e2) == 1
+    dump.write_text("only|three|fields\n")
+    assert main(["simulate", demo, "--limits", str(dump)]) != 0
+    err = capsys.readouterr().err
+    assert "--limits" in err and "unreadable line" in err and "Traceback" not in err
