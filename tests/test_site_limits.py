@@ -140,7 +140,8 @@ def test_cli_limits(tmp_path, capsys):
                  "--no-progress"]) == 0
     import csv
 
-    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    with open(out / "jobs.csv") as f:
+        rows = list(csv.DictReader(f))
     mine = [(float(r["start"]), float(r["end"])) for r in rows if int(r["user"]) == top]
     assert len(mine) > 2
     for s, _ in mine:  # never two of the user's jobs at once
