@@ -60,9 +60,10 @@ def test_limits_hold(site):
            "acct_c": [c.as_user("acct_c", "-N", "2", "-t", "1", sleep=6) for _ in range(3)],
            "acct_b": [c.as_user("acct_b", "-N", "2", "-t", "1", sleep=6) for _ in range(2)]}
     owner = {jid: acct for acct, jids in ids.items() for jid in jids}
-    adapter = c.adapter("fcfs")
+    adapter = c.adapter("fcfs", limits=True)
+    assert adapter.slurm.enforces_limits()
     limits = adapter.slurm.site_limits()
-    assert limits is not None and limits.accounts["acct_c"].nodes == 3
+    assert limits.accounts["acct_c"].nodes == 3
     assert limits.users["acct_a", USERS["acct_a"]].jobs == 1
     end = time.monotonic() + 120
     blocked_notes = 0

@@ -112,7 +112,8 @@ class Settings:
     request) or the prefix of the node features that are (``ssd_feature``: ``ssd128`` is
     128 GB, a job's constraint its request); the partition's network (``topology``,
     ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
-    ``lock``: the partition's lock file (``hpcopt.slurm.lock``)."""
+    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``limits``: honour the
+    association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
 
     partition: str = "batch"
     bb_license: str | None = None
@@ -122,6 +123,7 @@ class Settings:
     topology: SlurmTopology | None = None
     dry_run: bool = False
     lock: object = None
+    limits: bool = False
 
     def __post_init__(self) -> None:
         if self.bb_license is not None and self.bb_pool is not None:
@@ -569,10 +571,10 @@ class Adapter:
 
     def _with_site_limits(self, snap: Snapshot, state: CycleState,
                           cluster: ClusterState) -> ClusterState:
-        """``cluster`` with the association and QOS limits Slurm enforces (read each
+        """``cluster`` with the association and QOS limits (``Settings.limits``: read each
         cycle; ``hpcopt.sim.limits``), each job's account, user and QOS as Slurm lists
         them.  Only the jobs of the managed partition count."""
-        limits = self.slurm.site_limits()
+        limits = self.slurm.site_limits() if self.settings.limits else None
         if not limits:
             return cluster
         who = {NumberedId(j.id): Who(j.account, j.user_name, j.qos) for j in snap.jobs}

@@ -47,7 +47,8 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
                         "(its multifactor weights from scontrol show config, fairshare from "
                         "sshare, partition and QOS factors, nice, size, age), computed each "
                         "cycle (default: priority when the cluster's PriorityType is "
-                        "priority/multifactor, else the policy's)")
+                        "priority/multifactor with a weight set and the policy's own order "
+                        "is first come first served; else the policy's)")
     r.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling (default: the policy's, mostly easy)")
     r.add_argument("--window", type=positive_int, default=None,
@@ -168,8 +169,10 @@ def _unit(args) -> int:
 
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
+    from ..sim.protocol import policy_hooks
     from .adapter import Adapter, Settings, run_adapters
     from .lua import partition_names
+    from .priority import site_orders
     from .state import Slurm
 
     conf = os.environ.get("SLURM_CONF")
@@ -194,8 +197,10 @@ def _run(args, options: dict) -> int:
         return _fault(f"--log {args.log}: {exc.strerror}")
     try:
         adapters = []
-        if args.order is None and slurm.priority_config().priority == "multifactor":
+        if args.order is None and site_orders(slurm.priority_config()) and \
+                policy_hooks(build_policy(args.policy, **options)).order in (None, "fcfs"):
             args.order = "priority"  # the site's own order
+        limits = slurm.enforces_limits()  # the site's limits, where Slurm enforces them
         for p in partitions:
             policy = build_policy(args.policy, **options)  # each partition its own
             policy.reset(args.seed)
@@ -203,7 +208,7 @@ def _run(args, options: dict) -> int:
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
-                                args.ssd_feature, topology, args.dry_run, lock)
+                                args.ssd_feature, topology, args.dry_run, lock, limits)
             adapters.append(Adapter(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,

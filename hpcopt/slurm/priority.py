@@ -25,8 +25,16 @@ from hpcopt.sim.priority import (
     job_priority,
     size_factor,
 )
+from hpcopt.sim.slurmconf import SlurmConf
 
 from .state import PriorityData, SlurmJob
+
+
+def site_orders(conf: SlurmConf) -> bool:
+    """The cluster orders its queue by a multifactor priority with some weight set (with
+    every weight 0, Slurm 24.11's default, every job ties: submit order)."""
+    w = PriorityWeights.of(conf)
+    return w.multifactor and any((w.age, w.fairshare, w.job_size, w.partition, w.qos))
 
 
 def published_priority(job: SlurmJob, data: PriorityData, now: float) -> int:

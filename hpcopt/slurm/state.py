@@ -371,32 +371,38 @@ class Slurm:
         the weights (``conf``, else read), the fairshare factor of each association
         (``sshare -l -a -P``; none without accounting), each partition's and each QOS's
         factor, the cluster's nodes and processors, the partitions that give jobs whole
-        nodes."""
+        nodes.  A factor without weight is not read."""
         conf = self.priority_config() if conf is None else conf
-        try:
-            fairshare = self.call("sshare", "-l", "-a", "-P", parse=parse_sshare)
-        except SlurmCommandError:  # no slurmdbd: no associations, no fairshare
-            fairshare = None
-        try:
-            qos = self.call("sacctmgr", "-n", "-P", "show", "qos", "format=name,priority",
-                            parse=parse_qos_priorities)
-        except SlurmCommandError:
-            qos = {}
+        fairshare = qos = None
+        if conf.weight_fairshare:
+            try:
+                fairshare = self.call("sshare", "-l", "-a", "-P", parse=parse_sshare,
+                                      retry=False)
+            except SlurmCommandError:  # no slurmdbd: no associations, no fairshare
+                fairshare = None
+        if conf.weight_qos:
+            try:
+                qos = self.call("sacctmgr", "-n", "-P", "show", "qos",
+                                "format=name,priority", parse=parse_qos_priorities,
+                                retry=False)
+            except SlurmCommandError:
+                qos = None
         partitions, whole = self.call("scontrol", "-o", "show", "partition",
                                       parse=parse_partition_factors)
         cpus = self.call("sinfo", "-h", "-N", "-o", "%N %c", parse=parse_node_cpus)
-        return PriorityData(conf, fairshare, partitions, qos, len(cpus), sum(cpus.values()),
-                            whole)
+        return PriorityData(conf, fairshare, partitions, qos or {}, len(cpus),
+                            sum(cpus.values()), whole)
 
-    def site_limits(self) -> SiteLimits | None:
-        """The association and QOS limits Slurm enforces (``AccountingStorageEnforce``
-        with ``limits``): ``sacctmgr show assoc`` and ``show qos``; ``None`` where it
-        enforces none."""
+    def enforces_limits(self) -> bool:
+        """Slurm enforces association and QOS limits (``AccountingStorageEnforce`` with
+        ``limits``, in ``scontrol show config``)."""
         config = self.call("scontrol", "show", "config")
         enforce = next((line.partition("=")[2].strip() for line in config.splitlines()
                         if line.split("=")[0].strip() == "AccountingStorageEnforce"), "")
-        if "limits" not in enforce.lower():
-            return None
+        return "limits" in enforce.lower()
+
+    def site_limits(self) -> SiteLimits:
+        """The association and QOS limits: ``sacctmgr show assoc`` and ``show qos``."""
         users, accounts = self.call("sacctmgr", "-n", "-P", "show", "assoc",
                                     "format=account,user,maxjobs,grpjobs,grptres,maxwall",
                                     parse=parse_assoc_limits)
