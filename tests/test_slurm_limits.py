@@ -10,13 +10,11 @@ the cap).  ``acct_b`` has no limit: its user's two 2-node jobs run beside them.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from .slurm_fixtures import VERSIONS, Cluster, started_testbed, unix_user
+from .slurm_fixtures import VERSIONS, accounts_testbed
 
 pytestmark = pytest.mark.slow
 
@@ -24,34 +22,16 @@ USERS = {"acct_a": "hpcoptlma", "acct_b": "hpcoptlmb", "acct_c": "hpcoptlmc"}
 CONF = ("AccountingStorageEnforce=associations,limits",)
 
 
-class Site(Cluster):
-    def as_user(self, account: str, *args: str, sleep: int = 2) -> int:
-        env = [f"{k}={self.env[k]}" for k in ("SLURM_CONF", "PATH")]
-        p = subprocess.run(["runuser", "-u", USERS[account], "--", "env", *env, "sbatch",
-                            "--parsable", "-D", "/tmp", "-o", "/dev/null", "-A", account,
-                            *args, "--wrap", f"sleep {sleep}"],
-                           capture_output=True, text=True, timeout=30, cwd="/tmp")
-        assert p.returncode == 0, p.stderr
-        return int(p.stdout.strip().split(";")[0])
-
-
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def site(request):
-    if shutil.which("runuser") is None or shutil.which("useradd") is None:
-        pytest.skip("runuser and useradd are needed to act as unprivileged users")
-    with unix_user(USERS["acct_a"]), unix_user(USERS["acct_b"]), unix_user(USERS["acct_c"]), \
-            started_testbed(request.param, "limits", 8, cls=Site, accounting=True,
-                            scheduler="backfill", conf_extra=CONF) as c:
+    with accounts_testbed(request.param, "limits", USERS, scheduler="backfill",
+                          conf_extra=CONF) as c:
         c.run("sacctmgr", "-i", "add", "account", "acct_a,acct_b")
         c.run("sacctmgr", "-i", "add", "account", "acct_c", "GrpTRES=node=3")
         for account, user in USERS.items():
             extra = ["MaxJobs=1"] if account == "acct_a" else []
             c.run("sacctmgr", "-i", "add", "user", user, f"account={account}", *extra)
-        try:
-            yield c
-        finally:
-            for user in USERS.values():
-                c.run("scancel", "--quiet", "--user", user, check=False)
+        yield c
 
 
 def test_limits_hold(site):

@@ -14,8 +14,6 @@ hpcopt's computed values within one recalculation period of age, in the same ord
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -23,7 +21,7 @@ import pytest
 from hpcopt.slurm.priority import published_priority
 from hpcopt.slurm.state import Slurm
 
-from .slurm_fixtures import VERSIONS, Cluster, started_testbed, unix_user
+from .slurm_fixtures import VERSIONS, accounts_testbed
 
 pytestmark = pytest.mark.slow
 
@@ -37,32 +35,14 @@ CONF = ("PriorityType=priority/multifactor", f"PriorityWeightAge={WEIGHT_AGE}",
 TOLERANCE = WEIGHT_AGE * (CALC + 5) / MAX_AGE + 1
 
 
-class Site(Cluster):
-    def as_user(self, account: str, *args: str, sleep: int = 2) -> int:
-        env = [f"{k}={self.env[k]}" for k in ("SLURM_CONF", "PATH")]
-        p = subprocess.run(["runuser", "-u", USERS[account], "--", "env", *env, "sbatch",
-                            "--parsable", "-D", "/tmp", "-o", "/dev/null", "-A", account,
-                            *args, "--wrap", f"sleep {sleep}"],
-                           capture_output=True, text=True, timeout=30, cwd="/tmp")
-        assert p.returncode == 0, p.stderr
-        return int(p.stdout.strip().split(";")[0])
-
-
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def site(request):
-    if shutil.which("runuser") is None or shutil.which("useradd") is None:
-        pytest.skip("runuser and useradd are needed to act as unprivileged users")
-    with unix_user(USERS["acct_a"]), unix_user(USERS["acct_b"]), started_testbed(
-            request.param, "prio", 8, cls=Site, accounting=True, scheduler="backfill",
-            conf_extra=CONF) as c:
+    with accounts_testbed(request.param, "prio", USERS, scheduler="backfill",
+                          conf_extra=CONF) as c:
         c.run("sacctmgr", "-i", "add", "account", "acct_a,acct_b")
         for account, user in USERS.items():
             c.run("sacctmgr", "-i", "add", "user", user, f"account={account}")
-        try:
-            yield c
-        finally:
-            for user in USERS.values():
-                c.run("scancel", "--quiet", "--user", user, check=False)
+        yield c
 
 
 def test_site_priority_is_slurms(site):
