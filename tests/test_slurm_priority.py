@@ -7,7 +7,8 @@ A testbed with ``priority/multifactor`` (fairshare, age, job size and partition 
 own.  The user of ``acct_a`` runs the whole machine until ``sshare`` shows its usage; then
 both submit a 1-node and a 4-node job (held).  With the machine still busy the adapter
 releases nothing and reserves the head of the site's order: ``acct_b``'s 4-node job
-(fairshare, then size), where FCFS reserves the first submitted.  Then the four are
+(fairshare, then size), where FCFS reserves the first submitted; ``hpcopt slurm run``
+does the same without ``--order`` (the cluster's multifactor priority is its default).  Then the four are
 released by hand behind the busy machine, and Slurm's own priorities (``squeue``) equal
 hpcopt's computed values within one recalculation period of age, in the same order.
 """
@@ -68,6 +69,11 @@ def test_site_priority_is_slurms(site):
     assert site_rec.ok and not site_rec.released, site_rec
     assert site_rec.reserved["id"] == ids["acct_b", 4], (site_rec, ids)
     assert fcfs_rec.reserved["id"] == ids["acct_a", 1], (fcfs_rec, ids)
+    # the command's default order on this cluster is the site's
+    p = c.cli("run", "--policy", "fcfs", "--once", "--dry-run", "--lock",
+              str(c.dir / "cli.lock"))
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 0 and f"reserved {ids['acct_b', 4]} at" in out, (out, err)
 
     for jid in ids.values():  # Slurm's own numbers: released behind the busy machine
         c.run("scontrol", "release", str(jid))

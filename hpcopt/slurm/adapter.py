@@ -55,9 +55,10 @@ from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
 from ..sim.limits import Who
 from ..sim.priority import GivenPriority
+from ..sim.protocol import policy_hooks
 from .lock import PartitionLock
 from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
-from .priority import published_priority
+from .priority import published_priority, site_orders
 from .record import QUEUE_SHOWN, CycleRecord
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
@@ -465,11 +466,16 @@ class Adapter:
     (``hpcopt.slurm.state.Slurm``); ``log`` a text file taking one JSON line per cycle
     (``CycleRecord``); ``say`` prints one human line per cycle that released something (or
     would, with ``dry_run``).  With SSD or a topology each job started is pinned to the
-    nodes it was counted on (``ReqNodeList``) before its release.
+    nodes it was counted on (``ReqNodeList``) before its release.  ``site_rules``: at the
+    first cycle, ask Slurm whether to order by the site's priority (``--order priority``,
+    where no order is given, the cluster orders by a weighted multifactor priority and the
+    policy's own order is first come first served) and to honour its limits (where Slurm
+    enforces them).
     """
 
     def __init__(self, policy, settings: Settings = Settings(), *, slurm: Slurm | None = None,
-                 log=None, say: Callable[[str], None] | None = None, **options) -> None:
+                 log=None, say: Callable[[str], None] | None = None, site_rules: bool = False,
+                 **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
         if machine == "capacity":
@@ -491,6 +497,7 @@ class Adapter:
         self.quiet_for = 0.0  # run_adapters: the interval, when wake-ups may come
         self._excluded: dict[int, str] = {}  # job id: the nodes it excludes (_reread)
         self._last_said: dict | None = None
+        self._site_rules = site_rules  # still to be read from Slurm
         self._last_written = 0.0
 
     @property
@@ -538,6 +545,8 @@ class Adapter:
                                                if str(job.id) in self._passed})
         _read_figures(rec, snap, state, cluster, self.settings.bb)
         try:
+            if self._site_rules:
+                self._adopt_site_rules()
             options = self._with_site_priority(state)
             cluster = self._with_site_limits(snap, state, cluster)
         except SlurmCommandError as exc:
@@ -557,6 +566,15 @@ class Adapter:
         self._write_cycle(rec)
         self._say_cycle(rec, cluster.time)
         return rec
+
+    def _adopt_site_rules(self) -> None:
+        """The site's order and limits, as Slurm is configured (``site_rules``)."""
+        if "order" not in self.options and site_orders(self.slurm.priority_config()) and \
+                policy_hooks(self.policy).order in (None, "fcfs"):
+            self.options["order"] = "priority"
+        if self.slurm.enforces_limits():
+            self.settings = replace(self.settings, limits=True)
+        self._site_rules = False
 
     def _with_site_priority(self, state: CycleState) -> dict:
         """The driver's options, with ``order="priority"`` made the priority Slurm would

@@ -169,10 +169,8 @@ def _unit(args) -> int:
 
 def _run(args, options: dict) -> int:
     from ..policies import build_policy
-    from ..sim.protocol import policy_hooks
     from .adapter import Adapter, Settings, run_adapters
     from .lua import partition_names
-    from .priority import site_orders
     from .state import Slurm
 
     conf = os.environ.get("SLURM_CONF")
@@ -197,10 +195,6 @@ def _run(args, options: dict) -> int:
         return _fault(f"--log {args.log}: {exc.strerror}")
     try:
         adapters = []
-        if args.order is None and site_orders(slurm.priority_config()) and \
-                policy_hooks(build_policy(args.policy, **options)).order in (None, "fcfs"):
-            args.order = "priority"  # the site's own order
-        limits = slurm.enforces_limits()  # the site's limits, where Slurm enforces them
         for p in partitions:
             policy = build_policy(args.policy, **options)  # each partition its own
             policy.reset(args.seed)
@@ -208,11 +202,11 @@ def _run(args, options: dict) -> int:
             say = None if len(partitions) == 1 else \
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
-                                args.ssd_feature, topology, args.dry_run, lock, limits)
+                                args.ssd_feature, topology, args.dry_run, lock)
             adapters.append(Adapter(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,
-                starvation_bound=args.starvation))
+                starvation_bound=args.starvation, site_rules=True))
         return run_adapters(adapters, args.interval, once=args.once,
                             release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     except OptionError:
