@@ -8,9 +8,10 @@ own.  The user of ``acct_a`` runs the whole machine until ``sshare`` shows its u
 both submit a 1-node and a 4-node job (held).  With the machine still busy the adapter
 releases nothing and reserves the head of the site's order: ``acct_b``'s 4-node job
 (fairshare, then size), where FCFS reserves the first submitted; ``hpcopt slurm run``
-does the same without ``--order`` (the cluster's multifactor priority is its default).  Then the four are
-released by hand behind the busy machine, and Slurm's own priorities (``squeue``) equal
-hpcopt's computed values within one recalculation period of age, in the same order.
+does the same without ``--order`` (the cluster's multifactor priority is its default).
+Then the four are released by hand behind the busy machine, and Slurm's own priorities
+(``squeue``) equal hpcopt's computed values within one recalculation period of age, in
+the same order.
 """
 
 from __future__ import annotations
