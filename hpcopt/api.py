@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
 from .sim.forecast import forecast, forecast_rows, join_actual, recent_stream, replay_forecasts
+from .sim.limits import SiteLimits, Who
 from .sim.metrics import job_columns, summarize
+from .sim.priority import SitePriority
 from .sim.result import SimulationResult
 
 
@@ -122,6 +125,7 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
+    run = _charged_to_groups(run, job_list, scenario.attributes.get("group"))
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     rows: list = []
 
@@ -162,6 +166,24 @@ def _forecaster(run: RunSettings, policy, draws: int, stream: float | None):
                                              arrivals=arrivals, **options))
 
     return on_state
+
+
+def _charged_to_groups(run: RunSettings, jobs: list[Job], groups: dict | None
+                       ) -> RunSettings:
+    """``run`` with each job charged to its trace group (the groups are the site's
+    accounts, the users their users), in the site's priority order and limits where these
+    name no accounts."""
+    driver = run.driver
+    order, limits = driver.order, driver.limits
+    if order == "priority":
+        order = SitePriority()
+    if isinstance(order, SitePriority) and not order.accounts and groups:
+        driver = replace(driver, order=order.with_accounts(groups))
+    if isinstance(limits, SiteLimits) and not limits.who:
+        groups = groups or {}
+        driver = replace(driver, limits=replace(limits, who={
+            j.id: Who(str(groups.get(j.id, "")), str(j.user)) for j in jobs}))
+    return run if driver is run.driver else replace(run, driver=driver)
 
 
 def run_simulation(jobs, system: System, run: RunSettings, *, events=None, columns=None,

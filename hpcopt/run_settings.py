@@ -56,7 +56,7 @@ class RunSettings:
         """What a result records of this run (``SimulationResult.settings``): the policy's
         name, the driver settings it ran under, the seed, ``extra`` and the policy options
         (the policy's own, updated by the given ones)."""
-        return dict(policy=getattr(policy, "name", type(policy).__name__), order=driver.order,
+        return dict(policy=getattr(policy, "name", type(policy).__name__), order=str(driver.order),
                     backfill="easy" if driver.backfill else "none", window=driver.window,
                     starvation_bound=driver.starvation_bound, period=driver.period,
                     seed=self.seed, **extra,

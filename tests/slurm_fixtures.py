@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -207,6 +207,43 @@ class Cluster:
         return subprocess.Popen([*HPCOPT, "slurm", *args], env=self.env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 preexec_fn=default_signals, **kw)
+
+
+class Accounts(Cluster):
+    """A cluster whose jobs unprivileged users submit, each for one account: ``users``
+    maps each account to its user (made with ``unix_user``; ``sacctmgr`` associations are
+    the test's)."""
+
+    users: dict[str, str] = {}
+
+    def as_user(self, account: str, *args: str, sleep: int = 2) -> int:
+        env = [f"{k}={self.env[k]}" for k in ("SLURM_CONF", "PATH")]
+        p = subprocess.run(["runuser", "-u", self.users[account], "--", "env", *env,
+                            "sbatch", "--parsable", "-D", "/tmp", "-o", "/dev/null", "-A",
+                            account, *args, "--wrap", f"sleep {sleep}"],
+                           capture_output=True, text=True, timeout=30, cwd="/tmp")
+        assert p.returncode == 0, p.stderr
+        return int(p.stdout.strip().split(";")[0])
+
+
+@contextmanager
+def accounts_testbed(version: str, name: str, users: dict[str, str], **options):
+    """A testbed with accounting (``started_testbed``'s ``options``) as an ``Accounts`` whose
+    ``users`` exist as unprivileged users (skips without runuser and useradd); their jobs
+    are cancelled at the end."""
+    if shutil.which("runuser") is None or shutil.which("useradd") is None:
+        pytest.skip("runuser and useradd are needed to act as unprivileged users")
+    with ExitStack() as stack:
+        for user in users.values():
+            stack.enter_context(unix_user(user))
+        c = stack.enter_context(started_testbed(version, name, cls=Accounts, accounting=True,
+                                                **options))
+        c.users = dict(users)
+        try:
+            yield c
+        finally:
+            for user in users.values():
+                c.run("scancel", "--quiet", "--user", user, check=False)
 
 
 ENDED = ("COMPLETED", "CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL")

@@ -81,3 +81,18 @@ def test_scheduler_parameters_and_min_job_age():
     for bad in ("x y=1", "a=1\nSlurmUser=me", "Bad=1"):
         with pytest.raises(BedError, match="scheduler_parameters: expected key=value"):
             testbed.parse_scheduler_parameters(bad)
+
+
+def test_extra_conf_lines_replace_the_testbeds_own():
+    text = slurm_conf(Path("/tb"), 8, 4, 20000, "builtin", True, conf_extra=(
+        "PriorityType=priority/multifactor", "PriorityWeightAge=1000",
+        "MinJobAge=30", " AccountingStorageEnforce=associations,limits "))
+    lines = text.splitlines()
+    assert lines[-4:] == ["PriorityType=priority/multifactor", "PriorityWeightAge=1000",
+                          "MinJobAge=30", "AccountingStorageEnforce=associations,limits"]
+    assert [line for line in lines if line.startswith("MinJobAge")] == ["MinJobAge=30"]
+    for bad, why in (("PriorityType", "expected KEY=VALUE"), ("=3", "expected KEY=VALUE"),
+                     ("Weight Age=3", "expected KEY=VALUE"), ("MinJobAge=", "KEY=VALUE"),
+                     ("NodeName=n9 CPUs=1", "its own NodeName")):
+        with pytest.raises(BedError, match=why):
+            slurm_conf(Path("/tb"), 8, 4, 20000, "builtin", True, conf_extra=(bad,))

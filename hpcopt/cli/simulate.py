@@ -38,7 +38,15 @@ def register(sub) -> None:
                         "S5-S7 (S2 + local SSD), seeded by --seed (default 0); the system "
                         "gets 5 GB of burst buffer per node unless --bb")
     m.add_argument("--policy", default="fcfs", help="policy name (see 'hpcopt policies')")
-    m.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None, help="base order")
+    m.add_argument("--order", choices=["fcfs", "sjf", "wfp", "priority"], default=None,
+                   help="base order; priority: Slurm's multifactor priority with the weights "
+                        "of --slurm-conf FILE (age, job size, fairshare with the trace's "
+                        "groups as accounts and its users under them, partition)")
+    m.add_argument("--limits", default=None, metavar="FILE",
+                   help="the site's association limits: the output of sacctmgr -n -P show "
+                        "assoc format=account,user,maxjobs,grpjobs,grptres,maxwall, the "
+                        "trace's groups as accounts and its user numbers as users; a job a "
+                        "limit blocks waits")
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling on or off (default: the policy's, easy for most)")
     m.add_argument("--window", type=positive_int, default=None, help="window size W")
@@ -123,7 +131,8 @@ def run_settings(args, options: dict):
         policy=args.policy, policy_options=options,
         driver=DriverOptions(order=args.order, backfill=args.backfill, window=args.window,
                              starvation_bound=args.starvation,
-                             progress=not args.no_progress),
+                             progress=not args.no_progress,
+                             limits=_site_limits(args.limits)),
         seed=args.seed, warmup=args.warmup, cooldown=args.cooldown)
 
 
@@ -136,6 +145,8 @@ def run(args) -> int:
     from ..scenario import check_workload_name
 
     options = policy_options(args)
+    if args.order == "priority":
+        args.order = _site_priority(args, options)
     slurm_side = None
     if args.against_slurm:  # Slurm's options go to the Slurm side (hpcopt.site_compare)
         from ..site_compare import SLURM_OPTIONS
@@ -184,6 +195,34 @@ def run(args) -> int:
     if slurm_side is not None:
         _against_slurm(args, run, scenario, res, slurm_side, info)
     return _written(args, res, info)
+
+
+def _site_limits(path: str | None):
+    """The limits of ``--limits FILE`` (``None`` without one)."""
+    if path is None:
+        return None
+    from ..sim.limits import SiteLimits  # (as in run)
+    from ..slurm.state import SlurmCommandError, parse_assoc_limits
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise HpcoptError(f"--limits {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        users, accounts = parse_assoc_limits(text)
+    except SlurmCommandError as exc:
+        raise HpcoptError(f"--limits {path}: {exc}") from None
+    return SiteLimits(users, accounts)
+
+
+def _site_priority(args, options: dict):
+    """The order ``--order priority`` names: the weights of ``--slurm-conf`` (which goes to
+    the policy only where it is ``slurm``), else Slurm's defaults."""
+    from ..sim.priority import SitePriority  # (as in run)
+
+    conf = options.get("slurm_conf") if args.policy == "slurm" else options.pop("slurm_conf",
+                                                                                 None)
+    return SitePriority.from_conf(conf) if conf else "priority"
 
 
 def _against_slurm(args, run, scenario, res, options: dict, info) -> None:

@@ -37,6 +37,7 @@ import numpy as np
 
 from hpcopt.domain import Decision, Job, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
+from hpcopt.sim.priority import Factors, PriorityWeights, age_factor, job_priority, size_factor
 from hpcopt.sim.records import Event
 from hpcopt.sim.slurmconf import SlurmConf, SlurmConfError, read_slurm_conf
 
@@ -209,10 +210,12 @@ class SlurmScheduler(Policy):
             return list(jobs)
         total = self._units
 
-        def priority(job: Job) -> float:
-            age = min(1.0, max(0.0, now - job.submit) / conf.max_age) if conf.max_age else 1.0
-            size = (1 - (job.nodes - 1) / total) if conf.favor_small else job.nodes / total
-            return conf.weight_age * age + conf.weight_job_size * size
+        weights = PriorityWeights.of(conf)
+
+        def priority(job: Job) -> float:  # the one formula (hpcopt.sim.priority)
+            return job_priority(weights, Factors(
+                age=age_factor(job.submit, now, conf.max_age),
+                job_size=size_factor(job.nodes, total, conf.favor_small)))
 
         return sorted(jobs, key=lambda j: (-priority(j), j.submit))
 

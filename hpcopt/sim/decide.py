@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from hpcopt.domain import Job, System
 
 from .driver import Simulator
+from .limits import SiteLimits
 from .orders import total_ids
 from .records import Event
 from .resources import availability
@@ -46,7 +47,9 @@ class ClusterState:
     ``queue`` are the waiting jobs the policy may start, each at the size the resource manager
     will give it.  ``passed`` maps queued ids to the times they were passed over (the
     starvation bound); ``upcoming`` are cloud jobs submitted before ``time`` whose earliest
-    start is still to come; ``weights`` ``(w1, w2, end)`` go to the policy's ``set_weights``.
+    start is still to come; ``weights`` ``(w1, w2, end)`` go to the policy's ``set_weights``;
+    ``limits`` are the site's association and QOS limits (``hpcopt.sim.limits``), counted
+    over the running and starting jobs.
     """
 
     time: float
@@ -61,6 +64,7 @@ class ClusterState:
     passed: Mapping = field(default_factory=dict)
     upcoming: tuple[Job, ...] = ()
     weights: tuple[float, float, int | None] | None = None
+    limits: SiteLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,8 @@ class WindowDecision:
     (each with the reason), the nodes free before the decision, and on a topology the node
     ids each started job is placed on (``placements``, by job id); ``passed`` is each queued
     job's count of passes it was passed over after this one (for the next decision's
-    ``ClusterState.passed``: the starvation bound)."""
+    ``ClusterState.passed``: the starvation bound); ``blocked`` the queued jobs the site's
+    limits keep from starting now, each with the limit."""
 
     started: tuple[tuple[Job, str], ...]
     reserved: Job | None
@@ -80,6 +85,7 @@ class WindowDecision:
     free: int
     placements: Mapping = field(default_factory=dict)
     passed: Mapping = field(default_factory=dict)
+    blocked: tuple[tuple[Job, str], ...] = ()
 
 
 def decide(state: ClusterState, policy, **options) -> WindowDecision:
@@ -112,8 +118,9 @@ def decide(state: ClusterState, policy, **options) -> WindowDecision:
     sim.schedule()
     passed = {job.id: sim.records[job.id].passed for job in given.values()
               if job.id in sim.records}
+    blocked = tuple((given[job.id], why) for job, why in sim.blocked if job.id in given)
     return WindowDecision(tuple(started), *reservation, tuple(set_aside), free, placements,
-                          passed)
+                          passed, blocked)
 
 
 def simulator_at(state: ClusterState, policy, *, ends: Mapping | None = None, **options
@@ -161,10 +168,11 @@ def _at(state: ClusterState, policy, *, ends: Mapping | None = None, **options):
     if state.weights is not None and set_weights is not None:
         set_weights(*state.weights)
     options = {k: v for k, v in options.items() if v is not None}
+    limits = options.pop("limits", None) or state.limits  # a run's own, else the state's
     if machine.capacity is not None:
         options["backfill"] = "none"
     sim = Simulator.at(now, machine, policy, queued, running, passed=dict(state.passed),
-                       upcoming=upcoming, ends=ends, **options)
+                       upcoming=upcoming, ends=ends, limits=limits, **options)
     return sim, {job.id: job for job in queue}, tuple(set_aside), avail
 
 

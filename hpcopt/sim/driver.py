@@ -99,7 +99,7 @@ from hpcopt.errors import InvalidDecisionError, SimulationError
 
 from .context import PassContext
 from .easy import EasyBackfill
-from .orders import STATIC_KEYS, get_order
+from .orders import STATIC_KEYS, bind_order
 from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
@@ -121,16 +121,19 @@ class Simulator:
     jobs : iterable of Job, with unique ids and sizes not above the system.
     system : System.
     policy : a policy object (``decide(window) -> Decision``), see ``hpcopt.policies``.
-    order, backfill, window, starvation_bound, period, progress, launch_delay : the driver
-        settings (``hpcopt.sim.settings.DriverOptions``): base order ``fcfs``, ``sjf`` or
-        ``wfp``; ``"easy"`` or ``"none"``; W, the queued jobs the policy sees; K, a job
-        passed over K times is served first; passes only every ``period`` seconds (ticks);
-        a progress bar over completed jobs; seconds between a start decision and the job's
-        real start (a real resource manager's launch latency, ``hpcopt slurm run``'s cycle:
-        the job takes its resources at the decision and runs, and is planned, from the
-        decision plus the delay), or ``f(job) -> seconds`` for each start's own delay.
-        ``None`` leaves a setting to the policy's hooks.  They are resolved once into
-        ``settings`` (a frozen ``DriverSettings``).
+    order, backfill, window, starvation_bound, period, progress, launch_delay, limits : the
+        driver settings (``hpcopt.sim.settings.DriverOptions``): base order ``fcfs``,
+        ``sjf``, ``wfp`` or ``priority`` (``hpcopt.sim.orders``); ``"easy"`` or ``"none"``;
+        W, the queued jobs the policy sees; K, a job passed over K times is served first;
+        passes only every ``period`` seconds (ticks); a progress bar over completed jobs;
+        seconds between a start decision and the job's real start (a real resource
+        manager's launch latency, ``hpcopt slurm run``'s cycle: the job takes its
+        resources at the decision and runs, and is planned, from the decision plus the
+        delay), or ``f(job) -> seconds`` for each start's own delay; the site's
+        association and QOS limits (``hpcopt.sim.limits.SiteLimits``: each pass offers
+        only the jobs they admit now, ``blocked`` lists the others).  ``None`` leaves a
+        setting to the policy's hooks.  They are resolved once into ``settings`` (a frozen
+        ``DriverSettings``).
 
     A policy may define ``attach(sim)``: it is called once, first thing, so that it can
     prepare for the machine (a learned policy loads its checkpoint and sets its window) and
@@ -152,6 +155,7 @@ class Simulator:
         period: float | None = None,
         progress: bool = False,
         launch_delay: float | Callable[[Job], float] | None = None,
+        limits=None,
     ) -> None:
         self.system = system
         self.policy = policy
@@ -160,11 +164,12 @@ class Simulator:
         if attach is not None:
             attach(self)
         options = DriverOptions(order, backfill, window, starvation_bound, period, progress,
-                                launch_delay)
+                                launch_delay, limits)
         self.settings = settings = DriverSettings.resolve(
             policy, options, capacity=system.capacity is not None)
-        self._key, self._static = get_order(settings.order)
-        self._tail_key = STATIC_KEYS.get(settings.order)  # None: compare by self._key
+        self._key, self._static = bind_order(settings.order, self)
+        # None: compare by self._key
+        self._tail_key = STATIC_KEYS.get(settings.order) if self._static else None
         self._one_pick = settings.one_pick
         self._waits_for_head = settings.waits_for_head
         # the launch delay in force (Simulator.at places running jobs without it)
@@ -174,7 +179,10 @@ class Simulator:
         self._empty = make_pool(system)  # never touched: "can this job ever run here?"
         self._init_state()
         self._starts_prefix = self._prefix_rule()
+        self._limits = settings.limits
+        self.blocked: list[tuple[Job, str]] = []  # the last pass's jobs a limit blocked
         self._quiet_ok = (self._waits_for_head and self._static and settings.backfill
+                          and self._limits is None
                           and settings.starvation_bound is None
                           and self.pool.counts_only and not self._one_pick)
         self._load(jobs)
@@ -421,6 +429,10 @@ class Simulator:
             bar.total = len(self.records)
             bar.update(self._n_done - last)
             bar.close()
+        if self.queue and self.blocked:
+            job, why = self.blocked[0]
+            raise SimulationError(f"{len(self.queue)} job(s) can never start under the site's "
+                                  f"limits (first: job {job.id}, {why})")
         if self.queue:
             raise SimulationError(
                 f"policy {getattr(self.policy, 'name', self.policy)!r} left {len(self.queue)} "
@@ -512,6 +524,8 @@ class Simulator:
             return
         self.passes += 1
         ordered = queue if self._static else self.ordered_queue()
+        if self._limits is not None:
+            ordered = self._admitted(ordered)
         started: set[int] = set()
         reserve: Job | None = None
         shadow = extra = None
@@ -817,7 +831,14 @@ class Simulator:
         if not self.queue:
             return None
         self.passes += 1
-        return self.ordered_queue()
+        ordered = self.ordered_queue()
+        return ordered if self._limits is None else self._admitted(ordered)
+
+    def _admitted(self, ordered: list[Job]) -> list[Job]:
+        """The jobs of ``ordered`` the site's limits admit now (``hpcopt.sim.limits``); the
+        others are ``blocked`` for this pass."""
+        kept, self.blocked = self._limits.admissible(ordered, (r.job for r in self._run_vals))
+        return kept
 
     def _finish_pass(self, ordered: list[Job], started: set[int]) -> None:
         """Close a pass: started jobs leave the queue, the ``pass`` event is announced."""

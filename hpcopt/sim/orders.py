@@ -1,7 +1,9 @@
-"""Base queue orders: FCFS, SJF and ALCF's WFP.
+"""Base queue orders: FCFS, SJF, ALCF's WFP and the site's priority.
 
 An order is a sort key over (job, now).  Static orders (FCFS, SJF) do not depend on time, so
-the driver keeps the queue sorted by insertion; WFP is re-sorted at every pass.  Ties fall to
+the driver keeps the queue sorted by insertion; WFP and ``priority`` (Slurm's multifactor
+priority, ``hpcopt.sim.priority``: it follows the simulation's usage, so ``bind_order`` binds
+it to one simulator) are re-sorted at every pass.  Ties fall to
 the job id; where one workload mixes integer and text ids (the ``hpcopt/1`` protocol allows
 both), ``total_ids`` gives its integer ids a total order: integers before text, integers by
 value, text by code point.
@@ -14,6 +16,8 @@ from operator import attrgetter
 
 from hpcopt.domain import Job
 from hpcopt.errors import SimulationError, closest
+
+from .priority import GivenPriority, SitePriority
 
 # a static order's key as one C-level call on the job (the driver compares new jobs with the
 # queue's tail by it); the key functions below are these with the (unused) time
@@ -74,7 +78,8 @@ def wfp_key(job: Job, now: float):
     return (-((wait / max(job.walltime, 1.0)) ** 3) * job.nodes, job.submit, job.id)
 
 
-ORDERS = {"fcfs": (fcfs_key, True), "sjf": (sjf_key, True), "wfp": (wfp_key, False)}
+ORDERS = {"fcfs": (fcfs_key, True), "sjf": (sjf_key, True), "wfp": (wfp_key, False),
+          "priority": (None, False)}  # bound per simulator: bind_order
 
 
 def get_order(name: str):
@@ -85,3 +90,15 @@ def get_order(name: str):
         raise SimulationError(
             f"unknown order {name!r}; expected one of {sorted(ORDERS)}." + closest(name, ORDERS)
         ) from None
+
+
+def bind_order(order, sim):
+    """(key function, is_static) of ``order`` for the simulator ``sim``: a name of
+    ``ORDERS`` (``priority``: Slurm's defaults, under which every job ties: submit order), a
+    ``SitePriority`` (the site's weights), bound to ``sim``'s events, or a ``GivenPriority``
+    (priorities computed outside)."""
+    if isinstance(order, (SitePriority, GivenPriority)):
+        return order.bind(sim), False
+    if order == "priority":
+        return SitePriority().bind(sim), False
+    return get_order(order)

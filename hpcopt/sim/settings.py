@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from hpcopt.domain import Job
 from hpcopt.errors import SimulationError
@@ -23,7 +24,8 @@ class DriverOptions:
     for most; ``window`` W; ``starvation_bound`` K; ``period``: passes every so many seconds
     instead of at every event).  ``launch_delay`` is seconds between a start decision and
     the real start (or ``f(job) -> seconds``; ``None``: the policy's own, else 0);
-    ``progress`` shows a progress bar."""
+    ``progress`` shows a progress bar; ``limits`` are the site's association and QOS
+    limits (``hpcopt.sim.limits.SiteLimits``: a job a limit blocks does not start)."""
 
     order: str | None = None
     backfill: str | bool | None = None
@@ -32,10 +34,11 @@ class DriverOptions:
     period: float | None = None
     progress: bool = False
     launch_delay: float | Callable[[Job], float] | None = None
+    limits: Any = None
 
     def as_kwargs(self) -> dict:
         """The keyword arguments of ``Simulator`` these options stand for."""
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,9 @@ class DriverSettings:
     """One-pick: the job reserved when a pick does not fit (``picked`` or ``oldest``)."""
     waits_for_head: bool
     """The policy starts nothing while the head does not fit (passes may be skipped)."""
+    limits: Any = None
+    """The site's limits (``SiteLimits``; ``None``: none): each pass starts only the jobs
+    they admit."""
 
     @classmethod
     def resolve(cls, policy, options: DriverOptions, *, capacity: bool = False
@@ -111,4 +117,5 @@ class DriverSettings:
                    window=window, starvation_bound=bound, period=period,
                    progress=bool(options.progress), launch_delay=float(delay),
                    delay_of=delay_of, one_pick=one_pick, fit_only=bool(hooks.fit_only),
-                   reserve_rule=hooks.reserve_rule, waits_for_head=bool(hooks.waits_for_head))
+                   reserve_rule=hooks.reserve_rule, waits_for_head=bool(hooks.waits_for_head),
+                   limits=options.limits or None)

@@ -3,7 +3,7 @@
 
 ``read_slurm_conf(path)`` returns a frozen ``SlurmConf``: the scheduler type, the
 ``SchedulerParameters`` that shape Slurm's main scheduler and ``sched/backfill``, the
-priority plugin and its age and job-size weights, the cluster's licenses, the nodes (and
+priority plugin and its weights and decay half-life, the cluster's licenses, the nodes (and
 cores per node) of the default partition and whether it shares nodes core by core.  Every
 key the file leaves out takes Slurm's documented default; ``SchedulerParameters`` that the
 simulation does not model are kept in ``SlurmConf.ignored`` (docs/slurm-model.md lists them
@@ -74,9 +74,15 @@ class SlurmConf:
     sched_min_interval: float = 2e-6
     """Seconds between main-scheduler passes at least (Slurm: microseconds, default 2)."""
     priority: str = "basic"
-    """``basic`` (first come first served) or ``multifactor`` (age and job size only)."""
+    """``basic`` (first come first served) or ``multifactor`` (``hpcopt.sim.priority``)."""
     weight_age: float = 0.0
     weight_job_size: float = 0.0
+    weight_fairshare: float = 0.0
+    weight_partition: float = 0.0
+    weight_qos: float = 0.0
+    decay_half_life: float = 7 * 86400.0
+    """``PriorityDecayHalfLife``: seconds over which past usage loses half its weight in the
+    fairshare factor; 0: no decay."""
     max_age: float = 7 * 86400.0
     """``PriorityMaxAge``: the age at which the age factor reaches 1, seconds."""
     favor_small: bool = False
@@ -188,13 +194,19 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf",
         value, no = keys["schedulerparameters"]
         fields.update(parse_scheduler_parameters(value, f"{name}:{no}: SchedulerParameters"))
     for key, attr in (("priorityweightage", "weight_age"),
-                      ("priorityweightjobsize", "weight_job_size")):
+                      ("priorityweightjobsize", "weight_job_size"),
+                      ("priorityweightfairshare", "weight_fairshare"),
+                      ("priorityweightpartition", "weight_partition"),
+                      ("priorityweightqos", "weight_qos")):
         if key in keys:
             value, no = keys[key]
             fields[attr] = _field_number(value, f"{name}:{no}", key)
     if "prioritymaxage" in keys:
         value, no = keys["prioritymaxage"]
         fields["max_age"] = _duration(value, f"{name}:{no}: PriorityMaxAge")
+    if "prioritydecayhalflife" in keys:
+        value, no = keys["prioritydecayhalflife"]
+        fields["decay_half_life"] = _duration(value, f"{name}:{no}: PriorityDecayHalfLife")
     if "priorityfavorsmall" in keys:
         fields["favor_small"] = keys["priorityfavorsmall"][0].lower() in ("yes", "true", "1")
     if "licenses" in keys:

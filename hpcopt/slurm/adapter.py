@@ -53,8 +53,12 @@ from functools import lru_cache
 from ..domain import Job, NumberedId
 from ..errors import HpcoptError, OptionError
 from ..sim.decide import ClusterState, decide
+from ..sim.limits import Who
+from ..sim.priority import GivenPriority
+from ..sim.protocol import policy_hooks
 from .lock import PartitionLock
 from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
+from .priority import published_priority, site_orders
 from .record import QUEUE_SHOWN, CycleRecord
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
@@ -110,7 +114,8 @@ class Settings:
     128 GB, a job's constraint its request); the partition's network (``topology``,
     ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
     ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``no_requeue``: release
-    each job with ``Requeue=0``, so that its owner cannot requeue it."""
+    each job with ``Requeue=0``, so that its owner cannot requeue it; ``limits``: honour the
+    association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
 
     partition: str = "batch"
     bb_license: str | None = None
@@ -121,6 +126,7 @@ class Settings:
     dry_run: bool = False
     lock: object = None
     no_requeue: bool = False
+    limits: bool = False
 
     def __post_init__(self) -> None:
         if self.bb_license is not None and self.bb_pool is not None:
@@ -488,13 +494,18 @@ class Adapter:
     (``hpcopt.slurm.state.Slurm``); ``log`` a text file taking one JSON line per cycle
     (``CycleRecord``); ``say`` prints one human line per cycle that released something (or
     would, with ``dry_run``).  With SSD or a topology each job started is pinned to the
-    nodes it was counted on (``ReqNodeList``) before its release.
+    nodes it was counted on (``ReqNodeList``) before its release.  ``site_rules``: at the
+    first cycle, ask Slurm whether to order by the site's priority (``--order priority``,
+    where no order is given, the cluster orders by a weighted multifactor priority and the
+    policy's own order is first come first served) and to honour its limits (where Slurm
+    enforces them).
     """
 
     DEFAULT = Settings()  # the settings of an adapter given none
 
     def __init__(self, policy, settings: Settings = DEFAULT, *, slurm: Slurm | None = None,
-                 log=None, say: Callable[[str], None] | None = None, **options) -> None:
+                 log=None, say: Callable[[str], None] | None = None, site_rules: bool = False,
+                 **options) -> None:
         name = getattr(policy, "name", type(policy).__name__)
         machine = getattr(policy, "machine", None)
         if machine == "capacity":
@@ -516,6 +527,7 @@ class Adapter:
         self.quiet_for = 0.0  # run_adapters: the interval, when wake-ups may come
         self._excluded: dict[int, str] = {}  # job id: the nodes it excludes (_reread)
         self._last_said: dict | None = None
+        self._site_rules = site_rules  # still to be read from Slurm
         self._last_written = 0.0
 
     @property
@@ -568,9 +580,17 @@ class Adapter:
                                                for job in cluster.queue
                                                if str(job.id) in self._passed})
         _read_figures(rec, snap, state, cluster, self.settings.bb)
+        try:
+            if self._site_rules:
+                self._adopt_site_rules()
+            options = self._with_site_priority(state)
+            cluster = self._with_site_limits(snap, state, cluster)
+        except SlurmCommandError as exc:
+            return self._failed(rec, str(exc), f"cannot read the site's rules: {exc} (cycle "
+                                               "skipped)")
         c0 = time.perf_counter()
         try:
-            decision = decide(cluster, self.policy, **self.options)
+            decision = decide(cluster, self.policy, **options)
         except HpcoptError as exc:  # the policy failed on this state: nothing is released
             return self._failed(rec, f"policy: {exc}", f"the policy failed: {exc}")
         rec.decide_s = round(time.perf_counter() - c0, 4)
@@ -583,10 +603,46 @@ class Adapter:
         self._say_cycle(rec, cluster.time)
         return rec
 
+    def _adopt_site_rules(self) -> None:
+        """The site's order and limits, as Slurm is configured (``site_rules``)."""
+        if "order" not in self.options and site_orders(self.slurm.priority_config()) and \
+                policy_hooks(self.policy).order in (None, "fcfs"):
+            self.options["order"] = "priority"
+        if self.slurm.enforces_limits():
+            self.settings = replace(self.settings, limits=True)
+        self._site_rules = False
+
+    def _with_site_priority(self, state: CycleState) -> dict:
+        """The driver's options, with ``order="priority"`` made the priority Slurm would
+        give each held job now (``hpcopt.slurm.priority``: read from Slurm each cycle)."""
+        if self.options.get("order") != "priority":
+            return self.options
+        data = self.slurm.priority_data()
+        now = state.cluster.time
+        values = {jid: published_priority(entry.records[0], data, now)
+                  for jid, entry in state.entries.items()}
+        return {**self.options, "order": GivenPriority(values)}
+
+    def _with_site_limits(self, snap: Snapshot, state: CycleState,
+                          cluster: ClusterState) -> ClusterState:
+        """``cluster`` with the association and QOS limits (``Settings.limits``: read each
+        cycle; ``hpcopt.sim.limits``), each job's account, user and QOS as Slurm lists
+        them.  Only the jobs of the managed partition count."""
+        limits = self.slurm.site_limits() if self.settings.limits else None
+        if not limits:
+            return cluster
+        who = {NumberedId(j.id): Who(j.account, j.user_name, j.qos) for j in snap.jobs}
+        for jid, entry in state.entries.items():
+            j = entry.records[0]
+            who[jid] = Who(j.account, j.user_name, j.qos)
+        return replace(cluster, limits=replace(limits, who=who))
+
     def _release_decided(self, rec: CycleRecord, state: CycleState, decision) -> None:
         """Re-read the jobs ``decision`` starts, pin and release those unchanged, hold again
         the requeued ones; the outcome goes into ``rec``."""
         notes = state.notes + [f"job {j.id} {why}: left held" for j, why in decision.set_aside]
+        notes += [f"job {j.id} blocked by a limit ({why}): left held"
+                  for j, why in decision.blocked]
         picked = [(state.entries[job.id], mode) for job, mode in decision.started]
         where = _where(state, decision)
         reheld, changed = self._rehold(state.rehold, notes), []

@@ -42,8 +42,13 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
     r.add_argument("--release-on-exit", action="store_true",
                    help="on SIGINT/SIGTERM release every held job to Slurm's own scheduler "
                         "(default: they stay held)")
-    r.add_argument("--order", choices=["fcfs", "sjf", "wfp"], default=None,
-                   help="base order (default: the policy's)")
+    r.add_argument("--order", choices=["fcfs", "sjf", "wfp", "priority"], default=None,
+                   help="base order; priority: the priority Slurm would give each held job "
+                        "(its multifactor weights from scontrol show config, fairshare from "
+                        "sshare, partition and QOS factors, nice, size, age), computed each "
+                        "cycle (default: priority when the cluster's PriorityType is "
+                        "priority/multifactor with a weight set and the policy's own order "
+                        "is first come first served; else the policy's)")
     r.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling (default: the policy's, mostly easy)")
     r.add_argument("--window", type=positive_int, default=None,
@@ -241,7 +246,7 @@ def _run(args, options: dict) -> int:
             adapters.append(kind(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,
-                starvation_bound=args.starvation, **more))
+                starvation_bound=args.starvation, site_rules=True, **more))
         return run_adapters(adapters, args.interval, once=args.once,
                             release_on_exit=args.release_on_exit, wake_port=args.wake_port)
     except OptionError:

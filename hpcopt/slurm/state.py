@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..errors import HpcoptError, TraceError
+from ..sim.limits import Limit, SiteLimits
+from ..sim.slurmconf import SlurmConf, SlurmConfError, parse_slurm_conf
 from .topology import TopologyConfError, expand_hostlist
 
 NO_VALUE = 0xFFFFFFFE  # Slurm's INFINITE (and NO_VAL - 1) for a time limit in minutes
@@ -113,6 +115,12 @@ class SlurmJob:
     features: str = ""
     begin: float = 0.0  # eligible from (its begin time; a requeue sets one), 0: unknown
     excluded_nodes: str = ""
+    # what Slurm's multifactor priority reads of the job (hpcopt.slurm.priority)
+    account: str = ""
+    qos: str = ""
+    nice: int = 0
+    cpus: int = 0  # processors asked (0: unknown)
+    user_name: str = ""
 
     @property
     def held(self) -> bool:
@@ -368,6 +376,55 @@ class Slurm:
 
         return self.call("sinfo", "-N", "-h", "-o", f"%N|{field}", parse=parse)
 
+    def priority_config(self) -> SlurmConf:
+        """The cluster's priority plugin and weights (``scontrol show config``'s
+        ``Priority*`` lines, read as the slurm.conf reader reads a file)."""
+        return self.call("scontrol", "show", "config", parse=parse_priority_config)
+
+    def priority_data(self, conf: SlurmConf | None = None) -> PriorityData:
+        """What Slurm's multifactor priority of a job is computed from, besides the job:
+        the weights (``conf``, else read), the fairshare factor of each association
+        (``sshare -l -a -P``; none without accounting), each partition's and each QOS's
+        factor, the cluster's nodes and processors, the partitions that give jobs whole
+        nodes.  A factor without weight is not read."""
+        conf = self.priority_config() if conf is None else conf
+        fairshare = qos = None
+        if conf.weight_fairshare:
+            try:
+                fairshare = self.call("sshare", "-l", "-a", "-P", parse=parse_sshare,
+                                      retry=False)
+            except SlurmCommandError:  # no slurmdbd: no associations, no fairshare
+                fairshare = None
+        if conf.weight_qos:
+            try:
+                qos = self.call("sacctmgr", "-n", "-P", "show", "qos",
+                                "format=name,priority", parse=parse_qos_priorities,
+                                retry=False)
+            except SlurmCommandError:
+                qos = None
+        partitions, whole = self.call("scontrol", "-o", "show", "partition",
+                                      parse=parse_partition_factors)
+        cpus = self.call("sinfo", "-h", "-N", "-o", "%N %c", parse=parse_node_cpus)
+        return PriorityData(conf, fairshare, partitions, qos or {}, len(cpus),
+                            sum(cpus.values()), whole)
+
+    def enforces_limits(self) -> bool:
+        """Slurm enforces association and QOS limits (``AccountingStorageEnforce`` with
+        ``limits``, in ``scontrol show config``)."""
+        config = self.call("scontrol", "show", "config")
+        enforce = next((line.partition("=")[2].strip() for line in config.splitlines()
+                        if line.split("=")[0].strip() == "AccountingStorageEnforce"), "")
+        return "limits" in enforce.lower()
+
+    def site_limits(self) -> SiteLimits:
+        """The association and QOS limits: ``sacctmgr show assoc`` and ``show qos``."""
+        users, accounts = self.call("sacctmgr", "-n", "-P", "show", "assoc",
+                                    "format=account,user,maxjobs,grpjobs,grptres,maxwall",
+                                    parse=parse_assoc_limits)
+        qos = self.call("sacctmgr", "-n", "-P", "show", "qos",
+                        "format=name,grpjobs,grptres,maxwall", parse=parse_qos_limits)
+        return SiteLimits(users, accounts, qos)
+
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
         ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
@@ -403,6 +460,161 @@ def parse_partitions(text: str) -> tuple[dict[str, tuple[int, int]], str | None]
         had, cores = sizes.get(name, (0, c))
         sizes[name] = (had + n, min(cores, c))
     return sizes, default
+
+
+@dataclass(frozen=True)
+class PriorityData:
+    """What ``Slurm.priority_data`` read: ``fairshare`` maps (account, user) to Slurm's
+    fairshare factor (``None``: no accounting), ``partitions`` and ``qos`` map names to
+    their factors (each priority over the largest), ``nodes``/``cpus`` the cluster's;
+    ``whole_nodes`` the partitions with ``OverSubscribe=EXCLUSIVE``."""
+
+    conf: SlurmConf
+    fairshare: dict | None
+    partitions: dict
+    qos: dict
+    nodes: int
+    cpus: int
+    whole_nodes: frozenset = frozenset()
+
+
+def parse_priority_config(text: str) -> SlurmConf:
+    """The ``Priority*`` lines of ``scontrol show config`` (``Key = Value``) as a
+    ``SlurmConf``; unset values (``(null)``) are left out."""
+    lines = []
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if eq and key.startswith("Priority") and value not in _UNSET and " " not in value:
+            lines.append(f"{key}={value}")
+    try:
+        return parse_slurm_conf("\n".join(lines), "scontrol show config")
+    except SlurmConfError as exc:
+        raise SlurmCommandError(str(exc)) from None
+
+
+def parse_sshare(text: str) -> dict[tuple[str, str], float]:
+    """``sshare -l -a -P``: each user association's (account, user) fairshare factor."""
+    rows = [line.split("|") for line in text.splitlines() if line.strip()]
+    if not rows or "FairShare" not in rows[0] or "Account" not in rows[0]:
+        raise SlurmCommandError(f"sshare -l -a -P: no FairShare column in {text[:80]!r}")
+    head = rows[0]
+    a, u, f = head.index("Account"), head.index("User"), head.index("FairShare")
+    out = {}
+    for row in rows[1:]:
+        if len(row) != len(head):
+            raise SlurmCommandError(f"sshare -l -a -P: unreadable line {'|'.join(row)!r}")
+        if row[u] and row[f] not in _UNSET:
+            try:
+                out[(row[a].strip(), row[u])] = float(row[f])
+            except ValueError:
+                raise SlurmCommandError(f"sshare -l -a -P: unreadable FairShare {row[f]!r}"
+                                        ) from None
+    return out
+
+
+def _factors(priorities: dict[str, int]) -> dict[str, float]:
+    """Each priority over the largest (all 0 when the largest is 0), as Slurm normalizes
+    partition and QOS priorities."""
+    top = max(priorities.values(), default=0)
+    return {k: (v / top if top > 0 else 0.0) for k, v in priorities.items()}
+
+
+def parse_qos_priorities(text: str) -> dict[str, float]:
+    """``sacctmgr -n -P show qos format=name,priority``: each QOS's factor."""
+    out = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        name, _, prio = line.partition("|")
+        out[name] = _count(prio, "sacctmgr show qos", "Priority")
+    return _factors(out)
+
+
+def parse_partition_factors(text: str) -> tuple[dict[str, float], frozenset]:
+    """``scontrol -o show partition``: each partition's ``PriorityJobFactor`` over the
+    largest, and the partitions whose jobs get whole nodes (``OverSubscribe=EXCLUSIVE``)."""
+    out, whole = {}, set()
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        fields = dict(w.partition("=")[::2] for w in line.split() if "=" in w)
+        if "PartitionName" in fields:
+            name = fields["PartitionName"]
+            out[name] = _count(fields.get("PriorityJobFactor", "1"), "scontrol show partition",
+                               "PriorityJobFactor")
+            if fields.get("OverSubscribe", "").upper().startswith("EXCLUSIVE"):
+                whole.add(name)
+    return _factors(out), frozenset(whole)
+
+
+def parse_node_cpus(text: str) -> dict[str, int]:
+    """``sinfo -h -N -o '%N %c'``: each node's processors (a node in several partitions
+    is listed once per partition)."""
+    out = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        name, _, cpus = line.partition(" ")
+        out[name] = _count(cpus.strip(), "sinfo -N", "CPUs")
+    return out
+
+
+def _limit(jobs: str, tres: str, wall: str, where: str) -> Limit:
+    """A ``Limit`` of sacctmgr's fields: a job count, ``GrpTRES`` (``cpu=8,node=2``) and
+    ``MaxWall`` (``[D-]HH:MM:SS``); empty fields set none."""
+    from ..traces.slurm import duration  # (as in parse_squeue_text)
+
+    caps = {}
+    for item in filter(None, tres.split(",")):
+        name, _, value = item.partition("=")
+        if name in ("node", "cpu"):
+            caps[name] = _count(value, where, f"GrpTRES {name}")
+    try:
+        seconds = duration(wall, where, "MaxWall") if wall.strip() else None
+    except TraceError as exc:
+        raise SlurmCommandError(str(exc)) from None
+    return Limit(jobs=_count(jobs, where, "jobs") if jobs.strip() else None,
+                 nodes=caps.get("node"), cpus=caps.get("cpu"), wall=seconds)
+
+
+def parse_assoc_limits(text: str) -> tuple[dict, dict]:
+    """``sacctmgr -n -P show assoc format=account,user,maxjobs,grpjobs,grptres,maxwall``:
+    the limits of each user association ((account, user): its ``MaxJobs``, its own
+    ``GrpJobs``/``GrpTRES`` and ``MaxWall``, else its account's ``MaxJobs`` and
+    ``MaxWall``, which users inherit) and of each account (``GrpJobs``, ``GrpTRES`` over
+    its users together)."""
+    rows = []
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        f = line.split("|")
+        if len(f) != 6:
+            raise SlurmCommandError(f"sacctmgr show assoc: unreadable line {line!r}")
+        rows.append(f)
+    accounts, inherited = {}, {}
+    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
+        if not user:
+            where = f"sacctmgr show assoc: account {account}"
+            accounts[account] = _limit(grp_jobs, grp_tres, "", where)
+            inherited[account] = (max_jobs, wall)
+    users = {}
+    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
+        if user:
+            up_jobs, up_wall = inherited.get(account, ("", ""))
+            where = f"sacctmgr show assoc: user {user} in account {account}"
+            own = _limit(max_jobs or up_jobs, grp_tres, wall or up_wall, where)
+            group = _limit(grp_jobs, "", "", where).jobs
+            if group is not None and (own.jobs is None or group < own.jobs):
+                own = Limit(group, own.nodes, own.cpus, own.wall)
+            users[(account, user)] = own
+    return ({k: v for k, v in users.items() if v}, {k: v for k, v in accounts.items() if v})
+
+
+def parse_qos_limits(text: str) -> dict:
+    """``sacctmgr -n -P show qos format=name,grpjobs,grptres,maxwall``: each QOS's limits
+    over all its jobs together."""
+    out = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        f = line.split("|")
+        if len(f) != 4:
+            raise SlurmCommandError(f"sacctmgr show qos: unreadable line {line!r}")
+        limit = _limit(f[1], f[2], f[3], f"sacctmgr show qos: {f[0]}")
+        if limit:
+            out[f[0]] = limit
+    return out
 
 
 def parse_license_totals(text: str) -> dict[str, tuple[int, int]]:
@@ -611,6 +823,11 @@ def parse_job(j: dict) -> SlurmJob:
         features=_text(j.get("features"), where, "features"),
         begin=epoch(j.get("eligible_time"), where, "eligible_time"),
         excluded_nodes=_text(j.get("excluded_nodes"), where, "excluded_nodes"),
+        account=_text(j.get("account"), where, "account"),
+        qos=_text(j.get("qos"), where, "qos"),
+        nice=int(number(j.get("nice"), where, "nice") or 0),
+        cpus=_int(j.get("cpus"), where, "cpus"),
+        user_name=_text(j.get("user_name"), where, "user_name"),
     )
 
 
@@ -665,7 +882,8 @@ SQUEUE_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "Prior
                  "Partition", "SubmitTime", "StartTime", "TimeLimit", "NumNodes", "MaxNodes",
                  "NumTasks", "NodeList", "HetJobID", "HetJobOffset", "RestartCnt",
                  "Admin_Comment", "UserID", "Dependency", "Licenses", "ReqNodes",
-                 "tres-per-node", "Feature", "EligibleTime", "BurstBuffer")
+                 "tres-per-node", "Feature", "EligibleTime", "Account", "QOS", "Nice",
+                 "NumCPUs", "UserName", "BurstBuffer")
 _SEP, _END = "\x1f", "\x1e"
 SQUEUE_FORMAT = ",".join(f"{f}:{_SEP}" for f in SQUEUE_FIELDS[:-1]) + \
     f",{SQUEUE_FIELDS[-1]}:{_END}"
@@ -719,6 +937,13 @@ def _count(text: str, where: str, field: str, unset: int = 0) -> int:
     raise SlurmCommandError(f"{where}: unreadable {field}: {text!r}")
 
 
+def _signed(text: str, where: str, field: str) -> int:
+    """A signed count of the text read (a job's nice may be negative): 0 when unset."""
+    text = text.strip()
+    return -_count(text[1:], where, field) if text.startswith("-") else \
+        _count(text, where, field)
+
+
 def _words(text: str) -> str:
     return "" if text in _UNSET else text
 
@@ -728,7 +953,8 @@ def _text_job(f: list[str], duration, limits: dict, hosts: dict) -> SlurmJob:
     its time limit; ``limits`` and ``hosts`` keep the limits and host lists read."""
     (jid, array_id, task, state, reason, priority, partition, submit, start, limit, nodes,
      max_nodes, tasks, node_list, het_id, het_offset, restarts, mark, user, dependency,
-     licenses, required, gres, features, eligible, bb) = f
+     licenses, required, gres, features, eligible, account, qos, nice, cpus, user_name,
+     bb) = f
     where = f"squeue -O job {jid}"
     try:
         wall = limits[limit]
@@ -767,7 +993,9 @@ def _text_job(f: list[str], duration, limits: dict, hosts: dict) -> SlurmJob:
         user_id=_count(user, where, "UserID", -1), dependency=_words(dependency),
         licenses=_words(licenses), required_nodes=_words(required),
         burst_buffer=_words(bb), gres=_words(gres), features=_words(features),
-        begin=float(_count(eligible, where, "EligibleTime")))
+        begin=float(_count(eligible, where, "EligibleTime")), account=_words(account),
+        qos=_words(qos), nice=_signed(nice, where, "Nice"),
+        cpus=_count(cpus, where, "NumCPUs"), user_name=_words(user_name))
 
 
 def parse_sinfo(doc: dict) -> tuple[SlurmNode, ...]:

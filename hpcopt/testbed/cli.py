@@ -66,6 +66,11 @@ def add_testbed_parser(verbs) -> None:
                          "second they can)")
     ts.add_argument("--min-job-age", type=positive_int, default=600, metavar="S",
                     help="seconds a finished job stays in squeue (MinJobAge; default 600)")
+    ts.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra slurm.conf line (repeatable), replacing the testbed's own "
+                         "line of that key, e.g. --conf PriorityType=priority/multifactor "
+                         "--conf PriorityWeightFairshare=10000 --conf "
+                         "AccountingStorageEnforce=associations,limits")
     tp = tt.add_parser("stop", help="stop the testbed in DIR (by its pid files)")
     tp.add_argument("dir")
     t.set_defaults(testbed_run=cmd_testbed)
@@ -87,7 +92,8 @@ def cmd_testbed(args) -> int:
                          ssd_feature=args.ssd_feature,
                          shared=args.shared, wake_port=args.wake_port, split=args.split,
                          scheduler_parameters=args.scheduler_parameters,
-                         min_job_age=args.min_job_age, say=print)
+                         min_job_age=args.min_job_age, conf_extra=tuple(args.conf),
+                         say=print)
     print(f"{args.nodes} nodes up; use it with:\n"
           f"export PATH={conf.parent / 'bin'}:$PATH SLURM_CONF={conf}")
     return 0

@@ -17,7 +17,8 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
                shared: bool = False, epilog: Path | None = None, bb_pool: bool = False,
                ssd: list[tuple[int, int]] | None = None, ssd_feature: str | None = None,
                split: int | None = None, batch_sched_delay: int | None = None,
-               scheduler_parameters: str | None = None, min_job_age: int = 600) -> str:
+               scheduler_parameters: str | None = None, min_job_age: int = 600,
+               conf_extra: tuple[str, ...] = ()) -> str:
     """The cluster's ``slurm.conf`` (``port`` for slurmctld, the next ``nodes`` for slurmd;
     ``dbd_port``: accounting through the slurmdbd there; ``licenses``: ``Licenses=``;
     ``topology``: ``topology/tree`` from the ``topology.conf`` beside it; ``shared``: a
@@ -28,7 +29,9 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
     ``batch`` has the first K nodes, the managed partition ``batch2`` the others;
     ``batch_sched_delay``: Slurm's, the seconds a batch job's scheduling may wait, 3 unset;
     ``scheduler_parameters``: ``key=value,...`` over the testbed's own
-    ``SchedulerParameters``; ``min_job_age``: seconds a finished job stays in ``squeue``)."""
+    ``SchedulerParameters``; ``min_job_age``: seconds a finished job stays in ``squeue``;
+    ``conf_extra``: ``KEY=VALUE`` lines added last, each replacing the testbed's own line of
+    that key, e.g. ``PriorityType=priority/multifactor``)."""
     lines = [
         "ClusterName=hpcopt",
         "SlurmctldHost=localhost",
@@ -83,7 +86,23 @@ def slurm_conf(d: Path, nodes: int, cpus: int, port: int, scheduler: str,
         lines.append("GresTypes=ssd")
     lines += _node_lines(nodes, cpus, port, ssd, ssd_feature)
     lines += _partition_lines(nodes, split, shared)
+    extra = [check_conf_line(line) for line in conf_extra]
+    keys = {line.partition("=")[0].lower() for line in extra}
+    lines = [line for line in lines if line.partition("=")[0].lower() not in keys] + extra
     return "\n".join(lines) + "\n"
+
+
+def check_conf_line(line: str) -> str:
+    """A ``--conf`` line: ``KEY=VALUE`` with a slurm.conf key (letters first); node and
+    partition lines are the testbed's own."""
+    key, eq, value = line.strip().partition("=")
+    if not (eq and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", key) and value.strip()
+            and "\n" not in line):
+        raise TestbedError(f"--conf {line!r}: expected KEY=VALUE, e.g. "
+                           "PriorityType=priority/multifactor")
+    if key.lower() in ("nodename", "partitionname", "nodeset", "downnodes"):
+        raise TestbedError(f"--conf {line!r}: the testbed writes its own {key} lines")
+    return line.strip()
 
 
 def _scheduler_lines(scheduler: str, batch_sched_delay: int | None,

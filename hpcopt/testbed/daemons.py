@@ -42,6 +42,7 @@ from .common import (
 )
 from .config import (
     burst_buffer_files,
+    check_conf_line,
     licenses_option,
     parse_bb_pool,
     parse_scheduler_parameters,
@@ -93,7 +94,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
           wake_port: int | None = None, bb_pool: str | None = None, ssd: str | None = None,
           ssd_feature: str | None = None, split: int | None = None,
           batch_sched_delay: int | None = None, scheduler_parameters: str | None = None,
-          min_job_age: int = 600, say=None) -> Path:
+          min_job_age: int = 600, conf_extra: tuple[str, ...] = (), say=None) -> Path:
     """Start the cluster in ``directory`` (created); returns the path of its slurm.conf.
     ``slurm="24.11"`` builds the chroot in ``chroot_cache`` first when it is not there.
 
@@ -116,7 +117,9 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
     a batch job's scheduling may be put off; Slurm's default 3 s); ``scheduler_parameters``
     (``"sched_min_interval=0"``) are set over the testbed's own ``SchedulerParameters``;
     ``min_job_age`` is how many seconds a finished job stays in ``squeue`` (Slurm's
-    ``MinJobAge``)."""
+    ``MinJobAge``); ``conf_extra`` are ``KEY=VALUE`` lines over the slurm.conf (each
+    replaces the testbed's own line of that key: ``config.check_conf_line``)."""
+    conf_extra = tuple(check_conf_line(line) for line in conf_extra)
     lic, pool, classes = _checked_options(
         nodes, scheduler=scheduler, slurm=slurm, licenses=licenses, bb_pool=bb_pool, ssd=ssd,
         ssd_feature=ssd_feature, split=split, scheduler_parameters=scheduler_parameters,
@@ -141,7 +144,7 @@ def start(directory: str | Path, nodes: int = 8, *, cpus: int = 4, port: int | N
                                epilog=d / "wake-epilog.sh" if wake_port is not None else None,
                                split=split, batch_sched_delay=batch_sched_delay,
                                scheduler_parameters=scheduler_parameters,
-                               min_job_age=min_job_age))
+                               min_job_age=min_job_age, conf_extra=conf_extra))
     _write_files(d, root, nodes=nodes, wake_port=wake_port, switch_size=switch_size,
                  pod_size=pod_size, pool=pool, split=split)
     (d / "testbed.json").write_text(json.dumps({  # what info() reads

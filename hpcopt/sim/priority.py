@@ -1,0 +1,296 @@
+"""Slurm's multifactor job priority (``priority/multifactor``): one implementation for the
+simulator (the base order ``priority``) and the Slurm adapter.
+
+A job's priority is the sum of its site factor, each normalized factor (0 to 1) times its
+weight from the ``slurm.conf`` (``PriorityWeight*``), less its nice value::
+
+    site + W_age * age + W_fairshare * fairshare + W_job_size * size
+         + W_partition * partition + W_qos * qos - nice
+
+- **age**: seconds since the job became eligible over ``PriorityMaxAge``, at most 1;
+- **job size**: the mean of the job's share of the nodes and (where its processors are
+  known) of the processors; with ``PriorityFavorSmall`` each share is ``(total - asked) /
+  total`` instead;
+- **partition**, **QOS**: the partition's ``PriorityJobFactor`` and the QOS's priority,
+  each over the largest among the partitions or QOSes (the adapter reads them from Slurm;
+  a simulated machine is one partition, factor 1, and the ``normal`` QOS, factor 0);
+- **fairshare**: in the adapter Slurm's own factor of the job's association (``sshare``:
+  classic or fair tree, whichever the site runs); in the simulator the classic formula
+  ``2 ** (-U / S)`` over associations made of the trace (``SitePriority``).
+
+Not modelled: TRES weights (``PriorityWeightTRES``), the association factor
+(``PriorityWeightAssoc``), ``PriorityFlags`` (``SMALL_RELATIVE_TO_TIME``, ``ACCRUE_ALWAYS``,
+``MAX_TRES``, ...), ``PriorityUsageResetPeriod``, and in the simulator the fair-tree ranking
+(Slurm's default since 19.05) and account trees deeper than account -> user.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hpcopt.domain import Job
+
+from .records import Event
+from .slurmconf import SlurmConf, read_slurm_conf
+
+
+@dataclass(frozen=True)
+class PriorityWeights:
+    """The site's weights and the settings the factors are computed under (slurm.conf(5));
+    every default is Slurm's."""
+
+    age: float = 0.0
+    fairshare: float = 0.0
+    job_size: float = 0.0
+    partition: float = 0.0
+    qos: float = 0.0
+    max_age: float = 7 * 86400.0
+    """``PriorityMaxAge``, seconds: the age at which the age factor reaches 1."""
+    favor_small: bool = False
+    """``PriorityFavorSmall``."""
+    half_life: float = 7 * 86400.0
+    """``PriorityDecayHalfLife``, seconds (0: usage never decays)."""
+    multifactor: bool = True
+    """``PriorityType=priority/multifactor``; under ``priority/basic`` every factor is 0."""
+
+    @classmethod
+    def of(cls, conf: SlurmConf) -> PriorityWeights:
+        """The weights of a ``slurm.conf`` read by ``hpcopt.sim.slurmconf``."""
+        return cls(age=conf.weight_age, fairshare=conf.weight_fairshare,
+                   job_size=conf.weight_job_size, partition=conf.weight_partition,
+                   qos=conf.weight_qos, max_age=conf.max_age, favor_small=conf.favor_small,
+                   half_life=conf.decay_half_life, multifactor=conf.priority == "multifactor")
+
+
+@dataclass(frozen=True)
+class Factors:
+    """One job's normalized factors (each 0 to 1), its nice value and its site factor."""
+
+    age: float = 0.0
+    fairshare: float = 0.0
+    job_size: float = 0.0
+    partition: float = 0.0
+    qos: float = 0.0
+    nice: int = 0
+    site: int = 0
+
+
+def job_priority(weights: PriorityWeights, factors: Factors) -> float:
+    """The job's priority: the weighted sum of its factors (module docstring).  Slurm keeps
+    the integer part; this is the exact value."""
+    if not weights.multifactor:
+        return 0.0
+    w, f = weights, factors
+    return (f.site + w.age * f.age + w.fairshare * f.fairshare + w.job_size * f.job_size
+            + w.partition * f.partition + w.qos * f.qos - f.nice)
+
+
+def age_factor(eligible: float, now: float, max_age: float) -> float:
+    """Seconds since ``eligible`` over ``max_age``, between 0 and 1 (1 when ``max_age`` is
+    0)."""
+    if max_age <= 0:
+        return 1.0
+    return min(1.0, max(0.0, now - eligible) / max_age)
+
+
+def size_factor(nodes: int, total_nodes: int, favor_small: bool = False, cpus: int = 0,
+                total_cpus: int = 0) -> float:
+    """The job-size factor: the mean of the node share and (when ``cpus`` and
+    ``total_cpus`` are known) the processor share; each share is ``(total - asked) / total``
+    under ``favor_small``.  Between 0 and 1."""
+    def share(asked: int, total: int) -> float:
+        return (total - asked) / total if favor_small else asked / total
+
+    value = share(nodes, total_nodes)
+    if cpus and total_cpus:
+        value = (value + share(cpus, total_cpus)) / 2
+    return min(1.0, max(0.0, value))
+
+
+def classic_fairshare(usage: float, shares: float) -> float:
+    """Slurm's classic fairshare factor ``2 ** (-usage / shares)`` of an association's
+    normalized effective usage and normalized shares (no shares: 0)."""
+    if shares <= 0:
+        return 0.0
+    return 2.0 ** (-usage / shares)
+
+
+def decayed(half_life: float, seconds: float) -> float:
+    """What one unit of usage weighs ``seconds`` later (1 without decay)."""
+    return 0.5 ** (seconds / half_life) if half_life > 0 else 1.0
+
+
+def accrued(rate: float, start: float, end: float, now: float, half_life: float) -> float:
+    """Usage at ``now`` of ``rate`` processors busy from ``start`` to ``end`` (capped at
+    ``now``), decayed continuously with ``half_life`` (Slurm decays every
+    ``PriorityCalcPeriod``; this is the limit of short periods)."""
+    end = min(end, now)
+    if end <= start:
+        return 0.0
+    if half_life <= 0:
+        return rate * (end - start)
+    tau = half_life / math.log(2)
+    return rate * tau * (decayed(half_life, now - end) - decayed(half_life, now - start))
+
+
+class Usage:
+    """Decayed usage of the associations (account, user) of one simulation: what the jobs
+    that started before ``now`` used up to ``now``, and nothing else.  An association
+    exists from its first submitted job on, with one share (sacctmgr's default)."""
+
+    def __init__(self, half_life: float) -> None:
+        self.half_life = half_life
+        self._done: dict[tuple, float] = {}  # association -> usage of ended jobs at _at
+        self._at = -math.inf
+        self._running: dict = {}  # job id -> (association, processors, start)
+        self.users: dict[str, dict] = {}  # account -> {user: shares}
+
+    def join(self, account, user) -> None:
+        """The association (account, user) exists from now on."""
+        self.users.setdefault(account, {}).setdefault(user, 1.0)
+
+    def start(self, job_id, assoc: tuple, rate: float, start: float) -> None:
+        self._running[job_id] = (assoc, rate, start)
+
+    def end(self, job_id, end: float) -> None:
+        """The job ended at ``end``: its usage joins its association's."""
+        item = self._running.pop(job_id, None)
+        if item is None:
+            return
+        assoc, rate, start = item
+        self._age_to(end)
+        self._done[assoc] = self._done.get(assoc, 0.0) + accrued(rate, start, end, end,
+                                                                 self.half_life)
+
+    def _age_to(self, now: float) -> None:
+        if now > self._at:
+            if self._done and math.isfinite(self._at):
+                k = decayed(self.half_life, now - self._at)
+                self._done = {a: u * k for a, u in self._done.items()}
+            self._at = now
+
+    def at(self, now: float) -> dict[tuple, float]:
+        """Each association's usage at ``now``."""
+        self._age_to(now)
+        usage = dict(self._done)
+        for assoc, rate, start in self._running.values():
+            usage[assoc] = usage.get(assoc, 0.0) + accrued(rate, start, now, now,
+                                                           self.half_life)
+        return usage
+
+    def fairshare(self, now: float) -> dict[tuple, float]:
+        """The classic fairshare factor of every association at ``now``: accounts under the
+        root, users under their account, shares normalized among siblings, usage among all
+        (``UsageEffective`` of a user: its usage plus its account's beyond it in proportion
+        to its shares among the account's users)."""
+        usage = self.at(now)
+        total = sum(usage.values())
+        accounts = self.users
+        n_accounts = sum(1.0 for _ in accounts)
+        out = {}
+        for account, users in accounts.items():
+            account_share = 1.0 / n_accounts
+            siblings = sum(users.values())
+            account_usage = sum(usage.get((account, u), 0.0) for u in users)
+            account_usage = account_usage / total if total > 0 else 0.0
+            for user, raw in users.items():
+                own = usage.get((account, user), 0.0) / total if total > 0 else 0.0
+                effective = own + (account_usage - own) * raw / siblings
+                out[(account, user)] = classic_fairshare(effective,
+                                                         account_share * raw / siblings)
+        return out
+
+
+class SitePriority:
+    """The base order ``priority`` of a simulation: Slurm's multifactor priority, highest
+    first (ties: the earlier submission, then the id), with ``weights`` (from a slurm.conf:
+    ``from_conf``) and the fairshare of associations made of the trace: each job's account
+    is ``accounts[job id]`` (the trace's group; missing: one account for all), its user the
+    job's user.  ``bind(sim)`` gives one simulation's key: usage accrues as its jobs run, so
+    a job's priority at ``now`` depends only on what happened before ``now``."""
+
+    name = "priority"
+
+    def __init__(self, weights: PriorityWeights | None = None,
+                 accounts: Mapping | None = None) -> None:
+        self.weights = weights or PriorityWeights()
+        self.accounts = dict(accounts or {})
+
+    @classmethod
+    def from_conf(cls, path, accounts: Mapping | None = None) -> SitePriority:
+        """The order under the weights of the ``slurm.conf`` at ``path``."""
+        return cls(PriorityWeights.of(read_slurm_conf(path)), accounts)
+
+    def with_accounts(self, accounts: Mapping) -> SitePriority:
+        """The same weights, jobs charged to ``accounts`` (job id -> account)."""
+        return SitePriority(self.weights, accounts)
+
+    def __repr__(self) -> str:
+        return "priority"
+
+    def bind(self, sim) -> Callable[[Job, float], tuple]:
+        """The key function ``(job, now)`` over ``sim``'s events (module docstring)."""
+        w = self.weights
+        usage = Usage(w.half_life)
+        accounts = self.accounts
+        system = sim.system
+        total_nodes = system.nodes
+        cache: dict = {"now": None, "fairshare": {}}
+
+        def assoc(job: Job) -> tuple:
+            return (str(accounts.get(job.id, "")), str(job.user))
+
+        def on_submit(s, e, job: Job) -> None:
+            usage.join(*assoc(job))
+
+        def on_start(s, e, rec) -> None:
+            job = rec.job
+            usage.join(*assoc(job))
+            usage.start(job.id, assoc(job), float(job.cores or job.nodes), rec.start)
+            cache["now"] = None
+
+        def on_complete(s, e, rec) -> None:
+            usage.end(rec.job.id, rec.end)
+            cache["now"] = None
+
+        sim.subscribe(Event.SUBMIT, on_submit)
+        sim.subscribe(Event.START, on_start)
+        sim.subscribe(Event.COMPLETE, on_complete)
+
+        def key(job: Job, now: float) -> tuple:
+            if cache["now"] != now:
+                cache["now"] = now
+                cache["fairshare"] = usage.fairshare(now) if w.fairshare else {}
+            earliest = job.submit if job.earliest is None else max(job.submit, job.earliest)
+            factors = Factors(
+                age=age_factor(earliest, now, w.max_age),
+                fairshare=cache["fairshare"].get(assoc(job), 1.0),
+                job_size=size_factor(job.nodes, total_nodes, w.favor_small),
+                partition=1.0)
+            return (-job_priority(w, factors), job.submit, job.id)
+
+        return key
+
+
+class GivenPriority:
+    """A base order by priorities computed outside the simulation (the Slurm adapter's,
+    from what Slurm publishes): ``values`` maps job ids to priorities, highest first; a job
+    without one counts as 0; ties by submission, then id."""
+
+    name = "priority"
+
+    def __init__(self, values: Mapping) -> None:
+        self.values = dict(values)
+
+    def __repr__(self) -> str:
+        return "priority"
+
+    def bind(self, sim) -> Callable[[Job, float], tuple]:
+        values = self.values
+
+        def key(job: Job, now: float) -> tuple:
+            return (-values.get(job.id, 0.0), job.submit, job.id)
+
+        return key

@@ -1,0 +1,229 @@
+"""Slurm's multifactor priority (``hpcopt.sim.priority``) and the base order ``priority``:
+hand-computed values, an independent oracle of the formula (usage summed minute by minute,
+the tree walked from its definition), no future, the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+import hpcopt
+from hpcopt.cli import main
+from hpcopt.domain import Job, System
+from hpcopt.policies import build_policy
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.priority import (
+    Factors,
+    PriorityWeights,
+    SitePriority,
+    Usage,
+    accrued,
+    age_factor,
+    classic_fairshare,
+    job_priority,
+    size_factor,
+)
+from hpcopt.sim.slurmconf import parse_slurm_conf
+
+DEMO_TRACE = str(Path(__file__).resolve().parent.parent / "instances" / "traces" / "demo.swf")
+
+
+def test_factors_by_hand():
+    assert age_factor(100.0, 3700.0, 7200.0) == 0.5
+    assert age_factor(0.0, 10 * 7200.0, 7200.0) == 1.0
+    assert age_factor(50.0, 10.0, 7200.0) == 0.0  # not eligible yet
+    assert size_factor(2, 8) == 0.25
+    assert size_factor(2, 8, favor_small=True) == 0.75
+    assert size_factor(2, 8, cpus=4, total_cpus=32) == pytest.approx((0.25 + 0.125) / 2)
+    assert classic_fairshare(0.5, 0.5) == 0.5
+    assert classic_fairshare(0.0, 0.2) == 1.0
+    assert classic_fairshare(0.1, 0.0) == 0.0
+    w = PriorityWeights(age=1000, fairshare=2000, job_size=500, partition=100, qos=300)
+    f = Factors(age=0.5, fairshare=0.25, job_size=0.75, partition=1.0, qos=0.5, nice=7, site=3)
+    assert job_priority(w, f) == 3 + 500 + 500 + 375 + 100 + 150 - 7
+    assert job_priority(PriorityWeights(age=1000, multifactor=False), f) == 0.0
+
+
+def test_decayed_usage_by_hand():
+    assert accrued(2.0, 0.0, 100.0, 100.0, 0.0) == 200.0
+    assert accrued(2.0, 0.0, 100.0, 50.0, 0.0) == 100.0  # only up to now
+    # a half-life of 100 s: 2 processors for 100 s weigh 2 * (100 / ln 2) * (1 - 1/2) now
+    assert accrued(2.0, 0.0, 100.0, 100.0, 100.0) == pytest.approx(100 / math.log(2))
+    # and half that 100 s later
+    assert accrued(2.0, 0.0, 100.0, 200.0, 100.0) == pytest.approx(50 / math.log(2))
+
+
+def test_classic_fairshare_by_hand():
+    """Accounts A (users a1, a2) and B (b1), one share each; a1 used 300, b1 100."""
+    usage = Usage(half_life=0.0)
+    for assoc in (("A", "a1"), ("A", "a2"), ("B", "b1")):
+        usage.join(*assoc)
+    usage.start(1, ("A", "a1"), 3.0, 0.0)
+    usage.start(2, ("B", "b1"), 1.0, 0.0)
+    usage.end(1, 100.0)
+    usage.end(2, 100.0)
+    fs = usage.fairshare(100.0)
+    # a1: usage 0.75, effective 0.75, shares 0.25 -> 2^-3
+    assert fs[("A", "a1")] == pytest.approx(0.125)
+    # a2: no usage, effective 0 + (0.75 - 0) * 1/2, shares 0.25 -> 2^-1.5
+    assert fs[("A", "a2")] == pytest.approx(2 ** -1.5)
+    # b1: 0.25 of the usage on half the shares -> 2^-0.5
+    assert fs[("B", "b1")] == pytest.approx(2 ** -0.5)
+
+
+def test_slurm_conf_weights():
+    conf = parse_slurm_conf("PriorityType=priority/multifactor\nPriorityWeightAge=1000\n"
+                            "PriorityWeightFairshare=5000\nPriorityWeightJobSize=300\n"
+                            "PriorityWeightPartition=20\nPriorityWeightQOS=40\n"
+                            "PriorityDecayHalfLife=1-0\nPriorityMaxAge=2:00:00\n"
+                            "PriorityFavorSmall=YES\n")
+    w = PriorityWeights.of(conf)
+    assert w == PriorityWeights(age=1000, fairshare=5000, job_size=300, partition=20, qos=40,
+                                max_age=7200, favor_small=True, half_life=86400)
+    assert not PriorityWeights.of(parse_slurm_conf("")).multifactor
+
+
+def test_bad_half_life_is_one_line():
+    from hpcopt.sim.slurmconf import SlurmConfError
+
+    with pytest.raises(SlurmConfError, match=r"site.conf:2: PriorityDecayHalfLife"):
+        parse_slurm_conf("PriorityWeightAge=1\nPriorityDecayHalfLife=soon\n", "site.conf")
+
+
+# ------------------------------------------------------------------ the oracle
+def oracle_priority(job: Job, now: float, history, groups: dict, submitted, w, nodes: int):
+    """Slurm's formula written from its documentation, apart from ``hpcopt.sim.priority``:
+    usage summed in one-second steps of decayed weight, the account -> user tree of the jobs
+    submitted by ``now``, shares of one each, classic fairshare."""
+    def usage_of(assoc):
+        total = 0.0
+        for (acc, user), cpus, start, end in history:
+            if (acc, user) != assoc:
+                continue
+            t = start
+            while t < min(end, now):
+                step = min(1.0, min(end, now) - t)
+                total += cpus * step * 0.5 ** ((now - (t + step / 2)) / w.half_life)
+                t += step
+        return total
+
+    tree: dict = {}
+    for j in submitted:
+        tree.setdefault(str(groups.get(j.id, "")), set()).add(str(j.user))
+    used = {(a, u): usage_of((a, u)) for a, users in tree.items() for u in users}
+    everyone = sum(used.values())
+    acc, user = str(groups.get(job.id, "")), str(job.user)
+    n_users = len(tree[acc])
+    shares = (1 / len(tree)) * (1 / n_users)
+    own = used[(acc, user)] / everyone if everyone else 0.0
+    account = sum(used[(acc, u)] for u in tree[acc]) / everyone if everyone else 0.0
+    effective = own + (account - own) / n_users
+    fairshare = 2 ** (-effective / shares)
+    age = min(1.0, (now - job.submit) / w.max_age)
+    size = job.nodes / nodes
+    return w.age * age + w.fairshare * fairshare + w.job_size * size + w.partition
+
+
+def _workload(seed: int, n: int = 60, nodes: int = 8):
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += rng.expovariate(1 / 40)
+        wall = rng.choice([60, 120, 300, 600])
+        jobs.append(Job(i, round(t, 1), rng.uniform(10, wall), wall, rng.randint(1, nodes),
+                        user=rng.randint(1, 5)))
+    groups = {j.id: f"g{j.user % 2}" for j in jobs}
+    return jobs, groups
+
+
+WEIGHTS = PriorityWeights(age=1000, fairshare=10000, job_size=500, partition=7,
+                          max_age=1800, half_life=900)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_priority_matches_the_oracle_during_a_simulation(seed):
+    jobs, groups = _workload(seed)
+    order = SitePriority(WEIGHTS, groups)
+    sim = Simulator(jobs, System(8), build_policy("fcfs"), order=order)
+    probe = order.bind(sim)  # a second key on the same events
+    checked = 0
+    for t in (600.0, 1200.0, 1800.0):
+        sim.run_until(lambda s, t=t: s.now >= t)
+        now = sim.now
+        history = [((str(groups[r.job.id]), str(r.job.user)), r.job.nodes, r.start,
+                    r.end if r.end <= now else now)
+                   for r in sim.records.values() if r.start <= now]
+        submitted = [j for j in jobs if j.submit <= now]
+        for job in sim.queue:
+            want = oracle_priority(job, now, history, groups, submitted, WEIGHTS, 8)
+            assert -probe(job, now)[0] == pytest.approx(want, rel=1e-4, abs=1e-3)
+            checked += 1
+        # and the driver's order is by that value
+        values = [probe(j, now) for j in sim.ordered_queue()]
+        assert values == sorted(values)
+    assert checked >= 10
+
+
+def test_priority_sees_no_future():
+    """Changing every job submitted after t (users, sizes, run times, more jobs) changes
+    no priority at t."""
+    jobs, groups = _workload(3)
+    t = jobs[30].submit  # both runs stop there
+    later = [j for j in jobs if j.submit > t]
+    rng = random.Random(9)
+    changed = [j for j in jobs if j.submit <= t] + [
+        Job(j.id, j.submit, 5.0, 30.0, rng.randint(1, 8), user=rng.randint(6, 9))
+        for j in later] + [Job(1000 + k, t + 1 + k, 1.0, 60.0, 8, user=42) for k in range(5)]
+    changed_groups = {**groups, **{j.id: "g-new" for j in changed if j.submit > t}}
+    seen = []
+    for work, grp in ((jobs, groups), (changed, changed_groups)):
+        order = SitePriority(WEIGHTS, grp)
+        sim = Simulator(work, System(8), build_policy("fcfs"), order=order)
+        probe = order.bind(sim)
+        sim.run_until(lambda s: s.now >= t)
+        starts = {r.job.id: r.start for r in sim.records.values() if r.start <= sim.now}
+        seen.append((sim.now, {j.id: probe(j, sim.now) for j in sim.queue}, starts))
+    assert seen[0][0] == t and len(seen[0][1]) >= 3
+    assert seen[0] == seen[1]
+
+
+def test_fairshare_moves_a_heavy_users_jobs_back():
+    """Two users submit alike; the one who ran a machine-filling job first waits after."""
+    jobs = [Job(0, 0.0, 1000.0, 1000.0, 4, user=1)]
+    jobs += [Job(1 + k, 10.0 + k, 100.0, 100.0, 4, user=1 + k % 2) for k in range(6)]
+    groups = {j.id: f"acct{j.user}" for j in jobs}
+    res = {}
+    for name, order in (("fcfs", "fcfs"), ("priority", SitePriority(
+            PriorityWeights(fairshare=1000, half_life=3600), groups))):
+        out = hpcopt.simulate(jobs, nodes=4, order=order)
+        table = out.jobs
+        starts = dict(zip(table["job_id"] if "job_id" in table else table["id"],
+                          table["start"]))
+        res[name] = [k for k, _ in sorted(starts.items(), key=lambda kv: kv[1]) if k]
+    assert res["fcfs"] == [1, 2, 3, 4, 5, 6]
+    # user 2 (jobs 2, 4, 6) goes first until its usage passes user 1's
+    assert res["priority"][:2] == [2, 4]
+
+
+def test_cli_order_priority(tmp_path, capsys):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\n"
+                    "PriorityWeightAge=100\nPriorityDecayHalfLife=1-0\n")
+    out = tmp_path / "o"
+    assert main(["simulate", DEMO_TRACE, "--jobs", "200", "--order", "priority",
+                 "--slurm-conf", str(conf), "--out", str(out), "--no-progress",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["order"] == "priority"
+    assert main(["simulate", DEMO_TRACE, "--jobs", "200", "--no-progress", "--json"]) == 0
+    fcfs = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["avg_wait"] != fcfs["summary"]["avg_wait"]
+    conf.write_text("PriorityWeightFairshare=lots\n")
+    assert main(["simulate", DEMO_TRACE, "--order", "priority", "--slurm-conf",
+                 str(conf)]) != 0
+    err = capsys.readouterr().err
+    assert "slurm.conf:1" in err and "Traceback" not in err
