@@ -166,11 +166,7 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf",
     keys: dict[str, tuple[str, int]] = {}
     node_lines: list[tuple[dict, int]] = []
     partitions: list[tuple[dict, int]] = []
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        pairs = _pairs(line, f"{name}:{no}")
+    for pairs, no in conf_lines(text, name):
         first = next(iter(pairs))
         if first == "nodename":
             node_lines.append((pairs, no))
@@ -217,6 +213,16 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf",
 
 
 _PAIR = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)=(\"[^\"]*\"|\S*)")
+
+
+def conf_lines(text: str, name: str = "slurm.conf"):
+    """Each line of a slurm.conf's ``text`` with a setting: its ``Key=Value`` pairs (keys
+    lower-cased, first key first) and its line number; comments and blank lines left out.
+    A line in another shape is a one-line ``SlurmConfError`` naming ``name`` and the line."""
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            yield _pairs(line, f"{name}:{no}"), no
 
 
 def _pairs(line: str, where: str) -> dict[str, str]:

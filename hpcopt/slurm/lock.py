@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from ..errors import HpcoptError
+from ..sim.slurmconf import SlurmConfError, conf_lines
 
 LOCK_DIR = Path("/run/hpcopt")
 RECORD_MAX = 4096  # bytes of a lock record read at most
@@ -52,11 +53,13 @@ def controller_key(conf: str | Path | None) -> str:
         raise LockedError(f"{path}: {exc.strerror} (the lock is keyed on the controller "
                           "slurm.conf names)") from None
     keys: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        key, sep, value = line.partition("=")
-        if sep and key.strip().lower() not in keys:
-            keys[key.strip().lower()] = value.strip()
+    try:
+        for pairs, _ in conf_lines(text, str(path)):
+            for key, value in pairs.items():
+                keys.setdefault(key, value)  # the first SlurmctldHost is the primary
+    except SlurmConfError as exc:
+        raise LockedError(f"{exc} (the lock is keyed on the controller slurm.conf names)"
+                          ) from None
     host = keys.get("slurmctldhost") or keys.get("controlmachine")
     if not host:
         raise LockedError(f"{path}: no SlurmctldHost (the lock is keyed on the controller)")
