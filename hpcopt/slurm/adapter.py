@@ -528,6 +528,7 @@ class Adapter:
         self._excluded: dict[int, str] = {}  # job id: the nodes it excludes (_reread)
         self._last_said: dict | None = None
         self._site_rules = site_rules  # still to be read from Slurm
+        self._weights = None  # Slurm's priority weights (scontrol show config), read once
         self._last_written = 0.0
 
     @property
@@ -605,7 +606,8 @@ class Adapter:
 
     def _adopt_site_rules(self) -> None:
         """The site's order and limits, as Slurm is configured (``site_rules``)."""
-        if "order" not in self.options and site_orders(self.slurm.priority_config()) and \
+        self._weights = self.slurm.priority_config()
+        if "order" not in self.options and site_orders(self._weights) and \
                 policy_hooks(self.policy).order in (None, "fcfs"):
             self.options["order"] = "priority"
         if self.slurm.enforces_limits():
@@ -614,10 +616,13 @@ class Adapter:
 
     def _with_site_priority(self, state: CycleState) -> dict:
         """The driver's options, with ``order="priority"`` made the priority Slurm would
-        give each held job now (``hpcopt.slurm.priority``: read from Slurm each cycle)."""
+        give each held job now (``hpcopt.slurm.priority``: the weights read at the first
+        cycle, the factors each cycle)."""
         if self.options.get("order") != "priority":
             return self.options
-        data = self.slurm.priority_data()
+        if self._weights is None:  # read once (a reconfigure takes a restart)
+            self._weights = self.slurm.priority_config()
+        data = self.slurm.priority_data(self._weights)
         now = state.cluster.time
         values = {jid: published_priority(entry.records[0], data, now)
                   for jid, entry in state.entries.items()}
