@@ -1,4 +1,8 @@
-"""Solver results: one frozen ``Result`` type shared by every backend."""
+"""Solver results: one frozen ``Result`` type shared by every backend.
+
+Its vocabulary is two words, as pyomo's results: a ``Termination`` (why the solve stopped)
+and a ``SolutionStatus`` (what it holds).  ``Status`` and ``Limit``, the public API's older
+names, are views of the two (``Result.status``, ``Result.limit``, the table columns)."""
 
 from __future__ import annotations
 
