@@ -25,7 +25,9 @@ _LAZY = {
     "Window": "hpcopt.domain",
     "Decision": "hpcopt.domain",
     "Result": "hpcopt.result",
-    "Status": "hpcopt.result",
+    "Termination": "hpcopt.result",
+    "SolutionStatus": "hpcopt.result",
+    "Status": "hpcopt.result",  # the older flat status: a view of the two above
     "Simulator": "hpcopt.sim.driver",
     "forecast": "hpcopt.sim.forecast",
     "RuntimeHistory": "hpcopt.sim.runtime_history",

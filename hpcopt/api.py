@@ -200,7 +200,7 @@ def run_simulation(jobs, system: System, run: RunSettings, *, events=None, colum
         prepare(pol)
     pol.reset(run.seed)
     with fewer_collections():  # records, running jobs, events and the table: no cycles
-        sim = Simulator(list(jobs), system, pol, **run.driver.as_kwargs())
+        sim = Simulator(list(jobs), system, pol, run.driver)
         run_logged(sim, events, None if driving is None else driving(pol))
         table = job_columns(sim.records.values(), columns or {})
     return sim, pol, table

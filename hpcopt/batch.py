@@ -49,7 +49,7 @@ from .instances import (
     parse_instance_text,
 )
 from .jsonsafe import json_safe
-from .result import Limit, SolutionStatus, Status, Termination
+from .result import Termination, outcome_columns
 
 COLUMNS = ["instance", "model", "backend", "status", "objective", "bound", "gap",
            "wall_time_s", "certified", "decision", "limit", "seed", "error"]
@@ -81,26 +81,26 @@ def _error_row(file: str, instance: str, backend: str, message: str, model: str 
     if file not in message:
         message = f"{file}: {message}"
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": Status.ERROR.value,
-            "termination": Termination.ERROR.value, "solution": SolutionStatus.NONE.value,
+            "backend": backend, **outcome_columns(Termination.ERROR),
             "certified": False, "error": message}
 
 
 def _interrupted_row(file: str, instance: str, backend: str, model: str, signum: int,
                      wall: float, seed) -> dict:
     return {**dict.fromkeys(COLUMNS), "file": file, "instance": instance, "model": model,
-            "backend": backend, "status": Status.NO_SOLUTION.value,
-            "termination": Termination.INTERRUPTED.value, "solution": SolutionStatus.NONE.value,
-            "limit": Limit.INTERRUPT.value, "wall_time_s": wall, "seed": seed,
+            "backend": backend, **outcome_columns(Termination.INTERRUPTED),
+            "wall_time_s": wall, "seed": seed,
             "certified": False,
             "error": f"interrupted by {signal.Signals(signum).name} before it finished"}
 
 
 def is_done(row: dict) -> bool:
-    """A row that ``--resume`` keeps: solved to the end (not an error, not interrupted)."""
-    return (row.get("status") != Status.ERROR.value
-            and row.get("limit") != Limit.INTERRUPT.value
-            and row.get("termination") != Termination.INTERRUPTED.value)
+    """A row that ``--resume`` keeps (of a batch or a sweep): solved or run to the end, its
+    termination neither ``error`` nor ``interrupted`` (nor its status column ``ERROR``: a
+    row marked failed by hand, or by an older version, is run again)."""
+    return (row.get("termination") not in (Termination.ERROR.value,
+                                           Termination.INTERRUPTED.value)
+            and row.get("status") != "ERROR")
 
 
 def row_key(row: dict) -> tuple:
@@ -247,7 +247,7 @@ def solve_item(item: Item, backends: list[str] | None, time_limit: float | None 
             if res.history:
                 row["history"] = res.history  # a population search's convergence
             rows.append(_finish(row))
-            if res.limit == Limit.INTERRUPT:
+            if res.termination == Termination.INTERRUPTED:
                 # Ctrl-C stopped this solve: a backend that catches SIGINT itself (SCIP) keeps
                 # it from the batch's handler, so the batch stops here, as for any other
                 if stop is not None and stop.signum is None:

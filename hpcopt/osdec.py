@@ -39,6 +39,7 @@ from .instances import (
     parse_instance_text,
     read_instance_bytes,
 )
+from .result import SolutionStatus
 from .run_settings import RunSettings
 from .sim.driver import Simulator
 from .sim.orders import total_ids
@@ -150,11 +151,11 @@ def offline_reference(model, backend: str = "scip", time_limit: float | None = N
     from . import solvers  # every backend: loaded where the offline model is solved
 
     res = solvers.solve(model, backend, time_limit=time_limit, seed=seed)
-    status = getattr(res.status, "name", str(res.status))
+    status = res.status.value  # the flat status column of the summary
     bound = res.bound
     if bound is not None and not math.isfinite(bound):
         bound = None  # no proven bound yet (stopped before the root LP): not a reference
-    ref = res.objective if status == "OPTIMAL" or bound is None else bound
+    ref = res.objective if res.solution == SolutionStatus.OPTIMAL or bound is None else bound
     if ref is None:
         raise SimulationError(f"offline {backend} found no solution of the osdec model "
                               f"({status}); give --offline-bound instead")

@@ -1,4 +1,8 @@
-"""Solver results: one frozen ``Result`` type shared by every backend."""
+"""Solver results: one frozen ``Result`` type shared by every backend.
+
+Its vocabulary is two words, as pyomo's results: a ``Termination`` (why the solve stopped)
+and a ``SolutionStatus`` (what it holds).  ``Status`` and ``Limit``, the public API's older
+names, are views of the two (``Result.status``, ``Result.limit``, the table columns)."""
 
 from __future__ import annotations
 
@@ -10,49 +14,15 @@ from typing import Any
 from .errors import NoSolutionError
 
 
-class Status(str, Enum):
-    """Why a solve ended and what it holds.
-
-    OPTIMAL only when proven; FEASIBLE when a limit stopped the backend with an incumbent
-    (and always for heuristics); NO_SOLUTION when it stopped without one.  The rows of a
-    batch (``hpcopt.batch``) and of a sweep (``hpcopt.sweep``) use the same values, with a
-    ``termination`` column of ``Termination`` values: a simulation run that finished is
-    FEASIBLE (a schedule the driver checked, never claimed optimal), one stopped by a signal
-    is NO_SOLUTION (termination ``interrupted``), a failed one ERROR.
-    """
-
-    OPTIMAL = "OPTIMAL"
-    FEASIBLE = "FEASIBLE"
-    NO_SOLUTION = "NO_SOLUTION"
-    INFEASIBLE = "INFEASIBLE"
-    UNBOUNDED = "UNBOUNDED"
-    INFEASIBLE_OR_UNBOUNDED = "INFEASIBLE_OR_UNBOUNDED"
-    INTERRUPTED = "INTERRUPTED"
-    ERROR = "ERROR"
-
-    @property
-    def has_solution(self) -> bool:
-        return self in (Status.OPTIMAL, Status.FEASIBLE)
-
-
-class Limit(str, Enum):
-    """Which limit stopped a backend, when one did."""
-
-    TIME = "TIME"
-    ITERATION = "ITERATION"
-    NODE = "NODE"
-    EVALUATION = "EVALUATION"
-    MEMORY = "MEMORY"
-    INTERRUPT = "INTERRUPT"
-
-
 class Termination(str, Enum):
     """Why a solve stopped, apart from what it holds (``Result.solution``).
 
-    OPTIMAL: optimality proven; FINISHED: a heuristic ran to the end of its own schedule;
-    the ``*_LIMIT`` values and INTERRUPTED: stopped early (the incumbent, if any, is kept);
-    INFEASIBLE / UNBOUNDED / INFEASIBLE_OR_UNBOUNDED: proven of the model; UNKNOWN: the
-    backend stopped without saying why; ERROR: the backend failed.
+    OPTIMAL: optimality proven; FINISHED: the backend ran to its own end without a proof (a
+    heuristic's schedule, a solver's feasible stop); the ``*_LIMIT`` values and INTERRUPTED:
+    stopped early (the incumbent, if any, is kept); INFEASIBLE / UNBOUNDED /
+    INFEASIBLE_OR_UNBOUNDED: proven of the model; UNKNOWN: the backend stopped without saying
+    why; ERROR: the backend (or a batch or sweep row's run) failed.  A sweep row's run ends
+    FINISHED, INTERRUPTED or ERROR.
     """
 
     OPTIMAL = "optimal"
@@ -69,16 +39,15 @@ class Termination(str, Enum):
     UNKNOWN = "unknown"
     ERROR = "error"
 
+    @property
+    def rules_out_solution(self) -> bool:
+        """Proven of the model (infeasible, unbounded) or a failure: no decision is kept."""
+        return self in _NO_SOLUTION
 
-class RunStatus(str, Enum):
-    """The status of a simulation run (a sweep row): a simulation has no solver status.
-
-    DONE: the run finished; INTERRUPTED: a signal stopped it; ERROR: it failed (the row's
-    ``error`` says why)."""
-
-    DONE = "DONE"
-    INTERRUPTED = "INTERRUPTED"
-    ERROR = "ERROR"
+    @property
+    def limit(self) -> Limit | None:
+        """The limit this termination is (``Result.limit``), ``None`` when none stopped it."""
+        return _LIMIT.get(self)
 
 
 class SolutionStatus(str, Enum):
@@ -89,28 +58,65 @@ class SolutionStatus(str, Enum):
     OPTIMAL = "optimal"
 
 
-_LIMIT_TERMINATION = {Limit.TIME: Termination.TIME_LIMIT,
-                      Limit.ITERATION: Termination.ITERATION_LIMIT,
-                      Limit.NODE: Termination.NODE_LIMIT,
-                      Limit.EVALUATION: Termination.EVALUATION_LIMIT,
-                      Limit.MEMORY: Termination.MEMORY_LIMIT,
-                      Limit.INTERRUPT: Termination.INTERRUPTED}
-_STATUS_TERMINATION = {Status.OPTIMAL: Termination.OPTIMAL,
-                       Status.FEASIBLE: Termination.FINISHED,
-                       Status.NO_SOLUTION: Termination.UNKNOWN,
-                       Status.INFEASIBLE: Termination.INFEASIBLE,
-                       Status.UNBOUNDED: Termination.UNBOUNDED,
-                       Status.INFEASIBLE_OR_UNBOUNDED: Termination.INFEASIBLE_OR_UNBOUNDED,
-                       Status.INTERRUPTED: Termination.INTERRUPTED,
-                       Status.ERROR: Termination.ERROR}
+# The older names of the public API (``hpcopt.Status``, ``Result.status``, ``Result.limit``),
+# kept as views of the two above: nothing in the library decides by them.
+
+class Status(str, Enum):
+    """The flat ``status`` column of the command-line tables (``Result.status``), a view of
+    ``solution`` and ``termination`` kept for the public API: OPTIMAL or FEASIBLE by what
+    the result holds; without a decision INFEASIBLE, UNBOUNDED, INFEASIBLE_OR_UNBOUNDED or
+    ERROR by the termination, else NO_SOLUTION."""
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    NO_SOLUTION = "NO_SOLUTION"
+    INFEASIBLE = "INFEASIBLE"
+    UNBOUNDED = "UNBOUNDED"
+    INFEASIBLE_OR_UNBOUNDED = "INFEASIBLE_OR_UNBOUNDED"
+    ERROR = "ERROR"
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
 
 
-def termination_of(status: Status, limit: Limit | None) -> Termination:
-    """The termination a (flat status, limit) pair stands for: a limit names why the solve
-    stopped whatever it holds; otherwise the status does."""
-    if limit is not None and status != Status.OPTIMAL:
-        return _LIMIT_TERMINATION[limit]
-    return _STATUS_TERMINATION[status]
+class Limit(str, Enum):
+    """Which limit stopped a solve (``Result.limit``), a view of the ``*_LIMIT`` and
+    INTERRUPTED terminations kept for the public API."""
+
+    TIME = "TIME"
+    ITERATION = "ITERATION"
+    NODE = "NODE"
+    EVALUATION = "EVALUATION"
+    MEMORY = "MEMORY"
+    INTERRUPT = "INTERRUPT"
+
+
+_NO_SOLUTION = frozenset({Termination.INFEASIBLE, Termination.UNBOUNDED,
+                          Termination.INFEASIBLE_OR_UNBOUNDED, Termination.ERROR})
+_LIMIT = {Termination.TIME_LIMIT: Limit.TIME, Termination.ITERATION_LIMIT: Limit.ITERATION,
+          Termination.NODE_LIMIT: Limit.NODE, Termination.EVALUATION_LIMIT: Limit.EVALUATION,
+          Termination.MEMORY_LIMIT: Limit.MEMORY, Termination.INTERRUPTED: Limit.INTERRUPT}
+
+
+def flat_status(termination: Termination, solution: SolutionStatus) -> Status:
+    """The flat ``Status`` of a (termination, solution) pair: OPTIMAL or FEASIBLE by what is
+    held; without a decision the termination's own name where it rules a solution out,
+    else NO_SOLUTION."""
+    if solution != SolutionStatus.NONE:
+        return Status[solution.name]
+    return Status[termination.name] if termination.rules_out_solution else Status.NO_SOLUTION
+
+
+def outcome_columns(termination: Termination,
+                    solution: SolutionStatus = SolutionStatus.NONE) -> dict:
+    """A table row's outcome columns (``status``, ``termination``, ``solution``, ``limit``):
+    a result's (``Result.to_row``), or those of a batch row that holds no decision (a pair
+    that failed, or that a signal stopped)."""
+    limit = termination.limit
+    return {"status": flat_status(termination, solution).value,
+            "termination": termination.value, "solution": solution.value,
+            "limit": None if limit is None else limit.value}
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ class Result:
     registry, never by the backend.
     """
 
-    status: Status
+    termination: Termination
     backend: str
     model_kind: str
     decision: tuple[int, ...] | None = None
@@ -140,7 +146,6 @@ class Result:
     sense: str = "max"
     objectives: tuple[float, ...] | None = None
     pareto: tuple[ParetoPoint, ...] | None = None
-    limit: Limit | None = None
     wall_time: float = 0.0
     backend_version: str = ""
     seed: int | None = None
@@ -160,16 +165,24 @@ class Result:
         return list(self.extra.get("history") or [])
 
     @property
-    def termination(self) -> Termination:
-        """Why the solve stopped (see ``Termination``), independent of ``solution``."""
-        return termination_of(self.status, self.limit)
-
-    @property
     def solution(self) -> SolutionStatus:
         """What the result holds: none, a certified feasible decision, or a proven optimum."""
         if self.decision is None and not self.pareto:
             return SolutionStatus.NONE
-        return SolutionStatus.OPTIMAL if self.status == Status.OPTIMAL else SolutionStatus.FEASIBLE
+        return (SolutionStatus.OPTIMAL if self.termination == Termination.OPTIMAL
+                else SolutionStatus.FEASIBLE)
+
+    @property
+    def status(self) -> Status:
+        """The flat status of the command-line tables (``Status``: the public API's older
+        name, a view of ``solution`` and ``termination``)."""
+        return flat_status(self.termination, self.solution)
+
+    @property
+    def limit(self) -> Limit | None:
+        """The limit that stopped the solve (``Limit``: the public API's older name, a view
+        of ``termination``); ``None`` when none did."""
+        return self.termination.limit
 
     @property
     def certified(self) -> bool:
@@ -187,25 +200,26 @@ class Result:
         """The decision, or ``NoSolutionError`` when the backend found none."""
         if self.decision is None:
             raise NoSolutionError(
-                f"backend {self.backend!r} returned no solution (status {self.status.value})"
+                f"backend {self.backend!r} returned no solution (termination "
+                f"{self.termination.value})"
             )
         return self.decision
 
     def to_row(self) -> dict:
         """A flat dict for tables (CSV/JSONL)."""
+        outcome = outcome_columns(self.termination, self.solution)
+        limit = outcome.pop("limit")
         return {
             "model": self.model_kind,
             "backend": self.backend,
-            "status": self.status.value,
-            "termination": self.termination.value,
-            "solution": self.solution.value,
+            **outcome,
             "objective": self.objective,
             "bound": None if self.bound is None or math.isinf(self.bound) else self.bound,
             "gap": None if math.isinf(self.gap) else self.gap,
             "wall_time_s": self.wall_time,
             "certified": self.certified,
             "decision": list(self.selected_ids) if self.selected_ids is not None else None,
-            "limit": self.limit.value if self.limit else None,
+            "limit": limit,
             "seed": self.seed,
             "backend_version": self.backend_version,
         }

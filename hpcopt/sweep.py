@@ -25,9 +25,10 @@ up with the same settings are run once.  An option whose value is itself a list 
 is written as a list of lists (``[[0.5, 0.5]]``: one value).
 
 Each row: ``run`` (a stable id of the settings: the ``--resume`` key), the run's settings,
-``status`` (the run's own: ``DONE`` for a finished run, ``INTERRUPTED``, ``ERROR``; a
-simulation has no solver status), every ``summary`` metric, ``wall_time_s``,
-``termination`` and ``error``.  A run that fails (a window of 0, a trace that cannot be
+``status`` (the run's own, the spelling of its termination that sweep files have always
+had: ``DONE`` for a finished run, ``INTERRUPTED``, ``ERROR``; a simulation has no solver
+status), every ``summary`` metric, ``wall_time_s``, ``termination`` (``finished``,
+``interrupted``, ``error``) and ``error``.  A run that fails (a window of 0, a trace that cannot be
 read) is an error row and the sweep goes on; unknown policy and backend names stop
 ``load_sweep`` at once; ``--resume`` skips the runs already finished in ``--out``.
 """
@@ -60,7 +61,7 @@ from .executors import Interrupted, run_tasks, worker_stop
 from .jsonsafe import json_safe
 from .policies import policy_names
 from .policies.base import policy_options
-from .result import RunStatus, Termination
+from .result import Termination
 from .run_settings import RunSettings
 from .solvers import get_solver
 
@@ -72,9 +73,10 @@ METRICS = ["job_count", "avg_wait", "max_wait", "avg_response", "avg_slowdown",
            "last_end", "trimmed_warmup", "trimmed_cooldown", "bb_usage", "ssd_usage",
            "wasted_ssd", "avg_comm_cost"]
 TAIL = ["wall_time_s", "termination", "error"]
-# a run's status (hpcopt.result.RunStatus; a simulation has no solver status)
-DONE, INTERRUPTED, ERROR = (RunStatus.DONE.value, RunStatus.INTERRUPTED.value,
-                            RunStatus.ERROR.value)
+# a run's ``status`` column: its termination as sweep files spell it (a simulation has no
+# solver status)
+RUN_STATUS = {Termination.FINISHED: "DONE", Termination.INTERRUPTED: "INTERRUPTED",
+              Termination.ERROR: "ERROR"}
 DEFAULT_SEEDS = [0]
 
 
@@ -212,10 +214,13 @@ def missing_traces(sweep: Sweep) -> list[str]:
     return missing
 
 
-def _row(settings: dict, **fields) -> dict:
-    """A strict-JSON row: run id, settings, status, metrics, then wall time and error."""
+def _row(settings: dict, termination: Termination, **fields) -> dict:
+    """A strict-JSON row: run id, settings, status, metrics, then wall time, termination
+    and error."""
     tail = {k: fields.pop(k, None) for k in TAIL}
-    return json_safe({"run": run_id(settings), **settings, **fields, **tail})
+    tail["termination"] = termination.value
+    return json_safe({"run": run_id(settings), **settings,
+                      "status": RUN_STATUS[termination], **fields, **tail})
 
 
 def run_one(task: tuple, stop=None) -> dict:
@@ -229,18 +234,15 @@ def run_one(task: tuple, stop=None) -> dict:
             res = simulate_run(path, run)
         summary = {k: res.summary[k] for k in METRICS if k in res.summary}
         summary.update((k, v) for k, v in res.summary.items() if k not in summary)
-        return _row(settings, status=DONE, **summary,
-                    wall_time_s=time.perf_counter() - t0,
-                    termination=Termination.FINISHED.value, error="")
+        return _row(settings, Termination.FINISHED, **summary,
+                    wall_time_s=time.perf_counter() - t0, error="")
     except Interrupted as exc:
-        return _row(settings, status=INTERRUPTED,
+        return _row(settings, Termination.INTERRUPTED,
                     wall_time_s=time.perf_counter() - t0,
-                    termination=Termination.INTERRUPTED.value,
                     error=f"interrupted by {signal.Signals(exc.signum).name} before it "
                           "finished")
     except Exception as exc:  # noqa: BLE001 - a bad setting is an error row
-        return _row(settings, status=ERROR, wall_time_s=time.perf_counter() - t0,
-                    termination=Termination.ERROR.value,
+        return _row(settings, Termination.ERROR, wall_time_s=time.perf_counter() - t0,
                     error=one_line(exc) or type(exc).__name__)
     finally:
         if stop is not None and stop is not worker_stop():
@@ -282,8 +284,7 @@ def run_sweep(sweep: Sweep | str | Path | dict, *, writer=None, executor=None,
     def on_result(i: int, row, error: str | None, stop) -> None:
         index, settings = todo[i]
         if error is not None:  # the worker died
-            row = _row(settings, status=ERROR, termination=Termination.ERROR.value,
-                       error=error)
+            row = _row(settings, Termination.ERROR, error=error)
         if writer is not None:
             writer.write(row)
         rows.append((index, row))

@@ -38,9 +38,9 @@ final states with one objective vector, again the greatest mask.
 Limits: the time limit is checked between jobs and between the numpy steps of a job, and a
 step (or the final front scan) predicted not to end in time is not started; a memory cap
 (``max_memory_mb``, default 400 MB of DP tables, estimated before each step) stops with
-``Limit.MEMORY``.  Either way the front of the jobs processed so far (feasible selections,
-not a claim of optimality; for ``bitset`` the last jobs of the window, as it runs back to
-front) comes back with status FEASIBLE.
+termination ``memory_limit``.  Either way the front of the jobs processed so far (feasible
+selections, not a claim of optimality; for ``bitset`` the last jobs of the window, as it runs
+back to front) comes back, a feasible solution.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 from hpcopt.errors import ModelError, SolverOptionError
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .bbsched_ga import front_points, pareto_rows
 from .registry import Outcome, SolveOptions, Solver, register
@@ -70,7 +70,7 @@ CERTIFY_SHARE = 0.3  # of the time left (at most 1 s) kept for the front scan's 
 class _Stop(Exception):
     """A limit hit inside a step: carries which."""
 
-    def __init__(self, limit: Limit) -> None:
+    def __init__(self, limit: Termination) -> None:
         super().__init__(limit.value)
         self.limit = limit
 
@@ -86,9 +86,9 @@ class _Budget:
         """Stop when the deadline is past or would be before ``seconds`` more of work end,
         or when ``nbytes`` exceed the cap."""
         if self.deadline is not None and time.perf_counter() + seconds > self.deadline:
-            raise _Stop(Limit.TIME)
+            raise _Stop(Termination.TIME_LIMIT)
         if nbytes > self.max_bytes:
-            raise _Stop(Limit.MEMORY)
+            raise _Stop(Termination.MEMORY_LIMIT)
 
 
 def _lone_jobs(model) -> np.ndarray:
@@ -251,7 +251,7 @@ def bitset_front(model, budget: _Budget):
     cap = min(cap, int(bb[jobs].sum()))
     rows = _level_rows(model, jobs, budget)
     if rows is None:
-        raise _Stop(Limit.MEMORY)
+        raise _Stop(Termination.MEMORY_LIMIT)
     codes, digits, delta = rows
     totals = digits.sum(axis=1)
     room = model._suffix_free.astype(np.int64) - digits  # per level: nodes it can still take
@@ -429,7 +429,7 @@ def states_front(model, budget: _Budget):
                                               else []))
     rows, cut = _front_rows(_merge_round_off(F), budget, mask)
     if cut:
-        limit = Limit.TIME
+        limit = Termination.TIME_LIMIT
     mask = mask[rows]
     X = ((mask[:, None] >> np.arange(n - 1, -1, -1, dtype=np.int64)) & 1).astype(bool)
     return X, limit, {"states_peak": int(peak), "jobs_used": len(jobs)}
@@ -494,6 +494,5 @@ class ParetoExact(Solver):
             X, limit, info = states_front(model, budget)
         F, _ = model.evaluate_many(X)
         keep = pareto_rows(_merge_round_off(F), np.arange(len(F)))
-        status = Status.OPTIMAL if limit is None else Status.FEASIBLE
-        return Outcome(status, pareto=front_points(model, X[keep], F[keep]), limit=limit,
+        return Outcome(limit or Termination.OPTIMAL, pareto=front_points(model, X[keep], F[keep]),
                        extra={"algorithm": algorithm, **info})

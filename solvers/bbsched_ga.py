@@ -53,7 +53,7 @@ import time
 import numpy as np
 
 from hpcopt.errors import SolverOptionError
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .registry import Outcome, SolveOptions, Solver, register
 
@@ -245,12 +245,12 @@ class BBSchedGA(Solver):
         age = np.zeros(P, dtype=np.int64)
         cols = np.arange(n)
         half = (P + 1) // 2
-        limit, gen = Limit.ITERATION, 0
+        limit, gen = Termination.ITERATION_LIMIT, 0
         step = history_step(G)
         history = [history_row(model, 0, P, F[pareto_rows(F, np.arange(P))])]
         for gen in range(1, G + 1):
             if deadline is not None and time.perf_counter() > deadline:
-                limit, gen = Limit.TIME, gen - 1
+                limit, gen = Termination.TIME_LIMIT, gen - 1
                 break
             a, b = rng.integers(0, P, half), rng.integers(0, P, half)
             cut = rng.integers(1, n, half)[:, None] if n > 1 else np.ones((half, 1), int)
@@ -279,7 +279,7 @@ class BBSchedGA(Solver):
         final = pareto_rows(F, np.argsort(age, kind="stable"))
         if history[-1]["generation"] != gen:
             history.append(history_row(model, gen, P * (gen + 1), F[final]))
-        return Outcome(Status.FEASIBLE, pareto=front_points(model, X[final], F[final]),
-                       limit=limit, n_evals=P * (gen + 1),
+        return Outcome(limit, pareto=front_points(model, X[final], F[final]),
+                       n_evals=P * (gen + 1),
                        extra={"generations": gen, "population": P, "mutation": pm,
                               "variant": variant, "history": history})

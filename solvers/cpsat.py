@@ -6,14 +6,14 @@ from __future__ import annotations
 import threading
 
 from hpcopt.errors import SolverOptionError
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
-STATUS_MAP = {
-    "OPTIMAL": Status.OPTIMAL,
-    "FEASIBLE": Status.FEASIBLE,
-    "INFEASIBLE": Status.INFEASIBLE,
-    "MODEL_INVALID": Status.ERROR,
-    "UNKNOWN": Status.NO_SOLUTION,
+STATUS_MAP = {  # CP-SAT's status name -> termination (FEASIBLE, UNKNOWN: see stopped_by)
+    "OPTIMAL": Termination.OPTIMAL,
+    "FEASIBLE": Termination.FINISHED,
+    "INFEASIBLE": Termination.INFEASIBLE,
+    "MODEL_INVALID": Termination.ERROR,
+    "UNKNOWN": Termination.UNKNOWN,
 }
 
 
@@ -50,12 +50,13 @@ def add_hints(cp, variables, values) -> None:
         cp.add_hint(var, int(val))
 
 
-def limit_of(status: Status, stopped: bool, timed: bool) -> Limit | None:
-    """The limit a FEASIBLE / NO_SOLUTION answer stopped at: INTERRUPT when Ctrl-C stopped
-    it, TIME when a time limit was set."""
-    if status not in (Status.FEASIBLE, Status.NO_SOLUTION):
-        return None
-    return Limit.INTERRUPT if stopped else Limit.TIME if timed else None
+def stopped_by(termination: Termination, stopped: bool, timed: bool) -> Termination:
+    """What stopped an unproven answer (CP-SAT's FEASIBLE or UNKNOWN): ``interrupted`` when
+    Ctrl-C stopped it, ``time_limit`` when a time limit was set; others stand."""
+    if termination not in (Termination.FINISHED, Termination.UNKNOWN):
+        return termination
+    return (Termination.INTERRUPTED if stopped else Termination.TIME_LIMIT if timed
+            else termination)
 
 
 def solve_stoppable(solver, cp) -> tuple[int, bool]:

@@ -48,7 +48,7 @@ class NeuralSimulatedAnnealing(Solver):
     ``paper-1000`` CNN-3 operator), ``mode`` (``"sample"``, default, or ``"greedy"``) and
     ``q`` (optional: the state width the checkpoint must have).  The checkpoint must have been
     trained for the model's topology.  ``seed`` seeds the one generator (destroy, Metropolis
-    and the policy's draws).  Status is FEASIBLE (a heuristic never claims optimality).
+    and the policy's draws).  A feasible solution (a heuristic never claims optimality).
     """
 
     doc = "DCAS neural simulated annealing (PPO-learned repair operator); seedable"

@@ -23,7 +23,7 @@ import numpy as np
 
 from hpcopt.errors import SolverOptionError
 from hpcopt.models.scas import SCASModel
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 from hpcopt.topology import take_block
 
 from .registry import Outcome, SolveOptions, Solver, register, register_greedy
@@ -193,8 +193,8 @@ def run_annealing(backend: str, model, opts: SolveOptions, repair) -> Outcome:
     else:
         start, how = initial_decision(model, opts.warm_start, init, backend, deadline)
     res = anneal(model, start, repair, rng=opts.seed, deadline=deadline, **params)
-    return Outcome(Status.FEASIBLE, res.decision, objective=res.cost,
-                   limit=Limit.TIME if res.stopped_by_time else Limit.ITERATION,
+    return Outcome(Termination.TIME_LIMIT if res.stopped_by_time
+                   else Termination.ITERATION_LIMIT, res.decision, objective=res.cost,
                    n_evals=res.iterations,
                    extra={"start": how, "start_cost": res.start_cost,
                           "accepted": res.accepted, "iterations": res.iterations})
@@ -209,7 +209,7 @@ class SimulatedAnnealing(Solver):
     (``"random"``, the paper's SA, or ``"greedy"``), ``init`` (``"scas-exact"``, the default:
     start from the SCAS optimum so the answer is never worse; or ``"sequential"``).
     ``warm_start`` (a DCAS decision) replaces ``init``.  ``seed`` seeds the one generator;
-    ``time_limit`` stops early.  Status is FEASIBLE (a heuristic never claims optimality).
+    ``time_limit`` stops early.  A feasible solution (a heuristic never claims optimality).
     """
 
     doc = "DCAS simulated annealing (remove 1..n_D jobs, repair, Metropolis); seedable"
@@ -266,5 +266,5 @@ class Sequential(Solver):
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         if model.kind == "dcas":
-            return Outcome(Status.FEASIBLE, sequential_decision(model))
-        return Outcome(Status.FEASIBLE, sequential_starts(model.sizes))
+            return Outcome(Termination.FINISHED, sequential_decision(model))
+        return Outcome(Termination.FINISHED, sequential_starts(model.sizes))

@@ -23,7 +23,7 @@ taking it stays optimal.
 Limits: the tables (take-table cells, stored bitsets, value table) may hold at most
 ``max_cells`` bytes (default ``MAX_CELLS`` = 64 MiB); a time limit is checked between items.
 Either stops the DP with ``DPStop``, and the backend then answers the greedy fill as FEASIBLE
-with ``Limit.MEMORY`` or ``Limit.TIME``.
+with termination ``memory_limit`` or ``time_limit``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from hpcopt.errors import ModelError, SolverOptionError
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .knapsack_greedy import greedy_fill
 from .registry import Outcome, SolveOptions, Solver, register
@@ -43,20 +43,21 @@ MAX_CELLS = 2**26  # bytes of DP tables (take-table cells, bitsets, value table)
 
 
 class DPStop(Exception):
-    """The DP hit a limit (``limit``: ``Limit.TIME`` or ``Limit.MEMORY``) before an answer."""
+    """The DP hit a limit (``limit``: ``Termination.TIME_LIMIT`` or ``MEMORY_LIMIT``) before
+    an answer."""
 
-    def __init__(self, limit: Limit, message: str) -> None:
+    def __init__(self, limit: Termination, message: str) -> None:
         super().__init__(message)
         self.limit = limit
 
 
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.perf_counter() > deadline:
-        raise DPStop(Limit.TIME, "backend 'dp': time limit reached")
+        raise DPStop(Termination.TIME_LIMIT, "backend 'dp': time limit reached")
 
 
 def _too_big(what: str, need: int, max_cells: int) -> DPStop:
-    return DPStop(Limit.MEMORY, f"backend 'dp': {what} needs {need} bytes > max_cells="
+    return DPStop(Termination.MEMORY_LIMIT, f"backend 'dp': {what} needs {need} bytes > max_cells="
                   f"{max_cells}; raise solver_options['max_cells'] or use backend 'cpsat', "
                   "'ortools' or 'scip'")
 
@@ -285,10 +286,10 @@ class DynamicProgramming(Solver):
 
     Supported models: ``knapsack`` (one or several resources, weights integral or with at
     most six decimals).  Returns the canonical optimum (``hpcopt.models.knapsack``).  Native
-    statuses: ``STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}`` --
-    "stopped" when ``time_limit`` passed (checked between items; ``Limit.TIME``) or the
+    statuses: ``"solved"`` -> optimal, ``"stopped"`` -> its limit:
+    ``time_limit`` passed (checked between items; ``time_limit``) or the
     tables would exceed ``solver_options["max_cells"]`` bytes (default ``MAX_CELLS`` = 2**26,
-    at most ``max_memory_mb``; ``Limit.MEMORY``); the answer is then the greedy fill and
+    at most ``max_memory_mb``; ``memory_limit``); the answer is then the greedy fill and
     ``Result.log`` says why.
     ``seed`` has no effect (the algorithm is deterministic).
     """
@@ -297,7 +298,6 @@ class DynamicProgramming(Solver):
     SUPPORTED_MODELS = ("knapsack",)
     EXACT = True
     OPTIONS = ("max_cells",)
-    STATUS_MAP = {"solved": Status.OPTIMAL, "stopped": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         deadline = opts.deadline
@@ -317,9 +317,9 @@ class DynamicProgramming(Solver):
             chosen, method = solve_arrays(red.values, red.weights, red.capacities,
                                           max_cells=max_cells, deadline=deadline)
         except DPStop as stop:
-            return Outcome(self.STATUS_MAP["stopped"], red.lift(greedy_fill(red)),
-                           limit=stop.limit, log=str(stop), extra={"method": "greedy"})
-        return Outcome(self.STATUS_MAP["solved"], red.lift(chosen), extra={"method": method})
+            return Outcome(stop.limit, red.lift(greedy_fill(red)), log=str(stop),
+                           extra={"method": "greedy"})
+        return Outcome(Termination.OPTIMAL, red.lift(chosen), extra={"method": method})
 
 
 TIE_BREAKS = ("dp", "resolve")

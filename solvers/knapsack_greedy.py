@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcopt.errors import SolverOptionError
-from hpcopt.result import Status
+from hpcopt.result import Termination
 
 from .registry import Outcome, SolveOptions, Solver, register, register_greedy
 
@@ -23,7 +23,7 @@ class Greedy(Solver):
 
     Supported models: ``knapsack``.  The density of item i is ``v_i / s_i`` with
     ``s_i = max_r a_ri / b_r`` (default) or ``sum_r a_ri / b_r``.  Native statuses:
-    ``STATUS_MAP = {"filled": Status.FEASIBLE}`` -- a heuristic answer is never OPTIMAL.
+    termination ``finished`` -- a heuristic answer is never optimal.
     Deterministic (ties keep item order); ``time_limit`` and ``seed`` have no effect.
     """
 
@@ -31,7 +31,6 @@ class Greedy(Solver):
     SUPPORTED_MODELS = ("knapsack",)
     EXACT = False
     OPTIONS = ("aggregate",)
-    STATUS_MAP = {"filled": Status.FEASIBLE}
 
     def _solve(self, model, opts: SolveOptions) -> Outcome:
         aggregate = opts.solver_options.get("aggregate", "max")
@@ -39,7 +38,7 @@ class Greedy(Solver):
             raise SolverOptionError(
                 f"greedy: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         red = model.reduced(backend=self.full_name)
-        return Outcome(self.STATUS_MAP["filled"], red.lift(greedy_fill(red, aggregate)))
+        return Outcome(Termination.FINISHED, red.lift(greedy_fill(red, aggregate)))
 
 
 @register_greedy("knapsack")

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .knapsack_dp import canonical_tie_break, tie_break_option
 from .mip import MIP_OPTIONS, Answer, procedure
@@ -48,7 +48,7 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
     red = model.reduced(integer_weights=integer, integer_values=integer,
                         backend=backend.full_name)
     if red.size == 0:
-        return Outcome(Status.OPTIMAL, red.lift([]))
+        return Outcome(Termination.OPTIMAL, red.lift([]))
     mode = tie_break_option(opts.solver_options, backend.full_name)
     native = {k: v for k, v in opts.solver_options.items()
               if k not in backend.OPTIONS and k not in MIP_OPTIONS}
@@ -73,7 +73,7 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
             if fits and (floor is None or values[chosen].sum() >= floor):
                 return answer, chosen
             if opts.deadline is not None and time.perf_counter() > opts.deadline:
-                return Answer(Status.NO_SOLUTION, Limit.TIME), None
+                return Answer(Termination.TIME_LIMIT), None
             taken = np.flatnonzero(chosen).tolist()
             if fits:  # below the optimum (tolerance): exclude exactly this vector
                 session.add_row(range(red.size), np.where(chosen, 1.0, -1.0), "<=",
@@ -81,28 +81,26 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
             else:  # over a capacity: no superset of this item set fits either
                 session.add_row(taken, [1.0] * len(taken), "<=", len(taken) - 1)
 
-    def outcome(status, decision, **kw) -> Outcome:
-        return Outcome(status, decision, log="\n".join(line for line in logs if line), **kw)
+    def outcome(termination, decision, **kw) -> Outcome:
+        return Outcome(termination, decision, log="\n".join(line for line in logs if line), **kw)
 
     def stopped(answer, chosen, bound) -> Outcome:
         """The outcome of a solve that proved nothing more (a limit, or no answer)."""
-        if chosen is not None:
-            status = Status.FEASIBLE
-        else:
-            status = Status.NO_SOLUTION if answer.status.has_solution else answer.status
-        return outcome(status, None if chosen is None else red.lift(chosen),
+        termination = answer.termination
+        if termination == Termination.OPTIMAL:  # proven for one solve, not the whole answer
+            termination = Termination.UNKNOWN if chosen is None else Termination.FINISHED
+        return outcome(termination, None if chosen is None else red.lift(chosen),
                        bound=None if chosen is None or bound is None else red.objective(bound),
-                       limit=answer.limit,
                        extra={"native_status": answer.native, **answer.extra})
 
     if not (integer and mode == "resolve"):
         answer, chosen = run()
-        if answer.status != Status.OPTIMAL or chosen is None:
+        if answer.termination != Termination.OPTIMAL or chosen is None:
             return stopped(answer, chosen, answer.bound)
         if mode == "dp":
             canonical = canonical_tie_break(model, red.lift(chosen), opts.deadline)
             if canonical is not None:
-                return outcome(Status.OPTIMAL, canonical, extra={
+                return outcome(Termination.OPTIMAL, canonical, extra={
                     "native_status": answer.native, **answer.extra, "tie_break": "dp"})
     if integer:  # exact integers: the tie-break terms ride on the values, a few solves
         last: dict = {"fixed": 0, "found": None, "answer": None, "any": False}
@@ -119,13 +117,13 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
             last.update(answer=answer, found=found, any=last["any"] or found is not None)
             if found is None:
                 return [False] * len(tied), False, None
-            return found[first:], answer.status == Status.OPTIMAL, answer.bound
+            return found[first:], answer.termination == Termination.OPTIMAL, answer.bound
 
         chosen, proven, bound = red.solve_canonical(solve)
         answer = last["answer"]
         if not proven:
             return stopped(answer, chosen if last["any"] else None, bound)
-        return outcome(Status.OPTIMAL, red.lift(chosen), extra={
+        return outcome(Termination.OPTIMAL, red.lift(chosen), extra={
             "native_status": answer.native, **answer.extra, "tie_break": "resolve"})
     extra = {"native_status": answer.native, **answer.extra}
     best = float(values[chosen].sum())
@@ -138,13 +136,15 @@ def knapsack(backend, model, opts: SolveOptions) -> Outcome:
         session.set_objective(chunk, [float(1 << (len(chunk) - 1 - j))
                                       for j in range(len(chunk))])
         answer, found = run(best if integral else None)  # float values: up to round-off
-        if answer.status != Status.OPTIMAL or found is None:  # optimal, not yet canonical
-            return outcome(Status.FEASIBLE, red.lift(chosen), bound=red.objective(best),
-                           limit=answer.limit or Limit.TIME, extra=extra)
+        if answer.termination != Termination.OPTIMAL or found is None:  # optimal, not yet
+            return outcome(answer.termination if answer.termination.limit  # canonical
+                           else Termination.TIME_LIMIT, red.lift(chosen),
+                           bound=red.objective(best), extra=extra)
         chosen = found
         for j in chunk:
             session.fix(j, float(chosen[j]))
-    return outcome(Status.OPTIMAL, red.lift(chosen), extra={**extra, "tie_break": "resolve"})
+    return outcome(Termination.OPTIMAL, red.lift(chosen),
+                   extra={**extra, "tie_break": "resolve"})
 
 
 procedure("knapsack", "scip")(knapsack)

@@ -28,7 +28,7 @@ import numpy as np
 from hpcopt.errors import SolverOptionError, refuse_duplicate
 from hpcopt.models import MODEL_KINDS, model_class
 from hpcopt.models.algebraic import AlgebraicForm, algebraic_form, builder, form_defaults
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .registry import Footprint, Outcome, SolveOptions, Solver
 
@@ -51,13 +51,22 @@ def procedure(kind: str, family: str, *, sized: bool = True):
     return deco
 
 
+def as_held(termination: Termination, values) -> Termination:
+    """A solver's ``termination`` given the ``values`` it holds (None: none): one that says it
+    finished (optimal, or at a stop of its own) without values stopped for no reason it
+    states (``unknown``); a limit stays the limit."""
+    if values is None and termination in (Termination.OPTIMAL, Termination.FINISHED):
+        return Termination.UNKNOWN
+    return termination
+
+
 class Answer(NamedTuple):
     """One solve of a ``Session``: ``values`` of the form's variables (None without an
-    incumbent), the solver's ``bound`` on the current objective (None when it has none),
-    its ``native`` status, its log and what else it reports (``extra``)."""
+    incumbent), why it stopped (``termination``), the solver's ``bound`` on the current
+    objective (None when it has none), its ``native`` status, its log and what else it
+    reports (``extra``)."""
 
-    status: Status
-    limit: Limit | None = None
+    termination: Termination
     values: np.ndarray | None = None
     bound: float | None = None  # in the objective's units (``form_bound``)
     native: str = ""
@@ -69,7 +78,7 @@ class Session:
     """A form built into one backend's solver, to solve and change and solve again.
 
     ``solve(opts)`` solves within what ``opts.deadline`` leaves (an ``Answer``; no time left
-    is ``NO_SOLUTION`` at ``Limit.TIME``).  Between solves: ``add_row`` (``sum(coefs *
+    is termination ``time_limit`` without values).  Between solves: ``add_row`` (``sum(coefs *
     x[index]) sense rhs``, sense ``"<="`` or ``">="``), ``set_objective`` (the form's sense,
     over ``index``), ``fix`` (a variable's value) and ``tighten`` (the solver's feasibility
     tolerance as tight as it goes, for rows that must hold almost exactly).
@@ -149,20 +158,17 @@ class MipBackend(Solver):
         start = self._start(model, opts)
         form = algebraic_form(model, self.FAMILY, **form_opts)
         if form.n_variables == 0:
-            return Outcome(Status.OPTIMAL, form.decode(np.zeros(0)))
+            return Outcome(Termination.OPTIMAL, form.decode(np.zeros(0)))
         values = None if start is None or form.encode is None else form.encode(start)
         if opts.left() is not None and opts.left() <= 0:  # the build took the time
-            return Outcome(Status.FEASIBLE if start is not None else Status.NO_SOLUTION,
-                           start, limit=Limit.TIME)
+            return Outcome(Termination.TIME_LIMIT, start)
         session = self.session(model, form, opts, native, values)
         answer = session.solve(opts)
         decision = None if answer.values is None else form.decode(answer.values)
-        out = Outcome(answer.status, decision, bound=answer.bound, limit=answer.limit,
-                      log=answer.log, extra={"native_status": answer.native, **answer.extra})
-        if out.status != Status.OPTIMAL:
+        out = Outcome(answer.termination, decision, bound=answer.bound, log=answer.log,
+                      extra={"native_status": answer.native, **answer.extra})
+        if out.termination != Termination.OPTIMAL:
             out.decision = _better(model, out.decision, start)
-            if out.decision is not None and out.status == Status.NO_SOLUTION:
-                out.status = Status.FEASIBLE
         out.extra.update(variables=form.n_variables, rows=form.n_rows,
                          nonzeros=form.n_nonzeros)
         return out

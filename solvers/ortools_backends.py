@@ -13,7 +13,7 @@ import numpy as np
 
 from hpcopt.errors import ModelError, SolverOptionError
 from hpcopt.models.knapsack import integer_scale
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from . import cpsat
 from .mip import Answer, MipBackend, Session, form_bound
@@ -39,7 +39,7 @@ class OrtoolsKnapsack(Solver):
     (bool).  The solver only says whether its answer is proven, so the native status is
     ``is_solution_optimal()``::
 
-        STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}  # False: time limit hit
+        STATUS_MAP = {True: Termination.OPTIMAL, False: Termination.TIME_LIMIT}
 
     ``seed`` has no effect (the algorithm is deterministic).
     """
@@ -51,7 +51,7 @@ class OrtoolsKnapsack(Solver):
     EXACT = True
     GREEDY_START = True
     OPTIONS = ("solver_type", "use_reduction")
-    STATUS_MAP = {True: Status.OPTIMAL, False: Status.FEASIBLE}
+    STATUS_MAP = {True: Termination.OPTIMAL, False: Termination.TIME_LIMIT}
 
     @staticmethod
     def default_type(red, time_limit: float | None = None) -> str:
@@ -69,7 +69,7 @@ class OrtoolsKnapsack(Solver):
         deadline = opts.deadline
         red = model.reduced(integer_weights=True, integer_values=True, backend=self.full_name)
         if red.size == 0:
-            return Outcome(Status.OPTIMAL, red.lift([]))
+            return Outcome(Termination.OPTIMAL, red.lift([]))
         options = dict(opts.solver_options)
         kind = options.pop("solver_type", None) or self.default_type(red, opts.time_limit)
         try:
@@ -91,8 +91,7 @@ class OrtoolsKnapsack(Solver):
             return chosen, bool(solver.is_solution_optimal()), None
 
         chosen, proven, _ = red.solve_canonical(solve)
-        return Outcome(self.STATUS_MAP[proven], red.lift(chosen),
-                       limit=None if proven else Limit.TIME)
+        return Outcome(self.STATUS_MAP[proven], red.lift(chosen))
 
 
 @register("cpsat")
@@ -109,14 +108,13 @@ class CpSat(MipBackend):
     ``random_seed``; ``solver_options``: the form's options, ``greedy_start``
     (``hpcopt.solvers.mip``), any other key a CP-SAT parameter (``num_workers`` defaults to
     1, which makes runs deterministic); the model's greedy decision (or ``warm_start``)
-    becomes a solution hint.  Native statuses::
+    becomes a solution hint.  Native statuses -> terminations (``cpsat.STATUS_MAP``)::
 
-        STATUS_MAP = {"OPTIMAL": Status.OPTIMAL, "FEASIBLE": Status.FEASIBLE,
-                      "INFEASIBLE": Status.INFEASIBLE, "MODEL_INVALID": Status.ERROR,
-                      "UNKNOWN": Status.NO_SOLUTION}
+        OPTIMAL -> optimal, FEASIBLE -> finished, INFEASIBLE -> infeasible,
+        MODEL_INVALID -> error, UNKNOWN -> unknown
 
-    FEASIBLE and UNKNOWN carry ``limit=TIME`` when a time limit was set, and
-    ``limit=INTERRUPT`` when Ctrl-C (any ``KeyboardInterrupt`` raised by a signal handler,
+    FEASIBLE and UNKNOWN become ``time_limit`` when a time limit was set, and
+    ``interrupted`` when Ctrl-C (any ``KeyboardInterrupt`` raised by a signal handler,
     e.g. a batch's SIGTERM) stopped the search: see ``cpsat.solve_stoppable``.  The bound is
     ``best_objective_bound`` (only reported with an incumbent); ``max_memory_mb`` ->
     ``max_memory_in_mb``.
@@ -196,20 +194,20 @@ class CpSatSession(Session):
 
         left = opts.left()
         if left is not None and left <= 0:  # the build (or earlier solves) took the time
-            return Answer(Status.NO_SOLUTION, Limit.TIME)
+            return Answer(Termination.TIME_LIMIT)
         solver = cp_model.CpSolver()
         cpsat.parameters(solver, opts, left, self.native)
         code, stopped = cpsat.solve_stoppable(solver, self.cp)
         name = solver.status_name(code)
-        status = self.backend.STATUS_MAP.get(name, Status.ERROR)
-        if self.slack and status == Status.OPTIMAL:
-            status = Status.FEASIBLE  # proven for rounded costs only: the bound says how far
-        limit = cpsat.limit_of(status, stopped, opts.deadline is not None)
+        termination = self.backend.STATUS_MAP.get(name, Termination.ERROR)
+        if self.slack and termination == Termination.OPTIMAL:
+            termination = Termination.FINISHED  # proven for rounded costs only: see the bound
         values = bound = None
-        if status.has_solution:  # without one, CP-SAT's bound is not meaningful
+        if name in ("OPTIMAL", "FEASIBLE"):  # without one, CP-SAT's bound is not meaningful
             values = np.asarray(list(solver.response_proto.solution))  # in variable order
             bound = form_bound(self.form, solver.best_objective_bound, self.scale, self.slack)
-        return Answer(status, limit, values, bound, name, log=solver.response_stats())
+        termination = cpsat.stopped_by(termination, stopped, opts.deadline is not None)
+        return Answer(termination, values, bound, name, log=solver.response_stats())
 
     def add_row(self, index, coefs, sense, rhs) -> None:
         self._add(list(index), coefs, sense, rhs, "an added row")

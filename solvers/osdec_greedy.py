@@ -41,7 +41,7 @@ import numpy as np
 
 from hpcopt.domain import id_order
 from hpcopt.errors import SolverOptionError
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .registry import OVERSHOOT_S, Outcome, SolveOptions, Solver, register, register_greedy
 
@@ -271,8 +271,9 @@ class OSDECGreedy(Solver):
     ``solver_options``: ``passes`` (local-search passes, default 50), ``lp`` (default True:
     build the first schedule by rounding the LP relaxation, see the module docstring; False:
     the plain greedy).  ``warm_start`` (a feasible decision) replaces the construction phase.
-    Always FEASIBLE; ``limit=TIME`` when the time limit stopped the local search (the first
-    complete schedule always finishes, then improves until the limit), else it finished.
+    Always a feasible solution; termination ``time_limit`` when the time limit stopped the
+    local search (the first complete schedule always finishes, then improves until the
+    limit), else ``finished``.
     The bound is the LP optimum when the LP was solved.
     """
 
@@ -298,5 +299,5 @@ class OSDECGreedy(Solver):
         x, finished, bound = greedy_schedule(model, deadline=opts.deadline, passes=passes,
                                              seed=opts.seed or 0, start=start, lp=use_lp,
                                              limit=opts.limit)
-        return Outcome(Status.FEASIBLE, x, bound=bound, limit=None if finished else Limit.TIME,
-                       extra={"lp": bound is not None})
+        return Outcome(Termination.FINISHED if finished else Termination.TIME_LIMIT, x,
+                       bound=bound, extra={"lp": bound is not None})

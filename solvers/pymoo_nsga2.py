@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .bbsched_ga import front_points, ga_options, history_row, history_step, pareto_rows
 from .registry import Outcome, SolveOptions, Solver, register
@@ -74,7 +74,7 @@ class NSGA2(Solver):
         G, P = int(o["generations"]), int(o["population"])
         if small_space(n, P, G):
             X, F = enumerate_front(model)  # the empty selection is always feasible
-            return Outcome(Status.FEASIBLE, pareto=front_points(model, X, F),
+            return Outcome(Termination.FINISHED, pareto=front_points(model, X, F),
                            n_evals=2**n, extra={"enumerated": True, "generations": 0,
                                                 "population": P,
                                                 "history": [history_row(model, 0, 2**n, F)]})
@@ -123,12 +123,12 @@ class NSGA2(Solver):
         ok = model.feasible_many(X)
         X, F = X[ok], F[ok]
         gens = min(int(res.algorithm.n_iter) - 1, int(o["generations"]))
-        limit = Limit.ITERATION if gens >= int(o["generations"]) else Limit.TIME
+        limit = (Termination.ITERATION_LIMIT if gens >= int(o["generations"])
+                 else Termination.TIME_LIMIT)
         evals = int(res.algorithm.evaluator.n_eval)
         if not len(X):
-            return Outcome(Status.NO_SOLUTION, limit=limit, n_evals=evals)
+            return Outcome(limit, n_evals=evals)
         keep = pareto_rows(F, np.arange(len(F)))
-        return Outcome(Status.FEASIBLE, pareto=front_points(model, X[keep], F[keep]),
-                       limit=limit, n_evals=evals,
+        return Outcome(limit, pareto=front_points(model, X[keep], F[keep]), n_evals=evals,
                        extra={"generations": gens, "population": int(o["population"]),
                               "history": history})

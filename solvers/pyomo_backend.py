@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 from hpcopt.errors import SolverUnavailableError, closest
 from hpcopt.models.algebraic import pyomo_values, to_pyomo
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
-from .mip import Answer, MipBackend, Session
+from .mip import Answer, MipBackend, Session, as_held
 from .registry import Footprint, SolveOptions, register
 from .scip_output import stdout_silenced
 
@@ -108,33 +108,33 @@ QUIET: dict[str, dict] = {name: {"display/verblevel": 0}
 
 
 def termination_map() -> dict:
-    """pyomo ``TerminationCondition`` -> (status with an incumbent, limit)."""
+    """pyomo ``TerminationCondition`` -> ``Termination``."""
     from pyomo.opt import TerminationCondition as TC  # lazy: pyomo takes ~0.7 s to import
 
     return {
-        TC.optimal: (Status.OPTIMAL, None),
-        TC.globallyOptimal: (Status.OPTIMAL, None),
-        TC.locallyOptimal: (Status.FEASIBLE, None),
-        TC.feasible: (Status.FEASIBLE, None),
-        TC.maxTimeLimit: (Status.FEASIBLE, Limit.TIME),
-        TC.maxIterations: (Status.FEASIBLE, Limit.ITERATION),
-        TC.maxEvaluations: (Status.FEASIBLE, Limit.EVALUATION),
-        TC.minFunctionValue: (Status.FEASIBLE, None),
-        TC.minStepLength: (Status.FEASIBLE, None),
-        TC.other: (Status.FEASIBLE, None),
-        TC.infeasible: (Status.INFEASIBLE, None),
-        TC.invalidProblem: (Status.ERROR, None),
-        TC.unbounded: (Status.UNBOUNDED, None),
-        TC.infeasibleOrUnbounded: (Status.INFEASIBLE_OR_UNBOUNDED, None),
-        TC.userInterrupt: (Status.FEASIBLE, Limit.INTERRUPT),
-        TC.resourceInterrupt: (Status.FEASIBLE, Limit.INTERRUPT),
-        TC.intermediateNonInteger: (Status.NO_SOLUTION, None),
-        TC.noSolution: (Status.NO_SOLUTION, None),
-        TC.unknown: (Status.NO_SOLUTION, None),
-        TC.licensingProblems: (Status.ERROR, None),
-        TC.solverFailure: (Status.ERROR, None),
-        TC.internalSolverError: (Status.ERROR, None),
-        TC.error: (Status.ERROR, None),
+        TC.optimal: Termination.OPTIMAL,
+        TC.globallyOptimal: Termination.OPTIMAL,
+        TC.locallyOptimal: Termination.FINISHED,
+        TC.feasible: Termination.FINISHED,
+        TC.maxTimeLimit: Termination.TIME_LIMIT,
+        TC.maxIterations: Termination.ITERATION_LIMIT,
+        TC.maxEvaluations: Termination.EVALUATION_LIMIT,
+        TC.minFunctionValue: Termination.FINISHED,
+        TC.minStepLength: Termination.FINISHED,
+        TC.other: Termination.FINISHED,
+        TC.infeasible: Termination.INFEASIBLE,
+        TC.invalidProblem: Termination.ERROR,
+        TC.unbounded: Termination.UNBOUNDED,
+        TC.infeasibleOrUnbounded: Termination.INFEASIBLE_OR_UNBOUNDED,
+        TC.userInterrupt: Termination.INTERRUPTED,
+        TC.resourceInterrupt: Termination.INTERRUPTED,
+        TC.intermediateNonInteger: Termination.UNKNOWN,
+        TC.noSolution: Termination.UNKNOWN,
+        TC.unknown: Termination.UNKNOWN,
+        TC.licensingProblems: Termination.ERROR,
+        TC.solverFailure: Termination.ERROR,
+        TC.internalSolverError: Termination.ERROR,
+        TC.error: Termination.ERROR,
     }
 
 
@@ -153,14 +153,15 @@ class Pyomo(MipBackend):
     after those.  Native statuses are pyomo's ``TerminationCondition`` values, mapped by
     ``termination_map()``::
 
-        optimal/globallyOptimal -> OPTIMAL; feasible/locallyOptimal/other -> FEASIBLE;
-        maxTimeLimit -> FEASIBLE + TIME; maxIterations -> FEASIBLE + ITERATION;
-        maxEvaluations -> FEASIBLE + EVALUATION; infeasible -> INFEASIBLE;
-        infeasibleOrUnbounded -> INFEASIBLE_OR_UNBOUNDED; unbounded -> UNBOUNDED;
-        userInterrupt/resourceInterrupt -> FEASIBLE + INTERRUPT (NO_SOLUTION without one);
-        noSolution/intermediateNonInteger/unknown -> NO_SOLUTION; errors -> ERROR
+        optimal/globallyOptimal -> optimal; feasible/locallyOptimal/other -> finished;
+        maxTimeLimit -> time_limit; maxIterations -> iteration_limit;
+        maxEvaluations -> evaluation_limit; infeasible -> infeasible;
+        infeasibleOrUnbounded -> infeasible_or_unbounded; unbounded -> unbounded;
+        userInterrupt/resourceInterrupt -> interrupted;
+        noSolution/intermediateNonInteger/unknown -> unknown; errors -> error
 
-    FEASIBLE without a loaded solution becomes NO_SOLUTION.  The bound is
+    The loaded solution is the answer's decision; optimal or finished without one is
+    ``unknown``.  The bound is
     ``results.problem.upper_bound`` (lower for minimization) when finite.
 
     Pyomo's model build and the solver's load of it cannot be stopped, so ``footprint``
@@ -308,25 +309,24 @@ class PyomoSession(Session):
 
         backend, opt, pm = self.backend, self.opt, self.pm
         if not backend._give_time(opt, opts, self.load_s + self.stop_s):
-            return Answer(Status.NO_SOLUTION, Limit.TIME,
+            return Answer(Termination.TIME_LIMIT,
                           log="no time left to solve after the build")
         results = backend._run(opt, pm)
         condition = results.solver.termination_condition
-        status, limit = termination_map().get(condition, (Status.ERROR, None))
+        termination = termination_map().get(condition, Termination.ERROR)
         values = None
-        if status.has_solution and len(results.solution) > 0:
+        if (not termination.rules_out_solution and termination != Termination.UNKNOWN
+                and len(results.solution) > 0):
             with LoggingIntercept(io.StringIO()) as captured:  # "aborted status" on limits
                 pm.solutions.load_from(results)
             self.notes.append(captured.getvalue().strip())
             values = pyomo_values(self.form, pm)
-        elif status.has_solution:
-            status = Status.NO_SOLUTION
         side = results.problem.upper_bound if self.form.sense == "max" \
             else results.problem.lower_bound
         bound = float(side) if side is not None and math.isfinite(float(side)) else None
         self.notes.append(f"termination_condition={condition}")
         log, self.notes = "\n".join(n for n in self.notes if n), []  # this solve's notes
-        return Answer(status, limit, values, bound, str(condition), log=log,
+        return Answer(as_held(termination, values), values, bound, str(condition), log=log,
                       extra={"termination_condition": str(condition)})
 
     def _change(self) -> None:

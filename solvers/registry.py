@@ -35,7 +35,7 @@ from hpcopt.errors import (
     refuse_duplicate,
 )
 from hpcopt.models.pareto_rules import choose, rule_name
-from hpcopt.result import Limit, ParetoPoint, Result, Status
+from hpcopt.result import ParetoPoint, Result, Termination
 
 _REGISTRY: dict[str, type[Solver]] = {}
 _FAMILIES: dict[str, type[Solver]] = {}
@@ -104,13 +104,14 @@ class Footprint:
 
 @dataclass
 class Outcome:
-    """What a backend's ``_solve`` hands back to the template (before certification)."""
+    """What a backend's ``_solve`` hands back to the template (before certification): why
+    it stopped, and what it holds (``decision`` or ``pareto``; ``None``: nothing, and
+    ignored when the termination rules a solution out)."""
 
-    status: Status
+    termination: Termination
     decision: Any = None
     objective: float | None = None
     bound: float | None = None
-    limit: Limit | None = None
     pareto: list[tuple[Any, tuple[float, ...]]] | None = None
     n_evals: int | None = None
     extra: dict = field(default_factory=dict)
@@ -183,11 +184,11 @@ class Solver:
         solver_options: dict | None = None,
         rule: Any = None,
     ) -> Result:
-        """Solve ``model``; hitting a limit is a normal return with status FEASIBLE.
+        """Solve ``model``; hitting a limit is a normal return (its termination, a decision).
 
         Limits cover the whole call (docs/limits.md): ``time_limit`` seconds from here,
         ``solver_options["max_memory_mb"]`` (any backend), and Ctrl-C (a ``KeyboardInterrupt``
-        during the backend is ``Limit.INTERRUPT``, with the greedy decision where the model
+        during the backend is termination ``interrupted``, with the greedy decision where the model
         has one); the answer comes back within ``time_limit + OVERSHOOT_S``.
 
         ``seed`` defaults to ``DEFAULT_SEED``, so a randomized backend gives the same answer
@@ -222,17 +223,17 @@ class Solver:
             try:
                 out = self._solve(model, opts)
             except KeyboardInterrupt:  # Ctrl-C is a limit, as CP-SAT's and SCIP's own are
-                out = Outcome(Status.NO_SOLUTION, limit=Limit.INTERRUPT,
-                              extra={"interrupted": True})
+                out = Outcome(Termination.INTERRUPTED, extra={"interrupted": True})
         if start is not None:
             out = _no_worse_than(model, out, start)
-            if (out.status != Status.OPTIMAL and out.decision is not None
+            if (out.termination != Termination.OPTIMAL and out.decision is not None
                     and [int(v) for v in out.decision] == [int(v) for v in start[0]]):
                 out.extra["greedy_fallback"] = True  # the answer is the heuristic start's
         if opts.log:  # the solver's own log first, then the backend's notes
             out.log = "\n".join(part.rstrip("\n") for part in [*opts.log, out.log] if part)
         canonical = _CANONICAL.get(model.kind)
-        if (canonical is not None and not self.CANONICAL and out.status == Status.OPTIMAL
+        if (canonical is not None and not self.CANONICAL
+                and out.termination == Termination.OPTIMAL
                 and out.decision is not None):
             left = opts.left()
             decision = None if left is not None and left <= 0 else canonical(
@@ -266,11 +267,12 @@ class Solver:
         return None
 
     def _refusal(self, model, opts: SolveOptions) -> Outcome | None:
-        """NO_SOLUTION with the reason when the estimated build, times ``BUILD_MARGIN``,
-        cannot fit the memory cap or the time left; ``None`` when the backend may start."""
+        """A time or memory limit (no decision) with the reason when the estimated build,
+        times ``BUILD_MARGIN``, cannot fit the memory cap or the time left; ``None`` when the
+        backend may start."""
         left = opts.left()
         if left is not None and left <= 0:
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME,
+            return Outcome(Termination.TIME_LIMIT,
                            extra={"refused": "no time left after the heuristic start (its "
                                              "answer is returned)"})
         est = self.footprint(model, opts)
@@ -280,12 +282,12 @@ class Solver:
         if cap is not None and BUILD_MARGIN * est.megabytes > cap:
             reason = (f"{est.what} needs about {est.megabytes:.3g} MB and cannot be stopped; "
                       f"it starts only when {BUILD_MARGIN:g}x that fits max_memory_mb={cap:g}")
-            return Outcome(Status.NO_SOLUTION, limit=Limit.MEMORY, log=reason,
+            return Outcome(Termination.MEMORY_LIMIT, log=reason,
                            extra={"refused": reason})
         if left is not None and BUILD_MARGIN * est.seconds > left:
             reason = (f"{est.what} takes about {est.seconds:.1f} s and cannot be stopped; it "
                       f"starts only when {BUILD_MARGIN:g}x that fits the {left:.1f} s left")
-            return Outcome(Status.NO_SOLUTION, limit=Limit.TIME, log=reason,
+            return Outcome(Termination.TIME_LIMIT, log=reason,
                            extra={"refused": reason})
         return None
 
@@ -304,20 +306,21 @@ class Solver:
         raise NotImplementedError
 
     def _certify(self, model, out: Outcome, wall: float, opts: SolveOptions) -> Result:
-        status, bound = out.status, out.bound
-        if status == Status.OPTIMAL and not self.EXACT:
-            status = Status.FEASIBLE  # heuristics never claim optimality
+        termination, bound = out.termination, out.bound
+        if termination == Termination.OPTIMAL and not self.EXACT:
+            termination = Termination.FINISHED  # heuristics never claim optimality
+        held = not termination.rules_out_solution
         extra = dict(out.extra)
         pareto = None
         if out.pareto is not None:
             pareto = self._certify_pareto(model, out.pareto)
-            if out.decision is None and pareto and status.has_solution:
+            if out.decision is None and pareto and held:
                 rule = "bbsched" if opts.rule is None else opts.rule
                 points = [(p.decision, p.objectives) for p in pareto]
                 out.decision = pareto[choose(model, points, rule)].decision
                 extra["rule"] = rule_name(rule)
         decision = certificate = objective = None
-        if out.decision is not None and status.has_solution:
+        if out.decision is not None and held:
             decision = tuple(int(v) for v in out.decision)
             certificate = model.evaluate(decision)
             if not certificate.feasible:
@@ -337,16 +340,14 @@ class Solver:
                     f"backend {self.full_name!r} reported objective {out.objective} but its "
                     f"decision evaluates to {objective}"
                 )
-            if status == Status.OPTIMAL and pareto is None:
+            if termination == Termination.OPTIMAL and pareto is None:
                 bound = objective
-        elif status.has_solution:
-            status = Status.NO_SOLUTION
         if bound is not None and not abs(float(bound)) < SOLVER_INFINITY:
             bound = None  # a solver's infinity (SCIP's 1e20, HiGHS's inf): no bound
         if bound is None:
             bound = math.inf if model.sense == "max" else -math.inf
         return Result(
-            status=status,
+            termination=termination,
             backend=self.full_name,
             model_kind=model.kind,
             decision=decision,
@@ -355,7 +356,6 @@ class Solver:
             sense=model.sense,
             objectives=None if certificate is None else tuple(certificate.objectives),
             pareto=pareto,
-            limit=out.limit,
             wall_time=wall,
             backend_version=self.version(),
             seed=opts.seed,
@@ -421,12 +421,17 @@ def _log_option(backend: str, options) -> bool:
     return value
 
 
+# a backend's answer that stands as it is: optimal, or proven of the model, or a failure
+_PROVEN = frozenset({Termination.OPTIMAL, Termination.INFEASIBLE, Termination.UNBOUNDED,
+                     Termination.INFEASIBLE_OR_UNBOUNDED, Termination.ERROR})
+
+
 def _no_worse_than(model, out: Outcome, start) -> Outcome:
     """``out`` with the greedy ``start = (decision, bound)`` folded in when ``out`` stopped
     without a proof: the tighter bound, and the greedy decision when ``out`` holds nothing
     better (by ``model.evaluate``, in the model's sense)."""
     decision, bound = start
-    if out.status not in (Status.FEASIBLE, Status.NO_SOLUTION) or out.pareto is not None:
+    if out.termination in _PROVEN or out.pareto is not None:
         return out
     if bound is not None:
         mine = out.bound if out.bound is not None and abs(out.bound) < SOLVER_INFINITY else None
@@ -436,11 +441,11 @@ def _no_worse_than(model, out: Outcome, start) -> Outcome:
         return out
     greedy = model.evaluate(decision).objective
     sign = 1.0 if model.sense == "max" else -1.0
-    if out.decision is not None and out.status.has_solution:
+    if out.decision is not None:
         cert = model.evaluate(out.decision)
         if cert.feasible and sign * cert.objective >= sign * greedy - 1e-9 * max(1.0, abs(greedy)):
             return out
-    out.status, out.decision, out.objective = Status.FEASIBLE, list(decision), None
+    out.decision, out.objective = list(decision), None
     out.extra["greedy_fallback"] = True  # the answer is the heuristic start's, said so here
     return out
 

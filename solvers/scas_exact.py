@@ -43,7 +43,7 @@ from operator import mul
 
 import numpy as np
 
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
 from .registry import Outcome, SolveOptions, Solver, register, register_canonical
 
@@ -332,8 +332,8 @@ class ScasExact(Solver):
             canon = canonical_pass(model, (cost, starts), deadline)
             extra["canonical"] = canon is not None
             starts = starts if canon is None else canon
-            return Outcome(Status.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
-        return Outcome(Status.FEASIBLE, starts, objective=cost, limit=Limit.TIME, extra=extra)
+            return Outcome(Termination.OPTIMAL, starts, objective=cost, bound=cost, extra=extra)
+        return Outcome(Termination.TIME_LIMIT, starts, objective=cost, extra=extra)
 
 
 def canonical_pass(model, optimum, deadline: float | None = None):

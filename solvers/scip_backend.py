@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcopt.result import Limit, Status
+from hpcopt.result import Termination
 
-from .mip import Answer, MipBackend, Session
+from .mip import Answer, MipBackend, Session, as_held
 from .registry import SolveOptions, register
 from .scip_output import new_model, optimize
 
@@ -26,21 +26,14 @@ class Scip(MipBackend):
     ``randomization/randomseedshift``, ``max_memory_mb`` -> ``limits/memory``;
     ``solver_options``: the form's options (``formulation`` for SCAS), ``greedy_start``
     (``hpcopt.solvers.mip``), any other key a SCIP parameter (``setParam``).  The model's
-    greedy decision (or ``warm_start``) is SCIP's first incumbent.  Native status -> (status
-    with an incumbent, limit)::
+    greedy decision (or ``warm_start``) is SCIP's first incumbent.  Native status ->
+    termination (``STATUS_MAP``): optimal -> optimal; timelimit -> time_limit; nodelimit,
+    totalnodelimit, stallnodelimit -> node_limit; memlimit -> memory_limit; userinterrupt ->
+    interrupted; gaplimit, sollimit, bestsollimit, restartlimit -> finished; infeasible,
+    unbounded, inforunbd -> the same; unknown -> unknown.
 
-        STATUS_MAP = {
-            "optimal": (OPTIMAL, None), "timelimit": (FEASIBLE, TIME),
-            "nodelimit": (FEASIBLE, NODE), "totalnodelimit": (FEASIBLE, NODE),
-            "stallnodelimit": (FEASIBLE, NODE), "gaplimit": (FEASIBLE, None),
-            "sollimit": (FEASIBLE, None), "bestsollimit": (FEASIBLE, None),
-            "restartlimit": (FEASIBLE, None), "memlimit": (FEASIBLE, MEMORY),
-            "userinterrupt": (FEASIBLE, INTERRUPT), "infeasible": (INFEASIBLE, None),
-            "unbounded": (UNBOUNDED, None), "inforunbd": (INFEASIBLE_OR_UNBOUNDED, None),
-            "unknown": (NO_SOLUTION, None),
-        }
-
-    A FEASIBLE status without a stored solution becomes NO_SOLUTION.  The bound is SCIP's dual
+    SCIP's best stored solution is the answer's decision; optimal or finished without one
+    is ``unknown``.  The bound is SCIP's dual
     bound (none while SCIP's is its infinity).  SCIP's output is kept off stdout
     (``scip_output``).
     """
@@ -55,21 +48,21 @@ class Scip(MipBackend):
     SECONDS_PER_NZ, SECONDS_PER_ROW = 2e-6, 1.5e-5
     MB_PER_NZ, MB_PER_ROW = 2e-4, 7e-4
     STATUS_MAP = {
-        "optimal": (Status.OPTIMAL, None),
-        "timelimit": (Status.FEASIBLE, Limit.TIME),
-        "nodelimit": (Status.FEASIBLE, Limit.NODE),
-        "totalnodelimit": (Status.FEASIBLE, Limit.NODE),
-        "stallnodelimit": (Status.FEASIBLE, Limit.NODE),
-        "gaplimit": (Status.FEASIBLE, None),
-        "sollimit": (Status.FEASIBLE, None),
-        "bestsollimit": (Status.FEASIBLE, None),
-        "restartlimit": (Status.FEASIBLE, None),
-        "memlimit": (Status.FEASIBLE, Limit.MEMORY),
-        "userinterrupt": (Status.FEASIBLE, Limit.INTERRUPT),
-        "infeasible": (Status.INFEASIBLE, None),
-        "unbounded": (Status.UNBOUNDED, None),
-        "inforunbd": (Status.INFEASIBLE_OR_UNBOUNDED, None),
-        "unknown": (Status.NO_SOLUTION, None),
+        "optimal": Termination.OPTIMAL,
+        "timelimit": Termination.TIME_LIMIT,
+        "nodelimit": Termination.NODE_LIMIT,
+        "totalnodelimit": Termination.NODE_LIMIT,
+        "stallnodelimit": Termination.NODE_LIMIT,
+        "gaplimit": Termination.FINISHED,
+        "sollimit": Termination.FINISHED,
+        "bestsollimit": Termination.FINISHED,
+        "restartlimit": Termination.FINISHED,
+        "memlimit": Termination.MEMORY_LIMIT,
+        "userinterrupt": Termination.INTERRUPTED,
+        "infeasible": Termination.INFEASIBLE,
+        "unbounded": Termination.UNBOUNDED,
+        "inforunbd": Termination.INFEASIBLE_OR_UNBOUNDED,
+        "unknown": Termination.UNKNOWN,
     }
 
     def session(self, model, form, opts: SolveOptions, native: dict, start) -> ScipSession:
@@ -117,21 +110,20 @@ class ScipSession(Session):
     def solve(self, opts: SolveOptions) -> Answer:
         left = opts.left()
         if left is not None and left <= 0:  # the build (or earlier solves) took the time
-            return Answer(Status.NO_SOLUTION, Limit.TIME)
+            return Answer(Termination.TIME_LIMIT)
         scip = self.scip
         optimize(scip, left, opts.log)
         self.solved = True
         native = scip.getStatus()
-        status, limit = self.backend.STATUS_MAP.get(native, (Status.ERROR, None))
+        termination = self.backend.STATUS_MAP.get(native, Termination.ERROR)
         values = None
-        if status != Status.ERROR and scip.getNSols() > 0:
+        if termination != Termination.ERROR and scip.getNSols() > 0:
             sol = scip.getBestSol()
             values = np.array([scip.getSolVal(sol, v) for v in self.x])
-        elif status.has_solution:
-            status = Status.NO_SOLUTION
         dual = scip.getDualbound()
         bound = None if scip.isInfinity(abs(dual)) else float(dual) / self.scale
-        return Answer(status, limit, values, bound, native, extra={"nodes": scip.getNNodes()})
+        return Answer(as_held(termination, values), values, bound, native,
+                      extra={"nodes": scip.getNNodes()})
 
     def _change(self) -> None:
         if self.solved:

@@ -13,6 +13,7 @@ from hpcopt.errors import InvalidDecisionError, SimulationError
 from hpcopt.policies import make_policy
 from hpcopt.policies.base import Policy
 from hpcopt.sim.driver import Event, Simulator
+from hpcopt.sim.settings import DriverOptions
 
 
 def J(id, submit, nodes, walltime, runtime=None):
@@ -50,6 +51,19 @@ def test_no_backfilling_is_strict_fcfs():
         1: (0, "ready"), 2: (100, "ready"), 3: (150, "ready"), 4: (150, "ready"),
         5: (150, "ready"),
     }
+
+
+def test_driver_options_are_the_one_spelling_of_the_settings():
+    """``Simulator(..., DriverOptions(...))`` (how the library builds every simulation) and
+    the same settings as keywords run alike; both at once, or an unknown name, is refused."""
+    by_options = Simulator(SCENARIO_1, System(10), make_policy("fcfs"),
+                           DriverOptions(backfill="none")).run()
+    assert starts(by_options) == starts(run(SCENARIO_1, 10, backfill="none"))
+    assert by_options.settings.backfill is False
+    with pytest.raises(TypeError, match="not both"):
+        Simulator(SCENARIO_1, System(10), make_policy("fcfs"), DriverOptions(), window=3)
+    with pytest.raises(TypeError, match="unknown driver setting.*bakfill.*backfill"):
+        Simulator(SCENARIO_1, System(10), make_policy("fcfs"), bakfill="none")
 
 
 def test_easy_uses_requested_walltime_and_actual_completions():

@@ -16,7 +16,7 @@ import pytest
 import hpcopt.solvers as S
 from hpcopt.errors import ModelError
 from hpcopt.models.knapsack import KnapsackModel
-from hpcopt.result import Limit, Status
+from hpcopt.result import Limit, Status, Termination
 from hpcopt.solvers.knapsack_dp import DPStop, solve_arrays
 from hpcopt.solvers.ortools_backends import OrtoolsKnapsack
 
@@ -187,10 +187,10 @@ def test_dp_deadline_is_checked_between_items():
     with pytest.raises(DPStop) as info:
         solve_arrays(w.astype(float), w[None, :], np.array([300]),
                      deadline=time.perf_counter() - 1)
-    assert info.value.limit == Limit.TIME
+    assert info.value.limit == Termination.TIME_LIMIT
     with pytest.raises(DPStop) as info:
         solve_arrays(w * 2.5 + 0.3, w[None, :], np.array([300]), deadline=time.perf_counter() - 1)
-    assert info.value.limit == Limit.TIME
+    assert info.value.limit == Termination.TIME_LIMIT
 
 
 def test_dp_time_limit_returns_greedy_incumbent():

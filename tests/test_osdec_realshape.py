@@ -12,7 +12,7 @@ from the MIP code).  The fast heuristic and the online FIFO policy never exceed 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +20,7 @@ import hpcopt
 from hpcopt.instances import instance_from_dict
 from hpcopt.models.osdec import OSDECModel
 from hpcopt.osdec import offline_reference, simulate_osdec
+from hpcopt.result import Result, Termination
 
 from .conftest import shared_file
 
@@ -141,12 +142,12 @@ def test_offline_reference_ignores_an_infinite_bound(monkeypatch):
     the incumbent, never inf (which made every gap NaN)."""
     import hpcopt.solvers
 
-    fake = SimpleNamespace(status=SimpleNamespace(name="FEASIBLE"), objective=5.0,
-                           bound=math.inf, wall_time=0.1)
+    fake = Result(Termination.TIME_LIMIT, "scip", "osdec", decision=(1,), objective=5.0,
+                  bound=math.inf, wall_time=0.1)
     monkeypatch.setattr(hpcopt.solvers, "solve", lambda *a, **k: fake)
     model = OSDECModel.from_dict({"slots": 1, "capacity": [1], "jobs": []})
     assert offline_reference(model, "scip", 1.0)["reference"] == 5.0
-    fake.bound = 7.0
+    fake = replace(fake, bound=7.0)
     assert offline_reference(model, "scip", 1.0)["reference"] == 7.0
 
 

@@ -163,23 +163,32 @@ def test_heuristics_are_seeded_by_default_and_record_the_seed():
 
 
 def test_termination_is_kept_apart_from_the_solution():
-    cases = {
-        (Status.OPTIMAL, None): (Termination.OPTIMAL, SolutionStatus.OPTIMAL),
-        (Status.FEASIBLE, Limit.TIME): (Termination.TIME_LIMIT, SolutionStatus.FEASIBLE),
-        (Status.FEASIBLE, Limit.MEMORY): (Termination.MEMORY_LIMIT, SolutionStatus.FEASIBLE),
-        (Status.FEASIBLE, Limit.INTERRUPT): (Termination.INTERRUPTED, SolutionStatus.FEASIBLE),
-        (Status.FEASIBLE, None): (Termination.FINISHED, SolutionStatus.FEASIBLE),
-        (Status.NO_SOLUTION, Limit.TIME): (Termination.TIME_LIMIT, SolutionStatus.NONE),
-        (Status.INFEASIBLE_OR_UNBOUNDED, None): (Termination.INFEASIBLE_OR_UNBOUNDED,
-                                                 SolutionStatus.NONE),
-        (Status.ERROR, None): (Termination.ERROR, SolutionStatus.NONE),
+    """A result is (termination, what it holds); the flat ``status`` and ``limit`` of the
+    public API are views of the two, in ``to_row`` as in the attributes."""
+    cases = {  # (termination, holds a decision) -> (solution, flat status, limit)
+        (Termination.OPTIMAL, True): (SolutionStatus.OPTIMAL, Status.OPTIMAL, None),
+        (Termination.TIME_LIMIT, True): (SolutionStatus.FEASIBLE, Status.FEASIBLE, Limit.TIME),
+        (Termination.MEMORY_LIMIT, True): (SolutionStatus.FEASIBLE, Status.FEASIBLE,
+                                           Limit.MEMORY),
+        (Termination.INTERRUPTED, True): (SolutionStatus.FEASIBLE, Status.FEASIBLE,
+                                          Limit.INTERRUPT),
+        (Termination.FINISHED, True): (SolutionStatus.FEASIBLE, Status.FEASIBLE, None),
+        (Termination.TIME_LIMIT, False): (SolutionStatus.NONE, Status.NO_SOLUTION, Limit.TIME),
+        (Termination.INTERRUPTED, False): (SolutionStatus.NONE, Status.NO_SOLUTION,
+                                           Limit.INTERRUPT),
+        (Termination.OPTIMAL, False): (SolutionStatus.NONE, Status.NO_SOLUTION, None),
+        (Termination.UNKNOWN, False): (SolutionStatus.NONE, Status.NO_SOLUTION, None),
+        (Termination.INFEASIBLE_OR_UNBOUNDED, False): (
+            SolutionStatus.NONE, Status.INFEASIBLE_OR_UNBOUNDED, None),
+        (Termination.ERROR, False): (SolutionStatus.NONE, Status.ERROR, None),
     }
-    for (status, limit), (term, sol) in cases.items():
-        decision = (1,) if sol != SolutionStatus.NONE else None
-        r = Result(status, "x", "knapsack", decision=decision, limit=limit)
-        assert (r.termination, r.solution) == (term, sol)
+    for (term, held), (sol, status, limit) in cases.items():
+        r = Result(term, "x", "knapsack", decision=(1,) if held else None)
+        assert (r.termination, r.solution, r.status, r.limit) == (term, sol, status, limit)
         row = r.to_row()
-        assert (row["termination"], row["solution"]) == (term.value, sol.value)
+        assert (row["status"], row["termination"], row["solution"], row["limit"]) == (
+            status.value, term.value, sol.value, None if limit is None else limit.value)
+        assert r.status.has_solution == held
 
 
 def test_unknown_solver_options_get_one_shared_error_for_every_backend():

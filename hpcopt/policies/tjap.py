@@ -21,6 +21,7 @@ from pathlib import Path
 from hpcopt.domain import Decision, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
 from hpcopt.instances import save_instance
+from hpcopt.sim.settings import DriverOptions
 
 from .base import Option, Policy, register_policy, window_solver
 
@@ -133,7 +134,7 @@ def generate_windows(n_windows: int, *, seed: int = 0, topology="paper-1000",
         jobs = generate_tjap_jobs(max(50, int(n_windows * tau / 17.5 * 2) + 50), seed=seed)
     seen: list = []
     policy = WindowAllocation(tau=tau, model="scas", backend=backend, seed=seed, record=seen)
-    Simulator(jobs, system, policy).run()
+    Simulator(jobs, system, policy, DriverOptions()).run()
     cls = model_class(model)
     out = [m if type(m) is cls else cls(m.topology, m.idle_nodes, m.sizes, ids=m.ids)
            for m in seen if m.n_jobs >= min_jobs]

@@ -93,6 +93,7 @@ from dataclasses import replace
 from heapq import heappop, heappush
 from numbers import Real
 from operator import attrgetter
+from typing import Any
 
 from hpcopt.domain import Decision, Job, RunningJob, System, Window
 from hpcopt.errors import InvalidDecisionError, SimulationError
@@ -104,7 +105,7 @@ from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
 from .resources import CapacityProfile, make_pool
-from .settings import DriverOptions, DriverSettings
+from .settings import DriverOptions, DriverSettings, driver_options
 
 _GC_YOUNG = 100_000  # young-generation threshold of the collector during run()
 
@@ -121,8 +122,11 @@ class Simulator:
     jobs : iterable of Job, with unique ids and sizes not above the system.
     system : System.
     policy : a policy object (``decide(window) -> Decision``), see ``hpcopt.policies``.
+    options : the driver settings, a ``hpcopt.sim.settings.DriverOptions`` (the one place
+        they are spelled; every simulation in the library is built this way), or the same
+        settings as keywords (``Simulator(jobs, system, policy, backfill="easy")``), not both:
     order, backfill, window, starvation_bound, period, progress, launch_delay, limits : the
-        driver settings (``hpcopt.sim.settings.DriverOptions``): base order ``fcfs``,
+        driver settings: base order ``fcfs``,
         ``sjf``, ``wfp`` or ``priority`` (``hpcopt.sim.orders``); ``"easy"`` or ``"none"``;
         W, the queued jobs the policy sees; K, a job passed over K times is served first;
         passes only every ``period`` seconds (ticks); a progress bar over completed jobs;
@@ -147,15 +151,8 @@ class Simulator:
         jobs: Iterable[Job],
         system: System,
         policy,
-        *,
-        order: str | None = None,
-        backfill: str | bool | None = None,
-        window: int | None = None,
-        starvation_bound: int | None = None,
-        period: float | None = None,
-        progress: bool = False,
-        launch_delay: float | Callable[[Job], float] | None = None,
-        limits=None,
+        options: DriverOptions | None = None,
+        **settings: Any,
     ) -> None:
         self.system = system
         self.policy = policy
@@ -163,8 +160,7 @@ class Simulator:
         attach = getattr(policy, "attach", None)  # the protocol: hpcopt.sim.protocol
         if attach is not None:
             attach(self)
-        options = DriverOptions(order, backfill, window, starvation_bound, period, progress,
-                                launch_delay, limits)
+        options = driver_options(options, settings)
         self.settings = settings = DriverSettings.resolve(
             policy, options, capacity=system.capacity is not None)
         self._key, self._static = bind_order(settings.order, self)

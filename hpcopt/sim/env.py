@@ -26,6 +26,7 @@ from hpcopt.errors import SimulationError
 from .driver import Simulator
 from .picks import BACKFILL, SELECT, Pick, PickRequest
 from .records import Event
+from .settings import DriverOptions
 
 STAGE_LEVEL = {SELECT: 1, BACKFILL: 2}
 
@@ -91,7 +92,8 @@ class PickEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         jobs = self.episode_jobs(seed, options)
-        self.sim = Simulator(jobs, self.system, self.pick_spec, backfill=self.backfill)
+        self.sim = Simulator(jobs, self.system, self.pick_spec,
+                             DriverOptions(backfill=self.backfill))
         self.sim.subscribe(Event.PICK, self._on_pick)
         self._steps = self.sim.steps()
         self.instances = 0

@@ -37,8 +37,25 @@ class DriverOptions:
     limits: Any = None
 
     def as_kwargs(self) -> dict:
-        """The keyword arguments of ``Simulator`` these options stand for."""
+        """These options as keywords (of ``Simulator``, ``hpcopt.sim.forecast.forecast``)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def driver_options(options: DriverOptions | None, settings: dict) -> DriverOptions:
+    """The ``DriverOptions`` a ``Simulator`` was given: ``options`` itself, or the same
+    settings as keywords (``settings``), not both; an unknown name is a ``TypeError`` that
+    lists the known ones."""
+    if options is not None:
+        if settings:
+            raise TypeError(f"Simulator: give the driver settings as options= or as keywords, "
+                            f"not both (got options and {', '.join(sorted(settings))})")
+        return options
+    unknown = sorted(set(settings) - {f.name for f in fields(DriverOptions)})
+    if unknown:
+        known = ", ".join(f.name for f in fields(DriverOptions))
+        raise TypeError(f"Simulator: unknown driver setting(s) {', '.join(unknown)}; the "
+                        f"settings are {known}")
+    return DriverOptions(**settings)
 
 
 @dataclass(frozen=True, slots=True)

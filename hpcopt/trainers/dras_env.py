@@ -27,6 +27,7 @@ from hpcopt.policies.dras import DrasPolicy
 from hpcopt.sim.driver import Simulator
 from hpcopt.sim.env import PickEnv
 from hpcopt.sim.picks import RESERVE_RULES
+from hpcopt.sim.settings import DriverOptions
 
 LEVELS = ("dras", "decima")
 
@@ -105,7 +106,8 @@ def run_episode(env, agent, *, learn: bool, deterministic: bool | None = None,
                                   window=env.window_size, order=env.order,
                                   reserve=env.reserve_rule, reward=env.reward_fn,
                                   encoder=env.encoder)
-    env.sim = Simulator(episode, env.system, policy, backfill=env.backfill).run()
+    env.sim = Simulator(episode, env.system, policy,
+                        DriverOptions(backfill=env.backfill)).run()
     env.instances = policy.instances
     return EpisodeStats(policy.total_reward, policy.steps, policy.instances, policy.losses,
                         policy.last_stats["decision_seconds"])

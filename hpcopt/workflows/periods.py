@@ -17,6 +17,7 @@ from bisect import bisect_left
 
 from hpcopt.domain import Job, System
 from hpcopt.sim.driver import Simulator
+from hpcopt.sim.settings import DriverOptions
 
 from .reader import WorkflowError
 
@@ -42,7 +43,7 @@ def probe_wait(jobs, system: System, at: float, nodes: int, runtime: float, *,
     while True:  # replay a growing slice until the probe starts inside it
         hi = bisect_left(submits, at + span)
         sim = Simulator(list(jobs[lo:hi]), system, build_policy(policy) if
-                        isinstance(policy, str) else policy)
+                        isinstance(policy, str) else policy, DriverOptions())
         sim.submit(probe)
         rec = sim.records[pid]
         sim.run_until(lambda _, rec=rec: not math.isnan(rec.start))

@@ -138,6 +138,7 @@ from hpcopt.agents.asa import ASAEstimator
 from hpcopt.domain import Job, System
 from hpcopt.errors import closest
 from hpcopt.sim.driver import Event, Simulator
+from hpcopt.sim.settings import DriverOptions
 
 from .reader import Workflow, WorkflowError
 from .stages import Stage, stages_of
@@ -570,8 +571,8 @@ class WorkflowRun:
     def _simulate(self, cutoff: float) -> None:
         lo = self.at - self.warmup
         self._bg = [j for j in self.jobs if lo <= j.submit <= cutoff]
-        sim = Simulator(self._bg, self.system, self._policy(), progress=self.progress,
-                        launch_delay=self.launch_delay)
+        sim = Simulator(self._bg, self.system, self._policy(),
+                        DriverOptions(progress=self.progress, launch_delay=self.launch_delay))
         self.sim = sim
         sim.on_start(self._hook)
         self._counter = 0
