@@ -192,3 +192,31 @@ def test_reservation_files(tmp_path):
         read_reservations(js)
     with pytest.raises(ReservationError, match="cannot read"):
         read_reservations(tmp_path / "missing.csv")
+
+
+def test_simulate_with_a_maintenance_file(tmp_path, capsys):
+    """``hpcopt simulate --reservations FILE``: no job runs in the window, the settings
+    name it; a bad file is a one-line error naming it."""
+    import pandas as pd
+
+    from hpcopt.cli import main
+
+    from .test_cli import DEMO_TRACE
+
+    maint = tmp_path / "maint.csv"
+    maint.write_text("start,end,nodes,name\n50000,80000,64,maint\n")
+    out = tmp_path / "out"
+    assert main(["simulate", DEMO_TRACE, "--reservations", str(maint), "--out", str(out),
+                 "--no-progress"]) == 0
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert not ((jobs.start < 80000) & (jobs.end > 50000)).any()
+    assert ((jobs.end <= 50000).any() and (jobs.start >= 80000).any())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["reservations"] == [
+        {"name": "maint", "start": 50000.0, "end": 80000.0, "nodes": 64}]
+    maint.write_text("start,end,nodes\n1,2,many\n")
+    capsys.readouterr()
+    assert main(["simulate", DEMO_TRACE, "--reservations", str(maint)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"hpcopt: error: --reservations {maint}: line 2: field nodes: expected "
+                   "a whole number >= 1, got 'many'")

@@ -240,20 +240,20 @@ def _reservation(row, where: str) -> Reservation:
         raise ReservationError(f"{where}: unknown field {sorted(unknown)[0]!r} (expected "
                                f"{', '.join(FIELDS)})")
 
-    def number(field: str, default=None) -> float:
+    def number(field: str, default=None, what: str = "seconds") -> float:
         value = row.get(field)
         if value in (None, "") and default is not None:
             return default
         try:
             out = float(value)
         except (TypeError, ValueError):
-            raise ReservationError(f"{where}: field {field}: expected seconds, got "
+            raise ReservationError(f"{where}: field {field}: expected {what}, got "
                                    f"{value!r}") from None
         if math.isnan(out):
-            raise ReservationError(f"{where}: field {field}: expected seconds, got {value!r}")
+            raise ReservationError(f"{where}: field {field}: expected {what}, got {value!r}")
         return out
 
-    nodes = number("nodes")
+    nodes = number("nodes", what="a whole number >= 1")
     if nodes != int(nodes) or nodes < 1:
         raise ReservationError(f"{where}: field nodes: expected a whole number >= 1, got "
                                f"{row.get('nodes')!r}")
@@ -270,6 +270,20 @@ def _names(row: Mapping, field: str) -> frozenset[str]:
     if isinstance(value, str):
         value = value.replace(";", " ").split()
     return frozenset(str(v) for v in value)
+
+
+def with_group_users(reservations: Sequence[Reservation], jobs: Iterable[Job],
+                     groups: Mapping) -> tuple[Reservation, ...]:
+    """``reservations`` whose ``accounts`` are a trace's groups (``groups``: job id ->
+    group), each admitting the users of its groups' jobs as well (a simulation's jobs have
+    a user, not an account)."""
+    users: dict[str, set[str]] = {}
+    for job in jobs:
+        if job.id in groups:
+            users.setdefault(str(groups[job.id]), set()).add(str(job.user))
+    return tuple(r if not r.accounts else Reservation(
+        r.start, r.end, r.nodes, r.users.union(*(users.get(a, ()) for a in r.accounts)),
+        r.accounts, r.name, r.known) for r in reservations)
 
 
 def reservations_known(reservations: Iterable[Reservation], now: float
