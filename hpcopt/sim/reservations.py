@@ -165,6 +165,9 @@ class ReservedPool(ResourcePool):
         if job.bb or job.ssd or job.nodes > self.total:
             return None
         blocks = self.blocks(job)
+        if not blocks:  # EASY's walk on the counts
+            shadow = self.base.reservation(job, ends, running, now)[0]
+            return shadow, (shadow, shadow + job.walltime, job.nodes)
         times = sorted({now, *(e for e, _, _ in ends if e > now),
                         *(e for _, e, _ in blocks if e > now)})
         for t in times:
