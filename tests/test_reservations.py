@@ -183,10 +183,14 @@ def test_reservation_files(tmp_path):
                         ("start,end,nodes\n5,2,1\n", r"line 2: .*start before its end"),
                         ("start,end,nodes,color\n1,2,1,red\n", r"unknown field 'color'"),
                         ("start,end,nodes\n1,2,0\n", r"whole number >= 1"),
-                        ("start,end,nodes,known\n1,2,1,5\n", r"known at 5, after")):
+                        ("start,end,nodes,known\n1,2,1,5\n", r"known at 5, after"),
+                        ("start,end,nodes\n1,2,1,4\n", r"line 2: more values than")):
         csv.write_text(text)
         with pytest.raises(ReservationError, match=match):
             read_reservations(csv)
+    js.write_text(json.dumps([{"start": True, "end": 2, "nodes": 1}]))
+    with pytest.raises(ReservationError, match=r"reservation 1: field start: expected seconds"):
+        read_reservations(js)
     js.write_text("[{")
     with pytest.raises(ReservationError, match=r"r.json: line 1: not JSON"):
         read_reservations(js)

@@ -25,6 +25,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hpcopt.domain import Job
 from hpcopt.errors import HpcoptError
@@ -238,16 +239,20 @@ def _reservation(row, where: str) -> Reservation:
     """One reservation from a mapping of its fields (text or JSON values)."""
     if not isinstance(row, Mapping):
         raise ReservationError(f"{where}: expected an object with {', '.join(FIELDS[:3])}")
-    unknown = set(row) - set(FIELDS) - {None}
+    if None in row:  # a CSV row with more values than its header names
+        raise ReservationError(f"{where}: more values than the header's columns")
+    unknown = set(row) - set(FIELDS)
     if unknown:
         raise ReservationError(f"{where}: unknown field {sorted(unknown)[0]!r} (expected "
                                f"{', '.join(FIELDS)})")
 
     def number(field: str, default=None, what: str = "seconds") -> float:
-        value = row.get(field)
+        value: Any = row.get(field)
         if value in (None, "") and default is not None:
             return default
         try:
+            if isinstance(value, bool):
+                raise TypeError
             out = float(value)
         except (TypeError, ValueError):
             raise ReservationError(f"{where}: field {field}: expected {what}, got "
