@@ -224,3 +224,15 @@ def test_simulate_with_a_maintenance_file(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"hpcopt: error: --reservations {maint}: line 2: field nodes: expected "
                    "a whole number >= 1, got 'many'")
+
+
+def test_accounts_are_the_traces_groups():
+    """A reservation for an account (a trace's group) admits the users of its jobs."""
+    from hpcopt.sim.reservations import with_group_users
+
+    jobs = [Job(1, 0, 10, 10, 1, user=7), Job(2, 0, 10, 10, 1, user=8),
+            Job(3, 0, 10, 10, 1, user=9)]
+    res = (Reservation(0.0, 5.0, 1, accounts=frozenset({"g1"}), users=frozenset({"3"})),
+           Reservation(0.0, 5.0, 1))
+    got = with_group_users(res, jobs, {1: "g1", 2: "g2", 3: "g1"})
+    assert got[0].users == frozenset({"3", "7", "9"}) and got[1] == res[1]
