@@ -19,6 +19,7 @@ from .sim.forecast import forecast, forecast_rows, join_actual, recent_stream, r
 from .sim.limits import SiteLimits, Who
 from .sim.metrics import job_columns, summarize
 from .sim.priority import SitePriority
+from .sim.reservations import with_group_users
 from .sim.result import SimulationResult
 
 
@@ -145,6 +146,10 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     settings = {**run.record(pol, sim.settings, nodes=system.nodes,
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}
+    if sim.settings.reservations:
+        settings["reservations"] = [
+            {"name": r.name, "start": r.start, "end": r.end, "nodes": r.nodes}
+            for r in sim.settings.reservations]
     return SimulationResult(table, summary, settings, cleaning, forecasts)
 
 
@@ -183,6 +188,9 @@ def _charged_to_groups(run: RunSettings, jobs: list[Job], groups: dict | None
         groups = groups or {}
         driver = replace(driver, limits=replace(limits, who={
             j.id: Who(str(groups.get(j.id, "")), str(j.user)) for j in jobs}))
+    if driver.reservations and groups:
+        driver = replace(driver, reservations=with_group_users(driver.reservations, jobs,
+                                                               groups))
     return run if driver is run.driver else replace(run, driver=driver)
 
 

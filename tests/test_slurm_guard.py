@@ -146,11 +146,13 @@ for _, c in ipairs(cases) do
    local rec = c[2]; rec.job_id = 7
    out[#out + 1] = (slurm_job_modify(desc(c[3]), rec, {}, c[1]) == 0) and "ok" or "no"
 end
--- submissions: (partition asked, default partition) -> partition, priority, admin_comment
+-- submissions: (partition asked, default partition, reservation asked) -> partition,
+-- priority, admin_comment (a job for a reservation is Slurm's to schedule within it)
 local subs = { {"batch", "batch"}, {nil, "batch"}, {nil, "debug"}, {"debug", "batch"},
-               {"batch,debug", "debug"}, {"debug,batch", "debug"}, {"debugbatch", "batch"} }
+               {"batch,debug", "debug"}, {"debug,batch", "debug"}, {"debugbatch", "batch"},
+               {"batch", "batch", "r1"}, {"batch", "batch", ""}, {nil, "batch", "r1"} }
 for _, s in ipairs(subs) do
-   local d = desc({}); d.partition = s[1]; d.admin_comment = "mine"
+   local d = desc({}); d.partition = s[1]; d.admin_comment = "mine"; d.reservation = s[3]
    slurm_job_submit(d, { {name = "debug", flag_default = s[2] == "debug" and 1 or 0},
                          {name = "batch", flag_default = s[2] == "batch" and 1 or 0} }, 1001)
    out[#out + 1] = tostring(d.partition) .. "/" .. tostring(d.priority) .. "/" ..
@@ -162,7 +164,8 @@ print(table.concat(out, " "))
 _EXPECTED = ("no no no no no no ok ok no no no no no no no no ok ok ok no no no no ok ok "
              "no no no ok ok ok ok no no "
              "batch/0/hpcopt:held nil/0/hpcopt:held nil/4294967294/mine debug/4294967294/mine "
-             "batch/0/hpcopt:held batch/0/hpcopt:held debugbatch/4294967294/mine")
+             "batch/0/hpcopt:held batch/0/hpcopt:held debugbatch/4294967294/mine "
+             "batch/4294967294/mine batch/0/hpcopt:held nil/4294967294/mine")
 
 
 def test_modify_and_submit_decide_as_documented(tmp_path):

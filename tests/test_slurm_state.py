@@ -748,6 +748,9 @@ def test_several_partitions_are_decided_each_on_its_own():
             Fake.reads += 1
             return Snapshot(NOW, tuple(jobs), tuple(nodes), 0.01)
 
+        def reservations(self):
+            return ()
+
     said, log, slurm = [], io.StringIO(), Fake()
     adapters = [Adapter(make_policy("fcfs"), Settings(p, dry_run=True), slurm=slurm,
                         log=log, say=said.append) for p in ("batch", "batch2")]

@@ -47,6 +47,12 @@ def register(sub) -> None:
                         "assoc format=account,user,maxjobs,grpjobs,grptres,maxwall, the "
                         "trace's groups as accounts and its user numbers as users; a job a "
                         "limit blocks waits")
+    m.add_argument("--reservations", default=None, metavar="FILE",
+                   help="advance reservations and maintenance windows: a CSV with columns "
+                        "start,end,nodes and optional users,accounts,name,known (seconds on "
+                        "the trace's clock; users are the trace's user numbers, accounts its "
+                        "groups), or a JSON list of such objects; their nodes are kept from "
+                        "every other job")
     m.add_argument("--backfill", choices=["easy", "none"], default=None,
                    help="EASY backfilling on or off (default: the policy's, easy for most)")
     m.add_argument("--window", type=positive_int, default=None, help="window size W")
@@ -132,7 +138,8 @@ def run_settings(args, options: dict):
         driver=DriverOptions(order=args.order, backfill=args.backfill, window=args.window,
                              starvation_bound=args.starvation,
                              progress=not args.no_progress,
-                             limits=_site_limits(args.limits)),
+                             limits=_site_limits(args.limits),
+                             reservations=_reservations(args.reservations)),
         seed=args.seed, warmup=args.warmup, cooldown=args.cooldown)
 
 
@@ -213,6 +220,18 @@ def _site_limits(path: str | None):
     except SlurmCommandError as exc:
         raise HpcoptError(f"--limits {path}: {exc}") from None
     return SiteLimits(users, accounts)
+
+
+def _reservations(path: str | None):
+    """The reservations of ``--reservations FILE`` (none without one)."""
+    if path is None:
+        return None
+    from ..sim.reservations import ReservationError, read_reservations  # (as in run)
+
+    try:
+        return read_reservations(path)
+    except ReservationError as exc:
+        raise HpcoptError(f"--reservations {exc}") from None
 
 
 def _site_priority(args, options: dict):

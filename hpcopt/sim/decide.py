@@ -18,6 +18,7 @@ from .driver import Simulator
 from .limits import SiteLimits
 from .orders import total_ids
 from .records import Event
+from .reservations import Reservation
 from .resources import availability
 
 
@@ -49,7 +50,9 @@ class ClusterState:
     starvation bound); ``upcoming`` are cloud jobs submitted before ``time`` whose earliest
     start is still to come; ``weights`` ``(w1, w2, end)`` go to the policy's ``set_weights``;
     ``limits`` are the site's association and QOS limits (``hpcopt.sim.limits``), counted
-    over the running and starting jobs.
+    over the running and starting jobs; ``reservations`` the advance reservations and
+    maintenance windows known now (``hpcopt.sim.reservations``): their nodes, of the
+    machine's available ones, are kept from the queued jobs they do not admit.
     """
 
     time: float
@@ -65,6 +68,7 @@ class ClusterState:
     upcoming: tuple[Job, ...] = ()
     weights: tuple[float, float, int | None] | None = None
     limits: SiteLimits | None = None
+    reservations: tuple[Reservation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,8 @@ def _at(state: ClusterState, policy, *, ends: Mapping | None = None, **options):
     limits = options.pop("limits", None) or state.limits  # a run's own, else the state's
     if machine.capacity is not None:
         options["backfill"] = "none"
+    if state.reservations and "reservations" not in options:
+        options["reservations"] = state.reservations
     sim = Simulator.at(now, machine, policy, queued, running, passed=dict(state.passed),
                        upcoming=upcoming, ends=ends, limits=limits, **options)
     return sim, {job.id: job for job in queue}, tuple(set_aside), avail

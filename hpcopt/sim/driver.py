@@ -104,6 +104,7 @@ from .orders import STATIC_KEYS, bind_order
 from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
 from .records import DROPPED, READY, RESERVED, Event, JobRecord
+from .reservations import kept_out, reserved_pool
 from .resources import CapacityProfile, make_pool
 from .settings import DriverOptions, DriverSettings, driver_options
 
@@ -135,7 +136,9 @@ class Simulator:
         resources at the decision and runs, and is planned, from the decision plus the
         delay), or ``f(job) -> seconds`` for each start's own delay; the site's
         association and QOS limits (``hpcopt.sim.limits.SiteLimits``: each pass offers
-        only the jobs they admit now, ``blocked`` lists the others).  ``None`` leaves a
+        only the jobs they admit now, ``blocked`` lists the others); advance reservations
+        and maintenance windows (``hpcopt.sim.reservations``: their nodes are kept from the
+        jobs they do not admit, EASY's shadow respects them).  ``None`` leaves a
         setting to the policy's hooks.  They are resolved once into ``settings`` (a frozen
         ``DriverSettings``).
 
@@ -176,6 +179,11 @@ class Simulator:
         self._init_state()
         self._starts_prefix = self._prefix_rule()
         self._limits = settings.limits
+        self._woken: set[float] = set()  # reservation ends a pass is due at
+        if settings.reservations:
+            who = settings.limits.who if settings.limits is not None else {}
+            self.pool = reserved_pool(self.pool, settings.reservations, self,
+                                      {jid: w.account for jid, w in who.items()})
         self.blocked: list[tuple[Job, str]] = []  # the last pass's jobs a limit blocked
         self._quiet_ok = (self._waits_for_head and self._static and settings.backfill
                           and self._limits is None
@@ -522,6 +530,8 @@ class Simulator:
         ordered = queue if self._static else self.ordered_queue()
         if self._limits is not None:
             ordered = self._admitted(ordered)
+        if self.settings.reservations:
+            self._wake_at_reservation_ends()
         started: set[int] = set()
         reserve: Job | None = None
         shadow = extra = None
@@ -625,6 +635,8 @@ class Simulator:
             if jid in started:
                 raise InvalidDecisionError(f"decision starts job {jid} twice")
             if not trial.fits(job):
+                if kept_out(trial, job):
+                    continue  # a reservation keeps it out now: it stays queued
                 raise InvalidDecisionError(
                     f"decision over-subscribes the machine: job {jid} {trial.why_not(job)} "
                     f"(time {self.now})"
@@ -829,6 +841,14 @@ class Simulator:
         self.passes += 1
         ordered = self.ordered_queue()
         return ordered if self._limits is None else self._admitted(ordered)
+
+    def _wake_at_reservation_ends(self) -> None:
+        """A pass at the end of each reservation to come (jobs it kept out may start then,
+        with no job event at that time)."""
+        for r in self.settings.reservations:
+            if r.end > self.now and r.end not in self._woken:
+                self._woken.add(r.end)
+                self.wake_at(r.end)
 
     def _admitted(self, ordered: list[Job]) -> list[Job]:
         """The jobs of ``ordered`` the site's limits admit now (``hpcopt.sim.limits``); the

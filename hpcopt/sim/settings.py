@@ -25,7 +25,10 @@ class DriverOptions:
     instead of at every event).  ``launch_delay`` is seconds between a start decision and
     the real start (or ``f(job) -> seconds``; ``None``: the policy's own, else 0);
     ``progress`` shows a progress bar; ``limits`` are the site's association and QOS
-    limits (``hpcopt.sim.limits.SiteLimits``: a job a limit blocks does not start)."""
+    limits (``hpcopt.sim.limits.SiteLimits``: a job a limit blocks does not start);
+    ``reservations`` are advance reservations and maintenance windows
+    (``hpcopt.sim.reservations.Reservation``: their nodes are kept from the jobs they do
+    not admit)."""
 
     order: str | None = None
     backfill: str | bool | None = None
@@ -35,6 +38,7 @@ class DriverOptions:
     progress: bool = False
     launch_delay: float | Callable[[Job], float] | None = None
     limits: Any = None
+    reservations: Any = None
 
     def as_kwargs(self) -> dict:
         """These options as keywords (of ``Simulator``, ``hpcopt.sim.forecast.forecast``)."""
@@ -89,6 +93,8 @@ class DriverSettings:
     limits: Any = None
     """The site's limits (``SiteLimits``; ``None``: none): each pass starts only the jobs
     they admit."""
+    reservations: tuple = ()
+    """Advance reservations and maintenance windows (``Reservation``; empty: none)."""
 
     @classmethod
     def resolve(cls, policy, options: DriverOptions, *, capacity: bool = False
@@ -135,4 +141,5 @@ class DriverSettings:
                    progress=bool(options.progress), launch_delay=float(delay),
                    delay_of=delay_of, one_pick=one_pick, fit_only=bool(hooks.fit_only),
                    reserve_rule=hooks.reserve_rule, waits_for_head=bool(hooks.waits_for_head),
-                   limits=options.limits or None)
+                   limits=options.limits or None,
+                   reservations=tuple(options.reservations or ()))

@@ -60,6 +60,7 @@ from .lock import PartitionLock
 from .machine import BurstBuffer, CountedNodes, Resources, partition_nodes
 from .priority import published_priority, site_orders
 from .record import QUEUE_SHOWN, CycleRecord
+from .reservations import partition_blocks
 from .state import Slurm, SlurmCommandError, SlurmJob, Snapshot
 from .topology import SlurmTopology, TopologyConfError, expand_hostlist
 from .wake import Waker
@@ -586,6 +587,7 @@ class Adapter:
                 self._adopt_site_rules()
             options = self._with_site_priority(state)
             cluster = self._with_site_limits(snap, state, cluster)
+            cluster = self._with_reservations(snap, state, cluster)
         except SlurmCommandError as exc:
             return self._failed(rec, str(exc), f"cannot read the site's rules: {exc} (cycle "
                                                "skipped)")
@@ -641,6 +643,25 @@ class Adapter:
             j = entry.records[0]
             who[jid] = Who(j.account, j.user_name, j.qos)
         return replace(cluster, limits=replace(limits, who=who))
+
+    def _with_reservations(self, snap: Snapshot, state: CycleState,
+                           cluster: ClusterState) -> ClusterState:
+        """``cluster`` with Slurm's reservations on the partition as blocks for the held
+        jobs (read each cycle: ``hpcopt.slurm.reservations``); a note names each.  On a
+        machine that places jobs or has a burst buffer they are not planned (a note says
+        so)."""
+        blocks = partition_blocks(self.slurm.reservations(), snap.nodes, self.partition,
+                                  cluster.time)
+        if not blocks:
+            return cluster
+        now = cluster.time
+        if state.machine.places or self.settings.bb:
+            state.notes.append("reservations are planned on interchangeable nodes only: "
+                               "held jobs may wait on " + ",".join(b.name for b in blocks))
+            return cluster
+        state.notes += [f"reservation {b.name}: {b.nodes} nodes from {b.start - now:+.0f} s "
+                        f"to {b.end - now:+.0f} s kept from the held jobs" for b in blocks]
+        return replace(cluster, reservations=blocks)
 
     def _release_decided(self, rec: CycleRecord, state: CycleState, decision) -> None:
         """Re-read the jobs ``decision`` starts, pin and release those unchanged, hold again

@@ -32,6 +32,12 @@ end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
    local name = managed(job_desc, part_list)
+   if name ~= nil and job_desc.reservation ~= nil and job_desc.reservation ~= "" then
+      -- a job for an advance reservation runs on its nodes only: Slurm schedules it there
+      slurm.log_user("hpcopt: job for reservation %s is scheduled by Slurm within it",
+                     job_desc.reservation)
+      return slurm.SUCCESS
+   end
    if name ~= nil then
       if job_desc.partition ~= nil and job_desc.partition ~= name then
          slurm.log_user("hpcopt: partitions %s narrowed to %s, whose jobs the scheduler starts",

@@ -425,6 +425,11 @@ class Slurm:
                         "format=name,grpjobs,grptres,maxwall", parse=parse_qos_limits)
         return SiteLimits(users, accounts, qos)
 
+    def reservations(self) -> tuple[SlurmReservation, ...]:
+        """The advance reservations (``scontrol -o show reservation``, epoch times)."""
+        return self.call("scontrol", "-o", "show", "reservation", parse=parse_reservations,
+                         epoch_times=True)
+
     def release(self, key: str | int) -> None:
         """Release a held job (once: a release is not retried, so it never happens twice);
         ``key`` as Slurm's commands take it (``123``, an array task ``123_4``)."""
@@ -1179,3 +1184,59 @@ def _error_text(error: object) -> str:
         if text:
             return str(text)
     return str(error)
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmReservation:
+    """One advance reservation as ``scontrol -o show reservation`` lists it: its nodes from
+    ``start`` to ``end`` (epoch seconds), who may use it, its flags (``MAINT``, ...), its
+    partition (``None``: not tied to one) and whether it has begun."""
+
+    name: str
+    start: float
+    end: float
+    nodes: tuple[str, ...]
+    users: tuple[str, ...]
+    accounts: tuple[str, ...]
+    flags: frozenset[str]
+    partition: str | None
+    active: bool
+
+
+def parse_reservations(text: str) -> tuple[SlurmReservation, ...]:
+    """``scontrol -o show reservation`` (``SLURM_TIME_FORMAT=%s``) -> its reservations, one
+    ``ReservationName=...`` line each (other lines, "No reservations in the system", are
+    none); a line without a readable field is a ``SlurmCommandError`` naming it."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("ReservationName="):
+            continue
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        name = fields["ReservationName"]
+        where = f"scontrol show reservation {name}"
+        try:
+            res = SlurmReservation(
+                name, _epoch_text(fields, "StartTime"), _epoch_text(fields, "EndTime"),
+                tuple(expand_hostlist(",".join(_listed(fields, "Nodes")))),
+                _listed(fields, "Users"), _listed(fields, "Accounts"),
+                frozenset(_listed(fields, "Flags")),
+                (_listed(fields, "PartitionName") or (None,))[0],
+                fields.get("State") == "ACTIVE")
+        except (TopologyConfError, ValueError) as exc:
+            raise SlurmCommandError(f"{where}: unreadable line ({exc})") from None
+        out.append(res)
+    return tuple(out)
+
+
+def _listed(fields: dict, key: str) -> tuple[str, ...]:
+    """A comma list field (``(null)``: none)."""
+    value = fields.get(key, "(null)")
+    return () if value in ("(null)", "") else tuple(value.split(","))
+
+
+def _epoch_text(fields: dict, key: str) -> float:
+    """A time field printed as epoch seconds (``SLURM_TIME_FORMAT=%s``)."""
+    value = fields.get(key, "")
+    if not value.isdigit():
+        raise ValueError(f"{key}={value or '(missing)'}, expected epoch seconds")
+    return float(value)
