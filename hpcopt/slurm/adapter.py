@@ -113,9 +113,10 @@ class Settings:
     request) or the prefix of the node features that are (``ssd_feature``: ``ssd128`` is
     128 GB, a job's constraint its request); the partition's network (``topology``,
     ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
-    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``no_requeue``: release
-    each job with ``Requeue=0``, so that its owner cannot requeue it; ``limits``: honour the
-    association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
+    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``allow_requeue``: release
+    jobs requeueable as submitted (by default each is released with ``Requeue=0``, so that
+    its owner cannot requeue it and have Slurm start it while no adapter runs);
+    ``limits``: honour the association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
 
     partition: str = "batch"
     bb_license: str | None = None
@@ -125,7 +126,7 @@ class Settings:
     topology: SlurmTopology | None = None
     dry_run: bool = False
     lock: object = None
-    no_requeue: bool = False
+    allow_requeue: bool = False
     limits: bool = False
 
     def __post_init__(self) -> None:
@@ -762,7 +763,7 @@ class Adapter:
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
             pins = dict(entry.pins.get(r.id, {}))
-            if self.settings.no_requeue:
+            if not self.settings.allow_requeue:
                 pins["Requeue"] = "0"
             if nodes:
                 pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
