@@ -164,7 +164,7 @@ def poll_squeue(env: dict, seen: dict, stop: threading.Event, every: float) -> N
     slurm = Slurm(env=env, timeout=20)
     while True:
         try:
-            jobs, _ = slurm.jobs()
+            jobs = slurm.jobs()
         except SlurmCommandError:
             jobs = ()
         for j in jobs:
