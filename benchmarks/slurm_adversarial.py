@@ -387,7 +387,7 @@ def table(rows: list[dict]) -> str:
 def _squeue(env: dict, jid: int) -> dict:
     from hpcopt.slurm.state import Slurm
 
-    jobs, _ = Slurm(env=env, timeout=20).jobs()
+    jobs = Slurm(env=env, timeout=20).jobs()
     j = next((j for j in jobs if j.id == jid), None)
     return {} if j is None else dict(state=j.state, priority=j.priority, reason=j.reason,
                                      start=j.start)

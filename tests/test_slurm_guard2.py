@@ -81,6 +81,82 @@ def test_jobs_that_cannot_start_now_stay_held_and_count_nowhere():
     assert s.cluster.starting == ()  # the delayed released jobs take no node
 
 
+def running(jid, node, minutes=5, ran=60):
+    """A job running on ``node`` for ``ran`` seconds with a limit of ``minutes``."""
+    return parse_job({"job_id": jid, "job_state": "RUNNING", "priority": 1, "partition": "batch",
+                      "state_reason": "None", "submit_time": NOW - ran - 10,
+                      "start_time": NOW - ran, "time_limit": minutes, "node_count": 1,
+                      "job_resources": {"allocated_nodes": [{"nodename": node}]}})
+
+
+def later_jobs(down=False):
+    """A snapshot: n4 busy until NOW + 240 (a job running since NOW - 60, limit 5 minutes),
+    n3 down or free, and held jobs that cannot start now."""
+    node_list = tuple(parse_node({"name": f"n{i}", "partitions": ["batch"], "state_flags": [],
+                                  "state": "allocated" if i == 4 else
+                                  "down" if i == 3 and down else "idle"}) for i in range(1, 5))
+    jobs = (running(10, "n4"),
+            job(1, eligible_time=NOW + 3600),                       # a begin time
+            job(2, required_nodes="n4"),                            # asks busy n4
+            job(3, nodes=1, excluded_nodes="n[1-3]"),               # only n4 would do
+            job(4, reason="Dependency", dependency="afterok:10(unfulfilled)"),  # after job 10
+            job(5, required_nodes="n3"),                            # free, or down
+            job(6, excluded_nodes="n9", reason="Dependency",
+                dependency="afterany:2(unfulfilled)"))              # after a later job
+    return Snapshot(NOW, jobs, node_list, 0.01)
+
+
+def test_jobs_that_cannot_start_now_get_their_earliest_start():
+    s = cycle_state(later_jobs(), "batch")
+    later = {str(k): w for k, w in s.later.items()}
+    assert [str(j.id) for j in s.cluster.queue] == ["5"]  # none of the others counted
+    assert later["1"].not_before == NOW + 3600
+    assert later["2"].not_before == later["3"].not_before == NOW + 240  # n4's estimated end
+    assert later["4"].not_before == NOW and later["4"].after == (10,)
+    assert later["6"].after == (2,)
+    down = cycle_state(later_jobs(down=True), "batch")
+    assert {str(k): w.not_before for k, w in down.later.items()}["5"] is None  # n3 is down
+
+
+def test_forecasts_start_jobs_that_cannot_start_now_no_earlier_than_they_can():
+    from hpcopt.policies import build_policy
+    from hpcopt.slurm.forecast import pending_forecasts
+
+    snap = later_jobs(down=True)
+    s = cycle_state(snap, "batch")
+    rows = {r["id"]: r for r in pending_forecasts(snap, s, "batch", build_policy("fcfs"),
+                                                   None, draws=1)}
+    assert rows["1"]["start"] == NOW + 3600              # at its begin time
+    assert rows["2"]["start"] == NOW + 240               # once n4 is free
+    assert rows["3"]["start"] == NOW + 240
+    assert rows["4"]["start"] == NOW + 240               # after job 10 (its limit's end)
+    assert rows["6"]["start"] == NOW + 540               # after job 2 (from NOW + 240, 5 min)
+    assert rows["5"]["start"] is None and "node it needs is down" in rows["5"]["reason"]
+    up = later_jobs()
+    s = cycle_state(up, "batch")
+    rows = {r["id"]: r for r in pending_forecasts(up, s, "batch", build_policy("fcfs"), None,
+                                                   draws=1)}
+    assert rows["5"]["start"] == NOW
+
+
+def test_the_record_and_status_name_the_jobs_that_cannot_start_now(tmp_path):
+    from hpcopt.policies import build_policy
+    from hpcopt.slurm.adapter import Adapter, Settings
+
+    class Read(Slurm):
+        def snapshot(self):
+            return later_jobs()
+
+    log = tmp_path / "a.jsonl"
+    with open(log, "w") as f:
+        rec = Adapter(build_policy("fcfs"), Settings(dry_run=True), slurm=Read(env={}),
+                      log=f, say=lambda s: None).cycle()
+    later = {str(w["id"]): w for w in rec.later}
+    assert later["1"]["not_before"] == NOW + 3600 and later["4"]["after"] == [10]
+    text = status_text(log, now=NOW)
+    assert "cannot start now: 1 from " in text and "4 from " in text and "after job 10" in text
+
+
 def test_now_is_when_the_jobs_were_read_not_when_the_read_began():
     doc = json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}}},
                       "jobs": [], "nodes": [], "errors": []})

@@ -92,7 +92,8 @@ class Entry:
 class CycleState:
     """One cycle's reading of Slurm: the core's input, the entries behind its queue, the
     partition's nodes (their kind: ``hpcopt.slurm.machine``) and the idle ones no released job
-    is pinned to, and what was set aside or must be held again (log notes)."""
+    is pinned to, and what was set aside or must be held again (log notes); ``later``: the
+    held jobs that cannot start now (``Later``), by their core id."""
 
     cluster: ClusterState | None = None
     entries: dict = field(default_factory=dict)
@@ -102,6 +103,7 @@ class CycleState:
     notes: list[str] = field(default_factory=list)
     machine: CountedNodes | None = None
     free_names: list[str] = field(default_factory=list)
+    later: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,9 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
     held = [j for j in ours if j.held]
     asks = _asks(ours, res)
     now = max([snap.time, *(j.submit for j in held)])
-    held = [j for j in held if not _cannot_start_now(j, now, idle, notes)]
+    not_now = {j.id for j in held if _cannot_start_now(j, now, idle, notes)}
+    later = [j for j in held if j.id in not_now or _waits_for_dependency(j)]
+    held = [j for j in held if j.id not in not_now]
 
     def bb_of(j: SlurmJob) -> float:
         return (asks.get(j.id) or res.ask(j))[0] if bb is not None else 0.0
@@ -213,6 +217,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
                                "topology or on SSD classes: left held")
             continue
         state.entries[entry.job.id] = entry
+    state.later = _later(later, ours, partition, asks, now, nodes, snap.jobs)
     queue = tuple(e.job for e in state.entries.values())
     state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
     completing, down = usable - idle - covered, {n.name for n in nodes} - usable
@@ -309,6 +314,81 @@ def _cannot_start_now(j: SlurmJob, now: float, idle: set[str], notes: list[str])
     if why is not None:
         notes.append(f"job {j.key} {why}: left held")
     return why is not None
+
+
+@dataclass(frozen=True)
+class Later:
+    """A held job that cannot start now, and the earliest it could (what a planned start of
+    it respects): ``entry`` as it would be queued; ``not_before`` its begin time, the
+    estimated end of the jobs on the nodes it asks, or the time enough of the nodes it does
+    not exclude are free (epoch seconds; ``None``: unknown, a node it needs is down);
+    ``after`` the jobs it depends on (it starts no earlier than their ends)."""
+
+    entry: Entry
+    not_before: float | None
+    after: tuple[int, ...] = ()
+
+
+def _waits_for_dependency(j: SlurmJob) -> bool:
+    """Whether held ``j`` is hpcopt's to release but for its unmet dependency."""
+    return _left_held(j) is not None and _left_held(replace(j, dependency="")) is None
+
+
+#: the job ids in Slurm's dependency text (``afterok:5:7(unfulfilled),afterany:9_2(...)``)
+_DEPENDENCY_ID = re.compile(r"(?:^|[:,?])(\d+)(?:_\d+|_\*)?(?:\+\d+)?(?=\(|[:,?]|$)")
+
+
+def _later(jobs: list[SlurmJob], ours: list[SlurmJob], partition: str, asks: dict,
+           now: float, nodes, all_jobs) -> dict:
+    """``Later`` of each held job that cannot start now (``_cannot_start_now``) or waits
+    for a dependency, by its core id; a shape hpcopt would leave held anyway is left out."""
+    ends = _node_ends(all_jobs, now)
+    down = {n.name for n in nodes if not n.usable}
+    out: dict = {}
+    for j in jobs:
+        after = tuple(int(d) for d in _DEPENDENCY_ID.findall(j.dependency)) \
+            if _waits_for_dependency(j) else ()
+        bound = None if "failed" in j.dependency else \
+            _not_before(j, now, ends, down, {n.name for n in nodes})
+        free = replace(j, dependency="")
+        for entry in _entries([free], ours, partition, [], asks):
+            out[entry.job.id] = Later(entry, bound, after)
+    return out
+
+
+def _node_ends(jobs, now: float) -> dict[str, float]:
+    """Each busy node's estimated free time: the latest estimated end (start + limit) of the
+    active jobs on it."""
+    ends: dict[str, float] = {}
+    for j in jobs:
+        if j.state in ACTIVE:
+            end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
+            for name in j.node_names:
+                ends[name] = max(ends.get(name, now), end)
+    return ends
+
+
+def _not_before(j: SlurmJob, now: float, ends: dict[str, float], down: set[str],
+                names: set[str]) -> float | None:
+    """The earliest ``j`` could start (``Later.not_before``): at least ``now``, its begin
+    time, the free time (``ends``) of each node it asks, and the time the nodes it does not
+    exclude hold enough free ones; None when a node it needs is ``down`` or unreadable."""
+    bound = max(now, j.begin)
+    if j.required_nodes:
+        asked = _hostnames(j.required_nodes)
+        if asked is None or set(asked) & down or not set(asked) <= names:
+            return None
+        bound = max([bound, *(ends.get(n, now) for n in asked)])
+    if j.excluded_nodes:
+        gone = _hostnames(j.excluded_nodes)
+        if gone is None:
+            return None
+        left = sorted(ends.get(n, now) for n in names - set(gone) - down)
+        need = _upper(j) or j.nodes
+        if len(left) < need:
+            return None
+        bound = max(bound, left[need - 1])
+    return bound
 
 
 def _delayed(j: SlurmJob, now: float) -> bool:
@@ -860,11 +940,21 @@ def _read_figures(rec: CycleRecord, snap: Snapshot, state: CycleState, cluster: 
         sum(completing.values()) if isinstance(completing, dict) else len(completing)
     rec.queue = [_id(e.key) for e in list(state.entries.values())[:QUEUE_SHOWN]]
     rec.running, rec.waiting_start = state.n_running, state.starting
+    rec.later = [_later_figure(w) for w in list(state.later.values())[:QUEUE_SHOWN]] or None
     rec.free_nodes = len([n for n in snap.nodes if rec.partition in n.partitions and n.idle]) \
         - sum(j.nodes for j in cluster.starting)
     if bb:
         rec.free_bb = cluster.system.bb - cluster.unavailable_bb - sum(
             j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
+
+
+def _later_figure(w: Later) -> dict:
+    """A held job that cannot start now as the cycle's record names it."""
+    out: dict = {"id": _id(w.entry.key), "not_before": None if w.not_before is None
+                 else round(w.not_before, 3)}
+    if w.after:
+        out["after"] = list(w.after)
+    return out
 
 
 def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool = False,
