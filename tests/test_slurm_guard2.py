@@ -509,6 +509,7 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
     s.wait(lambda: s.job(busy)["job_state"] == "RUNNING", 20)
     pinned = s.submit("-N", "1", "-w", "n4", "-t", "1")   # n4 is busy
     excluded = s.submit("-N", "1", "-x", "n[1-3]", "-t", "1")  # only n4 would do
+    after = s.submit("-N", "1", "-t", "1", f"--dependency=afterok:{busy}")
     log = s.dir / "banked.jsonl"
     proc = s.adapter("--log", str(log))
     try:
@@ -521,6 +522,22 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
         assert f"job {pinned} asks nodes n4, not all free" in notes
         assert f"job {excluded} excludes nodes n[1-3]" in notes
         assert last["released"] == [] and last["free_nodes"] == 3
+        # each has a planned start that respects what holds it back: in the record, and in
+        # the forecasts (no earlier than its begin time, n4's end at its limit, job busy's end)
+        free_at = s.job(busy)["start_time"] + 300
+        begin = s.job(later)["eligible_time"]
+        planned = {w["id"]: w for w in last["later"]}
+        assert planned[later]["not_before"] == pytest.approx(begin, abs=1)
+        assert planned[pinned]["not_before"] == planned[excluded]["not_before"] == free_at
+        assert planned[after]["after"] == [busy]
+        assert "cannot start now: " in s.root(*HPCOPT, "slurm", "status", "--log",
+                                               str(log)).stdout
+        got = json.loads(s.root(*HPCOPT, "slurm", "forecast", "--policy", "fcfs",
+                                "--json").stdout)
+        rows = {int(r["id"]): r for r in got["jobs"]}
+        assert rows[later]["start"] >= begin - 1
+        for jid in (pinned, excluded, after):
+            assert rows[jid]["start"] >= free_at - 1, rows[jid]
         # and the user cannot bring the begin time forward (a later one stays theirs)
         assert s.user("scontrol", "update", f"jobid={later}", "StartTime=now").returncode != 0
         assert s.user("scontrol", "update", f"jobid={later}",
@@ -528,7 +545,7 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
         assert _held(s.job(later))
     finally:
         _stop(proc)
-    s.root("scancel", str(later), str(busy), str(pinned), str(excluded))
+    s.root("scancel", str(later), str(busy), str(pinned), str(excluded), str(after))
 
 
 @pytest.mark.slow

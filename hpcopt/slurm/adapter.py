@@ -36,11 +36,11 @@ changed since the read (size, limit, state, hold, partition) goes back to the ne
 cycle.  Each is then pinned, made not requeueable (``Requeue=0``, unless
 ``Settings.allow_requeue``: no owner's requeue can start it while no adapter runs) and
 marked ``hpcopt:released:N`` (one ``scontrol update``) and released (``scontrol
-release``); every other job stays held.  A held job that cannot start now gets the earliest
-it could (``Later``: the cycle's record and the forecasts plan it no earlier).  Nothing is kept between cycles:
-a restarted adapter reads the same state from Slurm, and a released job is no longer held,
-so it is never released twice.  A failed read skips the cycle; a failed release (the job was
-cancelled meanwhile) is logged and the cycle goes on.
+release``); every other job stays held.  A held job that cannot start now gets the
+earliest it could (``Later``: the cycle's record and the forecasts plan it no earlier).
+Nothing is kept between cycles: a restarted adapter reads the same state from Slurm, and a
+released job is no longer held, so it is never released twice.  A failed read skips the
+cycle; a failed release (the job was cancelled meanwhile) is logged and the cycle goes on.
 """
 
 from __future__ import annotations

@@ -274,6 +274,16 @@ class ForecastingAdapter(Adapter):
         return self._history, "jobs seen ending"
 
 
+def _with_exclusions(slurm: Slurm, snap: Snapshot, partition: str) -> Snapshot:
+    """``snap`` with the nodes each held job of ``partition`` excludes (one ``squeue``: the
+    read of all jobs cannot carry them, and a job that excludes nodes may be unable to start
+    now)."""
+    held = [j.id for j in snap.jobs if j.held and names_partition(j.partition, partition)]
+    excluded = slurm.excluded_nodes(held)
+    return replace(snap, jobs=tuple(replace(j, excluded_nodes=excluded[j.id])
+                                    if j.id in excluded else j for j in snap.jobs))
+
+
 def run_forecast(args, options: dict) -> int:
     """``hpcopt slurm forecast``: one read, one forecast, a table or ``--json``."""
     from ..policies import build_policy
@@ -283,7 +293,7 @@ def run_forecast(args, options: dict) -> int:
     policy.reset(args.seed)
     adapter = Adapter(policy, Settings(args.partition, dry_run=True), slurm=slurm,
                       order=args.order, backfill=args.backfill, window=args.window)
-    snap, state = adapter.read_state()
+    snap, state = adapter.read_state(_with_exclusions(slurm, adapter.read(), args.partition))
     history = sacct_history(slurm, args.partition, snap.time, args.history_days)
     source = "sacct" if history is not None else "limits"
     rows = pending_forecasts(snap, state, args.partition, policy, history, draws=args.draws,
