@@ -102,7 +102,9 @@ def later_jobs(down=False):
             job(4, reason="Dependency", dependency="afterok:10(unfulfilled)"),  # after job 10
             job(5, required_nodes="n3"),                            # free, or down
             job(6, excluded_nodes="n9", reason="Dependency",
-                dependency="afterany:2(unfulfilled)"))              # after a later job
+                dependency="afterany:2(unfulfilled)"),              # after a later job
+            job(7, reason="Dependency",                             # after 1 or 10
+                dependency="afterok:1(unfulfilled)?afterok:10(unfulfilled)"))
     return Snapshot(NOW, jobs, node_list, 0.01)
 
 
@@ -131,6 +133,8 @@ def test_forecasts_start_jobs_that_cannot_start_now_no_earlier_than_they_can():
     assert rows["3"]["start"] == NOW + 240
     assert rows["4"]["start"] == NOW + 240               # after job 10 (its limit's end)
     assert rows["6"]["start"] == NOW + 540               # after job 2 (from NOW + 240, 5 min)
+    # after the first of 10 and 1 (1 begins in an hour), once a node is free (2, 3, 4 first)
+    assert rows["7"]["start"] == NOW + 540
     assert rows["5"]["start"] is None and "node it needs is down" in rows["5"]["reason"]
     up = later_jobs()
     s = cycle_state(up, "batch")

@@ -325,11 +325,13 @@ class Later:
     it respects): ``entry`` as it would be queued; ``not_before`` its begin time, the
     estimated end of the jobs on the nodes it asks, or the time enough of the nodes it does
     not exclude are free (epoch seconds; ``None``: unknown, a node it needs is down);
-    ``after`` the jobs it depends on (it starts no earlier than their ends)."""
+    ``after`` the jobs it depends on (it starts no earlier than their ends; with
+    ``any_of``, Slurm's ``?`` between them, than the first of their ends)."""
 
     entry: Entry
     not_before: float | None
     after: tuple[int, ...] = ()
+    any_of: bool = False
 
 
 def _waits_for_dependency(j: SlurmJob) -> bool:
@@ -355,7 +357,7 @@ def _later(jobs: list[SlurmJob], ours: list[SlurmJob], partition: str, asks: dic
             _not_before(j, now, ends, down, {n.name for n in nodes})
         free = replace(j, dependency="")
         for entry in _entries([free], ours, partition, [], asks):
-            out[entry.job.id] = Later(entry, bound, after)
+            out[entry.job.id] = Later(entry, bound, after, "?" in j.dependency)
     return out
 
 

@@ -150,11 +150,12 @@ def _later_jobs(state: CycleState, cluster, policy, history, at: dict, own, **op
     for job in cluster.starting:
         ends.setdefault(_base(job.id), []).append(forecast_end(job, cluster.time, history))
     for key, w in waiting:
-        if not all(d in ends for d in w.after):
+        known = [max(ends[d]) for d in w.after if d in ends]
+        if not known or (len(known) < len(w.after) and not w.any_of):
             why[key] = (f"waits for job {', '.join(map(str, w.after))}, which has no "
                         "forecast end")
             continue
-        bound = max([w.not_before, *(max(ends[d]) for d in w.after)])
+        bound = max(w.not_before, min(known) if w.any_of else max(known))
         timed.append(replace(own(w.entry.job), earliest=bound))
     return tuple(timed), why
 
