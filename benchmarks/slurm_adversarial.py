@@ -490,7 +490,9 @@ def attack_rows(user: User, env: dict, d: Path, running: bool, watch: float) -> 
 
         # 1. requeue a finished job, then StartTime=now
         jid = sub("-N", "1", "-t", "1")
-        if not running:
+        if not running:  # released as the adapter releases (not requeueable), then stopped
+            subprocess.run(["scontrol", "update", f"jobid={jid}", "Requeue=0",
+                            "AdminComment=hpcopt:released:0"], env=env, check=True)
             subprocess.run(["scontrol", "release", str(jid)], env=env, check=True)
         end = time.time() + 60
         while _squeue(env, jid).get("state") != "COMPLETED" and time.time() < end:
