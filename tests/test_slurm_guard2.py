@@ -34,7 +34,7 @@ from hpcopt.slurm.lock import (
     ensure_lock_dir,
 )
 from hpcopt.slurm.service import EXIT_FAULT, status_text, systemd_unit
-from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node
+from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node, parse_sinfo, parse_squeue
 from hpcopt.slurm.wake import BURST, RATE, Waker
 
 from .slurm_fixtures import HPCOPT, VERSIONS, flat, free_udp_port, started_testbed, unix_user
@@ -118,6 +118,25 @@ def test_jobs_that_cannot_start_now_get_their_earliest_start():
     assert later["6"].after == (2,)
     down = cycle_state(later_jobs(down=True), "batch")
     assert {str(k): w.not_before for k, w in down.later.items()}["5"] is None  # n3 is down
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_a_begin_time_in_either_version_s_json_is_the_earliest_start(version):
+    """The recorded documents of each version (tests/data/slurm): held job 1 given a begin
+    time ahead and a dependency on running job 3, in the version's own shapes."""
+    data = Path(__file__).parent / "data" / "slurm" / version
+    squeue = json.loads((data / "squeue.json").read_text())
+    held = next(j for j in squeue["jobs"] if j["job_id"] == 1)
+    begin = 1_900_000_000
+    held["eligible_time"] = begin if version == "22.05" else \
+        {"set": True, "infinite": False, "number": begin}
+    held["dependency"] = "afterok:3(unfulfilled)"
+    jobs = tuple(parse_squeue(squeue))
+    nodes = tuple(parse_sinfo(json.loads((data / "sinfo.json").read_text())))
+    s = cycle_state(Snapshot(max(j.submit for j in jobs) + 10, jobs, nodes, 0.01), "batch")
+    assert s.cluster.queue == ()
+    (w,) = s.later.values()
+    assert str(w.entry.job.id) == "1" and w.not_before == begin and w.after == (3,)
 
 
 def test_forecasts_start_jobs_that_cannot_start_now_no_earlier_than_they_can():
