@@ -347,14 +347,17 @@ def _later(jobs: list[SlurmJob], ours: list[SlurmJob], partition: str, asks: dic
            now: float, nodes, all_jobs) -> dict:
     """``Later`` of each held job that cannot start now (``_cannot_start_now``) or waits
     for a dependency, by its core id; a shape hpcopt would leave held anyway is left out."""
+    if not jobs:
+        return {}
     ends = _node_ends(all_jobs, now)
     down = {n.name for n in nodes if not n.usable}
+    names = {n.name for n in nodes}
     out: dict = {}
     for j in jobs:
         after = tuple(int(d) for d in _DEPENDENCY_ID.findall(j.dependency)) \
             if _waits_for_dependency(j) else ()
         bound = None if "failed" in j.dependency else \
-            _not_before(j, now, ends, down, {n.name for n in nodes})
+            _not_before(j, now, ends, down, names)
         free = replace(j, dependency="")
         for entry in _entries([free], ours, partition, [], asks):
             out[entry.job.id] = Later(entry, bound, after, "?" in j.dependency)
