@@ -19,9 +19,15 @@ and Slurm's ``jobcomp`` log (an array task's line has its own JobId and ArrayJob
 ArrayTaskId, in 22.05 and 24.11 alike; ``squeue --json``, read every ``--poll`` seconds,
 maps each started job id to ``A_T`` too, and the two must agree):
 
-(a) every reserved job starts no later than the first shadow time the adapter reported for it
-    plus one cycle interval plus 1 s (Slurm's times are whole seconds); the worst margin
-    (start - first shadow) is reported;
+(a) every reserved job starts no later than its binding shadow plus one cycle interval plus
+    1 s (Slurm's times are whole seconds), and nothing but the policy's own rule moves a
+    reservation later: each move (a cycle's shadow for the job past the latest one reported
+    for it by more than that bound) is put down to its cause (``CAUSES``): the policy's own
+    picks of the pass (a window policy such as knapsack may start jobs the reserved one waits
+    for: its rule, and the binding shadow moves with it), Slurm's latency (released jobs not
+    started yet), backfill, or starts hpcopt did not release; moves by backfill or unreleased
+    starts fail the run.  The worst margins against the first shadow and the binding one are
+    reported, and the moves by cause;
 (b) every job (task) that started was released by the adapter before it started (the
     ``releasing`` event of its cycle, written before the release, at most 1 s after Slurm's
     whole-second start), and none twice;
@@ -164,7 +170,7 @@ def poll_squeue(env: dict, seen: dict, stop: threading.Event, every: float) -> N
     slurm = Slurm(env=env, timeout=20)
     while True:
         try:
-            jobs, _ = slurm.jobs()
+            jobs = slurm.jobs()
         except SlurmCommandError:
             jobs = ()
         for j in jobs:
@@ -288,7 +294,9 @@ def check(run: dict) -> tuple[dict, list[dict]]:
     ranges = [(k, r["nodes"]) for k, r in started.items()
               if shape_of.get(k, {}).get("shape") == "range"]
 
-    # (a) reserved jobs start within a cycle of their first shadow
+    # (a) reserved jobs start within a cycle of their shadow; each move of a reservation
+    # later is put down to its cause (``shadow_moves``)
+    moves, binding = shadow_moves(cycles, unreleased_starts(started, released_at), interval)
     first_shadow: dict[str, tuple[float, int]] = {}
     for c in cycles:
         res = c.get("reserved") if c.get("ok") else None
@@ -303,25 +311,12 @@ def check(run: dict) -> tuple[dict, list[dict]]:
         st = started[k]["start"]
         reserved_rows.append(dict(id=k, shape=shape_of[k]["shape"], first_cycle=cyc,
                                   shadow=shadow, start=st, margin=round(st - shadow, 3),
-                                  late=st > shadow + bound))
-    # what moved a reservation later: the policy's own picks of the same pass (mode ready,
-    # not backfilled: a window policy may start jobs the reserved one waits for), a
-    # backfilled release of this pass or the one before, or neither (Slurm's side)
-    # (a cycle whose shadow passes the latest one reported for the job so far by > bound)
-    pushed = {"policy": 0, "backfill": 0, "other": 0}
-    prev, latest = None, {}
-    for c in (c for c in cycles if c.get("ok")):
-        res = c.get("reserved")
-        if res is not None:
-            k = str(res["id"])
-            if k in latest and res["shadow"] > latest[k] + bound:
-                own = set(map(str, c["released"])) - set(map(str, c["backfilled"]))
-                pushed["policy" if own else "backfill" if c["backfilled"] or
-                       (prev or {}).get("backfilled") else "other"] += 1
-            latest[k] = max(latest.get(k, res["shadow"]), res["shadow"])
-        prev = c
+                                  binding=binding[k], bound_margin=round(st - binding[k], 3),
+                                  late=st > binding[k] + bound))
     margins = [r["margin"] for r in reserved_rows]
+    bound_margins = [r["bound_margin"] for r in reserved_rows]
     late = [r for r in reserved_rows if r["late"]]
+    pushed = {cause: sum(m["cause"] == cause for m in moves) for cause in CAUSES}
 
     attempts = [a for s in run["submissions"] for a in s["attempts"]]
     accepted = [dict(a, id=s["id"]) for s in run["submissions"] for a in s["attempts"]
@@ -339,6 +334,8 @@ def check(run: dict) -> tuple[dict, list[dict]]:
         reserved_jobs=len(reserved_rows),
         margin_worst=max(margins) if margins else None,
         margin_median=float(np.median(margins)) if margins else None, bound=bound,
+        bound_margin_worst=max(bound_margins) if bound_margins else None,
+        bound_margin_median=float(np.median(bound_margins)) if bound_margins else None,
         late_reserved=len(late), shadow_pushed=pushed, unreleased=len(unreleased),
         late_release=len(late_release),
         released_twice=len(twice), over_free_cycles=len(over_free),
@@ -348,10 +345,11 @@ def check(run: dict) -> tuple[dict, list[dict]]:
         wall_s=round(t_end - t_sub, 1))
     row["pass"] = (not problems and not unmapped and len(started) == n_tasks and
                    not not_completed and not accepted and not late and not unreleased and
+                   not any(pushed[c] for c in FAILING_CAUSES) and
                    not late_release and not twice and not over_free and not miscount and
                    not over_alloc)
     details = dict(problems=problems, unmapped=unmapped, not_completed=not_completed,
-                   accepted=accepted, late=late, unreleased=unreleased,
+                   accepted=accepted, late=late, unreleased=unreleased, shadow_moves=moves,
                    late_release=[(k, released_at[k], started[k]["start"]) for k in late_release],
                    twice=twice, over_free=over_free, miscount=miscount, over_alloc=over_alloc,
                    refusals=sorted({re.sub(r"\d+", "N", f"{a['cmd']}: {a['said']}")
@@ -359,10 +357,65 @@ def check(run: dict) -> tuple[dict, list[dict]]:
     return dict(row, details=details), reserved_rows
 
 
+#: what may move a reservation later: the policy's own picks of the pass that reports the
+#: move (mode ready: a window policy may start jobs the reserved one waits for); Slurm's
+#: latency (released jobs not started yet, whose ends count from the cycle's time: a move by
+#: no more than the time since the cycle before, plus 1 s for Slurm's whole seconds); a
+#: backfilled release of that pass or the one before; a job Slurm started that hpcopt did
+#: not release (since the cycle before); or none of these
+CAUSES = ("policy", "latency", "backfill", "unreleased", "other")
+#: the causes that break the reservation's promise: the policy's own picks are its rule
+FAILING_CAUSES = ("backfill", "unreleased")
+
+
+def unreleased_starts(started: dict, released_at: dict) -> list[float]:
+    """The start times of the jobs Slurm started without (or before) their release."""
+    return sorted(r["start"] for k, r in started.items()
+                  if k not in released_at or released_at[k] > r["start"] + 1)
+
+
+def shadow_moves(cycles: list[dict], unreleased: list[float], interval: float
+                 ) -> tuple[list[dict], dict[str, float]]:
+    """Each move of a reservation later (a cycle's shadow for the job past the latest one
+    reported for it so far by more than one cycle plus 1 s) with its cause (``CAUSES``,
+    checked in that order: the policy's own picks first), and each reserved job's binding
+    shadow: its first, moved on by the policy's own picks only (the start it was promised
+    under the policy's rule; backfill, unreleased starts and Slurm's side never move it)."""
+    bound = interval + 1.0
+    moves: list[dict] = []
+    latest: dict[str, float] = {}
+    binding: dict[str, float] = {}
+    prev = None
+    for c in (c for c in cycles if c.get("ok")):
+        res = c.get("reserved")
+        if res is not None:
+            k, shadow = str(res["id"]), res["shadow"]
+            binding.setdefault(k, shadow)
+            if k in latest and shadow > latest[k] + bound:
+                own = set(map(str, c["released"])) - set(map(str, c["backfilled"]))
+                since = prev["time"] - 1 if prev is not None else -float("inf")
+                gap = c["time"] - prev["time"] if prev is not None else 0.0
+                cause = ("policy" if own else
+                         "latency" if c.get("waiting_start") and shadow - latest[k] <= gap + 1
+                         else
+                         "backfill" if c["backfilled"] or (prev or {}).get("backfilled") else
+                         "unreleased" if any(since <= t <= c["time"] for t in unreleased)
+                         else "other")
+                moves.append(dict(id=k, cycle=c["cycle"], by=round(shadow - latest[k], 3),
+                                  cause=cause))
+                if cause == "policy":
+                    binding[k] = shadow
+            latest[k] = max(latest.get(k, shadow), shadow)
+        prev = c
+    return moves, binding
+
+
 COLUMNS = [("slurm", "Slurm"), ("policy", "policy"), ("jobs", "jobs (arrays, ranges)"),
            ("tasks", "tasks started"), ("attempts", "user attempts accepted"),
            ("cycles", "cycles"), ("reserved_jobs", "reserved jobs"),
-           ("margin_worst", "start - first shadow: worst / median (bound)"),
+           ("margin_worst", "start - first shadow: worst / median"),
+           ("shadow_pushed", "shadow moves: policy / latency / backfill / unreleased / other"),
+           ("bound_margin_worst", "start - binding shadow: worst / median (bound)"),
            ("unreleased", "started unreleased"), ("over_free_cycles", "released > free"),
            ("over_allocated", "allocated > counted"), ("wall_s", "wall (s)"), ("pass", "all")]
 
@@ -373,8 +426,11 @@ def table(rows: list[dict]) -> str:
         cells = [r["slurm"], r["policy"], f"{r['jobs']} ({r['arrays']}, {r['ranges']})",
                  f"{r['started']} of {r['tasks']}", f"{r['accepted']} of {r['attempts']}",
                  f"{r['cycles']} ({r['failed_cycles']} failed)", str(r["reserved_jobs"]),
-                 f"{r['margin_worst']:+.1f} / {r['margin_median']:+.1f} s (+{r['bound']:g} s)"
+                 f"{r['margin_worst']:+.1f} / {r['margin_median']:+.1f} s"
                  if r["margin_worst"] is not None else "-",
+                 " / ".join(str(r["shadow_pushed"].get(c, 0)) for c in CAUSES),
+                 f"{r['bound_margin_worst']:+.1f} / {r['bound_margin_median']:+.1f} s "
+                 f"(+{r['bound']:g} s)" if r.get("bound_margin_worst") is not None else "-",
                  str(r["unreleased"] + r["late_release"]), str(r["over_free_cycles"]),
                  str(r["over_allocated"] + r["miscounted_cycles"]), f"{r['wall_s']:.0f}",
                  "pass" if r["pass"] else "FAIL"]
@@ -387,7 +443,7 @@ def table(rows: list[dict]) -> str:
 def _squeue(env: dict, jid: int) -> dict:
     from hpcopt.slurm.state import Slurm
 
-    jobs, _ = Slurm(env=env, timeout=20).jobs()
+    jobs = Slurm(env=env, timeout=20).jobs()
     j = next((j for j in jobs if j.id == jid), None)
     return {} if j is None else dict(state=j.state, priority=j.priority, reason=j.reason,
                                      start=j.start)
@@ -434,7 +490,9 @@ def attack_rows(user: User, env: dict, d: Path, running: bool, watch: float) -> 
 
         # 1. requeue a finished job, then StartTime=now
         jid = sub("-N", "1", "-t", "1")
-        if not running:
+        if not running:  # released as the adapter releases (not requeueable), then stopped
+            subprocess.run(["scontrol", "update", f"jobid={jid}", "Requeue=0",
+                            "AdminComment=hpcopt:released:0"], env=env, check=True)
             subprocess.run(["scontrol", "release", str(jid)], env=env, check=True)
         end = time.time() + 60
         while _squeue(env, jid).get("state") != "COMPLETED" and time.time() < end:
@@ -629,10 +687,11 @@ def main() -> None:
         print(f"jobcomp line as Slurm {args.slurm} writes it: {run['jobcomp_sample'][:1]}")
         rows.append(row)
         with open(out / f"adversarial_{args.slurm}_{pol}_reserved.csv", "w") as f:
-            f.write("id,shape,first_cycle,shadow,start,margin\n")
+            f.write("id,shape,first_cycle,shadow,start,margin,binding,bound_margin\n")
             for r in reserved:
                 f.write(f"{r['id']},{r['shape']},{r['first_cycle']},{r['shadow']:.3f},"
-                        f"{r['start']:.0f},{r['margin']:.3f}\n")
+                        f"{r['start']:.0f},{r['margin']:.3f},{r['binding']:.3f},"
+                        f"{r['bound_margin']:.3f}\n")
     rows.sort(key=lambda r: (r["slurm"], r["policy"]))
     saved.write_text(json.dumps(rows, indent=1))
     print(table(rows))

@@ -34,7 +34,7 @@ from hpcopt.slurm.lock import (
     ensure_lock_dir,
 )
 from hpcopt.slurm.service import EXIT_FAULT, status_text, systemd_unit
-from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node
+from hpcopt.slurm.state import Slurm, Snapshot, parse_job, parse_node, parse_sinfo, parse_squeue
 from hpcopt.slurm.wake import BURST, RATE, Waker
 
 from .slurm_fixtures import HPCOPT, VERSIONS, flat, free_udp_port, started_testbed, unix_user
@@ -79,6 +79,105 @@ def test_jobs_that_cannot_start_now_stay_held_and_count_nowhere():
     assert "job 3 excludes nodes n[1-2]: too few of the others free: left held" in notes
     assert sorted(j.id for j in s.rehold) == [6, 7] and s.starting == []
     assert s.cluster.starting == ()  # the delayed released jobs take no node
+
+
+def running(jid, node, minutes=5, ran=60):
+    """A job running on ``node`` for ``ran`` seconds with a limit of ``minutes``."""
+    return parse_job({"job_id": jid, "job_state": "RUNNING", "priority": 1, "partition": "batch",
+                      "state_reason": "None", "submit_time": NOW - ran - 10,
+                      "start_time": NOW - ran, "time_limit": minutes, "node_count": 1,
+                      "job_resources": {"allocated_nodes": [{"nodename": node}]}})
+
+
+def later_jobs(down=False):
+    """A snapshot: n4 busy until NOW + 240 (a job running since NOW - 60, limit 5 minutes),
+    n3 down or free, and held jobs that cannot start now."""
+    node_list = tuple(parse_node({"name": f"n{i}", "partitions": ["batch"], "state_flags": [],
+                                  "state": "allocated" if i == 4 else
+                                  "down" if i == 3 and down else "idle"}) for i in range(1, 5))
+    jobs = (running(10, "n4"),
+            job(1, eligible_time=NOW + 3600),                       # a begin time
+            job(2, required_nodes="n4"),                            # asks busy n4
+            job(3, nodes=1, excluded_nodes="n[1-3]"),               # only n4 would do
+            job(4, reason="Dependency", dependency="afterok:10(unfulfilled)"),  # after job 10
+            job(5, required_nodes="n3"),                            # free, or down
+            job(6, excluded_nodes="n9", reason="Dependency",
+                dependency="afterany:2(unfulfilled)"),              # after a later job
+            job(7, reason="Dependency",                             # after 1 or 10
+                dependency="afterok:1(unfulfilled)?afterok:10(unfulfilled)"))
+    return Snapshot(NOW, jobs, node_list, 0.01)
+
+
+def test_jobs_that_cannot_start_now_get_their_earliest_start():
+    s = cycle_state(later_jobs(), "batch")
+    later = {str(k): w for k, w in s.later.items()}
+    assert [str(j.id) for j in s.cluster.queue] == ["5"]  # none of the others counted
+    assert later["1"].not_before == NOW + 3600
+    assert later["2"].not_before == later["3"].not_before == NOW + 240  # n4's estimated end
+    assert later["4"].not_before == NOW and later["4"].after == (10,)
+    assert later["6"].after == (2,)
+    down = cycle_state(later_jobs(down=True), "batch")
+    assert {str(k): w.not_before for k, w in down.later.items()}["5"] is None  # n3 is down
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_a_begin_time_in_either_version_s_json_is_the_earliest_start(version):
+    """The recorded documents of each version (tests/data/slurm): held job 1 given a begin
+    time ahead and a dependency on running job 3, in the version's own shapes."""
+    data = Path(__file__).parent / "data" / "slurm" / version
+    squeue = json.loads((data / "squeue.json").read_text())
+    held = next(j for j in squeue["jobs"] if j["job_id"] == 1)
+    begin = 1_900_000_000
+    held["eligible_time"] = begin if version == "22.05" else \
+        {"set": True, "infinite": False, "number": begin}
+    held["dependency"] = "afterok:3(unfulfilled)"
+    jobs = tuple(parse_squeue(squeue))
+    nodes = tuple(parse_sinfo(json.loads((data / "sinfo.json").read_text())))
+    s = cycle_state(Snapshot(max(j.submit for j in jobs) + 10, jobs, nodes, 0.01), "batch")
+    assert s.cluster.queue == ()
+    (w,) = s.later.values()
+    assert str(w.entry.job.id) == "1" and w.not_before == begin and w.after == (3,)
+
+
+def test_forecasts_start_jobs_that_cannot_start_now_no_earlier_than_they_can():
+    from hpcopt.policies import build_policy
+    from hpcopt.slurm.forecast import pending_forecasts
+
+    snap = later_jobs(down=True)
+    s = cycle_state(snap, "batch")
+    rows = {r["id"]: r for r in pending_forecasts(snap, s, "batch", build_policy("fcfs"),
+                                                   None, draws=1)}
+    assert rows["1"]["start"] == NOW + 3600              # at its begin time
+    assert rows["2"]["start"] == NOW + 240               # once n4 is free
+    assert rows["3"]["start"] == NOW + 240
+    assert rows["4"]["start"] == NOW + 240               # after job 10 (its limit's end)
+    assert rows["6"]["start"] == NOW + 540               # after job 2 (from NOW + 240, 5 min)
+    # after the first of 10 and 1 (1 begins in an hour), once a node is free (2, 3, 4 first)
+    assert rows["7"]["start"] == NOW + 540
+    assert rows["5"]["start"] is None and "node it needs is down" in rows["5"]["reason"]
+    up = later_jobs()
+    s = cycle_state(up, "batch")
+    rows = {r["id"]: r for r in pending_forecasts(up, s, "batch", build_policy("fcfs"), None,
+                                                   draws=1)}
+    assert rows["5"]["start"] == NOW
+
+
+def test_the_record_and_status_name_the_jobs_that_cannot_start_now(tmp_path):
+    from hpcopt.policies import build_policy
+    from hpcopt.slurm.adapter import Adapter, Settings
+
+    class Read(Slurm):
+        def snapshot(self):
+            return later_jobs()
+
+    log = tmp_path / "a.jsonl"
+    with open(log, "w") as f:
+        rec = Adapter(build_policy("fcfs"), Settings(dry_run=True), slurm=Read(env={}),
+                      log=f, say=lambda s: None).cycle()
+    later = {str(w["id"]): w for w in rec.later}
+    assert later["1"]["not_before"] == NOW + 3600 and later["4"]["after"] == [10]
+    text = status_text(log, now=NOW)
+    assert "cannot start now: 1 from " in text and "4 from " in text and "after job 10" in text
 
 
 def test_now_is_when_the_jobs_were_read_not_when_the_read_began():
@@ -348,11 +447,11 @@ def test_requeue_then_starttime_runs_nothing_without_a_release(site):
 
 
 @pytest.mark.slow
-def test_no_requeue_releases_jobs_their_owners_cannot_requeue(site):
+def test_released_jobs_cannot_be_requeued_by_their_owners(site):
     s = site
     jid = s.submit("-N", "1", "-t", "1", sleep=1)
     assert s.user("scontrol", "update", f"jobid={jid}", "Requeue=0").returncode != 0
-    proc = s.adapter("--no-requeue")
+    proc = s.adapter()  # the default: released with Requeue=0
     try:
         s.wait(lambda: s.job(jid)["job_state"] == "COMPLETED", 30)
     finally:
@@ -362,6 +461,66 @@ def test_no_requeue_releases_jobs_their_owners_cannot_requeue(site):
     assert p.returncode != 0 and "disabled" in p.stderr, p.stderr
     time.sleep(2)
     assert s.job(jid)["job_state"] == "COMPLETED"
+    bad = subprocess.run([*HPCOPT, "slurm", "run", "--policy", "fcfs", "--once",
+                          "--allow-requeue", "--no-requeue"], env=s.env, capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "contradict" in bad.stderr
+
+
+def _down_under(s, jid: int) -> str:
+    """Set the node of running ``jid`` DOWN (as a node failure would); returns its name."""
+    s.wait(lambda: s.job(jid)["job_state"] == "RUNNING", 30)
+    node = s.root("squeue", "-h", "-j", str(jid), "-o", "%N").stdout.strip()
+    assert s.root("scontrol", "update", f"nodename={node}", "state=down",
+                  "reason=hpcopt-test").returncode == 0
+    return node
+
+
+def _back_up(s, node: str) -> None:
+    """Resume ``node`` (its slurmd may have brought it back already: ReturnToService=2)."""
+    s.root("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+    s.wait(lambda: "down" not in s.root("sinfo", "-h", "-n", node, "-o", "%T").stdout, 60)
+
+
+@pytest.mark.slow
+def test_a_node_failure_ends_a_released_job_and_nothing_restarts_it(site):
+    s = site
+    jid = s.submit("-N", "1", "-t", "2", sleep=120)
+    proc = s.adapter()
+    try:
+        node = _down_under(s, jid)
+        try:
+            s.wait(lambda: s.job(jid)["job_state"] == "NODE_FAIL", 20)
+            # measured on 22.05.8 and 24.11.5: once ended, a job released with Requeue=0
+            # cannot be requeued, not even by the administrator ("presently disabled")
+            held = s.root("scontrol", "requeuehold", str(jid), check=False)
+            assert held.returncode != 0 and "disabled" in held.stderr, held.stderr
+            assert s.root("scontrol", "update", f"jobid={jid}", "Requeue=1",
+                          check=False).returncode != 0
+            time.sleep(3)
+            assert s.job(jid)["job_state"] == "NODE_FAIL"
+        finally:
+            _back_up(s, node)
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.slow
+def test_allow_requeue_a_node_failure_requeues_and_the_adapter_holds_it_again(site):
+    s = site
+    jid = s.submit("-N", "1", "-t", "2", sleep=120)
+    proc = s.adapter("--allow-requeue")
+    try:
+        node = _down_under(s, jid)
+        try:
+            # Slurm requeues it (pending, a begin time ahead); the adapter holds it again
+            s.wait(lambda: _held(s.job(jid)) and s.job(jid)["restart_cnt"] >= 1, 30)
+            assert s.user("scontrol", "release", str(jid)).returncode != 0
+        finally:
+            _back_up(s, node)
+    finally:
+        _stop(proc)
+    s.root("scancel", str(jid))
 
 
 @pytest.mark.slow
@@ -373,6 +532,7 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
     s.wait(lambda: s.job(busy)["job_state"] == "RUNNING", 20)
     pinned = s.submit("-N", "1", "-w", "n4", "-t", "1")   # n4 is busy
     excluded = s.submit("-N", "1", "-x", "n[1-3]", "-t", "1")  # only n4 would do
+    after = s.submit("-N", "1", "-t", "1", f"--dependency=afterok:{busy}")
     log = s.dir / "banked.jsonl"
     proc = s.adapter("--log", str(log))
     try:
@@ -385,6 +545,22 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
         assert f"job {pinned} asks nodes n4, not all free" in notes
         assert f"job {excluded} excludes nodes n[1-3]" in notes
         assert last["released"] == [] and last["free_nodes"] == 3
+        # each has a planned start that respects what holds it back: in the record, and in
+        # the forecasts (no earlier than its begin time, n4's end at its limit, job busy's end)
+        free_at = s.job(busy)["start_time"] + 300
+        begin = s.job(later)["eligible_time"]
+        planned = {w["id"]: w for w in last["later"]}
+        assert planned[later]["not_before"] == pytest.approx(begin, abs=1)
+        assert planned[pinned]["not_before"] == planned[excluded]["not_before"] == free_at
+        assert planned[after]["after"] == [busy]
+        assert "cannot start now: " in s.root(*HPCOPT, "slurm", "status", "--log",
+                                               str(log)).stdout
+        got = json.loads(s.root(*HPCOPT, "slurm", "forecast", "--policy", "fcfs",
+                                "--json").stdout)
+        rows = {int(r["id"]): r for r in got["jobs"]}
+        assert rows[later]["start"] >= begin - 1
+        for jid in (pinned, excluded, after):
+            assert rows[jid]["start"] >= free_at - 1, rows[jid]
         # and the user cannot bring the begin time forward (a later one stays theirs)
         assert s.user("scontrol", "update", f"jobid={later}", "StartTime=now").returncode != 0
         assert s.user("scontrol", "update", f"jobid={later}",
@@ -392,7 +568,7 @@ def test_no_banked_releases_begin_times_and_busy_nodes(site):
         assert _held(s.job(later))
     finally:
         _stop(proc)
-    s.root("scancel", str(later), str(busy), str(pinned), str(excluded))
+    s.root("scancel", str(later), str(busy), str(pinned), str(excluded), str(after))
 
 
 @pytest.mark.slow

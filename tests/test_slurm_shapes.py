@@ -218,12 +218,13 @@ def test_array_throttle_and_tasks_one_by_one(whole, user):
 
 
 def test_requeue_by_the_owner_is_held_again(whole, user):
-    """The owner requeues a running job: it comes back unheld (Slurm would start it after its
-    begin time); the next cycle holds it again and marks it, it stays held until that begin
-    time, and a later release marks it with its restart count."""
+    """With ``--allow-requeue`` (by default jobs are released not requeueable) the owner
+    requeues a running job: it comes back unheld (Slurm would start it after its begin time);
+    the next cycle holds it again and marks it, it stays held until that begin time, and a
+    later release marks it with its restart count."""
     c = whole
     jid = user_submit(c, "-N", "1", "-t", "1")
-    adapter = c.adapter("fcfs")
+    adapter = c.adapter("fcfs", allow_requeue=True)
     try:
         drive(c, adapter, lambda: c.state(jid) == "RUNNING", 15)
         p = as_user(c, "scontrol", "requeue", str(jid))

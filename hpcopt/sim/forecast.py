@@ -22,6 +22,9 @@ order, window, reservation and backfilling) with no separate model of it.
   A job's forecast start is the median of its starts over the runs, its band their 10% and
   90% quantiles.  Without history (``history=None``) one run gives every job its limit:
   Slurm's own assumption (``squeue --start``), kept as the baseline.
+- **Not before its earliest start**: a queued job with an ``earliest`` start (a begin time,
+  nodes it asks that are busy until then) joins the run's queue only then, in its place by
+  its submission.
 
 ``replay_forecasts`` forecasts every ``every`` seconds along a simulation (``hpcopt simulate
 --forecast-every``) and joins each forecast with the start the job really had.
@@ -124,6 +127,16 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
             out.append(JobForecast(job.id, median, _quantile(values, 0.1), median,
                                    _quantile(values, 0.9)))
     return out
+
+
+def forecast_end(job: Job, start: float, history: RuntimeHistory | None,
+                 elapsed: float = 0.0) -> float:
+    """When ``job``, started (or to start) at ``start``, ends by the median of its possible
+    runtimes (``history``; having run ``elapsed`` seconds already), or at its limit without
+    history."""
+    if history is None:
+        return start + job.walltime
+    return start + _quantile(sorted(history.runtimes(job.user, job.walltime, elapsed)), 0.5)
 
 
 def _run_forward(state: ClusterState, policy, ends: dict, later: list[Job], options: dict):

@@ -33,11 +33,14 @@ comes back after a requeue (its restart count passed the one in its mark) is hel
 
 The jobs the decision starts are re-read (those alone) right before their release; one that
 changed since the read (size, limit, state, hold, partition) goes back to the next
-cycle.  Each is then pinned and marked ``hpcopt:released:N`` (one ``scontrol update``) and
-released (``scontrol release``); every other job stays held.  Nothing is kept between cycles:
-a restarted adapter reads the same state from Slurm, and a released job is no longer held,
-so it is never released twice.  A failed read skips the cycle; a failed release (the job was
-cancelled meanwhile) is logged and the cycle goes on.
+cycle.  Each is then pinned, made not requeueable (``Requeue=0``, unless
+``Settings.allow_requeue``: no owner's requeue can start it while no adapter runs) and
+marked ``hpcopt:released:N`` (one ``scontrol update``) and released (``scontrol
+release``); every other job stays held.  A held job that cannot start now gets the
+earliest it could (``Later``: the cycle's record and the forecasts plan it no earlier).
+Nothing is kept between cycles: a restarted adapter reads the same state from Slurm, and a
+released job is no longer held, so it is never released twice.  A failed read skips the
+cycle; a failed release (the job was cancelled meanwhile) is logged and the cycle goes on.
 """
 
 from __future__ import annotations
@@ -93,7 +96,8 @@ class Entry:
 class CycleState:
     """One cycle's reading of Slurm: the core's input, the entries behind its queue, the
     partition's nodes (their kind: ``hpcopt.slurm.machine``) and the idle ones no released job
-    is pinned to, and what was set aside or must be held again (log notes)."""
+    is pinned to, and what was set aside or must be held again (log notes); ``later``: the
+    held jobs that cannot start now (``Later``), by their core id."""
 
     cluster: ClusterState | None = None
     entries: dict = field(default_factory=dict)
@@ -103,6 +107,7 @@ class CycleState:
     notes: list[str] = field(default_factory=list)
     machine: CountedNodes | None = None
     free_names: list[str] = field(default_factory=list)
+    later: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,9 +119,10 @@ class Settings:
     request) or the prefix of the node features that are (``ssd_feature``: ``ssd128`` is
     128 GB, a job's constraint its request); the partition's network (``topology``,
     ``hpcopt.slurm.topology.read_topology``); ``dry_run``: decide and log, release nothing;
-    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``no_requeue``: release
-    each job with ``Requeue=0``, so that its owner cannot requeue it; ``limits``: honour the
-    association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
+    ``lock``: the partition's lock file (``hpcopt.slurm.lock``); ``allow_requeue``: release
+    jobs requeueable as submitted (by default each is released with ``Requeue=0``, so that
+    its owner cannot requeue it and have Slurm start it while no adapter runs);
+    ``limits``: honour the association and QOS limits (read each cycle: ``hpcopt.sim.limits``)."""
 
     partition: str = "batch"
     bb_license: str | None = None
@@ -126,7 +132,7 @@ class Settings:
     topology: SlurmTopology | None = None
     dry_run: bool = False
     lock: object = None
-    no_requeue: bool = False
+    allow_requeue: bool = False
     limits: bool = False
 
     def __post_init__(self) -> None:
@@ -189,7 +195,9 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
     held = [j for j in ours if j.held]
     asks = _asks(ours, res)
     now = max([snap.time, *(j.submit for j in held)])
-    held = [j for j in held if not _cannot_start_now(j, now, idle, notes)]
+    not_now = {j.id for j in held if _cannot_start_now(j, now, idle, notes)}
+    later = [j for j in held if j.id in not_now or _waits_for_dependency(j)]
+    held = [j for j in held if j.id not in not_now]
 
     def bb_of(j: SlurmJob) -> float:
         return (asks.get(j.id) or res.ask(j))[0] if bb is not None else 0.0
@@ -213,6 +221,7 @@ def cycle_state(snap: Snapshot, settings: Settings | str = Settings()) -> CycleS
                                "topology or on SSD classes: left held")
             continue
         state.entries[entry.job.id] = entry
+    state.later = _later(later, ours, partition, asks, now, nodes, snap.jobs)
     queue = tuple(e.job for e in state.entries.values())
     state.free_names = [n.name for n in nodes if n.name in idle - pinned_names]
     completing, down = usable - idle - covered, {n.name for n in nodes} - usable
@@ -309,6 +318,86 @@ def _cannot_start_now(j: SlurmJob, now: float, idle: set[str], notes: list[str])
     if why is not None:
         notes.append(f"job {j.key} {why}: left held")
     return why is not None
+
+
+@dataclass(frozen=True)
+class Later:
+    """A held job that cannot start now, and the earliest it could (what a planned start of
+    it respects): ``entry`` as it would be queued; ``not_before`` its begin time, the
+    estimated end of the jobs on the nodes it asks, or the time enough of the nodes it does
+    not exclude are free (epoch seconds; ``None``: unknown, a node it needs is down);
+    ``after`` the jobs it depends on (it starts no earlier than their ends; with
+    ``any_of``, Slurm's ``?`` between them, than the first of their ends)."""
+
+    entry: Entry
+    not_before: float | None
+    after: tuple[int, ...] = ()
+    any_of: bool = False
+
+
+def _waits_for_dependency(j: SlurmJob) -> bool:
+    """Whether held ``j`` is hpcopt's to release but for its unmet dependency."""
+    return _left_held(j) is not None and _left_held(replace(j, dependency="")) is None
+
+
+#: the job ids in Slurm's dependency text (``afterok:5:7(unfulfilled),afterany:9_2(...)``)
+_DEPENDENCY_ID = re.compile(r"(?:^|[:,?])(\d+)(?:_\d+|_\*)?(?:\+\d+)?(?=\(|[:,?]|$)")
+
+
+def _later(jobs: list[SlurmJob], ours: list[SlurmJob], partition: str, asks: dict,
+           now: float, nodes, all_jobs) -> dict:
+    """``Later`` of each held job that cannot start now (``_cannot_start_now``) or waits
+    for a dependency, by its core id; a shape hpcopt would leave held anyway is left out."""
+    if not jobs:
+        return {}
+    ends = _node_ends(all_jobs, now)
+    down = {n.name for n in nodes if not n.usable}
+    names = {n.name for n in nodes}
+    out: dict = {}
+    for j in jobs:
+        after = tuple(int(d) for d in _DEPENDENCY_ID.findall(j.dependency)) \
+            if _waits_for_dependency(j) else ()
+        bound = None if "failed" in j.dependency else \
+            _not_before(j, now, ends, down, names)
+        free = replace(j, dependency="")
+        for entry in _entries([free], ours, partition, [], asks):
+            out[entry.job.id] = Later(entry, bound, after, "?" in j.dependency)
+    return out
+
+
+def _node_ends(jobs, now: float) -> dict[str, float]:
+    """Each busy node's estimated free time: the latest estimated end (start + limit) of the
+    active jobs on it."""
+    ends: dict[str, float] = {}
+    for j in jobs:
+        if j.state in ACTIVE:
+            end = j.start + j.limit if j.limit is not None and j.start > 0 else now + FAR
+            for name in j.node_names:
+                ends[name] = max(ends.get(name, now), end)
+    return ends
+
+
+def _not_before(j: SlurmJob, now: float, ends: dict[str, float], down: set[str],
+                names: set[str]) -> float | None:
+    """The earliest ``j`` could start (``Later.not_before``): at least ``now``, its begin
+    time, the free time (``ends``) of each node it asks, and the time the nodes it does not
+    exclude hold enough free ones; None when a node it needs is ``down`` or unreadable."""
+    bound = max(now, j.begin)
+    if j.required_nodes:
+        asked = _hostnames(j.required_nodes)
+        if asked is None or set(asked) & down or not set(asked) <= names:
+            return None
+        bound = max([bound, *(ends.get(n, now) for n in asked)])
+    if j.excluded_nodes:
+        gone = _hostnames(j.excluded_nodes)
+        if gone is None:
+            return None
+        left = sorted(ends.get(n, now) for n in names - set(gone) - down)
+        need = _upper(j) or j.nodes
+        if len(left) < need:
+            return None
+        bound = max(bound, left[need - 1])
+    return bound
 
 
 def _delayed(j: SlurmJob, now: float) -> bool:
@@ -783,7 +872,7 @@ class Adapter:
         for r in entry.records:
             key = entry.key if r.array_tasks and r.array_task is None else r.key
             pins = dict(entry.pins.get(r.id, {}))
-            if self.settings.no_requeue:
+            if not self.settings.allow_requeue:
                 pins["Requeue"] = "0"
             if nodes:
                 pins.update(ReqNodeList=",".join(nodes), NumNodes=f"{len(nodes)}-{len(nodes)}")
@@ -880,11 +969,21 @@ def _read_figures(rec: CycleRecord, snap: Snapshot, state: CycleState, cluster: 
         sum(completing.values()) if isinstance(completing, dict) else len(completing)
     rec.queue = [_id(e.key) for e in list(state.entries.values())[:QUEUE_SHOWN]]
     rec.running, rec.waiting_start = state.n_running, state.starting
+    rec.later = [_later_figure(w) for w in list(state.later.values())[:QUEUE_SHOWN]] or None
     rec.free_nodes = len([n for n in snap.nodes if rec.partition in n.partitions and n.idle]) \
         - sum(j.nodes for j in cluster.starting)
     if bb:
         rec.free_bb = cluster.system.bb - cluster.unavailable_bb - sum(
             j.bb for j, _ in cluster.running) - sum(j.bb for j in cluster.starting)
+
+
+def _later_figure(w: Later) -> dict:
+    """A held job that cannot start now as the cycle's record names it."""
+    out: dict = {"id": _id(w.entry.key), "not_before": None if w.not_before is None
+                 else round(w.not_before, 3)}
+    if w.after:
+        out["after"] = list(w.after)
+    return out
 
 
 def run_adapters(adapters: list[Adapter], interval: float = 5.0, *, once: bool = False,

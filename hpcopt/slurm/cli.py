@@ -87,9 +87,14 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
                    help="the lock file of the partitions: one adapter per partition (default: "
                         "one per controller and partition in /run/hpcopt; adapters on "
                         "several hosts need a file on a file system they share)")
+    r.add_argument("--allow-requeue", action="store_true",
+                   help="release jobs requeueable as submitted (by default each is released "
+                        "with Requeue=0: its owner cannot requeue it and have Slurm start it "
+                        "again while no adapter runs); with this flag a job its owner "
+                        "requeues while the adapter is stopped starts when its requeue delay "
+                        "(about 2 minutes) passes, without hpcopt")
     r.add_argument("--no-requeue", action="store_true",
-                   help="release each job not requeueable (Requeue=0): its owner cannot "
-                        "requeue it afterwards (a node failure then ends it instead)")
+                   help="the default (jobs released with Requeue=0); kept for old command lines")
     r.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds a Slurm command may take (default 10)")
     r.add_argument("--retries", type=nonneg_int, default=2,
@@ -215,6 +220,9 @@ def _run(args, options: dict) -> int:
         raise OptionError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the cluster's "
                           "configuration from it)")
     partitions = partition_names(args.partition or ["batch"])
+    if args.allow_requeue and args.no_requeue:
+        raise OptionError("--allow-requeue and --no-requeue contradict each other (jobs are "
+                          "released with Requeue=0 unless --allow-requeue is given)")
     if len(partitions) > 1 and (args.bb_license or args.bb_pool or args.topology is not None):
         raise OptionError("--bb-license, --bb-pool and --topology schedule one partition: give "
                           f"one --partition (got {', '.join(partitions)})")
@@ -240,7 +248,7 @@ def _run(args, options: dict) -> int:
                 (lambda s, p=p: print(f"partition {p}: {s}", flush=True))
             settings = Settings(p, args.bb_license, args.bb_pool, args.ssd_gres,
                                 args.ssd_feature, topology, args.dry_run, lock,
-                                no_requeue=args.no_requeue)
+                                allow_requeue=args.allow_requeue)
             kind, more = (Adapter, {}) if args.forecast_file is None else \
                 (ForecastingAdapter, {"forecast_file": args.forecast_file})
             adapters.append(kind(

@@ -10,8 +10,12 @@ each cycle, ``ForecastingAdapter``), else every job runs to its limit.  Later su
 are not modelled.
 
 Each pending job gets a row: jobs hpcopt released that Slurm has not started start now; a
-job left held (by the administrator, waiting for a dependency, asking what hpcopt does not
-schedule) or too large for the partition's available nodes has no start and says why.
+held job that cannot start now enters the forward run at the earliest it could (its begin
+time, the estimated end of the jobs on the nodes it asks, the time enough of the nodes it
+does not exclude are free, the forecast end of the jobs it depends on), never before; a job
+left held (by the administrator, asking what hpcopt does not schedule), one whose earliest
+start is unknown (a node it needs is down) or too large for the partition's available nodes
+has no start and says why.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HpcoptError
-from ..sim.forecast import forecast
+from ..sim.forecast import forecast, forecast_end
 from ..sim.runtime_history import RuntimeHistory
 from .adapter import ACTIVE, STARTING, Adapter, CycleState, Settings, names_partition
 from .record import CycleRecord
@@ -81,10 +85,12 @@ def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy,
                       starting=tuple(map(own, cluster.starting)))
     at: dict = {job.id: started[str(job.id)] for job, _ in cluster.running
                 if str(job.id) in started}
-    got = {f.job: f for f in forecast(cluster, policy, history, started=at, draws=draws,
-                                      seed=seed, **options)}
+    later, why = _later_jobs(state, cluster, policy, history, at, own, draws=draws, seed=seed,
+                             **options)
+    got = {f.job: f for f in forecast(replace(cluster, queue=cluster.queue + later), policy,
+                                      history, started=at, draws=draws, seed=seed, **options)}
     entries: dict[int, list] = {}
-    for key, entry in state.entries.items():
+    for key, entry in [*state.entries.items(), *((k, w.entry) for k, w in state.later.items())]:
         entries.setdefault(entry.records[0].id, []).append(key)
     now = cluster.time
     rows = []
@@ -100,10 +106,63 @@ def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy,
             rows.append(_row(j.key, j, None, None, None, "left held by hpcopt (see the "
                                                          "adapter's notes)"))
         for key in entries.get(j.id, ()) if j.held else ():
-            f = got[key]
-            rows.append(_row(state.entries[key].key, j, f.start, f.p10, f.p90, f.reason,
-                             state.entries[key].job.nodes))
+            entry = state.entries[key] if key in state.entries else state.later[key].entry
+            f = got.get(key)
+            if f is None:
+                rows.append(_row(entry.key, j, None, None, None, why[key], entry.job.nodes))
+            else:
+                rows.append(_row(entry.key, j, f.start, f.p10, f.p90, f.reason,
+                                 entry.job.nodes))
     return rows
+
+
+def _later_jobs(state: CycleState, cluster, policy, history, at: dict, own, **options):
+    """The held jobs that cannot start now (``CycleState.later``) as the forecast's queued
+    jobs, each entering the run at the earliest it could start (``earliest``): its begin
+    time or its asked nodes' estimated free time, and for a dependency no earlier than the
+    forecast end of each job it depends on (a first forecast without them gives those of
+    queued jobs; running ones end by their predicted runtime).  Also why each left out has
+    no forecast."""
+    timed, waiting, why = [], [], {}
+    for key, w in state.later.items():
+        if w.not_before is None:
+            why[key] = "cannot start now, and no time is known when it could (a node it " \
+                       "needs is down or unreadable, or its dependency failed)"
+        elif w.after:
+            waiting.append((key, w))
+        else:
+            timed.append(replace(own(w.entry.job), earliest=w.not_before))
+    if not waiting:
+        return tuple(timed), why
+    first = forecast(replace(cluster, queue=cluster.queue + tuple(timed)), policy, history,
+                     started=at, **options)
+    jobs = {job.id: job for job in cluster.queue + tuple(timed)}
+    ends: dict[int, list[float]] = {}  # a job id (an array's: each task) -> forecast ends
+    for f in first:
+        if f.start is not None:
+            ends.setdefault(_base(f.job), []).append(
+                forecast_end(jobs[f.job], f.start, history))
+    for job, est_end in cluster.running:
+        start = at.get(job.id, cluster.time)
+        ends.setdefault(_base(job.id), []).append(forecast_end(
+            replace(job, walltime=max(0.0, est_end - start)), start, history,
+            elapsed=max(0.0, cluster.time - start)))
+    for job in cluster.starting:
+        ends.setdefault(_base(job.id), []).append(forecast_end(job, cluster.time, history))
+    for key, w in waiting:
+        known = [max(ends[d]) for d in w.after if d in ends]
+        if not known or (len(known) < len(w.after) and not w.any_of):
+            why[key] = (f"waits for job {', '.join(map(str, w.after))}, which has no "
+                        "forecast end")
+            continue
+        bound = max(w.not_before, min(known) if w.any_of else max(known))
+        timed.append(replace(own(w.entry.job), earliest=bound))
+    return tuple(timed), why
+
+
+def _base(jid) -> int:
+    """The Slurm job id of a core id (an array task's: its array's)."""
+    return int(str(jid).split("_")[0])
 
 
 def _row(key: str, j, start, p10, p90, reason, nodes: int | None = None) -> dict:
@@ -216,6 +275,16 @@ class ForecastingAdapter(Adapter):
         return self._history, "jobs seen ending"
 
 
+def _with_exclusions(slurm: Slurm, snap: Snapshot, partition: str) -> Snapshot:
+    """``snap`` with the nodes each held job of ``partition`` excludes (one ``squeue``: the
+    read of all jobs cannot carry them, and a job that excludes nodes may be unable to start
+    now)."""
+    held = [j.id for j in snap.jobs if j.held and names_partition(j.partition, partition)]
+    excluded = slurm.excluded_nodes(held)
+    return replace(snap, jobs=tuple(replace(j, excluded_nodes=excluded[j.id])
+                                    if j.id in excluded else j for j in snap.jobs))
+
+
 def run_forecast(args, options: dict) -> int:
     """``hpcopt slurm forecast``: one read, one forecast, a table or ``--json``."""
     from ..policies import build_policy
@@ -225,7 +294,7 @@ def run_forecast(args, options: dict) -> int:
     policy.reset(args.seed)
     adapter = Adapter(policy, Settings(args.partition, dry_run=True), slurm=slurm,
                       order=args.order, backfill=args.backfill, window=args.window)
-    snap, state = adapter.read_state()
+    snap, state = adapter.read_state(_with_exclusions(slurm, adapter.read(), args.partition))
     history = sacct_history(slurm, args.partition, snap.time, args.history_days)
     source = "sacct" if history is not None else "limits"
     rows = pending_forecasts(snap, state, args.partition, policy, history, draws=args.draws,

@@ -15,7 +15,11 @@ class CycleRecord:
     failed, is ``ok`` False with its ``error``; the read's figures are set once Slurm was
     read (``read_s`` seconds, Slurm's version, the held ``pending`` entries and the first
     ``QUEUE_SHOWN`` of them, nodes ``completing``, jobs ``running`` and released jobs
-    ``waiting_start``, nodes and burst buffer free), the decision's once it was taken, with
+    ``waiting_start``, nodes and burst buffer free, the first ``QUEUE_SHOWN`` held jobs
+    that cannot start now as ``later``: each ``{id, not_before}``, the earliest it could
+    start (its begin time, its asked nodes' estimated free time; ``None``: unknown), with
+    ``after``, the jobs whose ends it waits for, where it has a dependency); the decision's
+    once it was taken, with
     the ids released (``backfilled`` among them), the reservation (``{id, shadow}``), the
     jobs whose release failed, that ``changed`` since the read or were ``reheld`` after a
     requeue, ``notes`` and the failed tries of Slurm commands (``errors``); where jobs are
@@ -33,6 +37,7 @@ class CycleRecord:
     queue: list | None = None
     running: int | None = None
     waiting_start: list | None = None
+    later: list | None = None
     free_nodes: int | None = None
     free_bb: float | None = None
     decide_s: float | None = None

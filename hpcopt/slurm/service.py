@@ -94,6 +94,8 @@ def _partition_status(cycles: list[CycleRecord], now: float) -> str:
     if queue:
         more = f" ... ({last.pending} in all)" if (last.pending or 0) > len(queue) else ""
         lines.append("  queue: " + " ".join(map(str, queue)) + more)
+    if last.later:
+        lines.append("  cannot start now: " + ", ".join(map(_later_text, last.later)))
     if last.reserved:
         r = last.reserved
         lines.append(f"  reserved: job {r['id']} at "
@@ -110,6 +112,14 @@ def _partition_status(cycles: list[CycleRecord], now: float) -> str:
     for note in last.notes or []:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _later_text(w: dict) -> str:
+    """One held job that cannot start now (``CycleRecord.later``): from when, after what."""
+    t = w.get("not_before")
+    text = f"{w['id']} " + ("(from an unknown time)" if t is None else
+                            f"from {time.strftime('%H:%M:%S', time.localtime(t))}")
+    return text + (f" after job {', '.join(map(str, w['after']))}" if w.get("after") else "")
 
 
 def systemd_unit(run_args: list[str], hpcopt: str, slurm_conf: str | None = None,
