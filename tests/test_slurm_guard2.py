@@ -170,6 +170,9 @@ def test_the_record_and_status_name_the_jobs_that_cannot_start_now(tmp_path):
         def snapshot(self):
             return later_jobs()
 
+        def reservations(self):
+            return ()
+
     log = tmp_path / "a.jsonl"
     with open(log, "w") as f:
         rec = Adapter(build_policy("fcfs"), Settings(dry_run=True), slurm=Read(env={}),
