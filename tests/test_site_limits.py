@@ -230,6 +230,11 @@ def test_tres_minutes():
                                    [(_job(9, nodes=2, wall=600.0), 0.0)], now=300.0)
     assert [j.id for j in kept] == [1]
     assert blocked[0][1] == "account : 20 + 1 running node-minutes over GrpTRESRunMins 20"
+    # Slurm's own count of what runs holds (it lags the minutes left) takes their place
+    given = replace(run, run_mins={("account", ""): Tres(node=19)})
+    assert [j.id for j in given.admissible([_job(1, wall=60.0), _job(2, wall=60.0)],
+                                           [(_job(9, nodes=2), 0.0)],
+                                           now=300.0)[0]] == [1]
     used = SiteLimits(accounts={"": Limit(mins=Tres(node=100))}, used={("account", ""): Tres(90)})
     assert [j.id for j in used.admissible([_job(1, wall=1200.0)], [])[0]] == [1]
     safe = replace(used, safe=True)
@@ -288,10 +293,10 @@ small|||00:30:00|1|node=2|2|cpu=4,mem=1G|4|5|9|cpu=20|node=50|cpu=77
 """
 
 SSHARE = """\
-Account|User|GrpTRESRaw
-root||cpu=30,mem=0,energy=0,node=12,billing=30
- top||cpu=30,mem=0,energy=0,node=12,billing=30
-  leaf|dee|cpu=3,mem=0,node=1
+Account|User|GrpTRESRaw|TRESRunMins
+root||cpu=30,mem=0,energy=0,node=12,billing=30|cpu=0,node=0
+ top||cpu=30,mem=0,energy=0,node=12,billing=30|cpu=16,mem=0,node=4
+  leaf|dee|cpu=3,mem=0,node=1|cpu=16,node=4
 """
 
 
@@ -301,9 +306,11 @@ def test_qos_and_usage_read(tmp_path):
                                        run_mins=Tres(cpu=77), job_mins=Tres(cpu=20))}
     assert read.qos_users == {"small": Limit(jobs=1, nodes=2, submit=4)}
     assert read.qos_accounts == {"small": Limit(jobs=2, cpus=4, submit=5)}
-    assert parse_usage(SSHARE) == {("account", "root"): Tres(12, 30),
-                                   ("account", "top"): Tres(12, 30),
-                                   ("user", "leaf", "dee"): Tres(1, 3)}
+    usage = parse_usage(SSHARE)
+    assert usage.used == {("account", "root"): Tres(12, 30), ("account", "top"): Tres(12, 30),
+                          ("user", "leaf", "dee"): Tres(1, 3)}
+    assert usage.run_mins == {("account", "root"): Tres(0, 0), ("account", "top"): Tres(4, 16),
+                              ("user", "leaf", "dee"): Tres(4, 16)}
     both = merged([parse_limits_dump(t, "x") for t in (TREE, QOS, SSHARE)])
     assert both.qos_users and both.accounts["top"].nodes == 5 and both.used
     with pytest.raises(LimitsTextError, match=r"^x line 4: unreadable line 'a\|b': expected "
@@ -318,5 +325,7 @@ def test_qos_usage_read():
             "    UsageRaw=0.000000\n    GrpTRESMins=cpu=N(0),mem=N(0),node=N(0)\n"
             "QOS=small(2)\n    UsageRaw=7200.000000\n"
             "    GrpTRESMins=cpu=N(240),mem=N(0),energy=N(0),node=50(120),billing=N(240)\n")
-    assert parse_qos_usage(text) == {("qos", "normal"): Tres(0, 0),
-                                     ("qos", "small"): Tres(120, 240)}
+    assert parse_qos_usage(text).used == {("qos", "normal"): Tres(0, 0),
+                                          ("qos", "small"): Tres(120, 240)}
+    run = parse_qos_usage(text.replace("GrpTRESMins", "GrpTRESRunMins"))
+    assert run.run_mins[("qos", "small")] == Tres(120, 240) and not run.used

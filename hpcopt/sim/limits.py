@@ -105,8 +105,11 @@ class SiteLimits:
     (Slurm's decayed usage, running jobs included) by each limit's holder: keys
     ``("user", account, user)``, ``("account", account)``, ``("qos", name)``.  ``safe``:
     the site enforces ``safe`` (a job starts only if its whole time limit fits the
-    ``GrpTRESMins`` left; else only while the usage is under the cap).  ``who`` maps job ids
-    to their ``Who`` (missing: ``Who(user=str(job.user))``)."""
+    ``GrpTRESMins`` left; else only while the usage is under the cap).  ``run_mins`` are
+    Slurm's own count of the TRES-minutes its running jobs hold, by the same keys (it
+    lowers them only every ``PriorityCalcPeriod``, so it may be above their minutes left);
+    a key without one counts the running jobs' minutes left by their time limits.  ``who``
+    maps job ids to their ``Who`` (missing: ``Who(user=str(job.user))``)."""
 
     users: Mapping[tuple[str, str], Limit] = field(default_factory=dict)
     accounts: Mapping[str, Limit] = field(default_factory=dict)
@@ -117,24 +120,25 @@ class SiteLimits:
     parents: Mapping[str, str] = field(default_factory=dict)
     used: Mapping[tuple, Tres] = field(default_factory=dict)
     safe: bool = False
+    run_mins: Mapping[tuple, Tres] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return any(map(bool, self._all()))
+        return any(map(bool, self.limits()))
 
-    def _all(self) -> Iterable[Limit]:
+    def limits(self) -> Iterable[Limit]:
         return (*self.users.values(), *self.accounts.values(), *self.qos.values(),
                 *self.qos_users.values(), *self.qos_accounts.values())
 
     @property
     def refusing(self) -> bool:
         """Some limit caps submissions (``MaxSubmitJobs``)."""
-        return any(limit.submit is not None for limit in self._all())
+        return any(limit.submit is not None for limit in self.limits())
 
     @property
     def charging(self) -> bool:
         """Some limit caps the TRES-minutes used (``GrpTRESMins``): the simulator keeps
         what its finished jobs used (``charge``)."""
-        return any(bool(limit.mins) for limit in self._all())
+        return any(bool(limit.mins) for limit in self.limits())
 
     def _of(self, job: Job) -> Who:
         return self.who.get(job.id) or Who(user=str(job.user))
@@ -192,11 +196,12 @@ class SiteLimits:
             if out is None:
                 base = self.used.get(key, NO_TRES)
                 extra = spent.get(key, (0.0, 0.0)) if charged else (0.0, 0.0)
-                out = held[key] = [0, 0, 0, 0.0, 0.0, (base.node or 0.0) + extra[0],
-                                   (base.cpu or 0.0) + extra[1]]
+                given = self.run_mins.get(key, NO_TRES)
+                out = held[key] = [0, 0, 0, given.node or 0.0, given.cpu or 0.0,
+                                   (base.node or 0.0) + extra[0], (base.cpu or 0.0) + extra[1]]
             return out
 
-        def add(job: Job, start: float) -> None:
+        def add(job: Job, start: float, kept: bool = False) -> None:
             cpus = job.cores or job.nodes
             left = max(0.0, start + job.walltime - now) / 60.0
             gone = max(0.0, now - start) / 60.0 if charged else 0.0
@@ -205,8 +210,9 @@ class SiteLimits:
                 counts[0] += 1
                 counts[1] += job.nodes
                 counts[2] += cpus
-                counts[3] += job.nodes * left
-                counts[4] += cpus * left
+                if kept or key not in self.run_mins:  # (Slurm's count has what runs)
+                    counts[3] += job.nodes * left
+                    counts[4] += cpus * left
                 counts[5] += job.nodes * gone
                 counts[6] += cpus * gone
 
@@ -218,7 +224,7 @@ class SiteLimits:
             why = self._why_blocked(job, row)
             if why is None:
                 kept.append(job)
-                add(job, now)
+                add(job, now, kept=True)
             else:
                 blocked.append((job, why))
         return kept, blocked

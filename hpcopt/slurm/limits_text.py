@@ -28,8 +28,9 @@ QOS_FORMAT = ("name,grpjobs,grptres,maxwall,maxjobsperuser,maxtresperuser,maxjob
               "maxtresperaccount,maxsubmitjobsperuser,maxsubmitjobsperaccount,grpsubmitjobs,"
               "maxtresmins,grptresmins,grptresrunmins")
 """The columns ``Slurm.site_limits`` asks ``sacctmgr show qos`` for."""
-USAGE_FORMAT = "account,user,grptresraw"
-"""The columns ``Slurm.site_limits`` asks ``sshare -a`` for (TRES-minutes used, decayed)."""
+USAGE_FORMAT = "account,user,grptresraw,tresrunmins"
+"""The columns ``Slurm.site_limits`` asks ``sshare -a`` for (TRES-minutes used, decayed,
+and held by running jobs)."""
 ASSOC_SHORT = ("account", "user", "maxjobs", "grpjobs", "grptres", "maxwall")
 QOS_SHORT = ("name", "grpjobs", "grptres", "maxwall")
 
@@ -187,31 +188,36 @@ def parse_qos_limits(text: str, where: str = "sacctmgr show qos") -> SiteLimits:
     return SiteLimits(qos=qos, qos_users=users, qos_accounts=accounts)
 
 
-def parse_usage(text: str, where: str = "sshare") -> dict[tuple, Tres]:
-    """``sshare -a -P -o account,user,grptresraw``: the TRES-minutes each association used
-    (decayed, running jobs included; an account's counts its whole subtree), keyed as
-    ``SiteLimits.used``."""
-    out = {}
+def parse_usage(text: str, where: str = "sshare") -> SiteLimits:
+    """``sshare -a -P -o account,user,grptresraw,tresrunmins``: the TRES-minutes each
+    association used (decayed, running jobs included; an account's counts its whole
+    subtree) and Slurm's count of those its running jobs hold, as ``SiteLimits.used`` and
+    ``run_mins``."""
+    used, running = {}, {}
     for row in _rows(text, where, tuple(USAGE_FORMAT.split(",")), "account"):
         account, user = row.get("account", ""), row.get("user", "")
-        used = _tres(row.get("grptresraw", ""), f"{where}: {account} {user}".strip(),
-                     "GrpTRESRaw")
-        if used:
-            out[("user", account, user) if user else ("account", account)] = used
-    return out
+        key = ("user", account, user) if user else ("account", account)
+        at = f"{where}: {account} {user}".strip()
+        for into, column in ((used, "grptresraw"), (running, "tresrunmins")):
+            amount = _tres(row.get(column, ""), at, column)
+            if amount:
+                into[key] = amount
+    return SiteLimits(used=used, run_mins=running)
 
 
 def parse_qos_usage(text: str, where: str = "scontrol show assoc_mgr flags=qos"
-                    ) -> dict[tuple, Tres]:
-    """``scontrol show assoc_mgr flags=qos``: the TRES-minutes each QOS used (the amount in
-    parentheses after each ``GrpTRESMins`` item, ``node=50(12)``), keyed ``("qos", name)``."""
-    out, name = {}, None
+                    ) -> SiteLimits:
+    """``scontrol show assoc_mgr flags=qos``: the TRES-minutes each QOS used and those its
+    running jobs hold (the amounts in parentheses after each ``GrpTRESMins`` and
+    ``GrpTRESRunMins`` item, ``node=50(12)``), keyed ``("qos", name)``."""
+    out: dict = {"GrpTRESMins": {}, "GrpTRESRunMins": {}}
+    name = None
     for line in text.splitlines():
         for word in line.split():
             key, _, value = word.partition("=")
             if key == "QOS":
                 name = value.partition("(")[0]
-            elif key == "GrpTRESMins" and name is not None:
+            elif key in out and name is not None:
                 found = {}
                 for item in value.split(","):
                     tres, _, amount = item.partition("=")
@@ -219,8 +225,8 @@ def parse_qos_usage(text: str, where: str = "scontrol show assoc_mgr flags=qos"
                     if tres in ("node", "cpu") and used:
                         found[tres] = _number(used, f"{where}: QOS {name}", f"{tres} used")
                 if found:
-                    out[("qos", name)] = Tres(found.get("node"), found.get("cpu"))
-    return out
+                    out[key][("qos", name)] = Tres(found.get("node"), found.get("cpu"))
+    return SiteLimits(used=out["GrpTRESMins"], run_mins=out["GrpTRESRunMins"])
 
 
 def parse_limits_dump(text: str, where: str) -> SiteLimits:
@@ -232,7 +238,7 @@ def parse_limits_dump(text: str, where: str) -> SiteLimits:
     if names[0] == "name":
         return parse_qos_limits(text, where)
     if names[0] == "account" and "grptresraw" in names:
-        return SiteLimits(used=parse_usage(text, where))
+        return parse_usage(text, where)
     return parse_assoc_limits(text, where)
 
 
@@ -242,7 +248,8 @@ def merged(parts: list[SiteLimits]) -> SiteLimits:
     out = SiteLimits()
     for part in parts:
         out = replace(out, **{name: {**getattr(out, name), **getattr(part, name)} for name in (
-            "users", "accounts", "qos", "qos_users", "qos_accounts", "parents", "used")},
+            "users", "accounts", "qos", "qos_users", "qos_accounts", "parents", "used",
+            "run_mins")},
             safe=out.safe or part.safe)
     return out
 

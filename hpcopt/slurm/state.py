@@ -39,6 +39,7 @@ from .limits_text import (
     QOS_FORMAT,
     USAGE_FORMAT,
     LimitsTextError,
+    merged,
     parse_assoc_limits,
     parse_qos_limits,
     parse_qos_usage,
@@ -439,13 +440,14 @@ class Slurm:
                         parse=_as_command_error(parse_qos_limits))
         limits = replace(assoc, qos=qos.qos, qos_users=qos.qos_users,
                          qos_accounts=qos.qos_accounts)
-        if limits.charging:
-            used = self.call("sshare", "-a", "-P", "-o", USAGE_FORMAT,
-                             parse=_as_command_error(parse_usage))
-            if any(q.mins for q in limits.qos.values()):
-                used.update(self.call("scontrol", "show", "assoc_mgr", "flags=qos",
-                                      parse=_as_command_error(parse_qos_usage)))
-            limits = replace(limits, used=used, safe="safe" in self._enforce())
+        if limits.charging or any(lim.run_mins for lim in limits.limits()):
+            usage = [self.call("sshare", "-a", "-P", "-o", USAGE_FORMAT,
+                               parse=_as_command_error(parse_usage))]
+            if any(q.mins or q.run_mins for q in limits.qos.values()):
+                usage.append(self.call("scontrol", "show", "assoc_mgr", "flags=qos",
+                                       parse=_as_command_error(parse_qos_usage)))
+            limits = merged([limits, *usage])
+            limits = replace(limits, safe="safe" in self._enforce())
         return limits
 
     def release(self, key: str | int) -> None:
