@@ -121,6 +121,8 @@ class SiteLimits:
     used: Mapping[tuple, Tres] = field(default_factory=dict)
     safe: bool = False
     run_mins: Mapping[tuple, Tres] = field(default_factory=dict)
+    _caps: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Each job's ``caps``, by id, found once (the limits and ``who`` never change)."""
 
     def __bool__(self) -> bool:
         return any(map(bool, self.limits()))
@@ -152,9 +154,16 @@ class SiteLimits:
 
     def caps(self, job: Job) -> list[tuple[tuple, Limit, str]]:
         """Each limit on ``job``: its key (whose jobs it counts), the caps and a name."""
+        found = self._caps.get(job.id)
+        if found is None:
+            found = self._caps[job.id] = self._found(job)
+        return found
+
+    def _found(self, job: Job) -> list[tuple[tuple, Limit, str]]:
         w = self._of(job)
-        found = [(("user", w.account, w.user), self.users.get((w.account, w.user)),
-                  f"user {w.user} in account {w.account}")]
+        found: list[tuple[tuple, Limit | None, str]] = [
+            (("user", w.account, w.user), self.users.get((w.account, w.user)),
+             f"user {w.user} in account {w.account}")]
         found += [(("account", a), self.accounts.get(a), f"account {a}")
                   for a in self.lineage(w.account)]
         found += [(("qos", w.qos), self.qos.get(w.qos), f"QOS {w.qos}"),
@@ -162,7 +171,7 @@ class SiteLimits:
                    f"user {w.user} in QOS {w.qos}"),
                   (("qos-account", w.qos, w.account), self.qos_accounts.get(w.qos),
                    f"account {w.account} in QOS {w.qos}")]
-        return [(key, limit, name) for key, limit, name in found if limit]
+        return [(key, limit, name) for key, limit, name in found if limit is not None and limit]
 
     def refusal(self, job: Job, queued: Mapping[tuple, int]) -> str | None:
         """Why a submission of ``job`` is refused (``None``: accepted), ``queued`` counting
@@ -195,7 +204,7 @@ class SiteLimits:
             out = held.get(key)
             if out is None:
                 base = self.used.get(key, NO_TRES)
-                extra = spent.get(key, (0.0, 0.0)) if charged else (0.0, 0.0)
+                extra = spent.get(key, (0.0, 0.0)) if spent is not None else (0.0, 0.0)
                 given = self.run_mins.get(key, NO_TRES)
                 out = held[key] = [0, 0, 0, given.node or 0.0, given.cpu or 0.0,
                                    (base.node or 0.0) + extra[0], (base.cpu or 0.0) + extra[1]]

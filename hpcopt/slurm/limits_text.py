@@ -79,7 +79,7 @@ def _number(text: str, where: str, name: str) -> int | None:
 
 def _tres(text: str, where: str, name: str) -> Tres:
     """The node and processor amounts of a TRES list (``cpu=8,mem=1G,node=2``)."""
-    found: dict = {}
+    found: dict[str, int | None] = {}
     for item in filter(None, (x.strip() for x in text.split(","))):
         key, eq, value = item.partition("=")
         if not eq:
@@ -105,7 +105,8 @@ def _caps(row: dict, where: str, *, jobs: str, tres: str, submit: str, wall: str
     """A ``Limit`` of ``row``'s columns of those names (absent or empty: none)."""
     count = _tres(row.get(tres, ""), where, tres)
     return Limit(jobs=_number(row.get(jobs, ""), where, jobs),
-                 nodes=count.node, cpus=count.cpu,
+                 nodes=None if count.node is None else int(count.node),
+                 cpus=None if count.cpu is None else int(count.cpu),
                  wall=_wall(row.get(wall, ""), where),
                  submit=_number(row.get(submit, ""), where, submit),
                  mins=_tres(row.get(mins, ""), where, mins),
@@ -170,7 +171,9 @@ def parse_qos_limits(text: str, where: str = "sacctmgr show qos") -> SiteLimits:
     ``GrpSubmitJobs``, ``GrpTRESMins``, ``GrpTRESRunMins``) and per job (``MaxWall``,
     ``MaxTRESMins``), and per user and per account within it (``MaxJobsPerUser``,
     ``MaxTRESPerUser``, ``MaxSubmitJobsPerUser``; ``...PerAccount``)."""
-    qos, users, accounts = {}, {}, {}
+    qos: dict[str, Limit] = {}
+    users: dict[str, Limit] = {}
+    accounts: dict[str, Limit] = {}
     for row in _rows(text, where, QOS_SHORT, "name"):
         name = row.get("name", "")
         at = f"{where}: {name}"
@@ -193,7 +196,8 @@ def parse_usage(text: str, where: str = "sshare") -> SiteLimits:
     association used (decayed, running jobs included; an account's counts its whole
     subtree) and Slurm's count of those its running jobs hold, as ``SiteLimits.used`` and
     ``run_mins``."""
-    used, running = {}, {}
+    used: dict[tuple, Tres] = {}
+    running: dict[tuple, Tres] = {}
     for row in _rows(text, where, tuple(USAGE_FORMAT.split(",")), "account"):
         account, user = row.get("account", ""), row.get("user", "")
         key = ("user", account, user) if user else ("account", account)
