@@ -159,6 +159,24 @@ def test_cli_limits(tmp_path, capsys):
     assert main(["simulate", demo, "--limits", str(dump)]) != 0
     err = capsys.readouterr().err
     assert "--limits" in err and "unreadable line" in err and "Traceback" not in err
+    # saved sacctmgr texts with their headers, several at once: the tree and a QOS list
+    tree = tmp_path / "tree.txt"
+    tree.write_text("Account|User|ParentName|MaxJobs|MaxSubmit\n"
+                    f"top||||\n{int(group)}||top||2\n{int(group)}|{top}||||\n")
+    qos = tmp_path / "qos.txt"
+    qos.write_text(QOS)
+    out = tmp_path / "o2"
+    assert main(["simulate", demo, "--jobs", "200", "--limits", str(tree), "--limits",
+                 str(qos), "--out", str(out), "--no-progress"]) == 0
+    import json
+
+    summary = json.loads((out / "summary.json").read_text())
+    refused = summary.get("refused") or summary.get("summary", {}).get("refused")
+    assert refused and refused > 0  # the user's third queued job and on: MaxSubmit 2
+    qos.write_text(QOS + "small|x\n")
+    assert main(["simulate", demo, "--limits", str(qos)]) != 0
+    err = capsys.readouterr().err
+    assert f"--limits {qos} line 4: unreadable line 'small|x'" in err and "Traceback" not in err
 
 
 def test_qos_limits_per_user_and_per_account():
