@@ -135,3 +135,48 @@ def test_limits_hold_and_start_as_slurm_alone(sites):
         assert any(name in n for n in notes), (name, notes)
     slurm_alone = _run(alone, _submit(alone), lambda: None)
     assert under_hpcopt == slurm_alone
+
+
+MINS_CONF = CONF + ("PriorityType=priority/multifactor", "PriorityCalcPeriod=1",
+                    "PriorityDecayHalfLife=1-0", "PriorityWeightFairshare=1000")
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
+def used_site(request):
+    with accounts_testbed(request.param, "limu", {"acct_e": "hpcoptlme"},
+                          scheduler="backfill", conf_extra=MINS_CONF) as c:
+        c.run("sacctmgr", "-i", "add", "account", "acct_e", "GrpTRESMins=node=3")
+        c.run("sacctmgr", "-i", "add", "user", c.users["acct_e"], "account=acct_e")
+        yield c
+
+
+def test_grp_tres_mins_from_slurms_usage(used_site):
+    """``GrpTRESMins=node=3``: a job starts while the account's usage (``sshare``, charged
+    by Slurm every ``PriorityCalcPeriod``) is under it; once an 8-node job ran half a
+    minute (4 node-minutes), the next job stays held with a note, where released it would
+    wait on ``AssocGrpNodeMinutes``."""
+    c = used_site
+    adapter = c.adapter("fcfs", limits=True)
+    first = c.as_user("acct_e", "-N", "8", "-t", "2", sleep=30)
+
+    def cycle() -> list[str]:
+        rec = adapter.cycle()
+        assert rec.ok, rec
+        return [n for n in rec.notes or [] if "blocked by a limit" in n]
+
+    c.wait(lambda: not cycle() and c.state(first) in ("RUNNING", "COMPLETED"), 30, step=1)
+
+    def used() -> float:
+        got = adapter.slurm.site_limits().used.get(("account", "acct_e"))
+        return (got.node or 0.0) if got else 0.0
+
+    c.wait(lambda: c.state(first) == "COMPLETED" and used() >= 3, 150, step=2)
+    second = c.as_user("acct_e", "-N", "1", "-t", "1", sleep=2)
+    notes: list[str] = []
+    for _ in range(10):
+        notes += cycle()
+        job = c.jobs()[second]
+        assert job["priority"] == 0 and job["job_state"] == "PENDING", job  # still held
+        time.sleep(1)
+    assert any(f"job {second} blocked" in n and "GrpTRESMins 3" in n for n in notes), notes
+    c.cancel([second])
