@@ -143,6 +143,8 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     ssd_total = sum(float(size) * count for size, count in system.ssd_classes.items())
     summary = summarize(table, system.nodes, warmup=run.warmup, cooldown=run.cooldown,
                         bb_capacity=system.bb, ssd_capacity=ssd_total)
+    if sim.refused:  # submissions over a MaxSubmitJobs cap: never run (mode "refused")
+        summary["refused"] = len(sim.refused)
     settings = {**run.record(pol, sim.settings, nodes=system.nodes,
                              cores_per_node=cleaning["cores_per_node"] if cleaning else None),
                 **scenario.settings}

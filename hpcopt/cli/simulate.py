@@ -42,11 +42,16 @@ def register(sub) -> None:
                    help="base order; priority: Slurm's multifactor priority with the weights "
                         "of --slurm-conf FILE (age, job size, fairshare with the trace's "
                         "groups as accounts and its users under them, partition)")
-    m.add_argument("--limits", default=None, metavar="FILE",
-                   help="the site's association limits: the output of sacctmgr -n -P show "
-                        "assoc format=account,user,maxjobs,grpjobs,grptres,maxwall, the "
-                        "trace's groups as accounts and its user numbers as users; a job a "
-                        "limit blocks waits")
+    m.add_argument("--limits", action="append", default=None, metavar="FILE",
+                   help="the site's association and QOS limits, repeatable: saved output "
+                        "of sacctmgr -P show assoc (the tree: format=account,user,"
+                        "parentname,maxjobs,grpjobs,grptres,maxwall,maxsubmitjobs,"
+                        "grpsubmitjobs,maxtresminsperjob,grptresmins,grptresrunmins), of "
+                        "sacctmgr -P show qos, or of sshare -a -P -o account,user,"
+                        "grptresraw (usage for GrpTRESMins), told apart by their headers; "
+                        "the trace's groups are the accounts and its user numbers the users; "
+                        "a job a limit blocks waits, a submission over MaxSubmitJobs is "
+                        "refused (counted as refused in the summary)")
     m.add_argument("--reservations", default=None, metavar="FILE",
                    help="advance reservations and maintenance windows: a CSV with columns "
                         "start,end,nodes and optional users,accounts,name,known (seconds on "
@@ -204,22 +209,23 @@ def run(args) -> int:
     return _written(args, res, info)
 
 
-def _site_limits(path: str | None):
-    """The limits of ``--limits FILE`` (``None`` without one)."""
-    if path is None:
+def _site_limits(paths: list[str] | None):
+    """The limits of the ``--limits FILE`` texts together (``None`` without one)."""
+    if not paths:
         return None
-    from ..sim.limits import SiteLimits  # (as in run)
-    from ..slurm.state import SlurmCommandError, parse_assoc_limits
+    from ..slurm.limits_text import LimitsTextError, merged, parse_limits_dump  # (as in run)
 
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise HpcoptError(f"--limits {path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        users, accounts = parse_assoc_limits(text)
-    except SlurmCommandError as exc:
-        raise HpcoptError(f"--limits {path}: {exc}") from None
-    return SiteLimits(users, accounts)
+    parts = []
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise HpcoptError(f"--limits {path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            parts.append(parse_limits_dump(text, f"--limits {path}"))
+        except LimitsTextError as exc:
+            raise HpcoptError(str(exc)) from None
+    return merged(parts)
 
 
 def _reservations(path: str | None):

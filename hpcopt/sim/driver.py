@@ -103,7 +103,7 @@ from .easy import EasyBackfill
 from .orders import STATIC_KEYS, bind_order
 from .picks import OnePickPasses, PickRequest
 from .protocol import policy_hooks
-from .records import DROPPED, READY, RESERVED, Event, JobRecord
+from .records import DROPPED, READY, REFUSED, RESERVED, Event, JobRecord
 from .reservations import kept_out, reserved_pool
 from .resources import CapacityProfile, make_pool
 from .settings import DriverOptions, DriverSettings, driver_options
@@ -185,6 +185,7 @@ class Simulator:
             self.pool = reserved_pool(self.pool, settings.reservations, self,
                                       {jid: w.account for jid, w in who.items()})
         self.blocked: list[tuple[Job, str]] = []  # the last pass's jobs a limit blocked
+        self._refusing = self._limits is not None and self._limits.refusing
         self._quiet_ok = (self._waits_for_head and self._static and settings.backfill
                           and self._limits is None
                           and settings.starvation_bound is None
@@ -200,6 +201,9 @@ class Simulator:
         """The empty loop: no time yet, nothing queued, running or recorded."""
         self.upcoming: dict = {}  # id -> submitted job waiting for its earliest start
         self.dropped: list[Job] = []  # jobs whose latest start passed (in drop order)
+        self.refused: list[tuple[Job, str]] = []  # submissions a limit refused (MaxSubmit)
+        self._submitted: dict = {}  # limit key -> its jobs queued or running (MaxSubmit)
+        self._spent: dict = {}  # limit key -> [node-min, cpu-min] its finished jobs used
         self._deadlines = False  # some job has a latest start: drops are checked
         self.now = -math.inf
         self.records: dict[int, JobRecord] = {}
@@ -287,6 +291,7 @@ class Simulator:
         queued or running already.
         """
         sim = cls((), system, policy, **options)
+        sim._refusing = False  # the given jobs were all accepted already
         sim.now = float(time)
         if sim._capacity:  # running jobs are never stopped: they may exceed the capacity now
             sim.pool.capacity = sim.pool.total
@@ -478,8 +483,8 @@ class Simulator:
             # a plain job (no deadline, earliest start or dependencies) that sorts after the
             # tail joins it here; anything else goes through _enqueue (the same rules)
             queue, key_of = self.queue, self._tail_key
-            plain = key_of is not None and not (self._subscribers
-                                                and self._subscribers.get(Event.SUBMIT))
+            plain = key_of is not None and not self._refusing and not (
+                self._subscribers and self._subscribers.get(Event.SUBMIT))
             while i < n:
                 job = trace[i]
                 if job.submit != now:
@@ -727,6 +732,8 @@ class Simulator:
         heappush(self._events, (time, kind, self._seq, payload))
 
     def _enqueue(self, job: Job) -> None:
+        if self._refusing and self._refused(job):
+            return
         if job.latest is None and job.earliest is None and not job.deps:
             self._queue(job)  # the common case: straight into the queue
         else:
@@ -739,6 +746,28 @@ class Simulator:
                 self._admit(job)
         if self._subscribers and self._subscribers.get(Event.SUBMIT):
             self._emit(Event.SUBMIT, job)
+
+    def _refused(self, job: Job) -> bool:
+        """A submission over a ``MaxSubmitJobs`` cap: the job is refused (never runs, mode
+        ``refused``, in ``refused``); else it counts as submitted until it ends."""
+        why = self._limits.refusal(job, self._submitted)
+        if why is not None:
+            self.records[job.id].mode = REFUSED
+            self.refused.append((job, why))
+            self._n_done += 1
+            return True
+        for key, _, _ in self._limits.caps(job):
+            self._submitted[key] = self._submitted.get(key, 0) + 1
+        return False
+
+    def _leaves(self, job: Job, seconds: float) -> None:
+        """``job`` ended after ``seconds`` running (or left the queue unstarted): what it
+        held against the limits is given back, what it used is charged."""
+        if self._refusing:
+            for key, _, _ in self._limits.caps(job):
+                self._submitted[key] -= 1
+        if seconds > 0 and self._limits.charging:
+            self._limits.charge(self._spent, job, seconds)
 
     def _admit(self, job: Job) -> None:
         """A submitted job may start from now on: it joins the queue, or waits for its
@@ -765,6 +794,8 @@ class Simulator:
             rec = self.records[job.id]
             rec.mode = DROPPED
             self.dropped.append(job)
+            if self._limits is not None:
+                self._leaves(job, 0.0)
             self._n_done += 1
             if self._subscribers.get(Event.DROP):
                 self._emit(Event.DROP, rec)
@@ -788,6 +819,8 @@ class Simulator:
         run = self._run_vals.pop(pos)
         self.pool.give(job, run.allocation)
         self._dirty = True
+        if self._limits is not None:
+            self._leaves(job, self.now - run.start)
         if self._finished is not None:
             self._release(job.id)
         self._n_done += 1
@@ -853,7 +886,8 @@ class Simulator:
     def _admitted(self, ordered: list[Job]) -> list[Job]:
         """The jobs of ``ordered`` the site's limits admit now (``hpcopt.sim.limits``); the
         others are ``blocked`` for this pass."""
-        kept, self.blocked = self._limits.admissible(ordered, (r.job for r in self._run_vals))
+        kept, self.blocked = self._limits.admissible(
+            ordered, ((r.job, r.start) for r in self._run_vals), self.now, self._spent)
         return kept
 
     def _finish_pass(self, ordered: list[Job], started: set[int]) -> None:

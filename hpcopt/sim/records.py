@@ -10,6 +10,7 @@ from hpcopt.domain import Job
 
 READY, RESERVED, BACKFILLED = "ready", "reserved", "backfilled"
 DROPPED = "dropped"  # the mode of a job whose latest start passed before it started
+REFUSED = "refused"  # the mode of a submission a site limit refused (MaxSubmitJobs)
 
 
 class Event(str, Enum):

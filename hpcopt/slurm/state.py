@@ -32,8 +32,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..errors import HpcoptError, TraceError
-from ..sim.limits import Limit, SiteLimits
+from ..sim.limits import SiteLimits
 from ..sim.slurmconf import SlurmConf, SlurmConfError, parse_slurm_conf
+from .limits_text import (
+    ASSOC_FORMAT,
+    QOS_FORMAT,
+    USAGE_FORMAT,
+    LimitsTextError,
+    merged,
+    parse_assoc_limits,
+    parse_qos_limits,
+    parse_qos_usage,
+    parse_usage,
+)
 from .topology import TopologyConfError, expand_hostlist
 
 NO_VALUE = 0xFFFFFFFE  # Slurm's INFINITE (and NO_VAL - 1) for a time limit in minutes
@@ -411,19 +422,33 @@ class Slurm:
     def enforces_limits(self) -> bool:
         """Slurm enforces association and QOS limits (``AccountingStorageEnforce`` with
         ``limits``, in ``scontrol show config``)."""
+        return "limits" in self._enforce()
+
+    def _enforce(self) -> str:
+        """``AccountingStorageEnforce`` of ``scontrol show config``, in lower case."""
         config = self.call("scontrol", "show", "config")
-        enforce = next((line.partition("=")[2].strip() for line in config.splitlines()
-                        if line.split("=")[0].strip() == "AccountingStorageEnforce"), "")
-        return "limits" in enforce.lower()
+        return next((line.partition("=")[2].strip() for line in config.splitlines()
+                     if line.split("=")[0].strip() == "AccountingStorageEnforce"), "").lower()
 
     def site_limits(self) -> SiteLimits:
-        """The association and QOS limits: ``sacctmgr show assoc`` and ``show qos``."""
-        users, accounts = self.call("sacctmgr", "-n", "-P", "show", "assoc",
-                                    "format=account,user,maxjobs,grpjobs,grptres,maxwall",
-                                    parse=parse_assoc_limits)
-        qos = self.call("sacctmgr", "-n", "-P", "show", "qos",
-                        "format=name,grpjobs,grptres,maxwall", parse=parse_qos_limits)
-        return SiteLimits(users, accounts, qos)
+        """The association tree and QOS limits (``sacctmgr show assoc``, ``show qos``), with
+        what each association used where a ``GrpTRESMins`` needs it (``sshare``) and
+        whether the site enforces ``safe`` (``hpcopt.slurm.limits_text``)."""
+        assoc = self.call("sacctmgr", "-P", "show", "assoc", f"format={ASSOC_FORMAT}",
+                          parse=_as_command_error(parse_assoc_limits))
+        qos = self.call("sacctmgr", "-P", "show", "qos", f"format={QOS_FORMAT}",
+                        parse=_as_command_error(parse_qos_limits))
+        limits = replace(assoc, qos=qos.qos, qos_users=qos.qos_users,
+                         qos_accounts=qos.qos_accounts)
+        if limits.charging or any(lim.run_mins for lim in limits.limits()):
+            usage = [self.call("sshare", "-a", "-P", "-o", USAGE_FORMAT,
+                               parse=_as_command_error(parse_usage))]
+            if any(q.mins or q.run_mins for q in limits.qos.values()):
+                usage.append(self.call("scontrol", "show", "assoc_mgr", "flags=qos",
+                                       parse=_as_command_error(parse_qos_usage)))
+            limits = merged([limits, *usage])
+            limits = replace(limits, safe="safe" in self._enforce())
+        return limits
 
     def reservations(self) -> tuple[SlurmReservation, ...]:
         """The advance reservations (``scontrol -o show reservation``, epoch times)."""
@@ -559,67 +584,15 @@ def parse_node_cpus(text: str) -> dict[str, int]:
     return out
 
 
-def _limit(jobs: str, tres: str, wall: str, where: str) -> Limit:
-    """A ``Limit`` of sacctmgr's fields: a job count, ``GrpTRES`` (``cpu=8,node=2``) and
-    ``MaxWall`` (``[D-]HH:MM:SS``); empty fields set none."""
-    from ..traces.slurm import duration  # (as in parse_squeue_text)
+def _as_command_error(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """``parse`` whose unreadable text is a ``SlurmCommandError`` (a failed command)."""
+    def read(text: str) -> object:
+        try:
+            return parse(text)
+        except LimitsTextError as exc:
+            raise SlurmCommandError(str(exc)) from None
 
-    caps = {}
-    for item in filter(None, tres.split(",")):
-        name, _, value = item.partition("=")
-        if name in ("node", "cpu"):
-            caps[name] = _count(value, where, f"GrpTRES {name}")
-    try:
-        seconds = duration(wall, where, "MaxWall") if wall.strip() else None
-    except TraceError as exc:
-        raise SlurmCommandError(str(exc)) from None
-    return Limit(jobs=_count(jobs, where, "jobs") if jobs.strip() else None,
-                 nodes=caps.get("node"), cpus=caps.get("cpu"), wall=seconds)
-
-
-def parse_assoc_limits(text: str) -> tuple[dict, dict]:
-    """``sacctmgr -n -P show assoc format=account,user,maxjobs,grpjobs,grptres,maxwall``:
-    the limits of each user association ((account, user): its ``MaxJobs``, its own
-    ``GrpJobs``/``GrpTRES`` and ``MaxWall``, else its account's ``MaxJobs`` and
-    ``MaxWall``, which users inherit) and of each account (``GrpJobs``, ``GrpTRES`` over
-    its users together)."""
-    rows = []
-    for line in filter(None, (x.strip() for x in text.splitlines())):
-        f = line.split("|")
-        if len(f) != 6:
-            raise SlurmCommandError(f"sacctmgr show assoc: unreadable line {line!r}")
-        rows.append(f)
-    accounts, inherited = {}, {}
-    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
-        if not user:
-            where = f"sacctmgr show assoc: account {account}"
-            accounts[account] = _limit(grp_jobs, grp_tres, "", where)
-            inherited[account] = (max_jobs, wall)
-    users = {}
-    for account, user, max_jobs, grp_jobs, grp_tres, wall in rows:
-        if user:
-            up_jobs, up_wall = inherited.get(account, ("", ""))
-            where = f"sacctmgr show assoc: user {user} in account {account}"
-            own = _limit(max_jobs or up_jobs, grp_tres, wall or up_wall, where)
-            group = _limit(grp_jobs, "", "", where).jobs
-            if group is not None and (own.jobs is None or group < own.jobs):
-                own = Limit(group, own.nodes, own.cpus, own.wall)
-            users[(account, user)] = own
-    return ({k: v for k, v in users.items() if v}, {k: v for k, v in accounts.items() if v})
-
-
-def parse_qos_limits(text: str) -> dict:
-    """``sacctmgr -n -P show qos format=name,grpjobs,grptres,maxwall``: each QOS's limits
-    over all its jobs together."""
-    out = {}
-    for line in filter(None, (x.strip() for x in text.splitlines())):
-        f = line.split("|")
-        if len(f) != 4:
-            raise SlurmCommandError(f"sacctmgr show qos: unreadable line {line!r}")
-        limit = _limit(f[1], f[2], f[3], f"sacctmgr show qos: {f[0]}")
-        if limit:
-            out[f[0]] = limit
-    return out
+    return read
 
 
 def parse_license_totals(text: str) -> dict[str, tuple[int, int]]:
