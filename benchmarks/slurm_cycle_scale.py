@@ -108,6 +108,15 @@ def raise_max_jobs(d: Path, conf: Path, env: dict) -> None:
     raise SystemExit("the testbed's nodes did not come back after the restart")
 
 
+def busy(n: int, env: dict) -> None:
+    """``n`` nodes busy for the whole run: one-node jobs of ten hours, released."""
+    for _ in range(n):
+        out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-N", "1", "-t",
+                              "600", "--wrap", "sleep 36000"], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        subprocess.run(["scontrol", "release", out.strip()], env=env, check=True)
+
+
 def submit(n: int, env: dict, workers: int = 4) -> None:
     """``n`` single one-node jobs (one-minute limit, 1 s of sleep), ``workers`` sbatch at a
     time."""
@@ -216,11 +225,7 @@ def main() -> None:
         env = {**os.environ, "SLURM_CONF": str(conf)}
         try:
             raise_max_jobs(d, conf, env)
-            for _ in range(14):  # 14 nodes busy for the whole run, 2 free
-                out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-N", "1",
-                                      "-t", "600", "--wrap", "sleep 36000"], env=env,
-                                     check=True, capture_output=True, text=True).stdout
-                subprocess.run(["scontrol", "release", out.strip()], env=env, check=True)
+            busy(14, env)  # 14 nodes busy for the whole run, 2 free
             for target in sorted(args.counts):
                 t0 = time.monotonic()
                 submit(max(0, target - held(env)), env)

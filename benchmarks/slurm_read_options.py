@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slurm_cycle_scale import held, submit  # noqa: E402  (the same cluster and jobs)
+from slurm_cycle_scale import busy, held, submit  # noqa: E402  (the same cluster and jobs)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "slurm_read_options.json"
@@ -112,11 +112,7 @@ def main() -> None:
         ctld = int((d / "run" / "slurmctld.pid").read_text())
         rest, sock = start_rest(d, env)
         try:
-            for _ in range(14):  # 14 nodes busy for the whole run, 2 free
-                out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-N", "1",
-                                      "-t", "600", "--wrap", "sleep 36000"], env=env,
-                                     check=True, capture_output=True, text=True).stdout
-                subprocess.run(["scontrol", "release", out.strip()], env=env, check=True)
+            busy(14, env)  # 14 nodes busy for the whole run, 2 free
             for target in sorted(args.counts):
                 submit(max(0, target - held(env)), env)
                 time.sleep(2)
