@@ -13,7 +13,8 @@ releases the 2 free nodes' jobs (they run 1 s; each cycle waits for them to end)
 ``hpcopt slurm run`` does.  Also timed: ``squeue --json`` and ``squeue -O`` alone, and
 their output sizes; hpcopt's own part of a
 cycle in this process (``own_*_s``: reading the ``squeue -O`` text and building the state,
-with the garbage collector paused as the adapter does and left on, deciding; best of 3), and
+with the garbage collector paused as the adapter does and left on, deciding, a whole dry-run
+cycle on Slurm's answers read once; best of 3), and
 the load average when each count's row is written.
 
     python benchmarks/slurm_cycle_scale.py --counts 1000 5000 20000 50000
@@ -170,19 +171,29 @@ def own_part(env: dict, repeat: int = 3) -> dict:
     """hpcopt's own part of a cycle, in this process (this tree's code), best of
     ``repeat``, on Slurm's answers read once beforehand: reading the ``squeue -O`` text and
     building the cycle's state, with the cyclic garbage collector paused (as
-    ``Adapter.read_state`` does) and left on (``*_gc_on``); the decision (``fcfs``)."""
+    ``Adapter.read_state`` does) and left on (``*_gc_on``); the decision (``fcfs``); a whole
+    dry-run cycle (``Adapter.cycle``: read, state, decision, record; no re-read or release)
+    with those answers in place of Slurm's commands."""
     from hpcopt.policies import make_policy
     from hpcopt.sim.decide import decide
-    from hpcopt.slurm.adapter import Settings, cycle_state
-    from hpcopt.slurm.state import SQUEUE_FORMAT, Snapshot, parse_sinfo, parse_squeue_text
+    from hpcopt.slurm.adapter import Adapter, Settings, cycle_state
+    from hpcopt.slurm.state import SQUEUE_FORMAT, Slurm, Snapshot, parse_sinfo, parse_squeue_text
 
     text = subprocess.run(["squeue", "-h", "-a", "--array-unique", "-O", SQUEUE_FORMAT],
                           env={**env, "SLURM_TIME_FORMAT": "%s"}, check=True,
                           capture_output=True, text=True).stdout
-    nodes = parse_sinfo(json.loads(subprocess.run(["sinfo", "--json"], env=env, check=True,
-                                                  capture_output=True, text=True).stdout))
+    doc = subprocess.run(["sinfo", "--json"], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    nodes = parse_sinfo(json.loads(doc))
     policy = make_policy("fcfs")
-    best: dict = {"own_read_state_s": [], "own_read_state_gc_on_s": [], "own_decide_s": []}
+
+    def answer(cmd, **_):  # Slurm's answers as read above, for a whole cycle
+        return subprocess.CompletedProcess(cmd, 0, text if cmd[0] == "squeue" else doc, "")
+
+    adapter = Adapter(policy, Settings("batch", dry_run=True), slurm=Slurm(run=answer),
+                      say=lambda s: None)
+    best: dict = {"own_read_state_s": [], "own_read_state_gc_on_s": [], "own_decide_s": [],
+                  "own_cycle_s": []}
     for _ in range(repeat):
         took = []
         for paused in (True, False):
@@ -197,6 +208,9 @@ def own_part(env: dict, repeat: int = 3) -> dict:
                 gc.enable()
         t0 = time.perf_counter()
         decide(state.cluster, policy)
+        took.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        adapter.cycle()
         took.append(time.perf_counter() - t0)
         for k, v in zip(best, took):
             best[k].append(v)
