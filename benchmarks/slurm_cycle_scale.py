@@ -4,13 +4,20 @@ A 16-node testbed (Slurm 22.05 of the host; ``MaxJobCount`` raised to 120,000) w
 nodes busy with long jobs; single one-node jobs are submitted (held by the submit script)
 until the queue holds each target count.  At each count, cycles of the code under test
 alternate with cycles of a baseline (``--baseline REV``: the package at that git revision,
-by default the merge base with ``main``; 0b4b145 is the code before the text read), each in
-its own process on the same cluster, in the same minute: that baseline reads ``squeue
---json`` (every job, twice per releasing cycle), the code under test ``squeue -O`` text and
-the picked jobs alone before their release.  A cycle releases the 2 free nodes' jobs (they
-run 1 s; each cycle waits for them to end), as ``hpcopt slurm run`` does.  Also timed:
-``squeue --json`` and ``squeue -O`` alone, and their output sizes.
+by default the merge base with ``main``), each in its own process on the same cluster, in
+the same minute.  The code under test reads ``squeue -O`` text and, before their release,
+the picked jobs one ``squeue --jobs=ID`` each (squeue reads the whole queue for several
+ids); 0b4b145 is the code that read ``squeue --json`` (every job, twice per releasing
+cycle), bb4bb1a the one that read the text and the picked jobs in one call.  A cycle
+releases the 2 free nodes' jobs (they run 1 s; each cycle waits for them to end), as
+``hpcopt slurm run`` does.  Also timed: ``squeue --json`` and ``squeue -O`` alone, and
+their output sizes; hpcopt's own part of a
+cycle in this process (``own_*_s``: reading the ``squeue -O`` text and building the state,
+with the garbage collector paused as the adapter does and left on, deciding, a whole dry-run
+cycle on Slurm's answers read once; best of 3), and
+the load average when each count's row is written.
 
+    python benchmarks/slurm_cycle_scale.py --counts 1000 5000 20000 50000
     python benchmarks/slurm_cycle_scale.py --counts 1000 5000 20000 50000 --baseline 0b4b145
 
 Writes ``benchmarks/results/slurm_cycle_scale.json`` and prints one row per count and code.
@@ -21,6 +28,7 @@ two codes run side by side.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -65,15 +73,18 @@ def package_tree(rev: str | None, where: Path) -> Path:
     ``hpcopt.solvers``) under ``where``: at git revision ``rev``, or the working tree's."""
     where.mkdir(parents=True, exist_ok=True)
     if rev is None:
-        shutil.copytree(ROOT / "hpcopt", where / "hpcopt")
+        shutil.copytree(ROOT / "hpcopt", where / "hpcopt", symlinks=True)
         for part in ("models", "solvers"):
-            shutil.copytree(ROOT / part, where / "hpcopt" / part)
-        return where
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "hpcopt", "models",
-                              "solvers"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+            shutil.copytree(ROOT / part, where / part)
+    else:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "hpcopt", "models",
+                                  "solvers"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
     for part in ("models", "solvers"):
-        (where / part).rename(where / "hpcopt" / part)
+        link = where / "hpcopt" / part  # (a link to ../part in later trees)
+        if link.is_symlink():
+            link.unlink()
+        (where / part).rename(link)
     return where
 
 
@@ -96,6 +107,15 @@ def raise_max_jobs(d: Path, conf: Path, env: dict) -> None:
             return
         time.sleep(0.2)
     raise SystemExit("the testbed's nodes did not come back after the restart")
+
+
+def busy(n: int, env: dict) -> None:
+    """``n`` nodes busy for the whole run: one-node jobs of ten hours, released."""
+    for _ in range(n):
+        out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-N", "1", "-t",
+                              "600", "--wrap", "sleep 36000"], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        subprocess.run(["scontrol", "release", out.strip()], env=env, check=True)
 
 
 def submit(n: int, env: dict, workers: int = 4) -> None:
@@ -147,6 +167,56 @@ def cycle(path: Path, env: dict) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def own_part(env: dict, repeat: int = 3) -> dict:
+    """hpcopt's own part of a cycle, in this process (this tree's code), best of
+    ``repeat``, on Slurm's answers read once beforehand: reading the ``squeue -O`` text and
+    building the cycle's state, with the cyclic garbage collector paused (as
+    ``Adapter.read_state`` does) and left on (``*_gc_on``); the decision (``fcfs``); a whole
+    dry-run cycle (``Adapter.cycle``: read, state, decision, record; no re-read or release)
+    with those answers in place of Slurm's commands."""
+    from hpcopt.policies import make_policy
+    from hpcopt.sim.decide import decide
+    from hpcopt.slurm.adapter import Adapter, Settings, cycle_state
+    from hpcopt.slurm.state import SQUEUE_FORMAT, Slurm, Snapshot, parse_sinfo, parse_squeue_text
+
+    text = subprocess.run(["squeue", "-h", "-a", "--array-unique", "-O", SQUEUE_FORMAT],
+                          env={**env, "SLURM_TIME_FORMAT": "%s"}, check=True,
+                          capture_output=True, text=True).stdout
+    doc = subprocess.run(["sinfo", "--json"], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    nodes = parse_sinfo(json.loads(doc))
+    policy = make_policy("fcfs")
+
+    def answer(cmd, **_):  # Slurm's answers as read above, for a whole cycle
+        return subprocess.CompletedProcess(cmd, 0, text if cmd[0] == "squeue" else doc, "")
+
+    adapter = Adapter(policy, Settings("batch", dry_run=True), slurm=Slurm(run=answer),
+                      say=lambda s: None)
+    best: dict = {"own_read_state_s": [], "own_read_state_gc_on_s": [], "own_decide_s": [],
+                  "own_cycle_s": []}
+    for _ in range(repeat):
+        took = []
+        for paused in (True, False):
+            if paused:
+                gc.disable()
+            try:
+                t0 = time.perf_counter()
+                jobs = parse_squeue_text(text)
+                state = cycle_state(Snapshot(time.time(), jobs, nodes, 0.0), Settings("batch"))
+                took.append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+        t0 = time.perf_counter()
+        decide(state.cluster, policy)
+        took.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        adapter.cycle()
+        took.append(time.perf_counter() - t0)
+        for k, v in zip(best, took):
+            best[k].append(v)
+    return {k: round(min(v), 4) for k, v in best.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--counts", type=int, nargs="+", default=[1000, 5000, 20000, 50000])
@@ -169,11 +239,7 @@ def main() -> None:
         env = {**os.environ, "SLURM_CONF": str(conf)}
         try:
             raise_max_jobs(d, conf, env)
-            for _ in range(14):  # 14 nodes busy for the whole run, 2 free
-                out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-N", "1",
-                                      "-t", "600", "--wrap", "sleep 36000"], env=env,
-                                     check=True, capture_output=True, text=True).stdout
-                subprocess.run(["scontrol", "release", out.strip()], env=env, check=True)
+            busy(14, env)  # 14 nodes busy for the whole run, 2 free
             for target in sorted(args.counts):
                 t0 = time.monotonic()
                 submit(max(0, target - held(env)), env)
@@ -181,6 +247,7 @@ def main() -> None:
                 json_s, json_b = timed(["squeue", "--json"], env)
                 text_s, text_b = timed(["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-a",
                                         "-O", testbed_format()], env)
+                own = own_part(env)
                 runs: dict = {name: [] for name in codes}
                 for _ in range(args.cycles):
                     for name, path in codes.items():
@@ -204,7 +271,8 @@ def main() -> None:
                         released=sum(len(r["released"]) for r in recs),
                         squeue_json_s=round(json_s, 3), squeue_json_mb=round(json_b / 1e6, 1),
                         squeue_text_s=round(text_s, 3), squeue_text_mb=round(text_b / 1e6, 1),
-                        fill_s=round(fill_s, 1))
+                        fill_s=round(fill_s, 1), load=round(os.getloadavg()[0], 1),
+                        **(own if name == "this" else {}))
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     if os.environ.get("HPCOPT_BENCH_DEBUG"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -825,3 +826,36 @@ def test_a_squeue_without_array_unique_is_read_as_json():
     assert slurm.jobs([7]) == (parse_job(RUNNING_22_05),) and not heard
     assert [c[1] for c in calls] == ["-h", "--json", "--json"]
     assert calls[-1][-1] == "--jobs=7"
+
+
+def test_a_few_jobs_are_read_again_one_call_each_where_that_is_cheaper():
+    """Given several ids squeue reads the whole queue (and filters it itself), given one the
+    job alone: once a whole read is seen to cost more than the ids' single reads, the ids are
+    read one ``--jobs=ID`` call each (exclusions too) and the answers merged in id order; a
+    job gone from Slurm is left out; before any whole read, one call for all."""
+    jobs = {i: {**RUNNING_22_05, "job_id": i} for i in (5, 6, 7)}
+    calls = []
+
+    def run(cmd, **kw):
+        only = [a for a in cmd if a.startswith("--jobs=")]
+        calls.append(only[0] if only else "all")
+        if not only:
+            time.sleep(0.05)  # the whole queue: slower than one job
+        ids = [int(i) for i in only[0][7:].split(",")] if only else sorted(jobs)
+        if only and not set(ids) & set(jobs):
+            return subprocess.CompletedProcess(cmd, 1, "", "slurm_load_jobs error: Invalid "
+                                               "job id specified")
+        if "-o" in cmd:  # the exclusions
+            return subprocess.CompletedProcess(cmd, 0, "".join(
+                f"{i}\x1fn{i}\x1e\n" for i in ids if i in jobs), "")
+        return subprocess.CompletedProcess(cmd, 0, squeue_text(
+            [jobs[i] for i in ids if i in jobs]), "")
+
+    fresh = Slurm(run=run)
+    assert [j.id for j in fresh.jobs([7, 5])] == [5, 7] and calls == ["--jobs=5,7"]
+    slurm, calls[:] = Slurm(run=run), []
+    assert [j.id for j in slurm.jobs()] == [5, 6, 7]
+    assert [j.id for j in slurm.jobs([7, 5, 99])] == [5, 7]
+    assert calls == ["all", "--jobs=5", "--jobs=7", "--jobs=99"]
+    assert slurm.excluded_nodes([6, 5]) == {5: "n5", 6: "n6"}
+    assert calls[-2:] == ["--jobs=5", "--jobs=6"]
