@@ -82,17 +82,17 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
         arrival_times = [[job.walltime] for job in arrivals]
         end_times: dict = {}
     else:
-        queue_times = [history.runtimes(job.user, job.walltime) for job in state.queue]
-        arrival_times = [history.runtimes(job.user, job.walltime) for job in arrivals]
+        queue_times = [history.job_runtimes(job, job.walltime) for job in state.queue]
+        arrival_times = [history.job_runtimes(job, job.walltime) for job in arrivals]
         end_times = {}
         for job, est_end in state.running:
             start = started.get(job.id)
             if start is not None and est_end > start:
                 elapsed = max(0.0, now - start)
                 end_times[job.id] = [start + t for t in
-                                     history.runtimes(job.user, est_end - start, elapsed)]
+                                     history.job_runtimes(job, est_end - start, elapsed)]
         for job in state.starting:  # told to start, starting now
-            end_times[job.id] = [now + t for t in history.runtimes(job.user, job.walltime)]
+            end_times[job.id] = [now + t for t in history.job_runtimes(job, job.walltime)]
     rng = random.Random(seed)
     starts: dict[Hashable, list[float]] = {job.id: [] for job in state.queue}
     set_aside: dict = {}

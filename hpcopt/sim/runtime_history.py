@@ -45,6 +45,11 @@ class RuntimeHistory:
             return tuple(mine)
         return tuple(self._all)
 
+    def job_runtimes(self, job, limit: float, elapsed: float = 0.0) -> list[float]:
+        """The runtimes ``job`` (its ``user``) with ``limit`` that has run ``elapsed`` seconds
+        may have: what a forecast asks (``runtimes``)."""
+        return self.runtimes(job.user, limit, elapsed)
+
     def runtimes(self, user: Hashable, limit: float, elapsed: float = 0.0) -> list[float]:
         """The runtimes a job of ``user`` with ``limit`` that has run ``elapsed`` seconds may
         have, ascending (each equally likely; module docstring)."""

@@ -1,0 +1,177 @@
+"""Where a start-time forecast's error comes from, on a trace slice: the same forecast made
+with each source of error taken away in turn.
+
+At every ``--every`` seconds of a slice's evaluated days (as ``forecast_accuracy.py``), each
+waiting job is forecast by the same forward run of the policy (``hpcopt.sim.forecast``) with
+its inputs told or predicted:
+
+- runtimes: ``true`` (the jobs' real runtimes, running and queued), ``true-running`` (the
+  running jobs' real ends, the queued jobs' runtimes predicted), ``true-queued`` (the
+  reverse), ``predicted`` (drawn from the jobs finished so far, ``--draws`` runs, median),
+  or ``limits`` (every job to its limit: Slurm's ``squeue --start``);
+- later submissions: ``+arrivals`` submits the jobs really submitted after the forecast's
+  time (until the last of the waiting jobs really started), ``+stream`` the modelled stream
+  (``recent_stream``: the day before, one, two and three days later); none otherwise.
+
+``true+arrivals`` must be exact (it checks the forward run is the replay); the rows between
+say how much each source costs.  This is a diagnosis: the told inputs are from after the
+forecast's time, so only ``predicted``, ``predicted+stream`` and ``limits`` are forecasts.
+Run it on tuning slices, not on the held-out ones that ``forecast_accuracy.py`` reports:
+
+    python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7
+
+Writes ``benchmarks/results/forecast_decompose_<trace>_<policy>.csv`` (MAE and mean signed
+error per variant and lead bucket) and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+import hpcopt
+from hpcopt.policies import build_policy
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.forecast import forecast, recent_stream, replay_forecasts
+from hpcopt.sim.runtime_history import RuntimeHistory
+
+from forecast_accuracy import DATA, DAY, LEADS, TRACES  # type: ignore[import-not-found]
+
+
+class TellRuntimes(RuntimeHistory):
+    """A history that tells the real runtime of the jobs in ``told`` and predicts the others
+    from ``fallback`` (``None``: their limits)."""
+
+    def __init__(self, runtimes: dict, told, fallback: RuntimeHistory | None) -> None:
+        super().__init__()
+        self.real, self.told, self.fallback = runtimes, told, fallback
+
+    def job_runtimes(self, job, limit: float, elapsed: float = 0.0) -> list[float]:
+        if job.id in self.told:
+            return [min(limit, self.real[job.id])]
+        if self.fallback is None:
+            return [limit]
+        return self.fallback.job_runtimes(job, limit, elapsed)
+
+
+VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+arrivals",
+            "predicted", "predicted+stream", "limits+arrivals", "limits")
+
+
+def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
+              every: float, draws: int, variants) -> list[dict]:
+    t0, t1 = first + warmup, first + warmup + days
+    part = [j for j in jobs if first <= j.submit < t1]
+    real = {j.id: j.runtime for j in part}
+    plain = Simulator(part, system, build_policy(policy))
+    plain.run()
+    actual = {jid: rec.start for jid, rec in plain.records.items()}
+    by_submit = sorted(part, key=lambda j: j.submit)
+    sim = Simulator(part, system, build_policy(policy))
+    twin = build_policy(policy)
+    timing = dict.fromkeys(variants, 0.0)
+
+    def on_state(state, known):
+        if state.time < t0:
+            return []
+        cut = max(actual[j.id] for j in state.queue)
+        future = [j for j in by_submit if state.time < j.submit <= cut]
+        running = {job.id for job, _ in state.running} | {job.id for job in state.starting}
+        queued = {job.id for job in state.queue}
+        everyone = running | queued | {j.id for j in future}
+        setups = {
+            "true+arrivals": (TellRuntimes(real, everyone, None), future, 1),
+            "true": (TellRuntimes(real, everyone, None), (), 1),
+            "true-running": (TellRuntimes(real, running, known.history), (), draws),
+            "true-queued": (TellRuntimes(real, queued, known.history), (), draws),
+            "predicted+arrivals": (known.history, future, draws),
+            "predicted": (known.history, (), draws),
+            "predicted+stream": (known.history,
+                                 recent_stream(known.submitted, state.time, DAY, 3), draws),
+            "limits+arrivals": (None, future, 1),
+            "limits": (None, (), 1)}
+        rows = []
+        for name in variants:
+            history, later, n = setups[name]
+            clock = time.perf_counter()
+            got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
+                           arrivals=later)
+            timing[name] += time.perf_counter() - clock
+            for job, f in zip(state.queue, got):
+                if f.start is not None:
+                    rows.append({"variant": name, "time": state.time, "job": job.id,
+                                 "start": f.start, "actual": actual[job.id]})
+        return rows
+
+    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY)
+    bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
+    assert not bad, "the replay with forecasts differs from the plain one"
+    print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
+          f"{len(rows) // len(variants)} job forecasts; seconds per variant: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in timing.items()), flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
+    ap.add_argument("--policy", default="fcfs")
+    ap.add_argument("--starts", default="60,150")
+    ap.add_argument("--warmup-days", type=float, default=7)
+    ap.add_argument("--days", type=float, default=7)
+    ap.add_argument("--every", type=float, default=600)
+    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    variants = args.variants.split(",")
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        ap.error(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
+    trace = hpcopt.load_trace(DATA / TRACES[args.trace])
+    jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
+    rows: list[dict] = []
+    for day in (float(d) for d in args.starts.split(",")):
+        for r in run_slice(jobs, system, args.policy, jobs[0].submit + day * DAY,
+                           args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
+                           variants):
+            rows.append({**r, "slice": f"day{day:g}"})
+    limits_mae = {}
+    table = []
+    for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
+        for name in variants:
+            part = [r for r in rows if r["variant"] == name and lo <= r["actual"] - r["time"] < hi]
+            if not part:
+                continue
+            errs = [r["start"] - r["actual"] for r in part]
+            mae = statistics.fmean(abs(e) for e in errs)
+            if name == "limits":
+                limits_mae[lead] = mae
+            table.append({"trace": args.trace, "policy": args.policy, "lead": lead,
+                          "variant": name, "n": len(part), "mae_s": round(mae, 1),
+                          "mean_error_s": round(statistics.fmean(errs), 1),
+                          "median_ae_s": round(statistics.median(abs(e) for e in errs), 1)})
+    for row in table:
+        base = limits_mae.get(row["lead"])
+        row["of_limits"] = round(row["mae_s"] / base, 3) if base else ""
+    out = Path(args.out) if args.out else Path(__file__).parent / "results" / \
+        f"forecast_decompose_{args.trace}_{args.policy}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(table[0]))
+        w.writeheader()
+        w.writerows(table)
+    print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
+          f"{'/limits':>7}")
+    for r in table:
+        print(f"{r['lead']:7} {r['variant']:19} {r['n']:6d} {r['mae_s']:7.0f} "
+              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7}")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
