@@ -32,13 +32,13 @@ import statistics
 import time
 from pathlib import Path
 
+from forecast_accuracy import DATA, DAY, LEADS, TRACES  # type: ignore[import-not-found]
+
 import hpcopt
 from hpcopt.policies import build_policy
 from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import forecast, recent_stream, replay_forecasts
 from hpcopt.sim.runtime_history import RuntimeHistory
-
-from forecast_accuracy import DATA, DAY, LEADS, TRACES  # type: ignore[import-not-found]
 
 
 class TellRuntimes(RuntimeHistory):
@@ -48,6 +48,10 @@ class TellRuntimes(RuntimeHistory):
     def __init__(self, runtimes: dict, told, fallback: RuntimeHistory | None) -> None:
         super().__init__()
         self.real, self.told, self.fallback = runtimes, told, fallback
+
+    def with_running(self, running) -> RuntimeHistory:
+        fallback = None if self.fallback is None else self.fallback.with_running(running)
+        return TellRuntimes(self.real, self.told, fallback)
 
     def job_runtimes(self, job, limit: float, elapsed: float = 0.0) -> list[float]:
         if job.id in self.told:
@@ -62,7 +66,8 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
-              every: float, draws: int, variants) -> list[dict]:
+              every: float, draws: int, variants, together: str, history: dict
+              ) -> list[dict]:
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -98,15 +103,17 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             history, later, n = setups[name]
             clock = time.perf_counter()
             got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
-                           arrivals=later)
+                           arrivals=later, together=together)
             timing[name] += time.perf_counter() - clock
             for job, f in zip(state.queue, got):
                 if f.start is not None:
                     rows.append({"variant": name, "time": state.time, "job": job.id,
-                                 "start": f.start, "actual": actual[job.id]})
+                                 "start": f.start, "actual": actual[job.id],
+                                 "inside": f.p10 <= actual[job.id] <= f.p90})
         return rows
 
-    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY)
+    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
+                            history=RuntimeHistory(**history))
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
@@ -125,6 +132,12 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=600)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--together", default="user",
+                    help="jobs drawing the same runtime quantile in a run (forecast's together)")
+    ap.add_argument("--per-user", type=int, default=16,
+                    help="finished jobs kept per user (RuntimeHistory's per_user)")
+    ap.add_argument("--by-limit", action="store_true",
+                    help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
@@ -137,7 +150,8 @@ def main(argv=None) -> int:
     for day in (float(d) for d in args.starts.split(",")):
         for r in run_slice(jobs, system, args.policy, jobs[0].submit + day * DAY,
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
-                           variants):
+                           variants, args.together,
+                           {"per_user": args.per_user, "by_limit": args.by_limit}):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []
@@ -153,7 +167,9 @@ def main(argv=None) -> int:
             table.append({"trace": args.trace, "policy": args.policy, "lead": lead,
                           "variant": name, "n": len(part), "mae_s": round(mae, 1),
                           "mean_error_s": round(statistics.fmean(errs), 1),
-                          "median_ae_s": round(statistics.median(abs(e) for e in errs), 1)})
+                          "median_ae_s": round(statistics.median(abs(e) for e in errs), 1),
+                          "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3)
+                          })
     for row in table:
         base = limits_mae.get(row["lead"])
         row["of_limits"] = round(row["mae_s"] / base, 3) if base else ""
@@ -165,10 +181,11 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(table)
     print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
-          f"{'/limits':>7}")
+          f"{'/limits':>7} {'band':>5}")
     for r in table:
         print(f"{r['lead']:7} {r['variant']:19} {r['n']:6d} {r['mae_s']:7.0f} "
-              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7}")
+              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7} "
+              f"{r['band_coverage']:5.2f}")
     print(f"\nwrote {out}")
     return 0
 

@@ -188,3 +188,56 @@ def test_cli_forecasts_and_its_one_line_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["simulate", demo, "--forecast-every", "0", "--out", str(tmp_path)])
     assert "expected seconds > 0, got '0'" in capsys.readouterr().err
+
+
+def test_history_by_limit_picks_the_users_jobs_with_the_same_limit_first():
+    history = RuntimeHistory(by_limit=True)
+    for r in (0.1, 0.2):
+        history.add(7, r * 100, 100.0)
+    for r in (0.8, 0.9):
+        history.add(7, r * 500, 500.0)
+    history.add(7, 300.0, 1000.0)  # one job of limit 1000: too few, the user's last 4
+    assert history.ratios(7, 100.0) == (0.1, 0.2)
+    assert history.ratios(7, 500.0) == (0.8, 0.9)
+    assert history.ratios(7, 1000.0) == (0.2, 0.8, 0.9, 0.3)
+    assert RuntimeHistory().ratios(7, 100.0) == ()  # no history: no ratios
+    plain = RuntimeHistory(by_limit=False)
+    plain.add(7, 10.0, 100.0)
+    plain.add(7, 400.0, 500.0)
+    assert plain.ratios(7, 100.0) == (0.1, 0.8)  # without by_limit: every job of the user
+
+
+def test_running_jobs_count_in_their_users_ratios_without_changing_the_history():
+    history = RuntimeHistory()
+    for r in (0.1, 0.2, 0.5, 0.9):
+        history.add(7, r * 100, 100.0)
+    # one of user 7's jobs has run 30 of 100 s: as the median of 0.5 and 0.9 longer
+    # (0.9, the upper one); one has outlived them all: as its limit (1.0)
+    now = history.with_running([(7, 100.0, 30.0), (7, 100.0, 95.0), (8, 100.0, 50.0)])
+    assert now.ratios(7) == (0.1, 0.2, 0.5, 0.9, 0.9, 1.0)
+    assert history.ratios(7) == (0.1, 0.2, 0.5, 0.9)  # the history itself is as it was
+    assert now.ratios(8) == history.ratios(8)  # user 8 has no ratios of its own
+
+
+def test_jobs_draw_together_or_apart():
+    # behind a 4-node job of user 1, two of user 3 and one of user 2, each user's jobs with
+    # ratios 0.1 or 1.0 (10 s or 100 s); the last job starts after three runtimes.  Drawn
+    # together ("all") they are all short in a third of the runs (start 30); by user, the
+    # two jobs of user 3 are short together, with job 1 in 1/6 of the runs (still 30 at 10%);
+    # each on its own ("job"), all three are short in only 1/12 of them
+    running = ((Job(1, 0.0, 0.0, 100.0, 4, user=1), 100.0),)
+    queue = (Job(2, 1.0, 0.0, 100.0, 4, user=3), Job(3, 2.0, 0.0, 100.0, 4, user=3),
+             Job(4, 3.0, 0.0, 100.0, 4, user=2))
+    state = ClusterState(5.0, System(4), queue, running)
+    history = RuntimeHistory()
+    for user in (1, 2, 3):
+        for r in (0.1, 1.0):
+            history.add(user, r * 100, 100.0)
+    got = {together: forecast(state, build_policy("fcfs"), history, started={1: 0.0},
+                              draws=100, seed=1, together=together)
+           for together in ("all", "user", "job")}
+    assert got["all"][-1].p10 == got["user"][-1].p10 == 30.0
+    assert got["job"][-1].p10 > 100.0
+    assert got["all"][1].start > got["user"][1].start == got["job"][1].start
+    with pytest.raises(ValueError, match="together must be one of all, user, job"):
+        forecast(state, build_policy("fcfs"), history, together="users")
