@@ -37,7 +37,13 @@ from forecast_accuracy import DATA, DAY, LEADS, TRACES  # type: ignore[import-no
 import hpcopt
 from hpcopt.policies import build_policy
 from hpcopt.sim.driver import Simulator
-from hpcopt.sim.forecast import forecast, recent_stream, replay_forecasts
+from hpcopt.sim.forecast import (
+    BandCalibration,
+    JobForecast,
+    forecast,
+    recent_stream,
+    replay_forecasts,
+)
 from hpcopt.sim.runtime_history import RuntimeHistory
 
 
@@ -109,17 +115,43 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
                 if f.start is not None:
                     rows.append({"variant": name, "time": state.time, "job": job.id,
                                  "start": f.start, "actual": actual[job.id],
+                                 "p10": f.p10, "p90": f.p90,
                                  "inside": f.p10 <= actual[job.id] <= f.p90})
         return rows
 
     rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
                             history=RuntimeHistory(**history))
+    if "predicted" in variants:
+        rows += calibrated([r for r in rows if r["variant"] == "predicted"])
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
           f"{len(rows) // len(variants)} job forecasts; seconds per variant: "
           + ", ".join(f"{k} {v:.0f}" for k, v in timing.items()), flush=True)
     return rows
+
+
+def calibrated(rows: list[dict]) -> list[dict]:
+    """``rows`` (one variant's, in time order) with bands widened by ``BandCalibration``
+    along the slice: each forecast time sees the errors of jobs started by then."""
+    calibration = BandCalibration()
+    by_time: dict = {}
+    for r in rows:
+        by_time.setdefault(r["time"], []).append(r)
+    starts = sorted((r["actual"], r["job"]) for r in rows)
+    out, k, seen = [], 0, set()
+    for t, now in by_time.items():
+        while k < len(starts) and starts[k][0] <= t:
+            if starts[k][1] not in seen:
+                calibration.started(starts[k][1], starts[k][0])
+                seen.add(starts[k][1])
+            k += 1
+        fs = [JobForecast(r["job"], r["start"], r["p10"], r["start"], r["p90"]) for r in now]
+        for r, f in zip(now, calibration.adjust(t, fs)):
+            out.append({**r, "variant": "predicted+band", "p10": f.p10, "p90": f.p90,
+                        "inside": f.p10 <= r["actual"] <= f.p90})
+        calibration.record(t, fs)
+    return out
 
 
 def main(argv=None) -> int:
@@ -134,9 +166,10 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--together", default="user",
                     help="jobs drawing the same runtime quantile in a run (forecast's together)")
-    ap.add_argument("--per-user", type=int, default=16,
+    ap.add_argument("--per-user", type=int, default=RuntimeHistory().per_user,
                     help="finished jobs kept per user (RuntimeHistory's per_user)")
-    ap.add_argument("--by-limit", action="store_true",
+    ap.add_argument("--by-limit", action=argparse.BooleanOptionalAction,
+                    default=RuntimeHistory().by_limit,
                     help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -155,8 +188,9 @@ def main(argv=None) -> int:
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []
+    names = [*variants, "predicted+band"] if "predicted" in variants else variants
     for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
-        for name in variants:
+        for name in names:
             part = [r for r in rows if r["variant"] == name and lo <= r["actual"] - r["time"] < hi]
             if not part:
                 continue

@@ -20,7 +20,7 @@ from hpcopt.domain import Job, System
 from hpcopt.policies import build_policy
 from hpcopt.sim.decide import ClusterState
 from hpcopt.sim.driver import Simulator
-from hpcopt.sim.forecast import forecast, replay_forecasts
+from hpcopt.sim.forecast import BandCalibration, JobForecast, forecast, replay_forecasts
 from hpcopt.sim.runtime_history import RuntimeHistory
 
 from .conftest import shared_file
@@ -241,3 +241,22 @@ def test_jobs_draw_together_or_apart():
     assert got["all"][1].start > got["user"][1].start == got["job"][1].start
     with pytest.raises(ValueError, match="together must be one of all, user, job"):
         forecast(state, build_policy("fcfs"), history, together="users")
+
+
+def test_band_calibration_widens_by_the_errors_of_jobs_already_started():
+    cal = BandCalibration(min_seen=10)
+    made = [JobForecast(k, 100.0, 100.0, 100.0, 100.0) for k in range(20)]
+    cal.record(0.0, made)  # leads of 100 s, a band of width 0
+    for k in range(9):
+        cal.started(k, 100.0 + 50.0 * k)  # late by 0 to 4 leads... 9 errors: not enough
+    f = JobForecast("x", 1000.0, 950.0, 1000.0, 1100.0)
+    assert cal.adjust(500.0, [f]) == [f]
+    cal.started(9, 100.0 - 100.0)  # one early by a whole lead
+    cal.started(9, 5000.0)  # scored once: its forecasts are spent
+    (g,) = cal.adjust(500.0, [f])
+    # shares 0, 0.5, ..., 4 and -1: 10% quantile -0.1, 90% 3.55, times the lead of 500 s
+    assert g.start == f.start and g.p10 == pytest.approx(950.0)
+    assert g.p90 == pytest.approx(1000.0 + 3.55 * 500.0)
+    (h,) = cal.adjust(990.0, [JobForecast("y", 1000.0, 1000.0, 1000.0, 1000.0)])
+    assert h.p10 == pytest.approx(1000.0 - 0.1 * 60.0)  # a lead of at least 60 s
+    assert cal.adjust(0.0, [JobForecast("z", None, None, None, None, "too big")])[0].start is None

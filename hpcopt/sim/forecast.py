@@ -215,6 +215,52 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
+class BandCalibration:
+    """Bands widened by what past forecasts missed by (conformal-style): each forecast's
+    error, once its job started, as a share of its lead (real start minus median, over
+    the median minus the forecast's time, at least ``min_lead`` s); a band is widened to
+    the 10% and 90% quantiles of the last ``keep`` of those shares, times its own lead.
+    Only forecasts of jobs that have started by then count: nothing after a forecast's time.
+    """
+
+    def __init__(self, keep: int = 5000, min_seen: int = 100, min_lead: float = 60.0
+                 ) -> None:
+        self.min_seen, self.min_lead = min_seen, min_lead
+        self._pending: dict[Hashable, list[tuple[float, float]]] = {}
+        self._shares: deque[float] = deque(maxlen=keep)
+
+    def _lead(self, time: float, median: float) -> float:
+        return max(self.min_lead, median - time)
+
+    def record(self, time: float, forecasts: Sequence[JobForecast]) -> None:
+        """Forecasts made at ``time``, to be scored when their jobs start."""
+        for f in forecasts:
+            if f.start is not None:
+                self._pending.setdefault(f.job, []).append((time, f.start))
+
+    def started(self, job: Hashable, start: float) -> None:
+        """``job`` started at ``start``: its forecasts' errors join the shares."""
+        for time, median in self._pending.pop(job, ()):
+            self._shares.append((start - median) / self._lead(time, median))
+
+    def adjust(self, time: float, forecasts: Sequence[JobForecast]) -> list[JobForecast]:
+        """``forecasts`` made at ``time`` with their bands widened (unchanged until
+        ``min_seen`` errors are known)."""
+        if len(self._shares) < self.min_seen:
+            return list(forecasts)
+        shares = sorted(self._shares)
+        low, high = _quantile(shares, 0.1), _quantile(shares, 0.9)
+        out = []
+        for f in forecasts:
+            if f.start is None or f.p10 is None or f.p90 is None:
+                out.append(f)
+                continue
+            lead = self._lead(time, f.start)
+            out.append(replace(f, p10=max(time, min(f.p10, f.start + low * lead)),
+                               p90=max(f.p90, f.start + high * lead)))
+        return out
+
+
 # ---------------------------------------------------------------------- along a replay
 
 def state_of(sim, time: float) -> tuple[ClusterState, dict]:
