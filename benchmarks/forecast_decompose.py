@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import heapq
 import statistics
 import time
 from pathlib import Path
@@ -126,7 +127,8 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
-          f"{len(rows) // len(variants)} job forecasts; seconds per variant: "
+          f"{sum(r['variant'] == variants[0] for r in rows)} job forecasts; seconds per "
+          "variant: "
           + ", ".join(f"{k} {v:.0f}" for k, v in timing.items()), flush=True)
     return rows
 
@@ -154,6 +156,44 @@ def calibrated(rows: list[dict]) -> list[dict]:
     return out
 
 
+def runtime_error_share(jobs: list[dict] | list, first: float, last: float) -> float:
+    """How well one job's runtime is predicted, against its limit: the summed error of the
+    median of its predicted runtimes (``RuntimeHistory``, fed as if each job ended at its
+    submit plus its runtime) over the summed error of its limit, for the jobs submitted in
+    [first, last); ``jobs`` are ``Job``s in submit order."""
+    history, ends = RuntimeHistory(), []
+    err = over = 0.0
+    for job in jobs:
+        while ends and ends[0][0] <= job.submit:
+            _, user, runtime, limit = heapq.heappop(ends)
+            history.add(user, runtime, limit)
+        runtime = min(job.runtime, job.walltime)
+        if first <= job.submit < last:
+            times = history.runtimes(job.user, job.walltime)
+            err += abs(runtime - times[len(times) // 2])
+            over += job.walltime - runtime
+        heapq.heappush(ends, (job.submit + job.runtime, job.user, job.runtime, job.walltime))
+    return err / over if over > 0 else float("nan")
+
+
+def testbed_share() -> int:
+    """``runtime_error_share`` of the slice ``slurm_forecast.py`` runs live (its defaults;
+    one user, as the testbed submits it)."""
+    from types import SimpleNamespace
+
+    from slurm_validation import DEFAULT_TRACE, scaled_slice  # type: ignore[import-not-found]
+
+    from hpcopt.domain import Job
+
+    scale = SimpleNamespace(trace=str(DEFAULT_TRACE), first=5000, jobs=100, nodes=8,
+                            run_min=10, run_max=60, limit_max=4, load=1.1)
+    jobs = [Job(k, j["at"], float(j["sleep"]), 60.0 * j["limit"], j["nodes"], user=1)
+            for k, j in enumerate(scaled_slice(scale))]
+    share = runtime_error_share(jobs, -1.0, float("inf"))
+    print(f"testbed slice: one job's predicted runtime errs by {share:.3f} of its limit's error")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
@@ -172,7 +212,11 @@ def main(argv=None) -> int:
                     default=RuntimeHistory().by_limit,
                     help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--testbed-share", action="store_true",
+                    help="only print runtime_error_share of slurm_forecast.py's testbed slice")
     args = ap.parse_args(argv)
+    if args.testbed_share:
+        return testbed_share()
     variants = args.variants.split(",")
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
@@ -181,6 +225,10 @@ def main(argv=None) -> int:
     jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
     rows: list[dict] = []
     for day in (float(d) for d in args.starts.split(",")):
+        first = jobs[0].submit + (day + args.warmup_days) * DAY
+        share = runtime_error_share(jobs, first, first + args.days * DAY)
+        print(f"  day {day:g}: one job's predicted runtime errs by {share:.3f} of its limit's "
+              "error (runtime_error_share)", flush=True)
         for r in run_slice(jobs, system, args.policy, jobs[0].submit + day * DAY,
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
