@@ -32,7 +32,7 @@ class RuntimeHistory:
         self.per_user, self.recent, self.min_user = per_user, recent, min_user
         self.by_limit = by_limit
         self._users: dict[Hashable, deque[float]] = {}
-        self._user_limits: dict[tuple, deque[float]] = {}
+        self._user_limits: dict[Hashable, deque[float]] = {}
         self._all: deque[float] = deque(maxlen=recent)
 
     def __len__(self) -> int:
