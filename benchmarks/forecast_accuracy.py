@@ -150,6 +150,15 @@ def scores(rows: list[dict]) -> dict:
             "late_share": sum(r["start"] > r["actual"] for r in rows) / n}
 
 
+def write_table(table: list[dict], out: Path) -> None:
+    """``table`` (rows with the same keys) as a CSV file at ``out``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(table[0]))
+        w.writeheader()
+        w.writerows(table)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
@@ -185,11 +194,7 @@ def main(argv=None) -> int:
                                   "lead": lead, **scores(part)})
     out = Path(args.out) if args.out else \
         Path(__file__).parent / "results" / f"forecast_accuracy_{args.trace}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
+    write_table(table, out)
     print(f"\n{'slice':8} {'method':13} {'lead':7} {'n':>7} {'MAE s':>8} {'med s':>7} "
           f"{'<=1min':>7} {'<=10%':>6} {'band':>6} {'late':>5}")
     for r in table:

@@ -27,13 +27,12 @@ error per variant and lead bucket) and prints it.
 from __future__ import annotations
 
 import argparse
-import csv
 import heapq
 import statistics
 import time
 from pathlib import Path
 
-from forecast_accuracy import DATA, DAY, LEADS, TRACES  # type: ignore[import-not-found]
+from forecast_accuracy import DATA, DAY, LEADS, TRACES, write_table  # type: ignore[import-not-found]
 
 import hpcopt
 from hpcopt.policies import build_policy
@@ -257,11 +256,7 @@ def main(argv=None) -> int:
         row["of_limits"] = round(row["mae_s"] / base, 3) if base else ""
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / \
         f"forecast_decompose_{args.trace}_{args.policy}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
+    write_table(table, out)
     print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
           f"{'/limits':>7} {'band':>5}")
     for r in table:
