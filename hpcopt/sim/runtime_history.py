@@ -7,7 +7,7 @@ what is known at the forecast's time: the ratios (runtime / requested limit) of 
 jobs, of the last ``recent`` jobs anyone finished.  A user's jobs still running count too
 (``with_running``), as the median of the ratios longer than they have run: otherwise the
 last finished jobs are the short ones (on KTH-SP2's tuning slices, days 60 and 150, the
-same limit and the running jobs each took 6-10% off the error; 4 jobs per user against 16
+same limit and the running jobs each took 5-10% off the error; 4 jobs per user against 16
 made no difference).  A running job that has run ``elapsed``
 seconds draws only among the runtimes longer than that (it is still running); when none is,
 it runs to its limit.  With no history at all every job runs to its limit (what Slurm's own
