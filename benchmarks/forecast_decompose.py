@@ -72,8 +72,8 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
-              every: float, draws: int, variants, together: str, history: dict
-              ) -> list[dict]:
+              every: float, draws: int, variants, together: str, history: dict,
+              point: str = "median") -> list[dict]:
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -109,7 +109,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             history, later, n = setups[name]
             clock = time.perf_counter()
             got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
-                           arrivals=later, together=together)
+                           arrivals=later, together=together, point=point)
             timing[name] += time.perf_counter() - clock
             for job, f in zip(state.queue, got):
                 if f.start is not None:
@@ -210,6 +210,8 @@ def main(argv=None) -> int:
     ap.add_argument("--by-limit", action=argparse.BooleanOptionalAction,
                     default=RuntimeHistory().by_limit,
                     help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
+    ap.add_argument("--point", choices=("median", "mean"), default="median",
+                    help="the start given: median or mean of the runs (forecast's point)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--testbed-share", action="store_true",
                     help="only print runtime_error_share of slurm_forecast.py's testbed slice")
@@ -231,7 +233,8 @@ def main(argv=None) -> int:
         for r in run_slice(jobs, system, args.policy, jobs[0].submit + day * DAY,
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
-                           {"per_user": args.per_user, "by_limit": args.by_limit}):
+                           {"per_user": args.per_user, "by_limit": args.by_limit},
+                           args.point):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []

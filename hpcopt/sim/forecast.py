@@ -66,8 +66,8 @@ class JobForecast:
 
 def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
              started: Mapping[Hashable, float] | None = None, draws: int = 20, seed: int = 0,
-             arrivals: Sequence[Job] = (), together: str = "user", **options
-             ) -> list[JobForecast]:
+             arrivals: Sequence[Job] = (), together: str = "user", point: str = "median",
+             **options) -> list[JobForecast]:
     """The forecast start of every job in ``state.queue`` (module docstring), in queue order.
 
     ``started`` maps running jobs' ids to their start times (with their estimated ends they
@@ -80,10 +80,13 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
     ``recent_stream``; their ids are replaced, their runtimes drawn as the queued jobs').
     ``together`` says which jobs share their runtimes' quantile in a run: ``"user"`` (a
     user's jobs; jobs without a user on their own), ``"all"`` or ``"job"`` (module
-    docstring).
+    docstring).  ``point`` is the start given: the ``"median"`` of the runs' starts (also
+    ``p50``) or their ``"mean"``.
     """
     if draws < 1:
         raise ValueError(f"draws must be >= 1, got {draws}")
+    if point not in ("median", "mean"):
+        raise ValueError(f"point must be median or mean, got {point!r}")
     now = float(state.time)
     started = started or {}
     if history is None:  # the limits: one run is all there is
@@ -141,7 +144,8 @@ def forecast(state: ClusterState, policy, history: RuntimeHistory | None, *,
             out.append(JobForecast(job.id, None, None, None, None, why))
         else:
             median = _quantile(values, 0.5)
-            out.append(JobForecast(job.id, median, _quantile(values, 0.1), median,
+            start = median if point == "median" else math.fsum(values) / len(values)
+            out.append(JobForecast(job.id, start, _quantile(values, 0.1), median,
                                    _quantile(values, 0.9)))
     return out
 
