@@ -7,7 +7,8 @@ the same moment's state, all compared with the start the job really had in the r
 
 - ``hpcopt``: ``hpcopt.sim.forecast.forecast`` (the same driver and policy run forward,
   runtimes drawn from the runtime/limit ratios of the jobs finished so far, ``--draws`` runs;
-  start = median, band = 10%-90%);
+  start = median, band = 10%-90% widened by ``BandCalibration`` from the errors of the
+  forecasts whose jobs started before);
 - ``hpcopt+stream``: the same, with a modelled stream of later submissions: the jobs
   submitted in the day before, submitted again one, two and three days later;
 - ``limits``: the same run forward with every job at its limit (what ``squeue --start``
@@ -18,8 +19,9 @@ the same moment's state, all compared with the start the job really had in the r
 
 A slice is ``--warmup-days`` of history (replayed, not scored) followed by ``--days``
 evaluated days; the slices start on the given days of the trace (``--starts``).  The
-forecast's choices (stratified draws, 16 jobs per user, the one-day stream) were made on
-KTH-SP2 slices from days 60 and 150; the defaults and the slices reported are others.
+forecast's choices (draws by user, the user's last 4 jobs with the same limit, running jobs
+counted, the band's calibration, the one-day stream) were made on KTH-SP2 slices from days
+60 and 150 (``forecast_decompose.py``); the defaults and the slices reported are others.
 Errors are forecast start minus real start; "lead" is the real start minus the forecast's
 time; "within 10%" counts errors at most a tenth of the job's real wait.
 
@@ -43,7 +45,7 @@ from pathlib import Path
 import hpcopt
 from hpcopt.policies import build_policy
 from hpcopt.sim.driver import Simulator
-from hpcopt.sim.forecast import forecast, recent_stream, replay_forecasts
+from hpcopt.sim.forecast import BandCalibration, forecast, recent_stream, replay_forecasts
 from hpcopt.sim.records import Event
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -89,6 +91,10 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     waits = WaitQuantiles()
     sim.subscribe(Event.START, waits.on_start)
     timing = dict.fromkeys(METHODS[:3], 0.0)
+    bands = {"hpcopt": BandCalibration(), "hpcopt+stream": BandCalibration()}
+    for band in bands.values():  # a start is known from its moment on
+        sim.subscribe(Event.START, lambda s, e, rec, band=band: band.started(rec.job.id,
+                                                                            rec.start))
 
     def on_state(state, known):
         if state.time < t0:
@@ -101,6 +107,10 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
                                        ("limits", None, ())):
             got[method] = forecast(state, twin, history, started=known.started, draws=draws,
                                    seed=0, arrivals=later)
+            band = bands.get(method)
+            if band is not None:
+                made, got[method] = got[method], band.adjust(state.time, got[method])
+                band.record(state.time, made)
             timing[method] += time.perf_counter() - clock
             clock = time.perf_counter()
         rows = []
@@ -140,6 +150,15 @@ def scores(rows: list[dict]) -> dict:
             "late_share": sum(r["start"] > r["actual"] for r in rows) / n}
 
 
+def write_table(table: list[dict], out: Path) -> None:
+    """``table`` (rows with the same keys) as a CSV file at ``out``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(table[0]))
+        w.writeheader()
+        w.writerows(table)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
@@ -175,11 +194,7 @@ def main(argv=None) -> int:
                                   "lead": lead, **scores(part)})
     out = Path(args.out) if args.out else \
         Path(__file__).parent / "results" / f"forecast_accuracy_{args.trace}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
+    write_table(table, out)
     print(f"\n{'slice':8} {'method':13} {'lead':7} {'n':>7} {'MAE s':>8} {'med s':>7} "
           f"{'<=1min':>7} {'<=10%':>6} {'band':>6} {'late':>5}")
     for r in table:

@@ -20,7 +20,7 @@ from hpcopt.domain import Job, System
 from hpcopt.policies import build_policy
 from hpcopt.sim.decide import ClusterState
 from hpcopt.sim.driver import Simulator
-from hpcopt.sim.forecast import forecast, replay_forecasts
+from hpcopt.sim.forecast import BandCalibration, JobForecast, forecast, replay_forecasts
 from hpcopt.sim.runtime_history import RuntimeHistory
 
 from .conftest import shared_file
@@ -188,3 +188,83 @@ def test_cli_forecasts_and_its_one_line_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["simulate", demo, "--forecast-every", "0", "--out", str(tmp_path)])
     assert "expected seconds > 0, got '0'" in capsys.readouterr().err
+
+
+def test_history_by_limit_picks_the_users_jobs_with_the_same_limit_first():
+    history = RuntimeHistory(by_limit=True)
+    for r in (0.1, 0.2):
+        history.add(7, r * 100, 100.0)
+    for r in (0.8, 0.9):
+        history.add(7, r * 500, 500.0)
+    history.add(7, 300.0, 1000.0)  # one job of limit 1000: too few, the user's last 4
+    assert history.ratios(7, 100.0) == (0.1, 0.2)
+    assert history.ratios(7, 500.0) == (0.8, 0.9)
+    assert history.ratios(7, 1000.0) == (0.2, 0.8, 0.9, 0.3)
+    assert RuntimeHistory().ratios(7, 100.0) == ()  # no history: no ratios
+    plain = RuntimeHistory(by_limit=False)
+    plain.add(7, 10.0, 100.0)
+    plain.add(7, 400.0, 500.0)
+    assert plain.ratios(7, 100.0) == (0.1, 0.8)  # without by_limit: every job of the user
+
+
+def test_running_jobs_count_in_their_users_ratios_without_changing_the_history():
+    history = RuntimeHistory()
+    for r in (0.1, 0.2, 0.5, 0.9):
+        history.add(7, r * 100, 100.0)
+    # one of user 7's jobs has run 30 of 100 s: as the median of 0.5 and 0.9 longer
+    # (0.9, the upper one); one has outlived them all: as its limit (1.0)
+    now = history.with_running([(7, 100.0, 30.0), (7, 100.0, 95.0), (8, 100.0, 50.0)])
+    assert now.ratios(7) == (0.1, 0.2, 0.5, 0.9, 0.9, 1.0)
+    assert history.ratios(7) == (0.1, 0.2, 0.5, 0.9)  # the history itself is as it was
+    assert now.ratios(8) == history.ratios(8)  # user 8 has no ratios of its own
+
+
+def test_jobs_draw_together_or_apart():
+    # behind a 4-node job of user 1, two of user 3 and one of user 2, each user's jobs with
+    # ratios 0.1 or 1.0 (10 s or 100 s); the last job starts after three runtimes.  Drawn
+    # together ("all") they are all short in a third of the runs (start 30); by user, the
+    # two jobs of user 3 are short together, with job 1 in 1/6 of the runs (still 30 at 10%);
+    # each on its own ("job"), all three are short in only 1/12 of them
+    running = ((Job(1, 0.0, 0.0, 100.0, 4, user=1), 100.0),)
+    queue = (Job(2, 1.0, 0.0, 100.0, 4, user=3), Job(3, 2.0, 0.0, 100.0, 4, user=3),
+             Job(4, 3.0, 0.0, 100.0, 4, user=2))
+    state = ClusterState(5.0, System(4), queue, running)
+    history = RuntimeHistory()
+    for user in (1, 2, 3):
+        for r in (0.1, 1.0):
+            history.add(user, r * 100, 100.0)
+    got = {together: forecast(state, build_policy("fcfs"), history, started={1: 0.0},
+                              draws=100, seed=1, together=together)
+           for together in ("all", "user", "job")}
+    assert got["all"][-1].p10 == got["user"][-1].p10 == 30.0
+    assert got["job"][-1].p10 > 100.0
+    assert got["all"][1].start > got["user"][1].start == got["job"][1].start
+    with pytest.raises(ValueError, match="together must be one of all, user, job"):
+        forecast(state, build_policy("fcfs"), history, together="users")
+    # the mean of the runs' starts instead of their median: job 3 starts at 20 in a third
+    # of the "all" runs, 110 in a sixth, 200 in half: a mean near 125, a median of 155
+    mean = forecast(state, build_policy("fcfs"), history, started={1: 0.0}, draws=100,
+                    seed=1, together="all", point="mean")
+    assert mean[1].p50 == got["all"][1].p50 == 155.0
+    assert mean[1].start == pytest.approx(125.0, abs=10.0)
+    with pytest.raises(ValueError, match="point must be median or mean"):
+        forecast(state, build_policy("fcfs"), history, point="mode")
+
+
+def test_band_calibration_widens_by_the_errors_of_jobs_already_started():
+    cal = BandCalibration(min_seen=10)
+    made = [JobForecast(k, 100.0, 100.0, 100.0, 100.0) for k in range(20)]
+    cal.record(0.0, made)  # leads of 100 s, a band of width 0
+    for k in range(9):
+        cal.started(k, 100.0 + 50.0 * k)  # late by 0 to 4 leads... 9 errors: not enough
+    f = JobForecast("x", 1000.0, 950.0, 1000.0, 1100.0)
+    assert cal.adjust(500.0, [f]) == [f]
+    cal.started(9, 100.0 - 100.0)  # one early by a whole lead
+    cal.started(9, 5000.0)  # scored once: its forecasts are spent
+    (g,) = cal.adjust(500.0, [f])
+    # shares 0, 0.5, ..., 4 and -1: 10% quantile -0.1, 90% 3.55, times the lead of 500 s
+    assert g.start == f.start and g.p10 == pytest.approx(950.0)
+    assert g.p90 == pytest.approx(1000.0 + 3.55 * 500.0)
+    (h,) = cal.adjust(990.0, [JobForecast("y", 1000.0, 1000.0, 1000.0, 1000.0)])
+    assert h.p10 == pytest.approx(1000.0 - 0.1 * 60.0)  # a lead of at least 60 s
+    assert cal.adjust(0.0, [JobForecast("z", None, None, None, None, "too big")])[0].start is None

@@ -1,0 +1,274 @@
+"""Where a start-time forecast's error comes from, on a trace slice: the same forecast made
+with each source of error taken away in turn.
+
+At every ``--every`` seconds of a slice's evaluated days (as ``forecast_accuracy.py``), each
+waiting job is forecast by the same forward run of the policy (``hpcopt.sim.forecast``) with
+its inputs told or predicted:
+
+- runtimes: ``true`` (the jobs' real runtimes, running and queued), ``true-running`` (the
+  running jobs' real ends, the queued jobs' runtimes predicted), ``true-queued`` (the
+  reverse), ``predicted`` (drawn from the jobs finished so far, ``--draws`` runs, median),
+  or ``limits`` (every job to its limit: Slurm's ``squeue --start``);
+- later submissions: ``+arrivals`` submits the jobs really submitted after the forecast's
+  time (until the last of the waiting jobs really started), ``+stream`` the modelled stream
+  (``recent_stream``: the day before, one, two and three days later); none otherwise.
+
+``true+arrivals`` must be exact (it checks the forward run is the replay); the rows between
+say how much each source costs.  This is a diagnosis: the told inputs are from after the
+forecast's time, so only ``predicted``, ``predicted+stream`` and ``limits`` are forecasts.
+Run it on tuning slices, not on the held-out ones that ``forecast_accuracy.py`` reports:
+
+    python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7
+
+Writes ``benchmarks/results/forecast_decompose_<trace>_<policy>.csv`` (MAE and mean signed
+error per variant and lead bucket) and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import statistics
+import time
+from pathlib import Path
+
+from forecast_accuracy import DATA, DAY, LEADS, TRACES, write_table  # type: ignore[import-not-found]
+
+import hpcopt
+from hpcopt.policies import build_policy
+from hpcopt.sim.driver import Simulator
+from hpcopt.sim.forecast import (
+    BandCalibration,
+    JobForecast,
+    forecast,
+    recent_stream,
+    replay_forecasts,
+)
+from hpcopt.sim.runtime_history import RuntimeHistory
+
+
+class TellRuntimes(RuntimeHistory):
+    """A history that tells the real runtime of the jobs in ``told`` and predicts the others
+    from ``fallback`` (``None``: their limits)."""
+
+    def __init__(self, runtimes: dict, told, fallback: RuntimeHistory | None) -> None:
+        super().__init__()
+        self.real, self.told, self.fallback = runtimes, told, fallback
+
+    def with_running(self, running) -> RuntimeHistory:
+        fallback = None if self.fallback is None else self.fallback.with_running(running)
+        return TellRuntimes(self.real, self.told, fallback)
+
+    def job_runtimes(self, job, limit: float, elapsed: float = 0.0) -> list[float]:
+        if job.id in self.told:
+            return [min(limit, self.real[job.id])]
+        if self.fallback is None:
+            return [limit]
+        return self.fallback.job_runtimes(job, limit, elapsed)
+
+
+VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+arrivals",
+            "predicted", "predicted+stream", "limits+arrivals", "limits")
+
+
+def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
+              every: float, draws: int, variants, together: str, history: dict,
+              point: str = "median") -> list[dict]:
+    t0, t1 = first + warmup, first + warmup + days
+    part = [j for j in jobs if first <= j.submit < t1]
+    real = {j.id: j.runtime for j in part}
+    plain = Simulator(part, system, build_policy(policy))
+    plain.run()
+    actual = {jid: rec.start for jid, rec in plain.records.items()}
+    by_submit = sorted(part, key=lambda j: j.submit)
+    sim = Simulator(part, system, build_policy(policy))
+    twin = build_policy(policy)
+    timing = dict.fromkeys(variants, 0.0)
+
+    def on_state(state, known):
+        if state.time < t0:
+            return []
+        cut = max(actual[j.id] for j in state.queue)
+        future = [j for j in by_submit if state.time < j.submit <= cut]
+        running = {job.id for job, _ in state.running} | {job.id for job in state.starting}
+        queued = {job.id for job in state.queue}
+        everyone = running | queued | {j.id for j in future}
+        setups = {
+            "true+arrivals": (TellRuntimes(real, everyone, None), future, 1),
+            "true": (TellRuntimes(real, everyone, None), (), 1),
+            "true-running": (TellRuntimes(real, running, known.history), (), draws),
+            "true-queued": (TellRuntimes(real, queued, known.history), (), draws),
+            "predicted+arrivals": (known.history, future, draws),
+            "predicted": (known.history, (), draws),
+            "predicted+stream": (known.history,
+                                 recent_stream(known.submitted, state.time, DAY, 3), draws),
+            "limits+arrivals": (None, future, 1),
+            "limits": (None, (), 1)}
+        rows = []
+        for name in variants:
+            history, later, n = setups[name]
+            clock = time.perf_counter()
+            got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
+                           arrivals=later, together=together, point=point)
+            timing[name] += time.perf_counter() - clock
+            for job, f in zip(state.queue, got):
+                if f.start is not None:
+                    rows.append({"variant": name, "time": state.time, "job": job.id,
+                                 "start": f.start, "actual": actual[job.id],
+                                 "p10": f.p10, "p90": f.p90,
+                                 "inside": f.p10 <= actual[job.id] <= f.p90})
+        return rows
+
+    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
+                            history=RuntimeHistory(**history))
+    if "predicted" in variants:
+        rows += calibrated([r for r in rows if r["variant"] == "predicted"])
+    bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
+    assert not bad, "the replay with forecasts differs from the plain one"
+    print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
+          f"{sum(r['variant'] == variants[0] for r in rows)} job forecasts; seconds per "
+          "variant: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in timing.items()), flush=True)
+    return rows
+
+
+def calibrated(rows: list[dict]) -> list[dict]:
+    """``rows`` (one variant's, in time order) with bands widened by ``BandCalibration``
+    along the slice: each forecast time sees the errors of jobs started by then."""
+    calibration = BandCalibration()
+    by_time: dict = {}
+    for r in rows:
+        by_time.setdefault(r["time"], []).append(r)
+    starts = sorted((r["actual"], r["job"]) for r in rows)
+    out, k, seen = [], 0, set()
+    for t, now in by_time.items():
+        while k < len(starts) and starts[k][0] <= t:
+            if starts[k][1] not in seen:
+                calibration.started(starts[k][1], starts[k][0])
+                seen.add(starts[k][1])
+            k += 1
+        fs = [JobForecast(r["job"], r["start"], r["p10"], r["start"], r["p90"]) for r in now]
+        for r, f in zip(now, calibration.adjust(t, fs)):
+            out.append({**r, "variant": "predicted+band", "p10": f.p10, "p90": f.p90,
+                        "inside": f.p10 <= r["actual"] <= f.p90})
+        calibration.record(t, fs)
+    return out
+
+
+def runtime_error_share(jobs: list[dict] | list, first: float, last: float) -> float:
+    """How well one job's runtime is predicted, against its limit: the summed error of the
+    median of its predicted runtimes (``RuntimeHistory``, fed as if each job ended at its
+    submit plus its runtime) over the summed error of its limit, for the jobs submitted in
+    [first, last); ``jobs`` are ``Job``s in submit order."""
+    history, ends = RuntimeHistory(), []
+    err = over = 0.0
+    for job in jobs:
+        while ends and ends[0][0] <= job.submit:
+            _, user, runtime, limit = heapq.heappop(ends)
+            history.add(user, runtime, limit)
+        runtime = min(job.runtime, job.walltime)
+        if first <= job.submit < last:
+            times = history.runtimes(job.user, job.walltime)
+            err += abs(runtime - times[len(times) // 2])
+            over += job.walltime - runtime
+        heapq.heappush(ends, (job.submit + job.runtime, job.user, job.runtime, job.walltime))
+    return err / over if over > 0 else float("nan")
+
+
+def testbed_share() -> int:
+    """``runtime_error_share`` of the slice ``slurm_forecast.py`` runs live (its defaults;
+    one user, as the testbed submits it)."""
+    from types import SimpleNamespace
+
+    from slurm_validation import DEFAULT_TRACE, scaled_slice  # type: ignore[import-not-found]
+
+    from hpcopt.domain import Job
+
+    scale = SimpleNamespace(trace=str(DEFAULT_TRACE), first=5000, jobs=100, nodes=8,
+                            run_min=10, run_max=60, limit_max=4, load=1.1)
+    jobs = [Job(k, j["at"], float(j["sleep"]), 60.0 * j["limit"], j["nodes"], user=1)
+            for k, j in enumerate(scaled_slice(scale))]
+    share = runtime_error_share(jobs, -1.0, float("inf"))
+    print(f"testbed slice: one job's predicted runtime errs by {share:.3f} of its limit's error")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
+    ap.add_argument("--policy", default="fcfs")
+    ap.add_argument("--starts", default="60,150")
+    ap.add_argument("--warmup-days", type=float, default=7)
+    ap.add_argument("--days", type=float, default=7)
+    ap.add_argument("--every", type=float, default=600)
+    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--together", default="user",
+                    help="jobs drawing the same runtime quantile in a run (forecast's together)")
+    ap.add_argument("--per-user", type=int, default=RuntimeHistory().per_user,
+                    help="finished jobs kept per user (RuntimeHistory's per_user)")
+    ap.add_argument("--by-limit", action=argparse.BooleanOptionalAction,
+                    default=RuntimeHistory().by_limit,
+                    help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
+    ap.add_argument("--point", choices=("median", "mean"), default="median",
+                    help="the start given: median or mean of the runs (forecast's point)")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--testbed-share", action="store_true",
+                    help="only print runtime_error_share of slurm_forecast.py's testbed slice")
+    args = ap.parse_args(argv)
+    if args.testbed_share:
+        return testbed_share()
+    variants = args.variants.split(",")
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        ap.error(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
+    trace = hpcopt.load_trace(DATA / TRACES[args.trace])
+    jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
+    rows: list[dict] = []
+    for day in (float(d) for d in args.starts.split(",")):
+        first = jobs[0].submit + (day + args.warmup_days) * DAY
+        share = runtime_error_share(jobs, first, first + args.days * DAY)
+        print(f"  day {day:g}: one job's predicted runtime errs by {share:.3f} of its limit's "
+              "error (runtime_error_share)", flush=True)
+        for r in run_slice(jobs, system, args.policy, jobs[0].submit + day * DAY,
+                           args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
+                           variants, args.together,
+                           {"per_user": args.per_user, "by_limit": args.by_limit},
+                           args.point):
+            rows.append({**r, "slice": f"day{day:g}"})
+    limits_mae = {}
+    table = []
+    names = [*variants, "predicted+band"] if "predicted" in variants else variants
+    for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
+        for name in names:
+            part = [r for r in rows if r["variant"] == name and lo <= r["actual"] - r["time"] < hi]
+            if not part:
+                continue
+            errs = [r["start"] - r["actual"] for r in part]
+            mae = statistics.fmean(abs(e) for e in errs)
+            if name == "limits":
+                limits_mae[lead] = mae
+            table.append({"trace": args.trace, "policy": args.policy, "lead": lead,
+                          "variant": name, "n": len(part), "mae_s": round(mae, 1),
+                          "mean_error_s": round(statistics.fmean(errs), 1),
+                          "median_ae_s": round(statistics.median(abs(e) for e in errs), 1),
+                          "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3)
+                          })
+    for row in table:
+        base = limits_mae.get(row["lead"])
+        row["of_limits"] = round(row["mae_s"] / base, 3) if base else ""
+    out = Path(args.out) if args.out else Path(__file__).parent / "results" / \
+        f"forecast_decompose_{args.trace}_{args.policy}.csv"
+    write_table(table, out)
+    print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
+          f"{'/limits':>7} {'band':>5}")
+    for r in table:
+        print(f"{r['lead']:7} {r['variant']:19} {r['n']:6d} {r['mae_s']:7.0f} "
+              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7} "
+              f"{r['band_coverage']:5.2f}")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
