@@ -91,10 +91,8 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     waits = WaitQuantiles()
     sim.subscribe(Event.START, waits.on_start)
     timing = dict.fromkeys(METHODS[:3], 0.0)
-    bands = {"hpcopt": BandCalibration(), "hpcopt+stream": BandCalibration()}
-    for band in bands.values():  # a start is known from its moment on
-        sim.subscribe(Event.START, lambda s, e, rec, band=band: band.started(rec.job.id,
-                                                                            rec.start))
+    bands = {"hpcopt": BandCalibration().follow(sim),  # a start is known from its moment on
+             "hpcopt+stream": BandCalibration().follow(sim)}
 
     def on_state(state, known):
         if state.time < t0:
@@ -109,8 +107,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
                                    seed=0, arrivals=later)
             band = bands.get(method)
             if band is not None:
-                made, got[method] = got[method], band.adjust(state.time, got[method])
-                band.record(state.time, made)
+                got[method] = band.calibrate(state.time, got[method])
             timing[method] += time.perf_counter() - clock
             clock = time.perf_counter()
         rows = []

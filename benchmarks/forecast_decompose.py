@@ -148,10 +148,9 @@ def calibrated(rows: list[dict]) -> list[dict]:
                 seen.add(starts[k][1])
             k += 1
         fs = [JobForecast(r["job"], r["start"], r["p10"], r["start"], r["p90"]) for r in now]
-        for r, f in zip(now, calibration.adjust(t, fs)):
+        for r, f in zip(now, calibration.calibrate(t, fs)):
             out.append({**r, "variant": "predicted+band", "p10": f.p10, "p90": f.p90,
                         "inside": f.p10 <= r["actual"] <= f.p90})
-        calibration.record(t, fs)
     return out
 
 

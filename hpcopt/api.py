@@ -15,7 +15,14 @@ from .policies import build_policy
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
-from .sim.forecast import forecast, forecast_rows, join_actual, recent_stream, replay_forecasts
+from .sim.forecast import (
+    BandCalibration,
+    forecast,
+    forecast_rows,
+    join_actual,
+    recent_stream,
+    replay_forecasts,
+)
 from .sim.limits import SiteLimits, Who
 from .sim.metrics import job_columns, summarize
 from .sim.priority import SitePriority
@@ -79,6 +86,7 @@ def simulate(
     forecast_every: float | None = None,
     forecast_draws: int = 20,
     forecast_stream: float | None = None,
+    forecast_raw_bands: bool = False,
     **policy_options,
 ) -> SimulationResult:
     """Simulate a workload trace (path, ``Trace``, ``Scenario`` or list of ``Job``) under a
@@ -102,7 +110,9 @@ def simulate(
     that moment (``hpcopt.sim.forecast``); the result's ``forecasts`` holds them, each with
     the job's real start, and ``write`` saves them as ``forecasts.csv``.  The forecasts leave
     later submissions out, unless ``forecast_stream`` (seconds): the jobs submitted in that
-    span before come again, three times over, as a modelled stream.
+    span before come again, three times over, as a modelled stream.  Each forecast's band
+    is calibrated (``BandCalibration``: widened by the errors of the earlier forecasts
+    whose jobs had started by its time), unless ``forecast_raw_bands``: the draws' 10%-90%.
     Returns a ``SimulationResult``.
 
     A cloud day (an ``osdec`` instance) is ``hpcopt.simulate_osdec``.
@@ -115,12 +125,13 @@ def simulate(
         ssd_classes=ssd_classes, topology=topology, tz=tz, sizes=sizes, partition=partition,
         **policy_options)
     return simulate_run(trace, run, events=events, forecast_every=forecast_every,
-                        forecast_draws=forecast_draws, forecast_stream=forecast_stream)
+                        forecast_draws=forecast_draws, forecast_stream=forecast_stream,
+                        forecast_raw_bands=forecast_raw_bands)
 
 
 def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float | None = None,
-                 forecast_draws: int = 20, forecast_stream: float | None = None
-                 ) -> SimulationResult:
+                 forecast_draws: int = 20, forecast_stream: float | None = None,
+                 forecast_raw_bands: bool = False) -> SimulationResult:
     """Run ``run`` (``RunSettings``) on ``trace`` (path, ``Trace``, ``Scenario`` or list of
     ``Job``; ``ScenarioSettings.build``); ``events`` and the ``forecast_*`` settings as in
     ``simulate``."""
@@ -131,9 +142,13 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     rows: list = []
 
     def forecasting(pol):  # the run's driving with forecasts every ``forecast_every`` s
-        forecaster = _forecaster(run, pol, forecast_draws, forecast_stream)
-        return lambda sim: rows.extend(replay_forecasts(
-            sim, forecast_every, forecaster, recent=forecast_stream or 0.0))
+        def drive(sim):
+            bands = None if forecast_raw_bands else BandCalibration().follow(sim)
+            forecaster = _forecaster(run, pol, forecast_draws, forecast_stream, bands)
+            rows.extend(replay_forecasts(sim, forecast_every, forecaster,
+                                         recent=forecast_stream or 0.0))
+
+        return drive
 
     sim, pol, table = run_simulation(
         job_list, system, run, events=events,
@@ -155,11 +170,12 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     return SimulationResult(table, summary, settings, cleaning, forecasts)
 
 
-def _forecaster(run: RunSettings, policy, draws: int, stream: float | None):
+def _forecaster(run: RunSettings, policy, draws: int, stream: float | None,
+                bands: BandCalibration | None):
     """``on_state`` of ``replay_forecasts``: the forecast rows of one moment, by the run's
     policy (its own instance, built alike) and driver settings; with ``stream`` (seconds)
     the jobs submitted that long before come again, three times over
-    (``hpcopt.sim.forecast.recent_stream``)."""
+    (``hpcopt.sim.forecast.recent_stream``); with ``bands``, the bands calibrated."""
     twin = build_policy(run.policy, **run.policy_options) if isinstance(run.policy, str) \
         else copy.deepcopy(policy)
     twin.reset(run.seed)
@@ -168,9 +184,9 @@ def _forecaster(run: RunSettings, policy, draws: int, stream: float | None):
 
     def on_state(state, known):
         arrivals = recent_stream(known.submitted, state.time, stream, 3) if stream else ()
-        return forecast_rows(state, forecast(state, twin, known.history, draws=draws,
-                                             started=known.started, seed=seed,
-                                             arrivals=arrivals, **options))
+        got = forecast(state, twin, known.history, draws=draws, started=known.started,
+                       seed=seed, arrivals=arrivals, **options)
+        return forecast_rows(state, got if bands is None else bands.calibrate(state.time, got))
 
     return on_state
 

@@ -91,6 +91,9 @@ def register(sub) -> None:
     m.add_argument("--forecast-stream", type=positive_seconds, default=None, metavar="S",
                    help="forecasts model later submissions: the jobs submitted in the S "
                         "seconds before come again, three times over (default: none)")
+    m.add_argument("--forecast-raw-bands", action="store_true",
+                   help="keep each forecast's 10%%-90%% band as the draws give it (default: "
+                        "widened by the errors of the earlier forecasts whose jobs had started)")
     m.add_argument("--json", action="store_true",
                    help="print the summary and settings as one JSON object on standard output "
                         "(the other lines go to standard error)")
@@ -198,7 +201,8 @@ def run(args) -> int:
         print(line, file=info)
     res = simulate_run(scenario, run, events=args.events, forecast_every=args.forecast_every,
                        forecast_draws=args.forecast_draws,
-                       forecast_stream=args.forecast_stream)
+                       forecast_stream=args.forecast_stream,
+                       forecast_raw_bands=args.forecast_raw_bands)
     print_summary({f"{args.policy}": res.summary}, file=info)
     opts = res.settings.get("policy_options") or {}
     if opts:

@@ -34,6 +34,9 @@ order, window, reservation and backfilling) with no separate model of it.
 
 ``replay_forecasts`` forecasts every ``every`` seconds along a simulation (``hpcopt simulate
 --forecast-every``) and joins each forecast with the start the job really had.
+``BandCalibration`` widens the draws' band (it holds the runtimes' uncertainty only) by the
+errors of earlier forecasts whose jobs have started; ``hpcopt simulate`` and the Slurm
+adapter's forecast file apply it unless asked for raw bands.
 """
 
 from __future__ import annotations
@@ -276,6 +279,19 @@ class BandCalibration:
             out.append(replace(f, p10=max(time, min(f.p10, f.start + low * lead)),
                                p90=max(f.p90, f.start + high * lead)))
         return out
+
+    def calibrate(self, time: float, forecasts: Sequence[JobForecast]) -> list[JobForecast]:
+        """``forecasts`` made at ``time``, widened by the errors known by then
+        (``adjust``), and kept (as made) to be scored when their jobs start (``record``)."""
+        out = self.adjust(time, forecasts)
+        self.record(time, forecasts)
+        return out
+
+    def follow(self, sim) -> BandCalibration:
+        """Learn each job's real start in the simulation ``sim`` at its moment (a start
+        event), so a forecast along its replay sees only the starts before it."""
+        sim.subscribe(Event.START, lambda s, e, rec: self.started(rec.job.id, rec.start))
+        return self
 
 
 # ---------------------------------------------------------------------- along a replay
