@@ -1,30 +1,130 @@
-"""``hpcopt slurm forecast`` and ``hpcopt slurm run --forecast-file`` on a real queue.
+"""``hpcopt slurm forecast`` and ``hpcopt slurm run --forecast-file``.
 
-A testbed with accounting (runtimes from ``sacct``), Slurm 22.05 and 24.11, one node
-drained: while a 7-node job runs, an unprivileged user's jobs are held by the submit
-script.  The command gives every pending job of the partition a forecast (the held ones by
-hpcopt's policy, a pending array one per task, the job larger than the available nodes
-none, with why), in EASY's order (the array tasks backfilled), with an ordered band, the
-running job at its limit when it has outlived every accounted runtime; the table shows the
-same; the adapter writes the forecasts after its cycle to a file the user can read.
+Fast: the adapter's forecast file over cycles read from recorded ``squeue``/``sinfo``
+documents (a ``Slurm`` that answers them, no accounting): its bands are calibrated by its
+own earlier forecasts once their jobs are seen running, and raw on request.
+
+Slow, on a real queue: a testbed with accounting (runtimes from ``sacct``), Slurm 22.05 and
+24.11, one node drained: while a 7-node job runs, an unprivileged user's jobs are held by
+the submit script.  The command gives every pending job of the partition a forecast (the
+held ones by hpcopt's policy, a pending array one per task, the job larger than the
+available nodes none, with why), in EASY's order (the array tasks backfilled), with an
+ordered band, the running job at its limit when it has outlived every accounted runtime;
+the table shows the same; the adapter writes the forecasts after its cycle to a file the
+user can read.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from hpcopt.policies import build_policy
+from hpcopt.sim.forecast import BandCalibration
+from hpcopt.slurm.adapter import Settings
+from hpcopt.slurm.forecast import ForecastingAdapter
+from hpcopt.slurm.state import Slurm, Snapshot, parse_sinfo, parse_squeue
+
 from .slurm_fixtures import HPCOPT, VERSIONS, Cluster, started_testbed, unix_user
 
-pytestmark = pytest.mark.slow
-
 USER = "hpcopt-fc-user"
+RECORDED = Path(__file__).parent / "data" / "slurm" / "22.05"
+
+
+class Recorded(Slurm):
+    """Answers each read with the next of ``snapshots``; no accounting (sacct fails)."""
+
+    def __init__(self, snapshots):
+        super().__init__(env={}, run=lambda args, **kw: subprocess.CompletedProcess(
+            args, 1, "", "sacct: error: Slurm accounting storage is disabled"))
+        self.snapshots = iter(snapshots)
+
+    def snapshot(self):
+        return next(self.snapshots)
+
+    def reservations(self):
+        return ()
+
+
+def one_job_at_a_time(cycles: int) -> list[Snapshot]:
+    """Reads 1000 s apart of a one-node partition (the recorded documents' held job and
+    running job, renumbered, on the recorded node n3): at read k, job k runs (since 100 s
+    before, limit 10 minutes) and job k + 1 is held behind it; it starts 900 s after that
+    read, 400 s later than the 500 s the forecast gives (job k at its limit: every job seen
+    so far ran to it)."""
+    doc = json.loads((RECORDED / "squeue.json").read_text())
+    held = next(j for j in doc["jobs"] if j["job_state"] == "PENDING")
+    run = next(j for j in doc["jobs"] if j["job_state"] == "RUNNING" and j["partition"] ==
+               "batch")
+    node = json.loads((RECORDED / "sinfo.json").read_text())
+    node["nodes"] = [{**node["nodes"][0], "name": "n3", "state": "allocated",
+                      "partitions": ["batch"]}]
+    t0 = float(held["submit_time"]) + 1000
+    snaps = []
+    for k in range(cycles):
+        now = t0 + 1000 * k
+        jobs = [{**copy.deepcopy(run), "job_id": 100 + k, "start_time": now - 100,
+                 "submit_time": now - 200, "time_limit": 10, "user_id": 1002},  # on n3
+                {**copy.deepcopy(held), "job_id": 101 + k, "submit_time": now - 50,
+                 "time_limit": 10, "user_id": 1002}]
+        snaps.append(Snapshot(now, tuple(parse_squeue({**doc, "jobs": jobs})),
+                              tuple(parse_sinfo(node)), 0.01))
+    return snaps
+
+
+def forecast_files(tmp_path, raw_bands=False, cycles=6) -> list[dict]:
+    """The forecast file after each cycle of an adapter on ``one_job_at_a_time``."""
+    snaps = one_job_at_a_time(cycles)
+    path = tmp_path / f"forecasts-{raw_bands}.json"
+    adapter = ForecastingAdapter(build_policy("fcfs"), Settings(dry_run=True),
+                                 slurm=Recorded(snaps), forecast_file=path, draws=4,
+                                 raw_bands=raw_bands, say=lambda s: None)
+    if adapter.bands is not None:
+        adapter.bands = BandCalibration(min_seen=3, every=adapter.bands.every)
+    docs = []
+    for _ in snaps:
+        adapter.cycle()
+        docs.append(json.loads(path.read_text()))
+    return docs
+
+
+def test_the_adapter_calibrates_its_bands_by_its_earlier_forecasts(tmp_path):
+    docs, raw = forecast_files(tmp_path), forecast_files(tmp_path, raw_bands=True)
+    for k, (doc, plain) in enumerate(zip(docs, raw)):
+        (row,), (same,) = doc["jobs"], plain["jobs"]
+        now = doc["time"]
+        assert row["id"] == same["id"] == str(101 + k)
+        assert row["start"] == same["start"] == now + 500  # job k at its limit
+        assert same["p10"] == same["p90"] == now + 500 and plain["bands"] == "raw"
+        if k < 3:  # jobs 101-103 are seen running at reads 1-3: 3 errors, from read 3 on
+            assert (row["p10"], row["p90"]) == (now + 500, now + 500)
+            assert doc["bands"] == "raw"
+        else:  # every forecast was late by 0.8 of its lead of 500 s
+            assert (row["p10"], row["p90"]) == (now + 500, now + 900)
+            assert doc["bands"] == "calibrated"
+
+
+def test_an_adapter_keeps_one_forecast_set_per_interval_and_forgets_jobs_gone():
+    cal = BandCalibration(min_seen=1, every=600)
+    from hpcopt.sim.forecast import JobForecast
+
+    cal.record(0.0, [JobForecast("a", 100.0, 100.0, 100.0, 100.0)])
+    cal.record(10.0, [JobForecast("a", 5000.0, 5000.0, 5000.0, 5000.0)])  # too soon: not kept
+    cal.record(20.0, [JobForecast("b", 100.0, 100.0, 100.0, 100.0)])
+    cal.forget({"a"})  # b is gone without a start: its forecast will not count
+    cal.started("b", 1000.0)
+    assert not cal.ready
+    cal.started("a", 150.0)  # late by half the lead: once
+    (f,) = cal.adjust(0.0, [JobForecast("c", 200.0, 200.0, 200.0, 200.0)])
+    assert (f.p10, f.p90) == (200.0, 300.0)
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
@@ -52,6 +152,7 @@ def forecast_json(c: Cluster, *args: str) -> dict:
     return json.loads(p.stdout)
 
 
+@pytest.mark.slow
 def test_every_pending_job_gets_a_forecast_and_the_file_is_readable(acct):
     c = acct
     adapter = c.adapter("fcfs")

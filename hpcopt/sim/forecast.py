@@ -45,7 +45,7 @@ import csv
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from hpcopt.domain import Job
@@ -241,19 +241,26 @@ class BandCalibration:
     the median minus the forecast's time, at least ``min_lead`` s); a band is widened to
     the 10% and 90% quantiles of the last ``keep`` of those shares, times its own lead.
     Only forecasts of jobs that have started by then count: nothing after a forecast's time.
+    Forecasts made less than ``every`` seconds after the last ones kept are not kept (a
+    live adapter forecasts every cycle: a long wait would otherwise fill the shares).
     """
 
-    def __init__(self, keep: int = 5000, min_seen: int = 100, min_lead: float = 60.0
-                 ) -> None:
-        self.min_seen, self.min_lead = min_seen, min_lead
+    def __init__(self, keep: int = 5000, min_seen: int = 100, min_lead: float = 60.0,
+                 every: float = 0.0) -> None:
+        self.min_seen, self.min_lead, self.every = min_seen, min_lead, every
         self._pending: dict[Hashable, list[tuple[float, float]]] = {}
         self._shares: deque[float] = deque(maxlen=keep)
+        self._kept_at = -math.inf
 
     def _lead(self, time: float, median: float) -> float:
         return max(self.min_lead, median - time)
 
     def record(self, time: float, forecasts: Sequence[JobForecast]) -> None:
-        """Forecasts made at ``time``, to be scored when their jobs start."""
+        """Forecasts made at ``time``, to be scored when their jobs start (unless the last
+        ones kept are less than ``every`` seconds older)."""
+        if time < self._kept_at + self.every:
+            return
+        self._kept_at = time
         for f in forecasts:
             if f.start is not None:
                 self._pending.setdefault(f.job, []).append((time, f.start))
@@ -263,10 +270,21 @@ class BandCalibration:
         for time, median in self._pending.pop(job, ()):
             self._shares.append((start - median) / self._lead(time, median))
 
+    @property
+    def ready(self) -> bool:
+        """Whether ``min_seen`` errors are known (bands are widened from then on)."""
+        return len(self._shares) >= self.min_seen
+
+    def forget(self, waiting: Collection[Hashable]) -> None:
+        """Drop the unscored forecasts of the jobs not in ``waiting`` and not started (gone
+        unseen: cancelled, or started and ended between two reads)."""
+        for job in [j for j in self._pending if j not in waiting]:
+            del self._pending[job]
+
     def adjust(self, time: float, forecasts: Sequence[JobForecast]) -> list[JobForecast]:
         """``forecasts`` made at ``time`` with their bands widened (unchanged until
         ``min_seen`` errors are known)."""
-        if len(self._shares) < self.min_seen:
+        if not self.ready:
             return list(forecasts)
         shares = sorted(self._shares)
         low, high = _quantile(shares, 0.1), _quantile(shares, 0.9)

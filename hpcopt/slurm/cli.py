@@ -104,6 +104,10 @@ def add_slurm_parser(sub, add_policy_flags, add_testbed_parser) -> argparse.Argu
     r.add_argument("--forecast-file", default=None, metavar="FILE.json",
                    help="after each cycle, write every pending job's forecast start to FILE "
                         "(as `hpcopt slurm forecast --json`; readable by every user)")
+    r.add_argument("--forecast-raw-bands", action="store_true",
+                   help="with --forecast-file: keep each forecast's 10%%-90%% band as the "
+                        "draws give it (default: widened by the errors of the adapter's "
+                        "earlier forecasts of jobs that have started)")
     add_forecast_parser(ss, add_policy_flags)
     add_testbed_parser(ss)  # hpcopt.testbed.cli: `hpcopt slurm testbed start|stop`
 
@@ -220,6 +224,9 @@ def _run(args, options: dict) -> int:
         raise OptionError(f"SLURM_CONF={conf}: no such file (Slurm's tools read the cluster's "
                           "configuration from it)")
     partitions = partition_names(args.partition or ["batch"])
+    if args.forecast_raw_bands and args.forecast_file is None:
+        raise OptionError("--forecast-raw-bands says how --forecast-file FILE.json writes the "
+                          "bands: give --forecast-file")
     if args.allow_requeue and args.no_requeue:
         raise OptionError("--allow-requeue and --no-requeue contradict each other (jobs are "
                           "released with Requeue=0 unless --allow-requeue is given)")
@@ -250,7 +257,8 @@ def _run(args, options: dict) -> int:
                                 args.ssd_feature, topology, args.dry_run, lock,
                                 allow_requeue=args.allow_requeue)
             kind, more = (Adapter, {}) if args.forecast_file is None else \
-                (ForecastingAdapter, {"forecast_file": args.forecast_file})
+                (ForecastingAdapter, {"forecast_file": args.forecast_file,
+                                      "raw_bands": args.forecast_raw_bands})
             adapters.append(kind(
                 policy, settings, slurm=slurm, log=log, say=say, order=args.order,
                 backfill=args.backfill, window=args.window,

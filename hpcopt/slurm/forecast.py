@@ -16,6 +16,11 @@ does not exclude are free, the forecast end of the jobs it depends on), never be
 left held (by the administrator, asking what hpcopt does not schedule), one whose earliest
 start is unknown (a node it needs is down) or too large for the partition's available nodes
 has no start and says why.
+
+A band is the 10%-90% of the draws' starts.  An adapter writing forecasts each cycle widens
+it by the errors of its own earlier forecasts (``BandCalibration``: each scored when the
+job is seen running), as the simulator does; ``hpcopt slurm forecast`` run alone has no
+forecasts of its own before, so its bands are the draws' (``"bands": "raw"``).
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HpcoptError
-from ..sim.forecast import forecast, forecast_end
+from ..sim.forecast import BandCalibration, forecast, forecast_end
 from ..sim.runtime_history import RuntimeHistory
 from .adapter import ACTIVE, STARTING, Adapter, CycleState, Settings, names_partition
 from .record import CycleRecord
 from .state import Slurm, SlurmCommandError, Snapshot
 
+CALIBRATION_EVERY = 600.0  # s between the forecasts a live adapter's calibration keeps
 SACCT_FIELDS = "JobIDRaw,UID,ElapsedRaw,TimelimitRaw,Start,End,State,Partition"
 ENDED = "CD,F,TO,CA,OOM,NF,PR,DL"
 
@@ -66,11 +72,13 @@ def sacct_history(slurm: Slurm, partition: str, now: float, days: float = 14.0
 
 
 def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy, history, *,
-                      draws: int = 20, seed: int = 0, **options) -> list[dict]:
+                      draws: int = 20, seed: int = 0, bands: BandCalibration | None = None,
+                      **options) -> list[dict]:
     """One row per pending job of ``partition`` (a pending array: one per task hpcopt
     reads): ``id`` (the key Slurm's commands take), ``user`` (uid), ``nodes``, and
     ``start``, ``p10``, ``p90`` (epoch seconds), or ``None`` with ``reason``; in submission
-    order (module docstring)."""
+    order (module docstring).  With ``bands``, the held jobs' bands are calibrated by it
+    and their forecasts kept in it, by their ids."""
     users = {str(j.id): j.user_id for j in snap.jobs}
     users.update({str(key): e.records[0].user_id for key, e in state.entries.items()})
     started = {str(j.id): j.start for j in snap.jobs if j.state in ACTIVE and j.start > 0}
@@ -89,10 +97,17 @@ def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy,
                              **options)
     got = {f.job: f for f in forecast(replace(cluster, queue=cluster.queue + later), policy,
                                       history, started=at, draws=draws, seed=seed, **options)}
+    now = cluster.time
+
+    def entry_of(key):
+        return state.entries[key] if key in state.entries else state.later[key].entry
+
+    if bands is not None:  # calibrated under the ids Slurm shows the jobs started with
+        keyed = [replace(f, job=entry_of(key).key) for key, f in got.items()]
+        got = {key: replace(f, job=key) for key, f in zip(got, bands.calibrate(now, keyed))}
     entries: dict[int, list] = {}
     for key, entry in [*state.entries.items(), *((k, w.entry) for k, w in state.later.items())]:
         entries.setdefault(entry.records[0].id, []).append(key)
-    now = cluster.time
     rows = []
     for j in sorted(snap.jobs, key=lambda j: (j.submit, j.id)):
         if j.state != "PENDING" or not names_partition(j.partition, partition) \
@@ -106,7 +121,7 @@ def pending_forecasts(snap: Snapshot, state: CycleState, partition: str, policy,
             rows.append(_row(j.key, j, None, None, None, "left held by hpcopt (see the "
                                                          "adapter's notes)"))
         for key in entries.get(j.id, ()) if j.held else ():
-            entry = state.entries[key] if key in state.entries else state.later[key].entry
+            entry = entry_of(key)
             f = got.get(key)
             if f is None:
                 rows.append(_row(entry.key, j, None, None, None, why[key], entry.job.nodes))
@@ -191,9 +206,11 @@ def table_text(rows: list[dict], now: float) -> str:
     return "\n".join(lines)
 
 
-def document(rows: list[dict], now: float, partition: str, source: str) -> dict:
-    """The JSON of ``--json`` and of the forecast file."""
-    return {"time": round(now, 3), "partition": partition, "history": source,
+def document(rows: list[dict], now: float, partition: str, source: str,
+             bands: str = "raw") -> dict:
+    """The JSON of ``--json`` and of the forecast file (``bands``: ``"calibrated"`` or
+    ``"raw"``, the draws' own)."""
+    return {"time": round(now, 3), "partition": partition, "history": source, "bands": bands,
             "jobs": [{**r, **{k: None if r[k] is None else round(r[k], 3)
                               for k in ("start", "p10", "p90")}} for r in rows]}
 
@@ -219,14 +236,18 @@ class ForecastingAdapter(Adapter):
     ``forecast_file`` (``document``; world-readable), from the state the cycle read.  Its
     history: accounting, read at the first cycle and every ``refresh`` seconds; without
     accounting, the jobs it saw end (each one's runtime to within a cycle).  The forecasts
-    run a copy of the policy, so the decisions stay what they are without them."""
+    run a copy of the policy, so the decisions stay what they are without them.  Their
+    bands are calibrated (``BandCalibration``) by its own earlier forecasts, one set every
+    ``CALIBRATION_EVERY`` seconds, each scored when it sees the job running, unless
+    ``raw_bands``."""
 
     def __init__(self, policy, settings: Settings = Adapter.DEFAULT, *,
                  forecast_file: str | Path, draws: int = 20, refresh: float = 600.0,
-                 **kwargs) -> None:
+                 raw_bands: bool = False, **kwargs) -> None:
         super().__init__(policy, settings, **kwargs)
         self.forecast_file = Path(forecast_file)
         self.draws, self.refresh = draws, refresh
+        self.bands = None if raw_bands else BandCalibration(every=CALIBRATION_EVERY)
         self._last: tuple[Snapshot, CycleState] | None = None
         self._history: RuntimeHistory | None = None
         self._source = "limits"
@@ -245,13 +266,25 @@ class ForecastingAdapter(Adapter):
             snap, state = self._last
             try:
                 history, source = self._learn(snap)
+                self._score(snap)
                 rows = pending_forecasts(snap, state, self.partition, self._twin, history,
-                                         draws=self.draws, **self.options)
+                                         draws=self.draws, bands=self.bands, **self.options)
+                if self.bands is not None:
+                    self.bands.forget({r["id"] for r in rows})
+                calibrated = self.bands is not None and self.bands.ready
                 write_public(self.forecast_file,
-                             document(rows, snap.time, self.partition, source))
+                             document(rows, snap.time, self.partition, source,
+                                      "calibrated" if calibrated else "raw"))
             except (HpcoptError, OSError) as exc:  # a forecast never stops the scheduling
                 self.say(f"cycle {self.cycles}: no forecasts written: {exc}")
         return rec
+
+    def _score(self, snap: Snapshot) -> None:
+        """Each job seen running: its earlier forecasts scored against its real start."""
+        if self.bands is not None:
+            for j in snap.jobs:
+                if j.state in ACTIVE and j.start > 0:
+                    self.bands.started(j.key, j.start)
 
     def _learn(self, snap: Snapshot) -> tuple[RuntimeHistory | None, str]:
         if snap.time - self._read_at >= self.refresh:
