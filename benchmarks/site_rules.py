@@ -74,6 +74,8 @@ SITE_CONF = ("PriorityType=priority/multifactor", "PriorityFlags=NO_FAIR_TREE",
 SACCT_FORMAT = ("JobID,JobName,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,"
                 "Partition,User,Account")
 TAU = 10.0  # bounded slowdown threshold, seconds
+CYCLE_KEYS = ("time", "ok", "read_s", "decide_s", "pending", "free_nodes", "released")
+"""What a run keeps of each adapter cycle (its log has the rest)."""
 
 
 def site_slice(args) -> list[dict]:
@@ -202,7 +204,8 @@ def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
     bad = [n for n, j in done.items() if j["state"] != "COMPLETED"]
     if bad:
         raise SystemExit(f"{kind}: jobs not COMPLETED: {bad[:5]}")
-    cycles = [c.as_json() for c in sv.read_log(log)[0]] if log.exists() else []
+    cycles = [{k: c.as_json()[k] for k in CYCLE_KEYS}
+              for c in sv.read_log(log)[0]] if log.exists() else []
     record = dict(kind=kind, rep=rep, slurm=args.slurm, slurm_conf=conf.read_text(),
                   real={n: (j["submit"], j["start"], j["end"]) for n, j in done.items()},
                   sacct=sacct, cycles=cycles)
