@@ -344,6 +344,9 @@ def cmd_analyze(args) -> None:
         delay = round(float(np.mean(others)), 2) if others else 0.0
         cycle = sv.cycle_length(rec) if rec["cycles"] else None
         sim_delay = delay if cycle is None else round(max(0.0, delay - cycle / 2), 2)
+        if args.sim_latency is not None:  # every side as fast as given, passes at events
+            delay = sim_delay = args.sim_latency
+            cycle = None
         t = time.perf_counter()
         sim = simulate_run(jobs, rec, sim_delay, cycle, args.nodes)
         sim_s = time.perf_counter() - t
@@ -359,7 +362,7 @@ def cmd_analyze(args) -> None:
                    bsld_dev_pct=cmp["bsld_dev_pct"], bare_wait=bare["wait_sim"],
                    bare_wait_dev_pct=bare["wait_dev_pct"], bare_tau=bare["tau"])
         rows.append(row)
-    if not args.sim_without_cap:
+    if not args.sim_without_cap and args.sim_latency is None:
         (folder / "site_rules.json").write_text(json.dumps(rows, indent=1))
     print_tables(rows)
 
@@ -421,6 +424,9 @@ def main() -> None:
     a.add_argument("--nodes", type=int, default=8)
     a.add_argument("--sim-without-cap", action="store_true",
                    help="simulate without the node cap (the runs had it)")
+    a.add_argument("--sim-latency", type=float, default=None, metavar="S",
+                   help="simulate every run with this start latency and passes at events "
+                        "(not the one measured)")
     args = p.parse_args()
     {"run": cmd_run, "analyze": cmd_analyze}[args.part](args)
 
