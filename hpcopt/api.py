@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 
@@ -137,7 +138,8 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
-    run = _charged_to_groups(run, job_list, scenario.attributes.get("group"))
+    run = _charged_to_groups(run, job_list, scenario.attributes.get("account")
+                             or scenario.attributes.get("group"))
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
     rows: list = []
 
@@ -193,9 +195,9 @@ def _forecaster(run: RunSettings, policy, draws: int, stream: float | None,
 
 def _charged_to_groups(run: RunSettings, jobs: list[Job], groups: dict | None
                        ) -> RunSettings:
-    """``run`` with each job charged to its trace group (the groups are the site's
-    accounts, the users their users), in the site's priority order and limits where these
-    name no accounts."""
+    """``run`` with each job charged to its account (``groups``: the trace's accounts where
+    it names them, as sacct's do, else its groups; the users their users), in the site's
+    priority order and limits where these name no accounts."""
     driver = run.driver
     order, limits = driver.order, driver.limits
     if order == "priority":
@@ -234,17 +236,18 @@ def run_simulation(jobs, system: System, run: RunSettings, *, events=None, colum
 
 def _extra_columns(jobs: Iterable[Job], system: System, attributes: dict | None = None) -> dict:
     """Columns after the core ones: who submitted each job and where (``user``, ``group``,
-    ``queue``: the trace's numbers, -1 where it has none; ``partition`` where the trace names
-    them, as Slurm's do); the further resources: burst buffer (GB), SSD per node (GB) and, on
-    a system with SSD classes, the SSD GB of the nodes each job got (``ssd_assigned``); on a
-    system with a topology, the communication-hop cost of each job's nodes (``comm_cost``)."""
+    ``queue``: the trace's numbers, -1 where it has none; ``partition`` and ``account`` where
+    the trace names them, as Slurm's do); the further resources: burst buffer (GB), SSD
+    per node (GB) and, on a system with SSD classes, the SSD GB of the nodes each job got
+    (``ssd_assigned``); on a system with a topology, the communication-hop cost of each
+    job's nodes (``comm_cost``)."""
     attributes = attributes or {}
     group = attributes.get("group", {})
     cols = {"user": attrgetter("job.user"), "group": lambda r: group.get(r.job.id, -1),
             "queue": attrgetter("job.queue")}
-    if "partition" in attributes:
-        partition = attributes["partition"]
-        cols["partition"] = lambda r: partition.get(r.job.id, "")
+    for name in ("partition", "account"):
+        if name in attributes:
+            cols[name] = partial(_attribute, attributes[name])
     if system.bb > 0 or any(map(attrgetter("bb"), jobs)):
         cols["bb"] = lambda r: r.job.bb
     if system.ssd_classes or any(map(attrgetter("ssd"), jobs)):
@@ -255,3 +258,8 @@ def _extra_columns(jobs: Iterable[Job], system: System, attributes: dict | None 
     if system.topology is not None:
         cols["comm_cost"] = lambda r: system.topology.cost(r.allocation)
     return cols
+
+
+def _attribute(values: dict, record):
+    """A job's value of a trace attribute (``""`` where it has none)."""
+    return values.get(record.job.id, "")

@@ -27,7 +27,7 @@ from hpcopt.sim.priority import (
     job_priority,
     size_factor,
 )
-from hpcopt.sim.slurmconf import parse_slurm_conf
+from hpcopt.sim.slurmconf import SlurmConf, parse_slurm_conf
 
 DEMO_TRACE = str(Path(__file__).resolve().parent.parent / "instances" / "traces" / "demo.swf")
 
@@ -227,3 +227,37 @@ def test_cli_order_priority(tmp_path, capsys):
                  str(conf)]) != 0
     err = capsys.readouterr().err
     assert "slurm.conf:1" in err and "Traceback" not in err
+
+
+def test_account_shares_and_associations_by_hand():
+    """Shares normalized over every account given (sacctmgr's fairshare=); a user known from
+    the start (sacctmgr's user) halves its sibling's share before it ever submits."""
+    usage = Usage(3600.0, shares={"big": 3, "small": 1})
+    usage.join("big", "u1")
+    usage.start(0, ("big", "u1"), 1.0, 0.0)
+    usage.end(0, 100.0)
+    # big has all the usage; its share 3/4: F = 2 ** (-1 / 0.75)
+    assert usage.fairshare(100.0)[("big", "u1")] == pytest.approx(2 ** (-1 / 0.75))
+    usage.join("big", "u2")  # now two users of big: u1 holds 3/8 of the machine
+    assert usage.fairshare(100.0)[("big", "u1")] == pytest.approx(2 ** (-1 / 0.375))
+    assert usage.fairshare(100.0)[("big", "u2")] == pytest.approx(2 ** (-(0.5) / 0.375))
+
+
+def test_shares_order_the_accounts():
+    """Two accounts run alike; the one with more shares comes first once both have used
+    the machine the same, and the driver's order ``priority`` carries the fairshare into
+    Slurm's own scheduler (``--policy slurm``)."""
+    jobs = [Job(0, 0.0, 100.0, 100.0, 2, user=0), Job(1, 0.0, 100.0, 100.0, 2, user=1)]
+    jobs += [Job(2 + k, 10.0 + k, 100.0, 100.0, 4, user=k % 2) for k in range(4)]
+    accounts = {j.id: f"acct{j.user}" for j in jobs}
+    weights = PriorityWeights(fairshare=1000, half_life=3600)
+    slurm = SlurmConf(priority="multifactor", weight_age=1000, weight_job_size=1000)
+    for policy, options in (("fcfs", {}), ("slurm", {"conf": slurm})):
+        firsts = {}
+        for shares in ({"acct0": 1, "acct1": 3}, {"acct0": 3, "acct1": 1}):
+            order = SitePriority(weights, accounts, shares=shares)
+            sim = Simulator(list(jobs), System(4), build_policy(policy, **options),
+                            order=order).run()
+            later = sorted(range(2, 6), key=lambda i: sim.records[i].start)
+            firsts[max(shares, key=shares.get)] = accounts[later[0]]
+        assert firsts == {"acct1": "acct1", "acct0": "acct0"}, policy

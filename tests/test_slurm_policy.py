@@ -353,6 +353,39 @@ def test_against_slurm_prints_per_metric_and_per_user(tmp_path, capsys):
     assert carol.split()[2:5] == ["0.0", "0.0", "+0.0"]
 
 
+def test_against_slurm_per_account_of_a_recorded_dump(tmp_path, capsys):
+    """A real sacct dump with accounts (tests/data/slurm/22.05/sacct-accounts.txt): the
+    difference per account, then per user; each account's row is its jobs' means in the two
+    job tables, which carry the account."""
+    import pandas as pd
+
+    from hpcopt.cli import main
+
+    from .test_slurm_traces import RECORDED, _accounts_as_written
+
+    written = _accounts_as_written(RECORDED.read_text())
+    conf = tmp_path / "site.conf"
+    conf.write_text("SchedulerType=sched/backfill\nPriorityType=priority/multifactor\n"
+                    "PriorityWeightFairshare=10000\nPriorityWeightAge=1000\n")
+    out = tmp_path / "out"
+    assert main(["simulate", str(RECORDED), "--format", "sacct", "--tz", "UTC", "--nodes",
+                 "8", "--policy", "knapsack", "--order", "priority", "--against-slurm",
+                 str(conf), "--no-progress", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["account", "jobs"])
+    assert lines[head + len(set(written.values())) + 2].split()[:2] == ["user", "jobs"]
+    ours, slurm = (pd.read_csv(p / "jobs.csv") for p in (out, out / "slurm"))
+    assert dict(zip(ours["job_id"], ours["account"])) == written
+    for line in lines[head + 1:head + 1 + len(set(written.values()))]:
+        account, jobs, wait_slurm, wait_ours = line.split()[:4]
+        mine = ours[ours["account"] == account]
+        assert int(jobs) == len(mine) == list(written.values()).count(account)
+        assert float(wait_ours) == pytest.approx(mine["wait"].mean(), abs=0.05)
+        assert float(wait_slurm) == pytest.approx(
+            slurm[slurm["account"] == account]["wait"].mean(), abs=0.05)
+
+
 def test_node_choice_is_cons_tres_best_fit():
     """Whole nodes: the shortest run of consecutive free nodes that is long enough (else the
     longest, then on); cores: one node with the fewest free cores that has enough."""

@@ -71,6 +71,59 @@ def test_sacct_with_plain_ids_keeps_ints(tmp_path):
     assert [j.id for j in t.jobs] == [100, 104]
 
 
+#: recorded on the testbed (Slurm 22.05, slurmdbd): ``TZ=UTC sacct --allusers --parsable2
+#: ... --format JobID,JobName,...,User,Account`` after a run of benchmarks/site_rules.py
+RECORDED = Path(__file__).parent / "data" / "slurm" / "22.05" / "sacct-accounts.txt"
+
+
+def _accounts_as_written(text: str) -> dict:
+    """Each job's Account as the dump writes it on the job's own line (steps have none)."""
+    lines = text.splitlines()
+    names = lines[0].split("|")
+    rows = [dict(zip(names, line.split("|"))) for line in lines[1:] if line]
+    return {int(r["JobID"]): r["Account"] for r in rows if r["JobID"].isdigit()}
+
+
+def test_sacct_reads_accounts_of_a_recorded_dump():
+    text = RECORDED.read_text()
+    written = _accounts_as_written(text)
+    t = hpcopt.load_trace(RECORDED, fmt="sacct", tz="UTC")
+    assert len(t.jobs) == len(written) and len(set(written.values())) >= 3
+    assert dict(zip([j.id for j in t.jobs], t.attributes["account"])) == written
+    assert sorted(t.header["accounts"].split(",")) == sorted(
+        f"{a}={i}" for i, a in enumerate(dict.fromkeys(written.values())))
+    steps = sum(1 for line in text.splitlines()[1:] if "." in line.split("|")[0])
+    assert f"{steps} job step line(s) folded into their jobs" in t.report.notes[0]
+
+
+def test_sacct_without_account_reads_as_before(tmp_path):
+    """An old dump (no Account field) reads the same jobs, without accounts."""
+    lines = RECORDED.read_text().splitlines()
+    at = lines[0].split("|").index("Account")
+    old = "\n".join("|".join(f for i, f in enumerate(line.split("|")) if i != at)
+                    for line in lines) + "\n"
+    assert "Account" not in old
+    a = hpcopt.load_trace(RECORDED, fmt="sacct", tz="UTC")
+    b = hpcopt.load_trace(_write(tmp_path, "old.txt", old), fmt="sacct", tz="UTC")
+    assert a.jobs == b.jobs and "account" not in b.attributes and "accounts" not in b.header
+    assert a.report.ignored_columns == b.report.ignored_columns == ()
+
+
+def test_sacct_jobs_without_an_account_name_none(tmp_path):
+    """A job Slurm recorded with no account reads as ``""``; a dump where no job has one has
+    no accounts at all."""
+    text = SACCT.replace("|Partition|User\n", "|Partition|User|Account\n", 1)
+    lines = text.splitlines()
+    lines = [lines[0]] + [line + ("|phys" if line.startswith("104|") else "|")
+                          for line in lines[1:]]
+    t = hpcopt.load_trace(_write(tmp_path, "a.txt", "\n".join(lines) + "\n"), fmt="sacct")
+    assert dict(zip([j.id for j in t.jobs], t.attributes["account"])) == {
+        "100": "", "101_1": "", "101_2": "", "104": "phys"}
+    none = "\n".join([lines[0]] + [line.rstrip("phys") for line in lines[1:]]) + "\n"
+    t = hpcopt.load_trace(_write(tmp_path, "n.txt", none), fmt="sacct")
+    assert "account" not in t.attributes
+
+
 @pytest.mark.parametrize("text, where", [
     ("JobID|Submit|Start|NNodes\n1|x|y|1\n", "h.txt:1: missing sacct field(s) State, "
                                               "Elapsed or End"),

@@ -112,7 +112,8 @@ def register(sub) -> None:
     m.add_argument("--against-slurm", default=None, metavar="SLURM_CONF",
                    help="also replay the trace under --policy slurm configured from this "
                         "slurm.conf (with the --scheduler-parameters, --launch-latency, "
-                        "--slurm-partition given) and print the differences per metric and "
+                        "--slurm-partition given) and print the differences per metric, per "
+                        "account (where the trace names accounts, as sacct's Account) and "
                         "per user (OUT/slurm gets its files)")
     add_policy_flags(m)
     m.set_defaults(run=run)
@@ -257,14 +258,16 @@ def _site_priority(args, options: dict):
 def _against_slurm(args, run, scenario, res, options: dict, info) -> None:
     """The same scenario under ``--policy slurm`` and the differences (``--against-slurm``)."""
     from ..api import simulate_run
-    from ..site_compare import format_differences, metric_differences, user_differences
+    from ..site_compare import format_differences, metric_differences, owner_differences
 
     slurm = simulate_run(scenario, replace(run, policy="slurm", policy_options=options))
-    users = {job.id: job.user for job in scenario.jobs}
+    owners = {"user": {job.id: job.user for job in scenario.jobs}}
+    if "account" in scenario.attributes:  # sacct's Account: the site's accounts first
+        owners = {"account": scenario.attributes["account"], **owners}
     print(f"\nagainst Slurm alone ({options['slurm_conf']}): {args.policy} - slurm", file=info)
     print(format_differences(metric_differences(res.summary, slurm.summary),
-                             user_differences(res.jobs, slurm.jobs, users), args.policy),
-          file=info)
+                             {label: owner_differences(res.jobs, slurm.jobs, who, label)
+                              for label, who in owners.items()}, args.policy), file=info)
     if args.out:
         jobs, summary = slurm.write(Path(args.out) / "slurm")
         print(f"wrote {jobs} and {summary}", file=info)

@@ -204,9 +204,12 @@ class SlurmScheduler(Policy):
         self._woken = {t for t in self._woken if t > now}
 
     def _priority_order(self, jobs, now: float) -> list[Job]:
-        """The pending jobs in Slurm's priority order (ties: the earlier submission)."""
+        """The pending jobs in Slurm's priority order (ties: the earlier submission); under
+        the driver's order ``priority`` (``--order priority``: the multifactor priority with
+        fairshare, ``hpcopt.sim.priority``) the window already is in that order."""
         conf = self.conf
-        if conf.priority == "basic" or not (conf.weight_age or conf.weight_job_size):
+        if conf.priority == "basic" or not (conf.weight_age or conf.weight_job_size) or \
+                getattr(self._sim.settings.order, "name", None) == "priority":
             return list(jobs)
         total = self._units
 

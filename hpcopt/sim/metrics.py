@@ -28,8 +28,9 @@ CORE_COLUMNS = ("job_id", "submit", "start", "end", "nodes", "walltime", "runtim
                 "response", "slowdown", "bounded_slowdown", "mode")
 
 #: columns after the core ones that ``write_job_csv`` renders itself: the codes of who
-#: submitted each job and where (integers), and the partition (numbers, or Slurm's names)
-WHO_COLUMNS = ("user", "group", "queue", "partition")
+#: submitted each job and where (integers), the partition (numbers, or Slurm's names) and
+#: the account (Slurm's names)
+WHO_COLUMNS = ("user", "group", "queue", "partition", "account")
 
 _by_submit_id = attrgetter("job.submit", "job.id")
 

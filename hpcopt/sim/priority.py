@@ -27,7 +27,7 @@ Not modelled: TRES weights (``PriorityWeightTRES``), the association factor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from hpcopt.domain import Job
@@ -140,8 +140,9 @@ class Usage:
     that started before ``now`` used up to ``now``, and nothing else.  An association
     exists from its first submitted job on, with one share (sacctmgr's default)."""
 
-    def __init__(self, half_life: float) -> None:
+    def __init__(self, half_life: float, shares: Mapping | None = None) -> None:
         self.half_life = half_life
+        self.shares = dict(shares or {})  # account -> raw shares (missing: 1)
         self._done: dict[tuple, float] = {}  # association -> usage of ended jobs at _at
         self._at = -math.inf
         self._running: dict = {}  # job id -> (association, processors, start)
@@ -188,10 +189,11 @@ class Usage:
         usage = self.at(now)
         total = sum(usage.values())
         accounts = self.users
-        n_accounts = sum(1.0 for _ in accounts)
+        shares = self.shares
+        all_shares = sum(shares.get(a, 1.0) for a in {*accounts, *shares})
         out = {}
         for account, users in accounts.items():
-            account_share = 1.0 / n_accounts
+            account_share = shares.get(account, 1.0) / all_shares
             siblings = sum(users.values())
             account_usage = sum(usage.get((account, u), 0.0) for u in users)
             account_usage = account_usage / total if total > 0 else 0.0
@@ -208,24 +210,31 @@ class SitePriority:
     first (ties: the earlier submission, then the id), with ``weights`` (from a slurm.conf:
     ``from_conf``) and the fairshare of associations made of the trace: each job's account
     is ``accounts[job id]`` (the trace's group; missing: one account for all), its user the
-    job's user.  ``bind(sim)`` gives one simulation's key: usage accrues as its jobs run, so
-    a job's priority at ``now`` depends only on what happened before ``now``."""
+    job's user; ``shares``: each account's raw fairshare shares (sacctmgr's ``fairshare=``;
+    missing: 1), ``associations``: the (account, user) pairs that exist from the start
+    (sacctmgr's users; others exist from their first job on), each user with one share.
+    ``bind(sim)`` gives one simulation's key: usage accrues as its jobs run, so a job's
+    priority at ``now`` depends only on what happened before ``now``."""
 
     name = "priority"
 
     def __init__(self, weights: PriorityWeights | None = None,
-                 accounts: Mapping | None = None) -> None:
+                 accounts: Mapping | None = None, shares: Mapping | None = None,
+                 associations: Iterable[tuple] = ()) -> None:
         self.weights = weights or PriorityWeights()
         self.accounts = dict(accounts or {})
+        self.shares = dict(shares or {})
+        self.associations = tuple((str(a), str(u)) for a, u in associations)
 
     @classmethod
-    def from_conf(cls, path, accounts: Mapping | None = None) -> SitePriority:
-        """The order under the weights of the ``slurm.conf`` at ``path``."""
-        return cls(PriorityWeights.of(read_slurm_conf(path)), accounts)
+    def from_conf(cls, path, accounts: Mapping | None = None, **site) -> SitePriority:
+        """The order under the weights of the ``slurm.conf`` at ``path`` (``site``:
+        ``shares`` and ``associations`` as for the class)."""
+        return cls(PriorityWeights.of(read_slurm_conf(path)), accounts, **site)
 
     def with_accounts(self, accounts: Mapping) -> SitePriority:
-        """The same weights, jobs charged to ``accounts`` (job id -> account)."""
-        return SitePriority(self.weights, accounts)
+        """The same weights and site, jobs charged to ``accounts`` (job id -> account)."""
+        return SitePriority(self.weights, accounts, self.shares, self.associations)
 
     def __repr__(self) -> str:
         return "priority"
@@ -233,7 +242,9 @@ class SitePriority:
     def bind(self, sim) -> Callable[[Job, float], tuple]:
         """The key function ``(job, now)`` over ``sim``'s events (module docstring)."""
         w = self.weights
-        usage = Usage(w.half_life)
+        usage = Usage(w.half_life, self.shares)
+        for pair in self.associations:
+            usage.join(*pair)
         accounts = self.accounts
         system = sim.system
         total_nodes = system.nodes

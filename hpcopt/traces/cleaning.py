@@ -255,12 +255,16 @@ def _jobs(cols, order, submit, runtime, walltime, size) -> tuple[Job, ...]:
 
 def _attributes(cols, order, header, fmt: str) -> dict:
     """The per-job columns ``Job`` has no field for, in job order: the SWF group and partition
-    numbers, or the partition names of a Slurm trace (from its header's code table)."""
+    numbers, or the partition and account names of a Slurm trace (from its header's code
+    tables; an account only where the trace names one)."""
     out = {name: cols[name][order].astype(np.int64).tolist()
            for name in ("group", "partition") if name in cols}
-    if fmt in ("sacct", "jobcomp") and header.get("partitions"):
-        names = {int(code): name for name, _, code in
-                 (pair.rpartition("=") for pair in str(header["partitions"]).split(","))}
-        out["partition"] = [names.get(int(q), "") for q in cols["queue"][order].tolist()]
+    if fmt in ("sacct", "jobcomp"):
+        for name, table, column in (("partition", "partitions", "queue"),
+                                    ("account", "accounts", "account")):
+            if header.get(table):
+                names = {int(code): text for text, _, code in
+                         (pair.rpartition("=") for pair in str(header[table]).split(","))}
+                out[name] = [names.get(int(q), "") for q in cols[column][order].tolist()]
     return out
 

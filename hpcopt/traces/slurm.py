@@ -4,19 +4,22 @@ sacct (format ``sacct``): the output of ::
 
     sacct --allusers --parsable2 --starttime ... --endtime ... \\
           --state BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO \\
-          --format JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,Partition,User
+          --format JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,Partition,\
+                   User,Account
 
-with its header line (``JobID|Submit|...``); the columns may come in any order, ``JobID``,
-``Submit``, ``Start``, ``NNodes``, ``State`` and one of ``Elapsed`` or ``End`` are required,
-``Timelimit``, ``NCPUS``, ``Partition``, ``User`` and the others optional (others are
-listed as ignored).  ``--state`` with every state: without it sacct's window leaves out the
-jobs that were never eligible (held, or waiting for a begin time, and cancelled so).
+(one ``--format`` list, no spaces) with its header line (``JobID|Submit|...``); the columns
+may come in any order, ``JobID``, ``Submit``, ``Start``, ``NNodes``, ``State`` and one of
+``Elapsed`` or ``End`` are required, ``Timelimit``, ``NCPUS``, ``Partition``, ``User``,
+``Account`` and the others optional (others are listed as ignored; a dump made without
+``Account`` reads as before).  ``--state`` with every state: without it sacct's window
+leaves out the jobs that were never eligible (held, or waiting for a begin time, and
+cancelled so).
 
 jobcomp (format ``jobcomp``): the file ``JobCompLoc`` names under
 ``JobCompType=jobcomp/filetxt``, one ``Key=Value ...`` line per finished job (``JobId``,
 ``SubmitTime``, ``StartTime``, ``EndTime``, ``NodeCnt``, ``ProcCnt``, ``TimeLimit`` in
 minutes, ``JobState``, ``Partition``, ``UserId``, ``ArrayJobId``/``ArrayTaskId`` for array
-tasks).
+tasks; ``Account`` where Slurm wrote one).
 
 Rules (each counted in the cleaning report's notes; drops also in its drop counts):
 
@@ -48,7 +51,9 @@ Rules (each counted in the cleaning report's notes; drops also in its drop count
   ``ProcCnt``) instead, for a partition whose jobs share nodes (see ``load_trace``);
 - partitions and users become small integers (``queue``, ``user``) in order of appearance;
   the mapping is in the header (``partitions``, ``users``); ``partition="P"`` keeps the
-  jobs of partition P only (a machine per partition), the others are counted in a note.
+  jobs of partition P only (a machine per partition), the others are counted in a note;
+- accounts (``Account``) likewise (header ``accounts``); the trace's ``attributes`` name
+  each job's partition and account (``""`` for none), as the site's associations do.
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ from .swf import SwfHeader
 from .tables import id_array, iso_seconds, time_zone
 
 SACCT_REQUIRED = ("JobID", "Submit", "Start", "NNodes", "State")
-SACCT_OPTIONAL = ("End", "Elapsed", "Timelimit", "Partition", "User", "NCPUS", "JobIDRaw",
-                  "JobName", "ExitCode")
+SACCT_OPTIONAL = ("End", "Elapsed", "Timelimit", "Partition", "User", "Account", "NCPUS",
+                  "JobIDRaw", "JobName", "ExitCode")
 NO_LIMIT = frozenset({"UNLIMITED", "Partition_Limit", "None", "Unknown", "INVALID", ""})
 UNKNOWN = frozenset({"Unknown", "None", "unknown", ""})
 UNFINISHED = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING",
@@ -140,9 +145,9 @@ class _Rows:
     def __init__(self) -> None:
         self.ids: list[int | str] = []
         self.cols: dict[str, list[float]] = {k: [] for k in (
-            "submit", "runtime", "req_size", "req_time", "user", "queue")}
+            "submit", "runtime", "req_size", "req_time", "user", "queue", "account")}
         self.counts: Counter = Counter()
-        self.names: dict[str, dict[str, int]] = {"partitions": {}, "users": {}}
+        self.names: dict[str, dict[str, int]] = {"partitions": {}, "users": {}, "accounts": {}}
         self.others: Counter = Counter()  # jobs of other partitions, left out
 
     def other(self, only: str | None, partition: str) -> bool:
@@ -159,7 +164,8 @@ class _Rows:
         return float(table.setdefault(name, len(table)))
 
     def add(self, jid: int | str, submit, start, end, elapsed, limit, nodes: int,
-            state: str, partition: str, user: str, size: int | None = None) -> None:
+            state: str, partition: str, user: str, size: int | None = None,
+            account: str = "") -> None:
         """One job; ``size`` (default ``nodes``) is its size in the trace's unit."""
         state = state.split()[0] if state else ""
         if start is None or (state == "CANCELLED" and nodes == 0):
@@ -179,6 +185,7 @@ class _Rows:
         c["req_time"].append(-1.0 if limit is None else limit)
         c["user"].append(self.code("users", user))
         c["queue"].append(self.code("partitions", partition))
+        c["account"].append(self.code("accounts", account))
 
     def columns(self) -> dict[str, np.ndarray]:
         n = len(self.ids)
@@ -301,7 +308,8 @@ def parse_sacct(text: str, src: str, header: SwfHeader, max_jobs: int | None, *,
                  duration(rec["Elapsed"], where, "Elapsed") if "Elapsed" in rec else None,
                  limit, _count(rec["NNodes"], where, "NNodes"), rec["State"].strip(),
                  rec.get("Partition", "").strip(), rec.get("User", "").strip(),
-                 _count(rec["NCPUS"], where, "NCPUS") if sizes == "cores" else None)
+                 _count(rec["NCPUS"], where, "NCPUS") if sizes == "cores" else None,
+                 rec.get("Account", "").strip())
     cols, notes = rows.finish(header)
     if steps:
         notes.insert(0, f"{steps:,} job step line(s) folded into their jobs"
@@ -313,7 +321,8 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, 
                   tz="local", sizes: str = "nodes", partition: str | None = None,
                   ) -> tuple[dict[str, np.ndarray], tuple[str, ...], list[str]]:
     """Columns, ignored fields (none) and report notes of a ``jobcomp/filetxt`` log; ``tz``,
-    ``sizes`` (``ProcCnt`` for cores) and ``partition`` as for ``parse_sacct``."""
+    ``sizes`` (``ProcCnt`` for cores) and ``partition`` as for ``parse_sacct``; ``Account=``
+    as sacct's ``Account``."""
     tz = time_zone(tz)
     sizes = _sizes(sizes)
     rows = _Rows()
@@ -346,6 +355,7 @@ def parse_jobcomp(text: str, src: str, header: SwfHeader, max_jobs: int | None, 
         rows.add(jid, slurm_time(rec["SubmitTime"], where, "SubmitTime", tz), start,
                  slurm_time(rec["EndTime"], where, "EndTime", tz), None, limit, nodes,
                  rec["JobState"], rec.get("Partition", ""), user,
-                 _count(rec["ProcCnt"], where, "ProcCnt") if sizes == "cores" else None)
+                 _count(rec["ProcCnt"], where, "ProcCnt") if sizes == "cores" else None,
+                 rec.get("Account", ""))
     cols, notes = rows.finish(header)
     return cols, (), notes
