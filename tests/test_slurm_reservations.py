@@ -1,9 +1,9 @@
 """Reservations under hpcopt on a real Slurm (both versions): the adapter reads
 ``scontrol show reservation`` each cycle, keeps held jobs out of a reservation they would
-meet, and leaves jobs submitted for a reservation to Slurm.  Each scenario runs twice on
-the same 8 nodes: Slurm alone (the unmanaged partition ``debug``) and hpcopt (``batch``,
-held by the submit script, released by an fcfs adapter).  The jobs start in the same
-rounds both times, and no job hpcopt released ever waits in Slurm.
+meet, and leaves jobs submitted for a reservation to Slurm.  Each scenario runs twice, at
+the same time on two alike 8-node testbeds: Slurm alone (the unmanaged partition ``debug``)
+and hpcopt (``batch``, held by the submit script, released by an fcfs adapter).  The jobs
+start in the same rounds both times, and no job hpcopt released ever waits in Slurm.
 
 Maintenance: every node from 90 s on, for one minute.  Jobs: 8 nodes for 2 minutes (meets
 it), 2 nodes for 1 minute (ends before), 2 nodes for 2 minutes (meets it), 4 nodes for 1
@@ -17,6 +17,7 @@ nodes for 2 minutes (fits beside it), 2 nodes for 1 minute (ends before it).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -31,8 +32,23 @@ ROUND_S = 3.0  # starts this close together are one round
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
 def site(request):
-    with started_testbed(request.param, "resv", scheduler="backfill") as c:
-        yield c
+    """Two testbeds of one version: Slurm alone plays on the first while hpcopt plays the
+    same submissions on the second, at the same time (each play mostly waits for its
+    reservation to pass)."""
+    with started_testbed(request.param, "resv", scheduler="backfill") as alone, \
+            started_testbed(request.param, "resv", scheduler="backfill") as ours:
+        yield alone, ours
+
+
+def both(site, reservation: list[str], jobs: dict[str, list[str]]):
+    """``play`` by Slurm alone (partition debug of the first testbed) and under hpcopt
+    (fcfs, partition batch of the second) at once: the rounds of each, and what hpcopt's
+    released jobs waited on."""
+    alone, ours = site
+    with ThreadPoolExecutor(1) as pool:
+        by_slurm = pool.submit(play, alone, "debug", reservation, jobs)
+        by_us, waited = play(ours, "batch", reservation, jobs, ours.adapter("fcfs"))
+        return by_slurm.result()[0], by_us, waited
 
 
 def rounds(starts: dict[str, float]) -> list[set[str]]:
@@ -98,10 +114,8 @@ MAINT_JOBS = {"big": ["-N", "8", "-t", "2"], "short2": ["-N", "2", "-t", "1"],
 
 
 def test_a_maintenance_window(site):
-    c = site
-    alone, _ = play(c, "debug", MAINT, MAINT_JOBS)
+    alone, ours, waited = both(site, MAINT, MAINT_JOBS)
     assert alone[0] == {"short2", "short4"}, alone  # what Slurm says the window leaves
-    ours, waited = play(c, "batch", MAINT, MAINT_JOBS, c.adapter("fcfs"))
     assert ours == alone
     assert not [w for w in waited if not w.endswith(PASSING)], waited
 
@@ -114,10 +128,7 @@ USER_JOBS = {"wide": ["-N", "6", "-t", "2"], "beside": ["-N", "4", "-t", "2"],
 
 
 def test_a_user_reservation(site):
-    c = site
-    alone, _ = play(c, "debug", USER, USER_JOBS)
+    alone, ours, waited = both(site, USER, USER_JOBS)
     assert alone[0] == {"beside", "short"} and {"inside"} in alone, alone
-    adapter = c.adapter("fcfs")
-    ours, waited = play(c, "batch", USER, USER_JOBS, adapter)
     assert ours == alone
     assert not [w for w in waited if not w.endswith(PASSING)], waited
