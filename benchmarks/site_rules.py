@@ -16,9 +16,12 @@ Before the replay the accounts get usage of their own (``PRIOR``: ``phys`` and `
 slice is submitted at its scaled times, each job by its user under its account, and
 scheduled by
 
-- Slurm alone (``sched/backfill``, ``bf_interval=1``), or
+- Slurm alone (``sched/backfill``, ``bf_interval=1``; ``slurm-pcr1``: with
+  ``bf_job_part_count_reserve=1`` too), or
 - ``hpcopt slurm run --policy fcfs`` / ``knapsack`` (the site's priority is the default
-  order on a multifactor cluster; the adapter reads the limits from slurmdbd).
+  order on a multifactor cluster; the adapter reads the limits from slurmdbd;
+  ``fcfs-wake`` / ``knapsack-wake``: with its wake-up, ``--wake-port``, and
+  ``batch_sched_delay=0``), each side in its default and its best simple setting (``KINDS``).
 
 Each run writes ``OUT/<kind>-<rep>.json``: Slurm's times of every job (jobcomp log), its
 user and account, the slurm.conf, the ``sacct`` dump of the run (``Account`` included) and
@@ -35,7 +38,7 @@ there is none; out of sample: nothing is fitted on the run compared): deviation 
 wait and Kendall tau of the start order.  Writes ``OUT/site_rules.json`` and prints
 markdown tables.
 
-    python benchmarks/site_rules.py run --parallel --out benchmarks/results/site_rules
+    python benchmarks/site_rules.py run --reps 1 2 --out benchmarks/results/site_rules
     python benchmarks/site_rules.py analyze benchmarks/results/site_rules
 """
 
@@ -55,6 +58,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import slurm_validation as sv  # noqa: E402  (its scaling, jobcomp reading and latencies)
+from slurm_latency import free_udp_port  # noqa: E402
 
 ACCOUNTS = {"chem": 40, "phys": 30, "bio": 20, "math": 10}
 """Each account's fairshare shares (sacctmgr ``fairshare=``)."""
@@ -74,6 +78,13 @@ SITE_CONF = ("PriorityType=priority/multifactor", "PriorityFlags=NO_FAIR_TREE",
 SACCT_FORMAT = ("JobID,JobName,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,State,"
                 "Partition,User,Account")
 TAU = 10.0  # bounded slowdown threshold, seconds
+KINDS = ("slurm", "fcfs", "knapsack", "slurm-pcr1", "fcfs-wake", "knapsack-wake")
+"""The runs: Slurm alone and the hpcopt policies in their defaults, and each in its best
+documented simple setting: ``-pcr1`` Slurm with ``bf_job_part_count_reserve=1``, ``-wake``
+the adapter with its wake-up (``--wake-port``, the testbed's submit script and
+``EpilogSlurmctld`` sending the datagrams, and ``batch_sched_delay=0`` as docs/slurm.md asks
+of a site that runs it)."""
+PCR1 = "bf_job_part_count_reserve=1"
 CYCLE_KEYS = ("time", "ok", "read_s", "decide_s", "pending", "free_nodes", "released")
 """What a run keeps of each adapter cycle (its log has the rest)."""
 
@@ -159,20 +170,25 @@ def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
     from hpcopt import testbed
 
     d = work / f"{kind}-{rep}"
+    policy, _, setting = kind.partition("-")
+    port = free_udp_port() if setting == "wake" else None
     with sv._STARTING:  # one testbed starts at a time: each takes the next free ports
-        conf = testbed.start(d, args.nodes, scheduler="backfill" if kind == "slurm"
-                             else "builtin", hold=kind != "slurm", accounting=True,
-                             slurm=args.slurm, conf_extra=SITE_CONF)
+        conf = testbed.start(d, args.nodes, scheduler="backfill" if policy == "slurm"
+                             else "builtin", hold=policy != "slurm", accounting=True,
+                             slurm=args.slurm, conf_extra=SITE_CONF, wake_port=port,
+                             batch_sched_delay=0 if port else None,
+                             scheduler_parameters=PCR1 if setting == "pcr1" else None)
     env = testbed.env(d)
     log = d / "adapter.jsonl"
     proc = None
     try:
         site_accounts(env)
         prior_usage(d, env)
-        if kind != "slurm":
+        if policy != "slurm":
             proc = subprocess.Popen(["nice", "-n", "5", sv.HPCOPT, "slurm", "run", "--policy",
-                                     kind, "--interval", str(args.interval), "--log",
-                                     str(log)], env=env, stdout=subprocess.DEVNULL)
+                                     policy, "--interval", str(args.interval), "--log",
+                                     str(log), *(["--wake-port", str(port)] if port else [])],
+                                    env=env, stdout=subprocess.DEVNULL)
             until = time.time() + 60
             while not (log.exists() and log.read_text()):
                 if time.time() > until:
@@ -313,7 +329,7 @@ def simulate_run(jobs: list[dict], record: dict, delay: float, period: float | N
                                    associations=[(a, str(users.index(u)))
                                                  for u, a in USERS.items()])
     limits = SiteLimits(accounts={a: Limit(nodes=n) for a, n in NODE_CAP.items()}, who=who)
-    kind = record["kind"]
+    kind = record["kind"].partition("-")[0]  # the run's slurm.conf holds its setting
     if not rules:
         order, limits = None, None
     if kind == "slurm":
@@ -368,7 +384,9 @@ def cmd_analyze(args) -> None:
 
 
 def print_tables(rows: list[dict]) -> None:
-    label = {"slurm": "Slurm alone", "fcfs": "hpcopt fcfs", "knapsack": "hpcopt knapsack"}
+    label = {"slurm": "Slurm alone", "fcfs": "hpcopt fcfs", "knapsack": "hpcopt knapsack",
+             "slurm-pcr1": f"Slurm alone, {PCR1}", "fcfs-wake": "hpcopt fcfs, wake-up",
+             "knapsack-wake": "hpcopt knapsack, wake-up"}
     print("| run | mean wait (s) | mean bsld | max wait (s) | makespan (s) | utilization | "
           "node-share off target | " + " | ".join(f"{a} wait (s) / bsld / share (target)"
                                                   for a in ACCOUNTS) + " |")
@@ -412,8 +430,7 @@ def main() -> None:
     r.add_argument("--limit-max", type=int, default=3, help="longest limit in minutes")
     r.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
     r.add_argument("--interval", type=float, default=0.5, help="adapter cycle, seconds")
-    r.add_argument("--runs", nargs="+", default=["slurm", "fcfs", "knapsack"],
-                   choices=["slurm", "fcfs", "knapsack"])
+    r.add_argument("--runs", nargs="+", default=list(KINDS), choices=KINDS)
     r.add_argument("--reps", nargs="+", type=int, default=[1], help="run numbers")
     r.add_argument("--parallel", type=int, default=3, help="testbeds at once")
     r.add_argument("--max-minutes", type=float, default=40)
