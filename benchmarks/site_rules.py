@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import json
 import pwd
-import signal
 import subprocess
 import sys
 import tempfile
@@ -210,12 +209,7 @@ def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
              "--format", SACCT_FORMAT], env={**env, "TZ": "UTC"}, capture_output=True,
             text=True, timeout=60, check=True).stdout
     finally:
-        try:
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-        finally:
-            testbed.stop(d)
+        sv.stop_run(proc, d)
     done = sv.completed_jobs(d)
     bad = [n for n, j in done.items() if j["state"] != "COMPLETED"]
     if bad:

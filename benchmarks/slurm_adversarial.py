@@ -217,12 +217,7 @@ def run_one(jobs: list[dict], policy: str, user: User, args, work: Path) -> dict
         poller.join(60)
     finally:
         stop.set()
-        try:
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-        finally:
-            testbed.stop(d)
+        sv.stop_run(proc, d)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     run = dict(slurm=args.slurm, policy=policy, interval=args.interval, jobs=jobs,
                submissions=subs, log=lines, jobcomp=sv.completed_jobs(d, by="JobId"), squeue=seen,

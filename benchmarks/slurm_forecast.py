@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import signal
 import statistics
 import subprocess
 import sys
@@ -46,10 +45,11 @@ from slurm_validation import (  # noqa: E402
     HPCOPT,
     completed_jobs,
     scaled_slice,
+    stop_run,
     submit_all,
 )
 
-from hpcopt.slurm import testbed  # noqa: E402
+from hpcopt import testbed  # noqa: E402
 
 _STARTING = threading.Lock()
 
@@ -114,12 +114,7 @@ def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:
             time.sleep(args.every)
         submitter.join()
     finally:
-        try:
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-        finally:
-            testbed.stop(d)
+        stop_run(proc, d)
     real = dict(completed_jobs(d, by="JobId"))
     return samples, real
 

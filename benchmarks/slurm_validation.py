@@ -175,6 +175,19 @@ def run_record(d: Path, n_jobs: int, kind: str) -> dict:
     return dict(real=real, cycles=cycles, wall=wall)
 
 
+def stop_run(proc, d: Path) -> None:
+    """Stop a run's adapter ``proc`` (if any; SIGTERM: a background shell ignores SIGINT for
+    its jobs), then its testbed in ``d``, whatever the adapter does."""
+    from hpcopt import testbed
+
+    try:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    finally:
+        testbed.stop(d)
+
+
 def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict | None = None,
            adapter_args: tuple = ()) -> dict:
     """One run on a fresh testbed; returns {name: (submit, start, end)} and the adapter log.
@@ -213,12 +226,7 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
                 raise SystemExit(f"{kind}: not done in {args.max_minutes} minutes")
             time.sleep(1)
     finally:
-        try:
-            if proc is not None:  # SIGTERM: a background shell ignores SIGINT for its jobs
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-        finally:
-            testbed.stop(d)
+        stop_run(proc, d)
     record = run_record(d, len(jobs), kind)
     record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
     record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
@@ -628,7 +636,7 @@ def alone_run(d: Path, nodes: int) -> dict:
     slurm.conf the testbed ran (saved with the run; for runs saved before that, written
     again by the testbed's own ``slurm_conf``, whose scheduling lines have not changed since
     they ran) and what the testbed was given."""
-    from hpcopt.slurm import testbed
+    from hpcopt import testbed
 
     jobs = json.loads((d / "replay_jobs.json").read_text())
     shared = any(j.get("partition") == SHARED for j in jobs)
