@@ -611,14 +611,8 @@ def attacks(args) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trace", default=str(sv.DEFAULT_TRACE))
-    p.add_argument("--first", type=int, default=5000, help="first record of the slice")
-    p.add_argument("--jobs", type=int, default=100)
-    p.add_argument("--nodes", type=int, default=8)
-    p.add_argument("--run-min", type=float, default=5)
-    p.add_argument("--run-max", type=float, default=25)
-    p.add_argument("--limit-max", type=int, default=2, help="longest limit in minutes")
-    p.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
+    sv.slice_arguments(p, first=5000, jobs=100, nodes=8, run_min=5, run_max=25,
+                       limit_max=2, load=1.1)
     p.add_argument("--frac", type=float, default=0.1, help="share of arrays and node ranges")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--policies", nargs="+", default=["fcfs", "knapsack"])

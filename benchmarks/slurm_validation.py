@@ -69,6 +69,22 @@ def log_map(x: np.ndarray, lo: float, hi: float, out_lo: float, out_hi: float) -
     return out_lo + frac * (out_hi - out_lo)
 
 
+def slice_arguments(parser, *, first: int, jobs: int, nodes: int, run_min: float,
+                    run_max: float, limit_max: int, load: float) -> None:
+    """The options ``scaled_slice`` reads (``--trace``, ``--first``, ``--jobs``, ``--nodes``,
+    ``--run-min``, ``--run-max``, ``--limit-max``, ``--load``), with a benchmark's defaults."""
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--first", type=int, default=first, help="first record of the slice")
+    parser.add_argument("--jobs", type=int, default=jobs)
+    parser.add_argument("--nodes", type=int, default=nodes)
+    parser.add_argument("--run-min", type=float, default=run_min)
+    parser.add_argument("--run-max", type=float, default=run_max)
+    parser.add_argument("--limit-max", type=int, default=limit_max,
+                        help="longest limit in minutes")
+    parser.add_argument("--load", type=float, default=load,
+                        help="offered load of the arrivals")
+
+
 def scaled_slice(args) -> list[dict]:
     """The slice, scaled to the testbed (module docstring)."""
     from hpcopt import load_trace
@@ -776,14 +792,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
     r = sub.add_parser("replay")
-    r.add_argument("--trace", default=str(DEFAULT_TRACE))
-    r.add_argument("--first", type=int, default=5000, help="first record of the slice")
-    r.add_argument("--jobs", type=int, default=150)
-    r.add_argument("--nodes", type=int, default=8)
-    r.add_argument("--run-min", type=float, default=10)
-    r.add_argument("--run-max", type=float, default=60)
-    r.add_argument("--limit-max", type=int, default=4, help="longest limit in minutes")
-    r.add_argument("--load", type=float, default=1.1, help="offered load of the arrivals")
+    slice_arguments(r, first=5000, jobs=150, nodes=8, run_min=10, run_max=60,
+                    limit_max=4, load=1.1)
     r.add_argument("--interval", type=float, default=0.5, help="adapter cycle, seconds")
     r.add_argument("--launch-delay", type=float, nargs="+", default=[],
                    help="also simulate with each start this many seconds later (the "
