@@ -204,30 +204,58 @@ def stop_run(proc, d: Path) -> None:
         testbed.stop(d)
 
 
+BEST = "bf_job_part_count_reserve=1"
+"""Slurm's best documented simple setting: a backfill reservation for the top job only."""
+
+
+def kind_setting(kind: str) -> tuple[str, str]:
+    """A run's scheduler and setting: ``slurm``, ``slurm-best`` (Slurm alone with
+    ``best_parameters``), a policy (``knapsack``: the adapter polling) or a policy with its
+    wake-up (``knapsack-wake``)."""
+    for setting in ("best", "wake"):
+        if kind.endswith(f"-{setting}"):
+            return kind[:-len(setting) - 1], setting
+    return kind, ""
+
+
+def best_parameters(testbed_opts: dict) -> str:
+    """``BEST``, with ``bf_licenses`` where the testbed has licenses."""
+    return BEST + (",bf_licenses" if testbed_opts.get("licenses") else "")
+
+
 def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict | None = None,
            adapter_args: tuple = ()) -> dict:
     """One run on a fresh testbed; returns {name: (submit, start, end)} and the adapter log.
     ``testbed_opts`` go to ``testbed.start`` (``licenses``, ``switch_size``), ``adapter_args``
-    to ``hpcopt slurm run`` (``--bb-license bb``, ``--topology``)."""
+    to ``hpcopt slurm run`` (``--bb-license bb``, ``--topology``); ``kind`` as
+    ``kind_setting`` reads it."""
+    from slurm_latency import free_udp_port
+
     from hpcopt import testbed
 
     d = workdir / kind
+    policy, setting = kind_setting(kind)
     opts = dict(testbed_opts or {})
     opts.setdefault("slurm", getattr(args, "slurm", "22.05"))
-    if kind == "slurm" and getattr(args, "scheduler_parameters", None):
+    if policy == "slurm" and getattr(args, "scheduler_parameters", None):
         opts["scheduler_parameters"] = args.scheduler_parameters
+    if setting == "best":
+        opts["scheduler_parameters"] = best_parameters(opts)
+    if setting == "wake":  # the adapter's wake-up, and the batch_sched_delay it asks of a site
+        opts.update(wake_port=free_udp_port(), batch_sched_delay=0)
+        adapter_args = (*adapter_args, "--wake-port", str(opts["wake_port"]))
     with _STARTING:  # one testbed starts at a time: each takes the next free ports
         conf = testbed.start(d, args.nodes,
-                             scheduler="backfill" if kind == "slurm" else "builtin",
-                             hold=kind != "slurm", **opts)
+                             scheduler="backfill" if policy == "slurm" else "builtin",
+                             hold=policy != "slurm", **opts)
     conf_text = conf.read_text()
     env = testbed.env(d)  # SLURM_CONF, and 24.11's clients (the chroot's) first on PATH
     log = d / "adapter.jsonl"
     proc = None
     try:
-        if kind != "slurm":
+        if policy != "slurm":
             proc = subprocess.Popen(["nice", "-n", "5", HPCOPT, "slurm", "run", "--policy",
-                                     kind, "--interval", str(args.interval), "--log", str(log),
+                                     policy, "--interval", str(args.interval), "--log", str(log),
                                      *adapter_args],
                                     env=env, stdout=subprocess.DEVNULL)
             wait_until = time.time() + 60
