@@ -59,34 +59,20 @@ BB_TRACE = sv.BB_TRACE
 bb_slice = sv.bb_slice
 
 
-class ReasonWatch:
-    """Every ``period`` s, the pending jobs of each run's testbed that are not held, with
-    Slurm's reason (``squeue``): {kind: {name: [reasons]}}."""
+class Watch:
+    """A thread that calls ``sample`` every ``period`` s while the ``with`` block runs."""
 
-    def __init__(self, workdir: Path, kinds, period: float = 1.0):
-        self.workdir, self.kinds, self.period = workdir, list(kinds), period
-        self.seen = {k: {} for k in self.kinds}
+    def __init__(self, period: float):
+        self.period = period
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
     def loop(self):
         while not self.stop.wait(self.period):
-            for kind in self.kinds:
-                conf = self.workdir / kind / "slurm.conf"
-                if not conf.exists():
-                    continue
-                try:
-                    out = subprocess.run(["squeue", "-h", "-t", "PD", "-o", "%j|%r"],
-                                         env={**os.environ, "SLURM_CONF": str(conf)},
-                                         capture_output=True, text=True, timeout=10).stdout
-                except (subprocess.SubprocessError, OSError):
-                    continue
-                for line in out.splitlines():
-                    name, _, reason = line.partition("|")
-                    if reason and reason not in ("JobHeldUser", "JobHeldAdmin"):
-                        reasons = self.seen[kind].setdefault(name, [])
-                        if reason not in reasons:
-                            reasons.append(reason)
+            self.sample()
+
+    def sample(self):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -95,6 +81,34 @@ class ReasonWatch:
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join(15)
+
+
+class ReasonWatch(Watch):
+    """Every ``period`` s, the pending jobs of each run's testbed that are not held, with
+    Slurm's reason (``squeue``): {kind: {name: [reasons]}}."""
+
+    def __init__(self, workdir: Path, kinds, period: float = 1.0):
+        super().__init__(period)
+        self.workdir, self.kinds = workdir, list(kinds)
+        self.seen = {k: {} for k in self.kinds}
+
+    def sample(self):
+        for kind in self.kinds:
+            conf = self.workdir / kind / "slurm.conf"
+            if not conf.exists():
+                continue
+            try:
+                out = subprocess.run(["squeue", "-h", "-t", "PD", "-o", "%j|%r"],
+                                     env={**os.environ, "SLURM_CONF": str(conf)},
+                                     capture_output=True, text=True, timeout=10).stdout
+            except (subprocess.SubprocessError, OSError):
+                continue
+            for line in out.splitlines():
+                name, _, reason = line.partition("|")
+                if reason and reason not in ("JobHeldUser", "JobHeldAdmin"):
+                    reasons = self.seen[kind].setdefault(name, [])
+                    if reason not in reasons:
+                        reasons.append(reason)
 
 
 def node_lists(testbed_dir: Path) -> dict[str, str]:

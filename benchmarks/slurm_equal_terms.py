@@ -37,7 +37,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -72,25 +71,15 @@ def part_setup(part: str, args) -> tuple[list[dict], dict, tuple]:
     return sv.scaled_slice(args), {}, ()
 
 
-class LoadWatch:
+class LoadWatch(bbt.Watch):
     """The machine's 1-minute load average, sampled every 10 s while the runs go."""
 
     def __init__(self):
+        super().__init__(10.0)
         self.samples: list[float] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
 
-    def loop(self):
-        while not self.stop.wait(10):
-            self.samples.append(os.getloadavg()[0])
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(15)
+    def sample(self):
+        self.samples.append(os.getloadavg()[0])
 
 
 def cmd_run(args) -> None:
