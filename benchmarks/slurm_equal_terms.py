@@ -27,7 +27,7 @@ average while it ran.
     python benchmarks/slurm_equal_terms.py report benchmarks/results/slurm/equal-*
 
 Writes ``OUT/rep<R>/replay_<kind>.json`` (``slurm_validation.replay``'s record: Slurm's times,
-the adapter's cycles, the slurm.conf; node lists) and ``OUT/rep<R>/replay_jobs.json``.
+the adapter's cycles that released a job or failed, the slurm.conf; node lists) and ``OUT/rep<R>/replay_jobs.json``.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def cmd_run(args) -> None:
                 failed.append(f"rep{rep} {kind}: {e}")
                 continue
             run["nodelist"] = bbt.node_lists(work / f"rep{rep}" / kind)
+            bbt.compact(run)  # the cycles that released a job or failed
             d = out / f"rep{rep}"
             d.mkdir(parents=True, exist_ok=True)
             (d / "replay_jobs.json").write_text(json.dumps(jobs, indent=1))
