@@ -131,13 +131,13 @@ def slurm_shows(state, forecasts, conf) -> set:
 
 
 def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, days: float,
-              every: float, draws: int) -> list[dict]:
-    """Forecast rows of ``methods`` on one slice replayed under ``policy`` (module
-    docstring)."""
+              every: float, draws: int, options: dict) -> list[dict]:
+    """Forecast rows of ``methods`` on one slice replayed under ``policy`` built with
+    ``options`` (module docstring)."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
-    sim = Simulator(part, system, build_policy(policy))
-    twin = build_policy(policy)
+    sim = Simulator(part, system, build_policy(policy, **options))
+    twin = build_policy(policy, **options)
     conf = getattr(twin, "conf", None)  # Slurm's configuration, for slurm_shows
     if conf is not None and (conf.priority != "basic" or system.bb):
         raise SystemExit("slurm-plan reads Slurm's defaults: priority/basic, no licenses")
@@ -268,6 +268,9 @@ def main(argv=None) -> int:
     ap.add_argument("--policy", default="fcfs",
                     help="policies to replay and forecast (comma-separated; slurm: Slurm's "
                     "defaults)")
+    ap.add_argument("--scheduler-parameters", default=None,
+                    help="the slurm policy's SchedulerParameters (key=value,...) over Slurm's "
+                    "defaults")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="forecasts to make (comma-separated), where they apply")
     ap.add_argument("--starts", default="90,210",
@@ -293,8 +296,10 @@ def main(argv=None) -> int:
     for day in (float(d) for d in args.starts.split(",")):
         first = jobs[0].submit + day * DAY
         for policy in policies:
+            options = {"scheduler_parameters": args.scheduler_parameters} \
+                if policy == "slurm" and args.scheduler_parameters else {}
             rows = run_slice(jobs, system, policy, methods, first, args.warmup_days * DAY,
-                             args.days * DAY, args.every, args.draws)
+                             args.days * DAY, args.every, args.draws, options)
             all_rows.extend((f"day{day:g}", r) for r in rows)
     table = []
     for slice_name in sorted({s for s, _ in all_rows}) + ["all"]:
