@@ -140,7 +140,7 @@ def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, d
     twin = build_policy(policy, **options)
     conf = getattr(twin, "conf", None)  # Slurm's configuration, for slurm_shows
     if conf is not None and (conf.priority != "basic" or system.bb):
-        raise SystemExit("slurm-plan reads Slurm's defaults: priority/basic, no licenses")
+        raise SystemExit("slurm_shows models priority/basic and no licenses only")
     methods = [m for m in methods if applies(m, policy)]
     waits = WaitQuantiles()
     sim.subscribe(Event.START, waits.on_start)
