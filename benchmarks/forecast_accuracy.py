@@ -1,9 +1,10 @@
 """Start-time forecast accuracy on real traces: hpcopt's forecast against a Slurm-style
-limit-based forecast and a QBETS-style statistical one, on held-out slices.
+limit-based forecast, Slurm's own plan and a QBETS-style statistical one, on held-out slices.
 
-Each slice is replayed under the policy (``fcfs`` with EASY backfilling by default); every
-``--every`` seconds of its evaluated weeks, each waiting job gets three forecasts made from
-the same moment's state, all compared with the start the job really had in the replay:
+Each slice is replayed under each policy of ``--policy`` (``fcfs`` with EASY backfilling by
+default); every ``--every`` seconds of its evaluated weeks, each waiting job gets forecasts
+made from the same moment's state, all compared with the start the job really had in that
+replay:
 
 - ``hpcopt``: ``hpcopt.sim.forecast.forecast`` (the same driver and policy run forward,
   runtimes drawn from the runtime/limit ratios of the jobs finished so far, ``--draws`` runs;
@@ -13,6 +14,12 @@ the same moment's state, all compared with the start the job really had in the r
   submitted in the day before, submitted again one, two and three days later;
 - ``limits``: the same run forward with every job at its limit (what ``squeue --start``
   assumes), one run;
+- ``slurm-plan`` (on the ``slurm`` replay only, in its place of ``limits``): Slurm's own
+  forecast of its own schedule, what ``squeue --start`` shows: the same run forward under
+  ``--policy slurm`` (Slurm's defaults) with every job at its limit and no later jobs.  Its
+  first pass is the backfill plan at the forecast's time; the jobs that plan shows no start
+  for (beyond ``bf_max_job_test``, or past ``bf_job_part_count_reserve`` reservations) have
+  no forecast, as ``squeue --start`` shows none (``slurm_shows``);
 - ``qbets``: no simulation: the waits of the last 1000 jobs of the job's size class (1, 2-4,
   5-16, 17-64, 65+ nodes) that started before the forecast, kept to those at least as long
   as the job has waited already; start = submit + their median, band = their 10%-90%.
@@ -23,13 +30,20 @@ forecast's choices (draws by user, the user's last 4 jobs with the same limit, r
 counted, the band's calibration, the one-day stream) were made on KTH-SP2 slices from days
 60 and 150 (``forecast_decompose.py``); the defaults and the slices reported are others.
 Errors are forecast start minus real start; "lead" is the real start minus the forecast's
-time; "within 10%" counts errors at most a tenth of the job's real wait.
+time; "within 10%" counts errors at most a tenth of the job's real wait.  A sample with no
+forecast counts in ``no_forecast`` (the share of samples) and in no error.
 
     python benchmarks/forecast_accuracy.py --trace KTH --starts 90,210 --days 7
     python benchmarks/forecast_accuracy.py --trace Theta --starts 60 --days 7
+    python benchmarks/forecast_accuracy.py --trace KTH --starts 90,210 --days 7 \
+        --policy fcfs,knapsack,slurm --methods hpcopt,limits,slurm-plan,qbets
 
-Writes ``benchmarks/results/forecast_accuracy_<trace>.csv`` (one row per method, slice and
-lead bucket, "all" included) and prints the table.
+Writes ``benchmarks/results/forecast_accuracy_<trace>.csv`` (``--policy fcfs``; else
+``forecast_accuracy_<trace>_<policies>.csv``: one row per policy, method, slice and lead
+bucket, "all" included) and prints the table.  With ``slurm`` among the policies it also
+writes ``..._vs_slurm.csv`` and prints each hpcopt forecast's MAE over Slurm's plan's (each
+on its own replay, as live on the testbed): over all samples, and over the samples of the
+jobs both forecast at least once.
 """
 
 from __future__ import annotations
@@ -37,9 +51,11 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import math
 import statistics
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import hpcopt
@@ -56,7 +72,16 @@ LEADS = ((0, 600, "<10m"), (600, 3600, "10m-1h"), (3600, 6 * 3600, "1h-6h"),
          (6 * 3600, float("inf"), ">6h"))
 SIZE_CLASSES = (1, 4, 16, 64)
 DAY = 86400.0
-METHODS = ("hpcopt", "hpcopt+stream", "limits", "qbets")
+METHODS = ("hpcopt", "hpcopt+stream", "limits", "slurm-plan", "qbets")
+SIMULATED = ("hpcopt", "hpcopt+stream", "limits", "slurm-plan")  # runs forward
+
+
+def applies(method: str, policy: str) -> bool:
+    """Whether ``method`` forecasts under ``policy``: Slurm's plan on the ``slurm`` replay
+    only, where it takes the place of ``limits``."""
+    if method == "slurm-plan":
+        return policy == "slurm"
+    return method != "limits" or policy != "slurm"
 
 
 class WaitQuantiles:
@@ -81,16 +106,45 @@ class WaitQuantiles:
         return tuple(job.submit + w for w in pick)
 
 
-def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
-              every: float, draws: int) -> list[dict]:
-    """Forecast rows of the three methods on one slice (module docstring)."""
+def slurm_shows(state, forecasts, conf) -> set:
+    """The queued jobs ``squeue --start`` shows a start for after a backfill pass at
+    ``state.time`` (``conf``: the ``SlurmConf``; priority/basic, no licenses): Slurm clears
+    every pending job's start, then sets it for the jobs the pass tests (in priority order, at
+    most ``bf_max_job_test``) and plans a start for (after ``bf_job_part_count_reserve``
+    reservations it only tests a start now).  ``forecasts`` are the forward run's: a job
+    forecast to start at the pass's time started in it."""
+    shown, tested, reserved = set(), 0, 0
+    for job, f in zip(state.queue, forecasts):
+        if f.start is None:
+            continue
+        if f.start <= state.time + 1e-9:  # started by the pass
+            shown.add(job.id)
+            continue
+        if tested >= conf.bf_max_job_test:
+            break
+        tested += 1
+        if conf.bf_job_part_count_reserve and reserved >= conf.bf_job_part_count_reserve:
+            continue  # a start now only: none shown
+        shown.add(job.id)
+        reserved += f.start <= state.time + conf.bf_window
+    return shown
+
+
+def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, days: float,
+              every: float, draws: int, options: dict) -> list[dict]:
+    """Forecast rows of ``methods`` on one slice replayed under ``policy`` built with
+    ``options`` (module docstring)."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
-    sim = Simulator(part, system, build_policy(policy))
-    twin = build_policy(policy)
+    sim = Simulator(part, system, build_policy(policy, **options))
+    twin = build_policy(policy, **options)
+    conf = getattr(twin, "conf", None)  # Slurm's configuration, for slurm_shows
+    if conf is not None and (conf.priority != "basic" or system.bb):
+        raise SystemExit("slurm_shows models priority/basic and no licenses only")
+    methods = [m for m in methods if applies(m, policy)]
     waits = WaitQuantiles()
     sim.subscribe(Event.START, waits.on_start)
-    timing = dict.fromkeys(METHODS[:3], 0.0)
+    timing = dict.fromkeys((m for m in methods if m in SIMULATED), 0.0)
     bands = {"hpcopt": BandCalibration().follow(sim),  # a start is known from its moment on
              "hpcopt+stream": BandCalibration().follow(sim)}
 
@@ -102,45 +156,62 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
         got = {}
         for method, history, later in (("hpcopt", known.history, ()),
                                        ("hpcopt+stream", known.history, arrivals),
-                                       ("limits", None, ())):
+                                       ("limits", None, ()), ("slurm-plan", None, ())):
+            if method not in timing:
+                continue
             got[method] = forecast(state, twin, history, started=known.started, draws=draws,
                                    seed=0, arrivals=later)
             band = bands.get(method)
             if band is not None:
                 got[method] = band.calibrate(state.time, got[method])
+            if method == "slurm-plan":
+                shown = slurm_shows(state, got[method], conf)
+                got[method] = [f if f.job in shown else replace(f, start=None, p10=None,
+                                                                p90=None)
+                               for f in got[method]]
             timing[method] += time.perf_counter() - clock
             clock = time.perf_counter()
         rows = []
         for k, job in enumerate(state.queue):
-            base = {"time": state.time, "job": job.id, "submit": job.submit}
+            base = {"policy": policy, "time": state.time, "job": job.id, "submit": job.submit}
             for method, fs in got.items():
                 f = fs[k]
                 rows.append({**base, "method": method, "start": f.start, "p10": f.p10,
                              "p90": f.p90})
-            q = waits.forecast(job, state.time)
-            rows.append({**base, "method": "qbets", "start": q[0], "p10": q[1], "p90": q[2]})
+            if "qbets" in methods:
+                q = waits.forecast(job, state.time)
+                rows.append({**base, "method": "qbets", "start": q[0], "p10": q[1],
+                             "p90": q[2]})
         return rows
 
     rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY)
     for row in rows:
         row["actual"] = sim.records[row["job"]].start
     n_times = len({r["time"] for r in rows})
-    print(f"  slice from day {first / DAY - jobs[0].submit / DAY:.0f}: {len(part)} jobs, "
-          f"{n_times} forecast times, {len(rows) // len(METHODS)} job forecasts; seconds "
-          "forecasting (ms per forecast time): " + ", ".join(
+    print(f"  {policy}, slice from day {first / DAY - jobs[0].submit / DAY:.0f}: {len(part)} "
+          f"jobs, {n_times} forecast times, {len(rows) // max(1, len(methods))} job "
+          "forecasts; seconds forecasting (ms per forecast time): " + ", ".join(
               f"{m} {t:.1f} ({1000 * t / max(1, n_times):.1f})" for m, t in timing.items()),
           flush=True)
     return rows
 
 
-def scores(rows: list[dict]) -> dict:
-    """MAE, median absolute error, share within 1 minute and within 10% of the wait, band
-    coverage (10%-90%), count."""
+def scores(samples: list[dict]) -> dict:
+    """Count, share with no forecast, and over the samples with one: MAE, median absolute
+    error, share within 1 minute and within 10% of the wait, band coverage (10%-90%; 0
+    without a band), share late."""
+    rows = [r for r in samples if r["start"] is not None]
+    no_forecast = 1 - len(rows) / len(samples)
+    if not rows:
+        return {"n": len(samples), "no_forecast": no_forecast, "mae_s": math.nan,
+                "median_ae_s": math.nan, "within_1min": math.nan, "within_10pct": math.nan,
+                "band_coverage": math.nan, "late_share": math.nan}
     errs = [abs(r["start"] - r["actual"]) for r in rows]
     waits = [r["actual"] - r["submit"] for r in rows]
-    inside = [r["p10"] <= r["actual"] <= r["p90"] for r in rows]
+    inside = [r["p10"] is not None and r["p10"] <= r["actual"] <= r["p90"] for r in rows]
     n = len(rows)
-    return {"n": n, "mae_s": statistics.fmean(errs), "median_ae_s": statistics.median(errs),
+    return {"n": len(samples), "no_forecast": no_forecast, "mae_s": statistics.fmean(errs),
+            "median_ae_s": statistics.median(errs),
             "within_1min": sum(e <= 60 for e in errs) / n,
             "within_10pct": sum(e <= 0.1 * w for e, w in zip(errs, waits)) / n,
             "band_coverage": sum(inside) / n,
@@ -156,10 +227,52 @@ def write_table(table: list[dict], out: Path) -> None:
         w.writerows(table)
 
 
+def against_slurm(trace: str, all_rows: list[tuple[str, dict]]) -> list[dict]:
+    """Each hpcopt policy's forecasts' MAE over Slurm's plan's (each on its own replay), per
+    slice and lead bucket: over all their samples (``jobs`` "all"), and over the samples of
+    the jobs that both forecast at least once (``jobs`` "same")."""
+    plan = [(s, r) for s, r in all_rows if r["method"] == "slurm-plan"]
+    out = []
+    for slice_name in sorted({s for s, _ in all_rows}) + ["all"]:
+        def of(rows, slice_name=slice_name):
+            return [r for s, r in rows if slice_name in ("all", s) and r["start"] is not None]
+        slurm = of(plan)
+        for policy in sorted({r["policy"] for _, r in all_rows} - {"slurm"}):
+            for method in ("hpcopt", "hpcopt+stream", "limits"):
+                mine = of([(s, r) for s, r in all_rows
+                           if r["policy"] == policy and r["method"] == method])
+                if not mine or not slurm:
+                    continue
+                both = {r["job"] for r in mine} & {r["job"] for r in slurm}
+                for jobs, a, b in (("all", mine, slurm),
+                                   ("same", [r for r in mine if r["job"] in both],
+                                    [r for r in slurm if r["job"] in both])):
+                    for lo, hi, lead in ((0, math.inf, "all"), *LEADS):
+                        a_part = [abs(r["start"] - r["actual"]) for r in a
+                                  if lo <= r["actual"] - r["time"] < hi]
+                        b_part = [abs(r["start"] - r["actual"]) for r in b
+                                  if lo <= r["actual"] - r["time"] < hi]
+                        if a_part and b_part:
+                            mae, base = statistics.fmean(a_part), statistics.fmean(b_part)
+                            out.append({"trace": trace, "slice": slice_name, "policy": policy,
+                                        "method": method, "jobs": jobs, "lead": lead,
+                                        "n": len(a_part), "mae_s": mae,
+                                        "slurm_n": len(b_part), "slurm_mae_s": base,
+                                        "ratio": mae / base})
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", choices=sorted(TRACES), default="KTH")
-    ap.add_argument("--policy", default="fcfs")
+    ap.add_argument("--policy", default="fcfs",
+                    help="policies to replay and forecast (comma-separated; slurm: Slurm's "
+                    "defaults)")
+    ap.add_argument("--scheduler-parameters", default=None,
+                    help="the slurm policy's SchedulerParameters (key=value,...) over Slurm's "
+                    "defaults")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="forecasts to make (comma-separated), where they apply")
     ap.add_argument("--starts", default="90,210",
                     help="days of the trace the slices start on (comma-separated)")
     ap.add_argument("--warmup-days", type=float, default=7)
@@ -168,38 +281,64 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    policies = args.policy.split(",")
+    methods = args.methods.split(",")
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        ap.error(f"--methods: unknown {', '.join(unknown)}; expected some of "
+                 f"{', '.join(METHODS)}")
     trace = hpcopt.load_trace(DATA / TRACES[args.trace])
     jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
-    print(f"{args.trace}: {len(jobs)} jobs on {system.nodes} nodes, policy {args.policy}, "
+    print(f"{args.trace}: {len(jobs)} jobs on {system.nodes} nodes, policies {args.policy}, "
           f"forecast every {args.every:g} s, {args.draws} draws")
     all_rows: list[tuple[str, dict]] = []
     began = time.perf_counter()
     for day in (float(d) for d in args.starts.split(",")):
         first = jobs[0].submit + day * DAY
-        rows = run_slice(jobs, system, args.policy, first, args.warmup_days * DAY,
-                         args.days * DAY, args.every, args.draws)
-        all_rows.extend((f"day{day:g}", r) for r in rows)
+        for policy in policies:
+            options = {"scheduler_parameters": args.scheduler_parameters} \
+                if policy == "slurm" and args.scheduler_parameters else {}
+            rows = run_slice(jobs, system, policy, methods, first, args.warmup_days * DAY,
+                             args.days * DAY, args.every, args.draws, options)
+            all_rows.extend((f"day{day:g}", r) for r in rows)
     table = []
     for slice_name in sorted({s for s, _ in all_rows}) + ["all"]:
         mine = [r for s, r in all_rows if slice_name in ("all", s)]
-        for method in METHODS:
-            of = [r for r in mine if r["method"] == method]
-            for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
-                part = [r for r in of if lo <= r["actual"] - r["time"] < hi]
-                if part:
-                    table.append({"trace": args.trace, "slice": slice_name, "method": method,
-                                  "lead": lead, **scores(part)})
+        for policy in policies:
+            for method in METHODS:
+                of = [r for r in mine if r["policy"] == policy and r["method"] == method]
+                for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
+                    part = [r for r in of if lo <= r["actual"] - r["time"] < hi]
+                    if part:
+                        table.append({"trace": args.trace, "slice": slice_name,
+                                      "policy": policy, "method": method, "lead": lead,
+                                      **scores(part)})
+    name = args.trace if policies == ["fcfs"] else f"{args.trace}_{'+'.join(policies)}"
     out = Path(args.out) if args.out else \
-        Path(__file__).parent / "results" / f"forecast_accuracy_{args.trace}.csv"
+        Path(__file__).parent / "results" / f"forecast_accuracy_{name}.csv"
     write_table(table, out)
-    print(f"\n{'slice':8} {'method':13} {'lead':7} {'n':>7} {'MAE s':>8} {'med s':>7} "
-          f"{'<=1min':>7} {'<=10%':>6} {'band':>6} {'late':>5}")
+    print(f"\n{'slice':8} {'policy':9} {'method':13} {'lead':7} {'n':>7} {'none':>5} "
+          f"{'MAE s':>8} {'med s':>7} {'<=1min':>7} {'<=10%':>6} {'band':>6} {'late':>5}")
     for r in table:
         if r["slice"] == "all" or r["lead"] == "all":
-            print(f"{r['slice']:8} {r['method']:13} {r['lead']:7} {r['n']:7d} {r['mae_s']:8.0f} "
-                  f"{r['median_ae_s']:7.0f} {r['within_1min']:7.3f} {r['within_10pct']:6.3f} "
+            print(f"{r['slice']:8} {r['policy']:9} {r['method']:13} {r['lead']:7} {r['n']:7d} "
+                  f"{r['no_forecast']:5.3f} {r['mae_s']:8.0f} {r['median_ae_s']:7.0f} "
+                  f"{r['within_1min']:7.3f} {r['within_10pct']:6.3f} "
                   f"{r['band_coverage']:6.3f} {r['late_share']:5.2f}")
-    print(f"\nwrote {out} ({time.perf_counter() - began:.0f} s)")
+    print(f"\nwrote {out}")
+    ratios = against_slurm(args.trace, all_rows)
+    if ratios:
+        vs = out.with_name(out.stem + "_vs_slurm.csv")
+        write_table(ratios, vs)
+        print(f"\nMAE over Slurm's plan's (squeue --start), each on its own replay\n"
+              f"{'slice':8} {'policy':9} {'method':13} {'jobs':5} {'lead':7} {'n':>7} "
+              f"{'MAE s':>8} {'slurm n':>7} {'slurm s':>8} {'ratio':>6}")
+        for r in (r for r in ratios if r["slice"] == "all"):
+            print(f"{r['slice']:8} {r['policy']:9} {r['method']:13} {r['jobs']:5} "
+                  f"{r['lead']:7} {r['n']:7d} {r['mae_s']:8.0f} {r['slurm_n']:7d} "
+                  f"{r['slurm_mae_s']:8.0f} {r['ratio']:6.3f}")
+        print(f"wrote {vs}")
+    print(f"({time.perf_counter() - began:.0f} s)")
     return 0
 
 

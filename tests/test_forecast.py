@@ -10,7 +10,9 @@ changes any forecast.
 from __future__ import annotations
 
 import csv
+import importlib.util
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -307,3 +309,43 @@ def test_band_calibration_widens_by_the_errors_of_jobs_already_started():
     (h,) = cal.adjust(990.0, [JobForecast("y", 1000.0, 1000.0, 1000.0, 1000.0)])
     assert h.p10 == pytest.approx(1000.0 - 0.1 * 60.0)  # a lead of at least 60 s
     assert cal.adjust(0.0, [JobForecast("z", None, None, None, None, "too big")])[0].start is None
+
+
+def slurm_state():
+    """4 nodes at t=40: jobs 0 (2 nodes, to 600) and 1 (1 node, to 1200) run; queued 2 (4
+    nodes, limit 600), 3 (3 nodes, 300), 4 (1 node, 900), in submission order."""
+    queue = (Job(2, 10.0, 0.0, 600.0, 4), Job(3, 20.0, 0.0, 300.0, 3),
+             Job(4, 30.0, 0.0, 900.0, 1))
+    running = ((Job(0, 0.0, 0.0, 600.0, 2), 600.0), (Job(1, 0.0, 0.0, 1200.0, 1), 1200.0))
+    return ClusterState(40.0, System(4), queue, running), {0: 0.0, 1: 0.0}
+
+
+def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
+    """Under ``--policy slurm`` the limit-based forecast is Slurm's conservative plan (what
+    ``squeue --start`` shows): 2 is planned at 1200 on all 4 nodes, 3 at 600 before it (on
+    job 0's 2 nodes and the free one), so 4 (900 s on the free node) waits until 2 ends at
+    1800.  With a reservation for the top job only, 4 starts now and 3 only after 2; EASY
+    (fcfs) starts 4 now too.  The benchmark's ``slurm_shows`` gives what squeue shows: every
+    tested job by default, none past ``bf_job_part_count_reserve`` reservations (3) or beyond
+    ``bf_max_job_test`` (3, 4); a job started now is shown."""
+    state, started = slurm_state()
+    spec = importlib.util.spec_from_file_location(
+        "forecast_accuracy", Path(__file__).resolve().parents[1] / "benchmarks"
+        / "forecast_accuracy.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    policies = {}
+    for params, starts, shown in ((None, [1200.0, 600.0, 1800.0], {2, 3, 4}),
+                                  ("bf_job_part_count_reserve=1", [1200.0, 1800.0, 40.0],
+                                   {2, 4}),
+                                  ("bf_max_job_test=1", [1200.0, 1800.0, 1800.0], {2})):
+        policy = build_policy("slurm", scheduler_parameters=params)
+        fs = forecast(state, policy, None, started=started)
+        assert [f.start for f in fs] == starts, params
+        assert bench.slurm_shows(state, fs, policy.conf) == shown, params
+        policies[params] = policy
+    easy = forecast(state, build_policy("fcfs"), None, started=started)
+    assert [f.start for f in easy] == [1200.0, 1800.0, 40.0]
+    # the same policy object again (forecast reuses it): its controller starts idle again
+    again = forecast(state, policies[None], None, started=started)
+    assert [f.start for f in again] == [1200.0, 600.0, 1800.0]
