@@ -26,8 +26,9 @@ average while it ran.
     python benchmarks/slurm_equal_terms.py run kth --out benchmarks/results/slurm/equal-kth
     python benchmarks/slurm_equal_terms.py report benchmarks/results/slurm/equal-*
 
-Writes ``OUT/rep<R>/replay_<kind>.json`` (``slurm_validation.replay``'s record: Slurm's times,
-the adapter's cycles that released a job or failed, the slurm.conf; node lists) and ``OUT/rep<R>/replay_jobs.json``.
+Writes ``OUT/rep<R>/replay_<kind>.json`` (``slurm_validation.replay``'s record: Slurm's
+times, the adapter's cycles that released a job or failed, the slurm.conf; node lists) and
+``OUT/rep<R>/replay_jobs.json``.
 """
 
 from __future__ import annotations
