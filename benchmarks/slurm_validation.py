@@ -687,9 +687,10 @@ def cmd_alone(args) -> None:
         conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
         conf.write_text(run["conf"])
         machine = args.nodes * CPUS if run["shared"] else args.nodes
-        opts = dict(slurm_conf=str(conf), launch_latency=delay,
+        version = run["info"].get("slurm", "22.05")
+        opts = dict(slurm_conf=str(conf), launch_latency=delay, slurm_version=version,
                     **({"slurm_partition": SHARED} if run["shared"] else {}))
-        row = dict(replay=run["dir"].name, slurm=run["info"].get("slurm", "22.05"),
+        row = dict(replay=run["dir"].name, slurm=version,
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""), shared=run["shared"],
                    conf=run["info"].get("conf", "saved"), latency=delay,
