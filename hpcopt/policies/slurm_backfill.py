@@ -52,6 +52,19 @@ def limit_seconds(job: Job) -> float:
     return max(1, math.ceil(job.walltime / 60 - 1e-9)) * 60.0
 
 
+def plan_slot(start: float, end: float, res: float, round_up: bool) -> tuple[float, float]:
+    """The slot the backfill plan holds for something that runs from ``start`` to ``end``:
+    the start rounded down to ``bf_resolution`` and the end rounded up (Slurm 24.11 and
+    later, ``_set_slot_time``) or down (before 24.11), at least one ``res`` long
+    (backfill.c's ``_add_reservation``); a running job's end (``bf_running_job_reserve``)
+    is rounded the same way, from the plan's first slot."""
+    lo = math.floor(start / res) * res
+    if not math.isfinite(end):
+        return lo, math.inf
+    hi = math.ceil(end / res - 1e-9) * res if round_up else math.floor(end / res + 1e-9) * res
+    return lo, max(hi, lo + res)
+
+
 @register_policy("slurm")
 class SlurmScheduler(Policy):
     """Slurm alone: its main scheduler and sched/backfill, configured from a slurm.conf.
@@ -298,13 +311,16 @@ class SlurmScheduler(Policy):
         now = state.now
         res = conf.bf_resolution
         up = conf.round_ends_up
-        grid = math.floor(now / res) * res  # the plan's first slot starts on the grid
         window_end = math.floor((now + conf.bf_window) / res) * res
         plan = _TimeMap(now, self._all, conf.bf_licenses)
         for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve and math.isfinite(end):
-                end = math.ceil(end / res) * res if up else \
-                    max(math.floor(end / res) * res, grid + res)
+            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+                slot_end = plan_slot(now, end, res, up)[1]
+                if slot_end < end:  # rounded down: the select plugin's test still sees
+                    plan.hold(now, slot_end, 0, lic)  # its nodes busy to its end
+                    lic = 0.0
+                else:
+                    end = slot_end
             plan.hold(now, end, units, lic)
         # a job that ended less than the latency ago is completing: its nodes are free in
         # the plan but a job cannot start on them yet, and its licenses are still taken
@@ -346,15 +362,8 @@ class SlurmScheduler(Policy):
             if start > now + conf.bf_window:
                 replan = -math.inf
                 continue
-            lo = max(now, math.floor(start / res) * res)
-            if not math.isfinite(dur):
-                hi = math.inf
-            elif up:
-                hi = math.floor((start + dur + res - 1) / res) * res
-            else:
-                hi = max(math.floor(start / res) * res + res,
-                         math.floor((start + dur) / res) * res)
-            plan.hold(lo, hi, self.whole_nodes(units), job.bb)
+            lo, hi = plan_slot(start, start + dur, res, up)
+            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
         # a job left out past the window may enter it once the window reaches it
         self._replan_at = min(replan, plan.beyond - conf.bf_window)
