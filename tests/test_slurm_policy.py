@@ -421,3 +421,85 @@ def test_a_job_without_a_time_limit_holds_its_nodes_for_good_in_the_plan():
 def test_bf_max_job_test_and_bf_window(params, j4):
     got = starts(reservation_depth_jobs(), System(4), scheduler_parameters=params)
     assert (got[4] == 30) is j4
+
+
+# ------------------------------------------------- release, agent and completion rules
+
+def test_plan_slot_rounds_ends_up_from_24_11_and_down_before():
+    """backfill.c: a slot starts on the bf_resolution grid (rounded down); its end is
+    rounded up from 24.11 (``_set_slot_time``, commit "Round up end_time") and down before;
+    a slot is at least one grid step long (``_add_reservation``)."""
+    from hpcopt.policies.slurm_backfill import plan_slot
+
+    assert plan_slot(90, 150.5, 60, True) == (60, 180)
+    assert plan_slot(90, 150.5, 60, False) == (60, 120)
+    assert plan_slot(65, 100, 60, False) == (60, 120)  # one step at least
+    assert plan_slot(61, 121, 1, False) == (61, 121)
+    assert plan_slot(0, math.inf, 60, True) == (0, math.inf)
+
+
+def test_slurm_version_is_read_and_checked():
+    assert SlurmConf().round_ends_up and not SlurmConf().with_version("22.05").round_ends_up
+    assert SlurmConf().with_version("24.11").round_ends_up
+    with pytest.raises(PolicyOptionError, match="slurm_version: expected a Slurm release"):
+        make_policy("slurm", slurm_version="22")
+
+
+@pytest.mark.parametrize("version, started", [("22.05", False), ("24.11", True)])
+def test_a_running_jobs_license_slot_is_rounded_by_version(version, started):
+    """bf_licenses (so bf_running_job_reserve), bf_resolution=60, at 20 s: R holds 1 of 2
+    nodes and all 10 licenses until 90.5.  Its slot in the plan ends at 60 before 24.11
+    (rounded down: A, 1 node and all licenses, is reserved from 60 on the free node) and at
+    120 from 24.11 (A from 120).  B (1 node, 1 min, no license) ends at 80: it starts now
+    only when A's reservation begins after it."""
+    r = Job("r", 0.0, 70.5, 70.5, 1, bb=10)
+    a, b = job("a", 0, 1, 1, bb=10), job("b", 0, 1, 1)
+    sim = Simulator.at(20.0, System(2, bb=10), make_policy(
+        "slurm", scheduler_parameters="bf_resolution=60,bf_licenses", slurm_version=version),
+        [a, b], running=[(r, 90.5)])
+    sim.schedule()
+    assert (sim.records["b"].start == 20.0) is started
+    assert not began(sim.records["a"])
+
+
+def test_an_agent_whose_pass_planned_a_job_runs_every_bf_interval():
+    """bf_interval=30.  J0 (1 of 2 nodes) runs to 300; J1 (2 nodes, submitted at 1) is
+    reserved from 300 by the pass at 30.  That pass set start times, so the agent runs
+    again at 60 and 90 although nothing else changed (``_more_work``): J2 (1 node, 1 min),
+    submitted at 75, starts at 90, not at the next second."""
+    jobs = [job(0, 0, 5, 1), job(1, 1, 1, 2), job(2, 75, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters="bf_interval=30")
+    assert got[2] == 90.0 and got[1] == 300.0
+
+
+def completing_jobs(bb: float):
+    """4 nodes (10 licenses), every start 0.8 s after its decision, a backfill pass every
+    second.  T (job 0, 1 min, ends at 10.8) leaves node 0 free; X (1) and Y (3) hold nodes
+    1 and 3 for good; J2 (node 2, 8 licenses) ends at 100.8.  W (4: all 4 nodes) waits at
+    the top for X's and Y's ends; J5 (1 node, 1 min, ``bb`` licenses) waits behind it."""
+    return [job(0, 0, 1, 1, runtime=10), job(1, 0, 20, 1, runtime=1000),
+            job(2, 0, 10, 1, runtime=100, bb=8), job(3, 0, 20, 1, runtime=1000),
+            job(4, 1, 1, 4), job(5, 2, 1, 1, bb=bb)]
+
+
+@pytest.mark.parametrize("bb, start", [(5, 102.8), (1, 12.8)])
+def test_a_completing_jobs_licenses_are_still_taken_at_a_backfill_pass(bb, start):
+    """cleanup_completing returns a job's licenses only when its epilog is over: at the
+    pass at 101 J2 (ended at 100.8) is still completing, so J5 (5 licenses: 8 + 5 > 10)
+    is not tested; the pass at 102 starts it on node 0 (at 102.8).  With 1 license it
+    starts on node 0 once T's completion is over: at the pass at 12 (at 12.8)."""
+    got = starts(completing_jobs(bb), System(4, bb=10), launch_latency=0.8,
+                 scheduler_parameters="bf_interval=1,bf_resolution=1")
+    assert got[5] == pytest.approx(start)
+
+
+def test_a_job_does_not_start_on_a_completing_node():
+    """2 nodes: X (job 0) holds node 0 for good, J1 node 1 until 100.8; W (2 nodes) waits;
+    J3 (1 node) can only use node 1.  At the pass at 101 node 1 is still completing
+    (backfill.c: "Need to wait for in-progress completion/epilog", start a second later),
+    so J3 starts at the pass at 102 (at 102.8)."""
+    jobs = [job(0, 0, 20, 1, runtime=1000), job(1, 0, 10, 1, runtime=100),
+            job(2, 1, 1, 2), job(3, 2, 1, 1)]
+    got = starts(jobs, System(2), launch_latency=0.8,
+                 scheduler_parameters="bf_interval=1,bf_resolution=1")
+    assert got[3] == pytest.approx(102.8)
