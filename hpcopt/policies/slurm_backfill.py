@@ -14,16 +14,19 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   not fit ends the pass (one partition); a job whose licenses are taken is passed over, or
   ends the pass under ``bf_licenses``.
 * **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
-  something changed: every job tested (at most ``bf_max_job_test``, priority order) gets
-  the earliest start at which enough nodes are free, for its whole time limit, of running
-  jobs and of the reservations made for the jobs tested before it (a conservative plan
-  on a time map of whole nodes); a job that can start now starts, any other gets a
-  reservation from its start rounded down to ``bf_resolution`` to its end rounded up,
-  unless it starts beyond ``bf_window`` or ``bf_job_part_count_reserve`` reservations are
-  made already (then only a start now is tested).  Licenses enter the plan with
-  ``bf_licenses``; without it a job whose licenses are taken now is not tested.  On a
-  partition that shares nodes core by core, jobs are sized in cores and a reservation
-  takes the whole nodes of the cores it plans.
+  something changed, a pass that planned a job being a change itself: every job tested
+  (at most ``bf_max_job_test``, priority order) gets the earliest start at which enough
+  nodes are free, for its whole time limit, of running jobs and of the reservations made
+  for the jobs tested before it (a conservative plan on a time map of whole nodes); a job
+  that can start now starts, any other gets a reservation from its start rounded down to
+  ``bf_resolution`` to its end rounded up (from Slurm 24.11; down before:
+  ``slurm_version``), unless it starts beyond ``bf_window`` or
+  ``bf_job_part_count_reserve`` reservations are made already (then only a start now is
+  tested).  Licenses enter the plan with ``bf_licenses``; without it a job whose licenses
+  are taken now is not tested.  On a partition that shares nodes core by core, jobs are
+  sized in cores and a reservation takes the whole nodes of the cores it plans.
+* **Completion**: for the launch latency after its end a job is completing: a backfill
+  pass then counts its licenses as taken and starts no job on its nodes.
 * Time limits are whole minutes (rounded up), as Slurm stores them; a launch latency
   (``launch_latency``) delays every start (the driver's ``launch_delay``).
 """
