@@ -503,3 +503,27 @@ def test_a_job_does_not_start_on_a_completing_node():
     got = starts(jobs, System(2), launch_latency=0.8,
                  scheduler_parameters="bf_interval=1,bf_resolution=1")
     assert got[3] == pytest.approx(102.8)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_skipped_passes_change_no_start(seed):
+    """An armed backfill agent runs every bf_interval; the passes that would repeat the last
+    plan (nothing changed since) are not computed.  Random queues with licenses, a launch
+    latency (completing jobs), both releases and several SchedulerParameters: the starts
+    are those of running every pass."""
+    rng = np.random.default_rng(seed)
+    limits = rng.integers(1, 16, 60) * 60.0
+    jobs = [Job(i, float(rng.integers(0, 3000)), float(rng.integers(5, limits[i] + 1)),
+                float(limits[i]), int(rng.integers(1, 9)), bb=float(rng.choice([0, 0, 3, 7])))
+            for i in range(60)]
+    params = ["", "bf_interval=1,bf_resolution=1", "bf_job_part_count_reserve=1",
+              "bf_licenses,bf_window=20"][seed % 4]
+    options = dict(scheduler_parameters=params, launch_latency=float(rng.choice([0, 0.5])),
+                   slurm_version=["22.05", "24.11"][seed % 2])
+    got = []
+    for skip in (True, False):
+        policy = make_policy("slurm", **options)
+        policy.skip_repeated_passes = skip
+        sim = Simulator(jobs, System(8, bb=10), policy).run()
+        got.append({jid: rec.start for jid, rec in sim.records.items()})
+    assert got[0] == got[1]

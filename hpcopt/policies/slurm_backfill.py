@@ -80,6 +80,9 @@ class SlurmScheduler(Policy):
     file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
+    # an armed agent's passes that would repeat the last plan are not computed (the tests
+    # turn this off to check that it changes no start)
+    skip_repeated_passes = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
                "defaults where it is silent)"),
@@ -206,7 +209,8 @@ class SlurmScheduler(Policy):
         if state.started:
             self._changed = True
         if conf.scheduler == "backfill" and \
-                (self._changed or self._armed and now >= self._replan_at - 1e-9) \
+                (self._changed or self._armed and (now >= self._replan_at - 1e-9
+                                                   or not self.skip_repeated_passes)) \
                 and now >= self._bf_due(now) - 1e-9:
             # (an armed agent's passes while nothing changed plan what the last one did:
             # they are not run, their times stay on its bf_interval grid)
@@ -248,7 +252,7 @@ class SlurmScheduler(Policy):
         if self._batch:
             times.append(self._last_timed + conf.batch_sched_delay)
         if conf.scheduler == "backfill":
-            if self._changed:
+            if self._changed or (self._armed and not self.skip_repeated_passes):
                 times.append(self._bf_due(now))
             elif self._armed and self._replan_at < math.inf:
                 times.append(self._bf_due(max(now, self._replan_at)))
