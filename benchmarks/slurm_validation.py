@@ -647,14 +647,14 @@ def print_crossval(rows: list[dict], summary: list[dict]) -> None:
               f"{s['bsld_dev_pct_mean']:+.1f}% / {s['bsld_dev_pct_mad']:.1f}% |")
 
 
-def alone_runs(d: Path, nodes: int) -> list[dict]:
+def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
     """The saved Slurm-alone runs of replay folder ``d`` (each ``replay_slurm*.json``: the
     default ``replay_slurm.json`` and others beside it, such as ``replay_slurm-best.json``;
     a folder saved before those files has its per-job csv), each with its jobs, Slurm's
     times, the slurm.conf the testbed ran (for runs saved before the file was kept, written
     again by the testbed's own ``slurm_conf``, whose scheduling lines have not changed
-    since they ran) and what the testbed was given; ``name`` is the folder's name, followed
-    by the file's suffix for the others (``equal-x/slurm-best``)."""
+    since they ran) and what the testbed was given; ``name`` is ``label`` (default: the
+    folder's name), followed by the file's suffix for the others (``equal-x/slurm-best``)."""
     from hpcopt import testbed
     from hpcopt.sim.slurmconf import parse_slurm_conf
 
@@ -674,7 +674,8 @@ def alone_runs(d: Path, nodes: int) -> list[dict]:
                                       shared=shared)
             info["conf"] = "regenerated"
         suffix = f.stem[len("replay_"):] if f is not None else "slurm"
-        name = d.name if suffix == "slurm" else f"{d.name}/{suffix}"
+        label = label or d.name
+        name = label if suffix == "slurm" else f"{label}/{suffix}"
         total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
         out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
                         shared=shared, bb_total=total))
@@ -685,7 +686,10 @@ def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
     folders' Slurm-alone runs (out of sample: nothing is fitted on the run compared)."""
-    runs = [run for d in args.dirs for run in alone_runs(Path(d), args.nodes)]
+    dirs = [Path(d) for d in args.dirs]
+    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
+    runs = [run for d in dirs for run in alone_runs(
+        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
     rows = []
     for run in runs:
         others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]

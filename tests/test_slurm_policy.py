@@ -423,7 +423,7 @@ def test_bf_max_job_test_and_bf_window(params, j4):
     assert (got[4] == 30) is j4
 
 
-# ------------------------------------------------- release, agent and completion rules
+# ------------------------------------------------------- release and agent rules
 
 def test_plan_slot_rounds_ends_up_from_24_11_and_down_before():
     """backfill.c: a slot starts on the bf_resolution grid (rounded down); its end is
@@ -472,54 +472,24 @@ def test_an_agent_whose_pass_planned_a_job_runs_every_bf_interval():
     assert got[2] == 90.0 and got[1] == 300.0
 
 
-def completing_jobs(bb: float):
-    """4 nodes (10 licenses), every start 0.8 s after its decision, a backfill pass every
-    second.  T (job 0, 1 min, ends at 10.8) leaves node 0 free; X (1) and Y (3) hold nodes
-    1 and 3 for good; J2 (node 2, 8 licenses) ends at 100.8.  W (4: all 4 nodes) waits at
-    the top for X's and Y's ends; J5 (1 node, 1 min, ``bb`` licenses) waits behind it."""
-    return [job(0, 0, 1, 1, runtime=10), job(1, 0, 20, 1, runtime=1000),
-            job(2, 0, 10, 1, runtime=100, bb=8), job(3, 0, 20, 1, runtime=1000),
-            job(4, 1, 1, 4), job(5, 2, 1, 1, bb=bb)]
-
-
-@pytest.mark.parametrize("bb, start", [(5, 102.8), (1, 12.8)])
-def test_a_completing_jobs_licenses_are_still_taken_at_a_backfill_pass(bb, start):
-    """cleanup_completing returns a job's licenses only when its epilog is over: at the
-    pass at 101 J2 (ended at 100.8) is still completing, so J5 (5 licenses: 8 + 5 > 10)
-    is not tested; the pass at 102 starts it on node 0 (at 102.8).  With 1 license it
-    starts on node 0 once T's completion is over: at the pass at 12 (at 12.8)."""
-    got = starts(completing_jobs(bb), System(4, bb=10), launch_latency=0.8,
-                 scheduler_parameters="bf_interval=1,bf_resolution=1")
-    assert got[5] == pytest.approx(start)
-
-
-def test_a_job_does_not_start_on_a_completing_node():
-    """2 nodes: X (job 0) holds node 0 for good, J1 node 1 until 100.8; W (2 nodes) waits;
-    J3 (1 node) can only use node 1.  At the pass at 101 node 1 is still completing
-    (backfill.c: "Need to wait for in-progress completion/epilog", start a second later),
-    so J3 starts at the pass at 102 (at 102.8)."""
-    jobs = [job(0, 0, 20, 1, runtime=1000), job(1, 0, 10, 1, runtime=100),
-            job(2, 1, 1, 2), job(3, 2, 1, 1)]
-    got = starts(jobs, System(2), launch_latency=0.8,
-                 scheduler_parameters="bf_interval=1,bf_resolution=1")
-    assert got[3] == pytest.approx(102.8)
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_skipped_passes_change_no_start(seed):
     """An armed backfill agent runs every bf_interval; the passes that would repeat the last
     plan (nothing changed since) are not computed.  Random queues with licenses, a launch
-    latency (completing jobs), both releases and several SchedulerParameters: the starts
-    are those of running every pass."""
+    latency, both releases, several SchedulerParameters and (every third) priorities that
+    age: the starts are those of running every pass."""
     rng = np.random.default_rng(seed)
     limits = rng.integers(1, 16, 60) * 60.0
     jobs = [Job(i, float(rng.integers(0, 3000)), float(rng.integers(5, limits[i] + 1)),
                 float(limits[i]), int(rng.integers(1, 9)), bb=float(rng.choice([0, 0, 3, 7])))
             for i in range(60)]
-    params = ["", "bf_interval=1,bf_resolution=1", "bf_job_part_count_reserve=1",
-              "bf_licenses,bf_window=20"][seed % 4]
+    params = ["", "bf_interval=1,bf_resolution=1", "bf_job_part_count_reserve=1,bf_window=10",
+              "bf_licenses,bf_window=5"][seed % 4]
+    aging = SlurmConf(priority="multifactor", weight_age=1000, max_age=600,
+                      weight_job_size=500)
     options = dict(scheduler_parameters=params, launch_latency=float(rng.choice([0, 0.5])),
-                   slurm_version=["22.05", "24.11"][seed % 2])
+                   slurm_version=["22.05", "24.11"][seed % 2],
+                   **({"conf": aging} if seed % 3 == 0 else {}))
     got = []
     for skip in (True, False):
         policy = make_policy("slurm", **options)

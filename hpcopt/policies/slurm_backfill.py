@@ -25,8 +25,6 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   tested).  Licenses enter the plan with ``bf_licenses``; without it a job whose licenses
   are taken now is not tested.  On a partition that shares nodes core by core, jobs are
   sized in cores and a reservation takes the whole nodes of the cores it plans.
-* **Completion**: for the launch latency after its end a job is completing: a backfill
-  pass then counts its licenses as taken and starts no job on its nodes.
 * Time limits are whole minutes (rounded up), as Slurm stores them; a launch latency
   (``launch_latency``) delays every start (the driver's ``launch_delay``).
 """
@@ -74,14 +72,15 @@ class SlurmScheduler(Policy):
 
     ``slurm_conf``: the file (Slurm's defaults where it is silent, or without one);
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
-    ``launch_latency``: seconds from Slurm's decision to the job's start (also how long a
-    job that ended stays completing); ``slurm_partition``: the partition of the file the jobs
-    run in; ``slurm_version``: the release to model; ``conf``: a ``SlurmConf`` instead of a
-    file."""
+    ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``:
+    the partition of the file the jobs run in; ``slurm_version``: the release to model;
+    ``conf``: a ``SlurmConf`` instead of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
-    # an armed agent's passes that would repeat the last plan are not computed (the tests
-    # turn this off to check that it changes no start)
+    # an armed agent's passes while nothing changed are not computed unless time alone can
+    # change their plan: a job left out past bf_window comes into it (with
+    # bf_job_part_count_reserve its reservation can free a later job's), priorities age
+    # (the tests turn this off to check that it changes no start)
     skip_repeated_passes = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
@@ -149,17 +148,13 @@ class SlurmScheduler(Policy):
         # (backfill.c's ``_more_work``)
         self._armed = False
         self._empty_pass = False  # the agent's pass at ``_next_bf`` finds no job to plan
-        # from when a pass may plan differently than the last one with time alone (a job
-        # left out past bf_window comes into it, a completion ends, priorities age)
-        self._replan_at = -math.inf
+        # from when an armed agent's pass may plan differently with time alone
+        self._replan_at = math.inf
         self._batch = False  # submitted jobs wait for a timed main pass
         self._last_timed = -math.inf  # last batch or full main pass
         self._next_full = -math.inf
         self._next_bf = -math.inf
         self._woken: set[float] = set()
-        # jobs that ended less than the launch latency ago: their completion (epilog) is
-        # not over, job id -> (when it is, the units it held, its licenses)
-        self._completing: dict = {}
         sim.subscribe(Event.SUBMIT, self._on_submit)
         sim.subscribe(Event.COMPLETE, self._on_complete)
 
@@ -172,10 +167,7 @@ class SlurmScheduler(Policy):
 
     def _on_complete(self, sim, event, record) -> None:
         self._ended = self._changed = True
-        got = self._units_of.pop(record.job.id, None)
-        if got is not None and sim.launch_delay > 0:
-            self._completing[record.job.id] = (sim.now + sim.launch_delay, got[0],
-                                               record.job.bb)
+        self._units_of.pop(record.job.id, None)
 
     def decide(self, window: Window) -> Decision:
         """The passes Slurm runs at ``window.time``: submissions tried at once, a main pass
@@ -209,11 +201,8 @@ class SlurmScheduler(Policy):
         if state.started:
             self._changed = True
         if conf.scheduler == "backfill" and \
-                (self._changed or self._armed and (now >= self._replan_at - 1e-9
-                                                   or not self.skip_repeated_passes)) \
+                (self._changed or self._armed and now >= self._replan_at - 1e-9) \
                 and now >= self._bf_due(now) - 1e-9:
-            # (an armed agent's passes while nothing changed plan what the last one did:
-            # they are not run, their times stay on its bf_interval grid)
             self._next_bf = now + conf.bf_interval
             self._changed = self._empty_pass = False
             self._armed = self._backfill(queue, state) > 0
@@ -252,7 +241,7 @@ class SlurmScheduler(Policy):
         if self._batch:
             times.append(self._last_timed + conf.batch_sched_delay)
         if conf.scheduler == "backfill":
-            if self._changed or (self._armed and not self.skip_repeated_passes):
+            if self._changed:
                 times.append(self._bf_due(now))
             elif self._armed and self._replan_at < math.inf:
                 times.append(self._bf_due(max(now, self._replan_at)))
@@ -299,18 +288,6 @@ class SlurmScheduler(Policy):
                 return
             state.start(job)
 
-    def _completing_now(self, now: float) -> tuple[int, float]:
-        """The units and licenses of the jobs whose completion is not over at ``now`` (the
-        others are forgotten)."""
-        units, lic = 0, 0.0
-        for jid, (done, u, bb) in list(self._completing.items()):
-            if done <= now + 1e-9:
-                del self._completing[jid]
-            else:
-                units |= u
-                lic += bb
-        return units, lic
-
     def _backfill(self, queue, state: _PassState) -> int:
         """One backfill pass: the conservative plan (module docstring); returns how many
         jobs it planned (started or reserved)."""
@@ -320,6 +297,8 @@ class SlurmScheduler(Policy):
         up = conf.round_ends_up
         window_end = math.floor((now + conf.bf_window) / res) * res
         plan = _TimeMap(now, self._all, conf.bf_licenses)
+        replan = -math.inf if not self.skip_repeated_passes or (
+            conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
         for end, units, lic in state.running_ends():
             if conf.bf_running_job_reserve:  # its slot, as a reservation from now
                 slot_end = plan_slot(now, end, res, up)[1]
@@ -329,14 +308,6 @@ class SlurmScheduler(Policy):
                 else:
                     end = slot_end
             plan.hold(now, end, units, lic)
-        # a job that ended less than the latency ago is completing: its nodes are free in
-        # the plan but a job cannot start on them yet, and its licenses are still taken
-        cg_units, cg_lic = self._completing_now(now)
-        replan = min((done for done, _, _ in self._completing.values()), default=math.inf)
-        if conf.priority == "multifactor" and conf.weight_age > 0:
-            replan = -math.inf
-        cg_units &= ~state.busy
-        free_lic = state.free_lic - cg_lic
         tested = reserved = planned = 0
         lic_total = state.lic_total
         for job in queue:
@@ -344,7 +315,7 @@ class SlurmScheduler(Policy):
                 continue
             if tested >= conf.bf_max_job_test:
                 break
-            if not conf.bf_licenses and job.bb > free_lic + 1e-9:
+            if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
                 continue  # not runnable now: not tested
             tested += 1
             only_now = bool(conf.bf_job_part_count_reserve) and \
@@ -358,21 +329,16 @@ class SlurmScheduler(Policy):
             units = self.choose(free, job.nodes)
             planned += 1
             if start <= now:
-                if not units & cg_units and job.bb <= free_lic + 1e-9:
-                    state.start(job, units)
-                    free_lic -= job.bb
-                    plan.hold(now, now + dur, units, job.bb)
-                    continue
-                if only_now:
-                    continue
-                start = now + 1  # waits for the completion: reserved from the next second
+                state.start(job, units)
+                plan.hold(now, now + dur, units, job.bb)
+                continue
             if start > now + conf.bf_window:
                 replan = -math.inf
                 continue
             lo, hi = plan_slot(start, start + dur, res, up)
             plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
-        # a job left out past the window may enter it once the window reaches it
+        # a job left out past the window may come into it with time alone
         self._replan_at = min(replan, plan.beyond - conf.bf_window)
         return planned
 
