@@ -675,53 +675,64 @@ def print_crossval(rows: list[dict], summary: list[dict]) -> None:
               f"{s['bsld_dev_pct_mean']:+.1f}% / {s['bsld_dev_pct_mad']:.1f}% |")
 
 
-def alone_run(d: Path, nodes: int) -> dict:
-    """A saved Slurm-alone run of replay folder ``d``: its jobs, Slurm's times, the
-    slurm.conf the testbed ran (saved with the run; for runs saved before that, written
-    again by the testbed's own ``slurm_conf``, whose scheduling lines have not changed since
-    they ran) and what the testbed was given."""
+def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
+    """The saved Slurm-alone runs of replay folder ``d`` (each ``replay_slurm*.json``: the
+    default ``replay_slurm.json`` and others beside it, such as ``replay_slurm-best.json``;
+    a folder saved before those files has its per-job csv), each with its jobs, Slurm's
+    times, the slurm.conf the testbed ran (for runs saved before the file was kept, written
+    again by the testbed's own ``slurm_conf``, whose scheduling lines have not changed
+    since they ran) and what the testbed was given; ``name`` is ``label`` (default: the
+    folder's name), followed by the file's suffix for the others (``equal-x/slurm-best``)."""
     from hpcopt import testbed
+    from hpcopt.sim.slurmconf import parse_slurm_conf
 
     jobs = json.loads((d / "replay_jobs.json").read_text())
     shared = any(j.get("partition") == SHARED for j in jobs)
-    saved = d / "replay_slurm.json"
-    run = json.loads(saved.read_text()) if saved.exists() else {}
-    real = {k: tuple(v) for k, v in run["real"].items()} if run else saved_run(d, "slurm")
-    conf = run.get("slurm_conf")
-    info = dict(run.get("testbed", {}))
-    if conf is None:
-        conf = testbed.slurm_conf(Path("/testbed"), nodes, CPUS, 20000, "backfill", False,
-                                  shared=shared)
-        info["conf"] = "regenerated"
+    files = sorted(d.glob("replay_slurm*.json"),
+                   key=lambda f: (f.name != "replay_slurm.json", f.name))
+    saved = [(f, json.loads(f.read_text())) for f in files] or [(None, {})]
     bb = max((j.get("bb", 0) for j in jobs), default=0)
-    total = 0.0
-    if bb:
-        from hpcopt.sim.slurmconf import parse_slurm_conf
-
-        total = float(parse_slurm_conf(conf).licenses["bb"])
-    return dict(dir=d, jobs=jobs, real=real, conf=conf, info=info, shared=shared,
-                bb_total=total)
+    out = []
+    for f, run in saved:
+        real = {k: tuple(v) for k, v in run["real"].items()} if run else saved_run(d, "slurm")
+        conf = run.get("slurm_conf")
+        info = dict(run.get("testbed", {}))
+        if conf is None:
+            conf = testbed.slurm_conf(Path("/testbed"), nodes, CPUS, 20000, "backfill", False,
+                                      shared=shared)
+            info["conf"] = "regenerated"
+        suffix = f.stem[len("replay_"):] if f is not None else "slurm"
+        label = label or d.name
+        name = label if suffix == "slurm" else f"{label}/{suffix}"
+        total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
+        out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
+                        shared=shared, bb_total=total))
+    return out
 
 
 def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
     folders' Slurm-alone runs (out of sample: nothing is fitted on the run compared)."""
-    runs = [alone_run(Path(d), args.nodes) for d in args.dirs]
+    dirs = [Path(d) for d in args.dirs]
+    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
+    runs = [run for d in dirs for run in alone_runs(
+        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
     rows = []
     for run in runs:
-        others = [g for r in runs if r is not run for g in latency_kept(r["real"])]
+        others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
         delay = round(float(np.mean(others)), 2) if others else 0.0
         conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
         conf.write_text(run["conf"])
         machine = args.nodes * CPUS if run["shared"] else args.nodes
-        opts = dict(slurm_conf=str(conf), launch_latency=delay,
+        version = run["info"].get("slurm", "22.05")
+        opts = dict(slurm_conf=str(conf), launch_latency=delay, slurm_version=version,
                     **({"slurm_partition": SHARED} if run["shared"] else {}))
-        row = dict(replay=run["dir"].name, slurm=run["info"].get("slurm", "22.05"),
+        row = dict(replay=run["name"], slurm=version,
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""), shared=run["shared"],
                    conf=run["info"].get("conf", "saved"), latency=delay,
-                   latency_from=len(runs) - 1)
+                   latency_from=sum(r["dir"] != run["dir"] for r in runs))
         t0 = time.perf_counter()
         sim = simulate_same(run["jobs"], run["real"], "slurm", machine, None, options=opts,
                             bb=run["bb_total"])

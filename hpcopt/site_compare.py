@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-SLURM_OPTIONS = ("slurm_conf", "scheduler_parameters", "launch_latency", "slurm_partition")
+SLURM_OPTIONS = ("slurm_conf", "scheduler_parameters", "launch_latency", "slurm_partition",
+                 "slurm_version")
 """The options of ``--policy slurm``: on the command line they go to the Slurm side."""
 
 

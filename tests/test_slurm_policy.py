@@ -421,3 +421,79 @@ def test_a_job_without_a_time_limit_holds_its_nodes_for_good_in_the_plan():
 def test_bf_max_job_test_and_bf_window(params, j4):
     got = starts(reservation_depth_jobs(), System(4), scheduler_parameters=params)
     assert (got[4] == 30) is j4
+
+
+# ------------------------------------------------------- release and agent rules
+
+def test_plan_slot_rounds_ends_up_from_24_11_and_down_before():
+    """backfill.c: a slot starts on the bf_resolution grid (rounded down); its end is
+    rounded up from 24.11 (``_set_slot_time``, commit "Round up end_time") and down before;
+    a slot is at least one grid step long (``_add_reservation``)."""
+    from hpcopt.policies.slurm_backfill import plan_slot
+
+    assert plan_slot(90, 150.5, 60, True) == (60, 180)
+    assert plan_slot(90, 150.5, 60, False) == (60, 120)
+    assert plan_slot(65, 100, 60, False) == (60, 120)  # one step at least
+    assert plan_slot(61, 121, 1, False) == (61, 121)
+    assert plan_slot(0, math.inf, 60, True) == (0, math.inf)
+
+
+def test_slurm_version_is_read_and_checked():
+    assert SlurmConf().round_ends_up and not SlurmConf().with_version("22.05").round_ends_up
+    assert SlurmConf().with_version("24.11").round_ends_up
+    with pytest.raises(PolicyOptionError, match="slurm_version: expected a Slurm release"):
+        make_policy("slurm", slurm_version="22")
+
+
+@pytest.mark.parametrize("version, started", [("22.05", False), ("24.11", True)])
+def test_a_running_jobs_license_slot_is_rounded_by_version(version, started):
+    """bf_licenses (so bf_running_job_reserve), bf_resolution=60, at 20 s: R holds 1 of 2
+    nodes and all 10 licenses until 90.5.  Its slot in the plan ends at 60 before 24.11
+    (rounded down: A, 1 node and all licenses, is reserved from 60 on the free node) and at
+    120 from 24.11 (A from 120).  B (1 node, 1 min, no license) ends at 80: it starts now
+    only when A's reservation begins after it."""
+    r = Job("r", 0.0, 70.5, 70.5, 1, bb=10)
+    a, b = job("a", 0, 1, 1, bb=10), job("b", 0, 1, 1)
+    sim = Simulator.at(20.0, System(2, bb=10), make_policy(
+        "slurm", scheduler_parameters="bf_resolution=60,bf_licenses", slurm_version=version),
+        [a, b], running=[(r, 90.5)])
+    sim.schedule()
+    assert (sim.records["b"].start == 20.0) is started
+    assert not began(sim.records["a"])
+
+
+def test_an_agent_whose_pass_planned_a_job_runs_every_bf_interval():
+    """bf_interval=30.  J0 (1 of 2 nodes) runs to 300; J1 (2 nodes, submitted at 1) is
+    reserved from 300 by the pass at 30.  That pass set start times, so the agent runs
+    again at 60 and 90 although nothing else changed (``_more_work``): J2 (1 node, 1 min),
+    submitted at 75, starts at 90, not at the next second."""
+    jobs = [job(0, 0, 5, 1), job(1, 1, 1, 2), job(2, 75, 1, 1)]
+    got = starts(jobs, System(2), scheduler_parameters="bf_interval=30")
+    assert got[2] == 90.0 and got[1] == 300.0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_skipped_passes_change_no_start(seed):
+    """An armed backfill agent runs every bf_interval; the passes that would repeat the last
+    plan (nothing changed since) are not computed.  Random queues with licenses, a launch
+    latency, both releases, several SchedulerParameters and (every third) priorities that
+    age: the starts are those of running every pass."""
+    rng = np.random.default_rng(seed)
+    limits = rng.integers(1, 16, 60) * 60.0
+    jobs = [Job(i, float(rng.integers(0, 3000)), float(rng.integers(5, limits[i] + 1)),
+                float(limits[i]), int(rng.integers(1, 9)), bb=float(rng.choice([0, 0, 3, 7])))
+            for i in range(60)]
+    params = ["", "bf_interval=1,bf_resolution=1", "bf_job_part_count_reserve=1,bf_window=10",
+              "bf_licenses,bf_window=5"][seed % 4]
+    aging = SlurmConf(priority="multifactor", weight_age=1000, max_age=600,
+                      weight_job_size=500)
+    options = dict(scheduler_parameters=params, launch_latency=float(rng.choice([0, 0.5])),
+                   slurm_version=["22.05", "24.11"][seed % 2],
+                   **({"conf": aging} if seed % 3 == 0 else {}))
+    got = []
+    for skip in (True, False):
+        policy = make_policy("slurm", **options)
+        policy.skip_repeated_passes = skip
+        sim = Simulator(jobs, System(8, bb=10), policy).run()
+        got.append({jid: rec.start for jid, rec in sim.records.items()})
+    assert got[0] == got[1]

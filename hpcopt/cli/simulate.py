@@ -112,7 +112,8 @@ def register(sub) -> None:
     m.add_argument("--against-slurm", default=None, metavar="SLURM_CONF",
                    help="also replay the trace under --policy slurm configured from this "
                         "slurm.conf (with the --scheduler-parameters, --launch-latency, "
-                        "--slurm-partition given) and print the differences per metric, per "
+                        "--slurm-partition, --slurm-version given) and print the differences "
+                        "per metric, per "
                         "account (where the trace names accounts, as sacct's Account) and "
                         "per user (OUT/slurm gets its files)")
     add_policy_flags(m)

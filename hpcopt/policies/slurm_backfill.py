@@ -14,16 +14,17 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   not fit ends the pass (one partition); a job whose licenses are taken is passed over, or
   ends the pass under ``bf_licenses``.
 * **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
-  something changed: every job tested (at most ``bf_max_job_test``, priority order) gets
-  the earliest start at which enough nodes are free, for its whole time limit, of running
-  jobs and of the reservations made for the jobs tested before it (a conservative plan
-  on a time map of whole nodes); a job that can start now starts, any other gets a
-  reservation from its start rounded down to ``bf_resolution`` to its end rounded up,
-  unless it starts beyond ``bf_window`` or ``bf_job_part_count_reserve`` reservations are
-  made already (then only a start now is tested).  Licenses enter the plan with
-  ``bf_licenses``; without it a job whose licenses are taken now is not tested.  On a
-  partition that shares nodes core by core, jobs are sized in cores and a reservation
-  takes the whole nodes of the cores it plans.
+  something changed, a pass that planned a job being a change itself: every job tested
+  (at most ``bf_max_job_test``, priority order) gets the earliest start at which enough
+  nodes are free, for its whole time limit, of running jobs and of the reservations made
+  for the jobs tested before it (a conservative plan on a time map of whole nodes); a job
+  that can start now starts, any other gets a reservation from its start rounded down to
+  ``bf_resolution`` to its end rounded up (from Slurm 24.11; down before:
+  ``slurm_version``), unless it starts beyond ``bf_window`` or
+  ``bf_job_part_count_reserve`` reservations are made already (then only a start now is
+  tested).  Licenses enter the plan with ``bf_licenses``; without it a job whose licenses
+  are taken now is not tested.  On a partition that shares nodes core by core, jobs are
+  sized in cores and a reservation takes the whole nodes of the cores it plans.
 * Time limits are whole minutes (rounded up), as Slurm stores them; a launch latency
   (``launch_latency``) delays every start (the driver's ``launch_delay``).
 """
@@ -52,16 +53,35 @@ def limit_seconds(job: Job) -> float:
     return max(1, math.ceil(job.walltime / 60 - 1e-9)) * 60.0
 
 
+def plan_slot(start: float, end: float, res: float, round_up: bool) -> tuple[float, float]:
+    """The slot the backfill plan holds for something that runs from ``start`` to ``end``:
+    the start rounded down to ``bf_resolution`` and the end rounded up (Slurm 24.11 and
+    later, ``_set_slot_time``) or down (before 24.11), at least one ``res`` long
+    (backfill.c's ``_add_reservation``); a running job's end (``bf_running_job_reserve``)
+    is rounded the same way, from the plan's first slot."""
+    lo = math.floor(start / res) * res
+    if not math.isfinite(end):
+        return lo, math.inf
+    hi = math.ceil(end / res - 1e-9) * res if round_up else math.floor(end / res + 1e-9) * res
+    return lo, max(hi, lo + res)
+
+
 @register_policy("slurm")
 class SlurmScheduler(Policy):
     """Slurm alone: its main scheduler and sched/backfill, configured from a slurm.conf.
 
     ``slurm_conf``: the file (Slurm's defaults where it is silent, or without one);
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
-    ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``: the
-    partition of the file the jobs run in; ``conf``: a ``SlurmConf`` instead of a file."""
+    ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``:
+    the partition of the file the jobs run in; ``slurm_version``: the release to model;
+    ``conf``: a ``SlurmConf`` instead of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
+    # an armed agent's passes while nothing changed are not computed unless time alone can
+    # change their plan: a job left out past bf_window comes into it (with
+    # bf_job_part_count_reserve its reservation can free a later job's), priorities age
+    # (the tests turn this off to check that it changes no start)
+    skip_repeated_passes = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
                "defaults where it is silent)"),
@@ -71,16 +91,20 @@ class SlurmScheduler(Policy):
                "start", min=0),
         Option("slurm_partition", str, "the slurm.conf's partition the jobs run in (default: its "
                "default partition)"),
+        Option("slurm_version", str, "the Slurm release to model, MAJOR.MINOR (default 24.11; "
+               "before 24.11 the backfill plan rounds ends down to bf_resolution)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
                  launch_latency: float = 0.0, slurm_partition: str | None = None,
-                 conf: SlurmConf | None = None) -> None:
+                 slurm_version: str | None = None, conf: SlurmConf | None = None) -> None:
         try:
             base = conf or (read_slurm_conf(slurm_conf, slurm_partition) if slurm_conf
                             else SlurmConf())
             if scheduler_parameters:
                 base = base.with_parameters(scheduler_parameters, "scheduler_parameters")
+            if slurm_version is not None:
+                base = base.with_version(slurm_version)
         except SlurmConfError as e:
             raise PolicyOptionError(str(e)) from None
         if not (isinstance(launch_latency, (int, float)) and math.isfinite(launch_latency)
@@ -119,6 +143,13 @@ class SlurmScheduler(Policy):
         self._new: list[Job] = []  # submitted since the last pass
         self._ended = False  # a job ended since the last main pass
         self._changed = True  # since the last backfill pass
+        # the last backfill pass planned a start for some job: it set ``last_job_update``,
+        # so the agent runs again after bf_interval even if nothing else changed
+        # (backfill.c's ``_more_work``)
+        self._armed = False
+        self._empty_pass = False  # the agent's pass at ``_next_bf`` finds no job to plan
+        # from when an armed agent's pass may plan differently with time alone
+        self._replan_at = math.inf
         self._batch = False  # submitted jobs wait for a timed main pass
         self._last_timed = -math.inf  # last batch or full main pass
         self._next_full = -math.inf
@@ -169,24 +200,38 @@ class SlurmScheduler(Policy):
             self._main_pass(queue, state, conf.default_queue_depth)
         if state.started:
             self._changed = True
-        if conf.scheduler == "backfill" and self._changed and now >= self._bf_due(now) - 1e-9:
-            self._changed = False
+        if conf.scheduler == "backfill" and \
+                (self._changed or self._armed and now >= self._replan_at - 1e-9) \
+                and now >= self._bf_due(now) - 1e-9:
             self._next_bf = now + conf.bf_interval
-            self._backfill(queue, state)
+            self._changed = self._empty_pass = False
+            self._armed = self._backfill(queue, state) > 0
             if state.started:
                 self._changed = True
         if len(state.started) < len(queue):
             self._wake(now)
+        elif conf.scheduler == "backfill" and (self._changed or self._armed):
+            # nothing left to plan: the agent's next pass finds no job, then it sleeps
+            # bf_interval and looks every second
+            self._next_bf = self._bf_due(now)
+            self._changed = self._armed = False
+            self._empty_pass = True
         return Decision(tuple(state.order), allocations=state.allocations)
 
     def _bf_due(self, now: float) -> float:
-        """When the backfill agent next looks for work: ``bf_interval`` after its last pass,
-        then every second (its short sleep) until something changed."""
+        """When, from ``now``, the backfill agent next runs a pass: ``bf_interval`` after its
+        last pass, then every second (its short sleep) until something changed.  A pass that
+        planned a start for some job is itself a change (it set ``last_job_update``, which
+        backfill.c's ``_more_work`` sees): the agent then runs every ``bf_interval``."""
         due = self._next_bf
         if due == -math.inf:
             return now  # the agent's first look
+        if self._empty_pass and now > due + 1e-9:  # it ran at ``due`` and found no job
+            due = self._next_bf = due + self.conf.bf_interval
+            self._empty_pass = False
         if now > due:
-            due += math.ceil(now - due - 1e-9)
+            step = self.conf.bf_interval if self._armed else 1.0
+            due += math.ceil((now - due) / step - 1e-9) * step
         return due
 
     def _wake(self, now: float) -> None:
@@ -195,8 +240,11 @@ class SlurmScheduler(Policy):
         times = [self._next_full]
         if self._batch:
             times.append(self._last_timed + conf.batch_sched_delay)
-        if conf.scheduler == "backfill" and self._changed:
-            times.append(self._bf_due(now))
+        if conf.scheduler == "backfill":
+            if self._changed:
+                times.append(self._bf_due(now))
+            elif self._armed and self._replan_at < math.inf:
+                times.append(self._bf_due(max(now, self._replan_at)))
         for t in times:
             if t > now and t not in self._woken:
                 self._woken.add(t)
@@ -240,18 +288,27 @@ class SlurmScheduler(Policy):
                 return
             state.start(job)
 
-    def _backfill(self, queue, state: _PassState) -> None:
-        """One backfill pass: the conservative plan (module docstring)."""
+    def _backfill(self, queue, state: _PassState) -> int:
+        """One backfill pass: the conservative plan (module docstring); returns how many
+        jobs it planned (started or reserved)."""
         conf = self.conf
         now = state.now
         res = conf.bf_resolution
+        up = conf.round_ends_up
         window_end = math.floor((now + conf.bf_window) / res) * res
         plan = _TimeMap(now, self._all, conf.bf_licenses)
+        replan = -math.inf if not self.skip_repeated_passes or (
+            conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
         for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve and math.isfinite(end):
-                end = math.ceil(end / res) * res
+            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+                slot_end = plan_slot(now, end, res, up)[1]
+                if slot_end < end:  # rounded down: the select plugin's test still sees
+                    plan.hold(now, slot_end, 0, lic)  # its nodes busy to its end
+                    lic = 0.0
+                else:
+                    end = slot_end
             plan.hold(now, end, units, lic)
-        tested = reserved = 0
+        tested = reserved = planned = 0
         lic_total = state.lic_total
         for job in queue:
             if job.id in state.started:
@@ -270,17 +327,20 @@ class SlurmScheduler(Policy):
                 continue
             start, free = found
             units = self.choose(free, job.nodes)
+            planned += 1
             if start <= now:
                 state.start(job, units)
                 plan.hold(now, now + dur, units, job.bb)
                 continue
             if start > now + conf.bf_window:
+                replan = -math.inf
                 continue
-            lo = max(now, math.floor(start / res) * res)
-            hi = math.floor((start + dur + res - 1) / res) * res if math.isfinite(dur) \
-                else math.inf
-            plan.hold(lo, hi, self.whole_nodes(units), job.bb)
+            lo, hi = plan_slot(start, start + dur, res, up)
+            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
+        # a job left out past the window may come into it with time alone
+        self._replan_at = min(replan, plan.beyond - conf.bf_window)
+        return planned
 
     # ------------------------------------------------------------------ units
     def eligible(self, job: Job) -> int:
@@ -363,32 +423,27 @@ class _PassState:
     """What one ``decide`` knows: the units each running job holds, the free units and
     licenses now, and the jobs it starts."""
 
-    __slots__ = ("policy", "now", "delay", "running", "busy", "free_lic", "lic_total",
-                 "started", "order", "allocations")
+    __slots__ = ("policy", "now", "delay", "window", "running", "added", "busy", "free_lic",
+                 "lic_total", "started", "order", "allocations")
 
     def __init__(self, policy: SlurmScheduler, window: Window) -> None:
         self.policy = policy
         self.now = window.time
         self.delay = policy._sim.launch_delay
         held = policy._units_of
-        live = {r.job.id for r in window.running}
-        for jid in [j for j in held if j not in live]:
-            del held[jid]
+        if len(held) != len(window.running) or \
+                not all(r.job.id in held for r in window.running):
+            _reconcile(policy, window.running)
         busy = 0
         for u, _ in held.values():
             busy |= u
-        self.running = []  # (estimated end, units, licenses)
-        for r in window.running:
-            got = held.get(r.job.id)
-            if got is None:  # started before the policy saw it: lowest free units, its end
-                units = _lowest(policy.eligible(r.job) & ~busy, r.job.nodes) \
-                    if not policy._topology else sum(1 << int(i) for i in r.allocation)
-                got = held[r.job.id] = (units, r.est_end)
-                busy |= units
-            self.running.append((got[1], got[0], r.job.bb))
         self.busy = busy
+        self.window = window
+        self.running: list | None = None  # (estimated end, units, licenses), when asked
+        self.added: list = []  # the same of the jobs this pass starts
         self.lic_total = window.system.bb
-        self.free_lic = window.system.bb - sum(r.job.bb for r in window.running)
+        self.free_lic = window.system.bb - sum(r.job.bb for r in window.running) \
+            if window.system.bb else 0.0
         self.started: set = set()
         self.order: list = []
         self.allocations: dict = {}
@@ -405,28 +460,57 @@ class _PassState:
         self.busy |= units
         self.free_lic -= job.bb
         policy._units_of[job.id] = (units, end)
-        self.running.append((end, units, job.bb))
+        self.added.append((end, units, job.bb))
+        if self.running is not None:
+            self.running.append((end, units, job.bb))
         self.started.add(job.id)
         self.order.append(job.id)
         alloc = policy.allocation(units)
         if alloc is not None:
             self.allocations[job.id] = alloc
 
-    def running_ends(self):
+    def running_ends(self) -> list:
+        """(estimated end, units, licenses) of every running job, those started in this
+        pass included."""
+        if self.running is None:
+            held = self.policy._units_of
+            self.running = [(held[r.job.id][1], held[r.job.id][0], r.job.bb)
+                            for r in self.window.running]
+            self.running += self.added
         return self.running
+
+
+def _reconcile(policy: SlurmScheduler, running) -> None:
+    """Make ``policy._units_of`` hold exactly the running jobs: those gone are dropped; one
+    started before the policy saw it gets the lowest free units (its allocation on a
+    topology) and its estimated end."""
+    held = policy._units_of
+    live = {r.job.id for r in running}
+    for jid in [j for j in held if j not in live]:
+        del held[jid]
+    busy = 0
+    for u, _ in held.values():
+        busy |= u
+    for r in running:
+        if r.job.id not in held:
+            units = _lowest(policy.eligible(r.job) & ~busy, r.job.nodes) \
+                if not policy._topology else sum(1 << int(i) for i in r.allocation)
+            held[r.job.id] = (units, r.est_end)
+            busy |= units
 
 
 class _TimeMap:
     """The backfill plan: a step function of the units held (by running jobs and
     reservations) and, with licenses planned, of the licenses held, from ``now`` on."""
 
-    __slots__ = ("times", "held", "lic", "licenses")
+    __slots__ = ("times", "held", "lic", "licenses", "beyond")
 
     def __init__(self, now: float, all_units: int, licenses: bool) -> None:
         self.times = [now]  # slot k is [times[k], times[k + 1])
         self.held = [0]
         self.lic = [0.0]
         self.licenses = licenses
+        self.beyond = math.inf  # the earliest start a search gave up at, past the window
 
     def _split(self, t: float) -> int:
         """The index of the slot that starts at ``t`` (made when there is none)."""
@@ -461,6 +545,8 @@ class _TimeMap:
         for k in range(n):
             start = times[k]
             if start > now and (only_now or start > window_end):
+                if not only_now:
+                    self.beyond = min(self.beyond, start)
                 return None
             if k and held[k] == held[k - 1] and (not plan_lic or lics[k] == lics[k - 1]) \
                     and start > now:

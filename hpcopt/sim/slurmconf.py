@@ -98,6 +98,25 @@ class SlurmConf:
     jobs are sized in cores, and the backfill plan still reserves whole nodes."""
     ignored: tuple = ()
     """SchedulerParameters read but not modelled (docs/slurm-model.md)."""
+    version: str = "24.11"
+    """The Slurm release whose backfill to model (``MAJOR.MINOR``; a slurm.conf does not
+    say): before 24.11 the plan rounds reservation and running-job ends down to
+    ``bf_resolution``, from 24.11 up (``round_ends_up``)."""
+
+    @property
+    def round_ends_up(self) -> bool:
+        """Whether the backfill plan rounds ends up to ``bf_resolution`` (Slurm 24.11 and
+        later, its commit "Round up end_time"), else down (earlier releases)."""
+        major, minor = (int(x) for x in self.version.split("."))
+        return (major, minor) >= (24, 11)
+
+    def with_version(self, version: str, where: str = "slurm_version") -> SlurmConf:
+        """These settings for Slurm release ``version`` (``MAJOR.MINOR``, e.g. ``22.05``)."""
+        text = str(version).strip()
+        if not re.fullmatch(r"\d{2}\.\d{2}", text):
+            raise SlurmConfError(f"{where}: expected a Slurm release MAJOR.MINOR such as 22.05 "
+                                 f"or 24.11, got {version!r}")
+        return replace(self, version=text)
 
     def with_parameters(self, text: str, where: str = "SchedulerParameters") -> SlurmConf:
         """These settings with ``key=value,...`` (``SchedulerParameters``'s syntax) over
