@@ -323,8 +323,9 @@ def slurm_state():
 def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     """Under ``--policy slurm`` the limit-based forecast is Slurm's conservative plan (what
     ``squeue --start`` shows): 2 is planned at 1200 on all 4 nodes, 3 at 600 before it (on
-    job 0's 2 nodes and the free one), so 4 (900 s on the free node) waits until 2 ends at
-    1800.  With a reservation for the top job only, 4 starts now and 3 only after 2; EASY
+    job 0's 2 nodes and the free one; the run forward starts it at 610, the backfill
+    agent's next pass, every ``bf_interval`` of 30 s from 40: the main scheduler stops at
+    2, which cannot start), so 4 (900 s on the free node) waits until 2 ends at 1800.  With a reservation for the top job only, 4 starts now and 3 only after 2; EASY
     (fcfs) starts 4 now too.  The benchmark's ``slurm_shows`` gives what squeue shows: every
     tested job by default, none past ``bf_job_part_count_reserve`` reservations (3) or beyond
     ``bf_max_job_test`` (3, 4); a job started now is shown."""
@@ -335,7 +336,7 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     policies = {}
-    for params, starts, shown in ((None, [1200.0, 600.0, 1800.0], {2, 3, 4}),
+    for params, starts, shown in ((None, [1200.0, 610.0, 1800.0], {2, 3, 4}),
                                   ("bf_job_part_count_reserve=1", [1200.0, 1800.0, 40.0],
                                    {2, 4}),
                                   ("bf_max_job_test=1", [1200.0, 1800.0, 1800.0], {2})):
@@ -348,4 +349,4 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     assert [f.start for f in easy] == [1200.0, 1800.0, 40.0]
     # the same policy object again (forecast reuses it): its controller starts idle again
     again = forecast(state, policies[None], None, started=started)
-    assert [f.start for f in again] == [1200.0, 600.0, 1800.0]
+    assert [f.start for f in again] == [1200.0, 610.0, 1800.0]
