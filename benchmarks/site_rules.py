@@ -327,7 +327,8 @@ def simulate_run(jobs: list[dict], record: dict, delay: float, period: float | N
     if not rules:
         order, limits = None, None
     if kind == "slurm":
-        policy = make_policy("slurm", slurm_conf=str(conf), launch_latency=delay)
+        policy = make_policy("slurm", slurm_conf=str(conf), launch_latency=delay,
+                             slurm_version=record.get("slurm", "22.05"))  # the run's release
         sim = Simulator(sim_jobs, System(nodes), policy, order=order, limits=limits)
     else:
         sim = Simulator(sim_jobs, System(nodes), make_policy(kind), order=order, limits=limits,
