@@ -47,7 +47,7 @@ class PlanProbe(slurm_backfill.SlurmScheduler):
         self._job = job  # the job the pass tests now
         return super().eligible(job)
 
-    def _backfill(self, queue, state) -> None:
+    def _backfill(self, queue, state) -> int:
         if state.now != self.at:
             return super()._backfill(queue, state)
         self.at = None
@@ -61,7 +61,7 @@ class PlanProbe(slurm_backfill.SlurmScheduler):
 
         slurm_backfill._TimeMap = Recording
         try:
-            super()._backfill(queue, state)
+            return super()._backfill(queue, state)  # the jobs it planned
         finally:
             slurm_backfill._TimeMap = base
 
