@@ -325,8 +325,9 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     ``squeue --start`` shows): 2 is planned at 1200 on all 4 nodes, 3 at 600 before it (on
     job 0's 2 nodes and the free one; the run forward starts it at 610, the backfill
     agent's next pass, every ``bf_interval`` of 30 s from 40: the main scheduler stops at
-    2, which cannot start), so 4 (900 s on the free node) waits until 2 ends at 1800.  With a reservation for the top job only, 4 starts now and 3 only after 2; EASY
-    (fcfs) starts 4 now too.  The benchmark's ``slurm_shows`` gives what squeue shows: every
+    2, which cannot start), so 4 (900 s on the free node) waits until 2 ends at 1800.
+    With a reservation for the top job only, 4 starts now and 3 only after 2; EASY (fcfs)
+    starts 4 now too.  The benchmark's ``slurm_shows`` gives what squeue shows: every
     tested job by default, none past ``bf_job_part_count_reserve`` reservations (3) or beyond
     ``bf_max_job_test`` (3, 4); a job started now is shown."""
     state, started = slurm_state()
