@@ -57,7 +57,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import slurm_validation as sv  # noqa: E402  (its scaling, jobcomp reading and latencies)
-from slurm_latency import free_udp_port  # noqa: E402
 
 ACCOUNTS = {"chem": 40, "phys": 30, "bio": 20, "math": 10}
 """Each account's fairshare shares (sacctmgr ``fairshare=``)."""
@@ -170,7 +169,7 @@ def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
 
     d = work / f"{kind}-{rep}"
     policy, _, setting = kind.partition("-")
-    port = free_udp_port() if setting == "wake" else None
+    port = sv.free_udp_port() if setting == "wake" else None
     with sv._STARTING:  # one testbed starts at a time: each takes the next free ports
         conf = testbed.start(d, args.nodes, scheduler="backfill" if policy == "slurm"
                              else "builtin", hold=policy != "slurm", accounting=True,

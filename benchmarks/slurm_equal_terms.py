@@ -153,9 +153,10 @@ def part_rows(out: Path) -> tuple[dict, list[dict]]:
         from hpcopt.slurm.topology import read_topology
         from hpcopt.testbed import topology_conf
 
-        conf = out / "topology.conf"
-        conf.write_text(topology_conf(PARTS["topo"][4], 4, 2))
-        topo = read_topology(conf)
+        with tempfile.TemporaryDirectory() as tmp:  # the testbed's file, read as hpcopt does
+            conf = Path(tmp) / "topology.conf"
+            conf.write_text(topology_conf(PARTS["topo"][4], 4, 2))
+            topo = read_topology(conf)
     rows = []
     for rep in info["reps"]:
         d = out / f"rep{rep}"

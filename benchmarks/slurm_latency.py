@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,15 +33,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slurm_validation import HPCOPT, completed_jobs  # noqa: E402
+from slurm_validation import HPCOPT, completed_jobs, free_udp_port  # noqa: E402
 
 SLEEPS = (3, 5, 4, 6, 3, 8, 5, 4)
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(mode: str, submit, n_jobs: int, interval: float, nodes: int, workdir: Path,

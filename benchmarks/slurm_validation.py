@@ -40,6 +40,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,13 @@ def stop_run(proc, d: Path) -> None:
             proc.wait(30)
     finally:
         testbed.stop(d)
+
+
+def free_udp_port() -> int:
+    """A UDP port free on this machine now (the adapter's wake-up listens on it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 BEST = "bf_job_part_count_reserve=1"
