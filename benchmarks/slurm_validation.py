@@ -36,6 +36,7 @@ simulated start) and prints the rows.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -726,10 +727,12 @@ def cmd_alone(args) -> None:
     top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
     runs = [run for d in dirs for run in alone_runs(
         d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
-    rows = []
+    rows, per_job = [], []
     for run in runs:
         others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
         delay = round(float(np.mean(others)), 2) if others else 0.0
+        if args.latency is not None:  # a sensitivity check, no longer out of sample
+            delay = args.latency
         conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
         conf.write_text(run["conf"])
         machine = args.nodes * CPUS if run["shared"] else args.nodes
@@ -753,10 +756,19 @@ def cmd_alone(args) -> None:
                 row[f"{name}_{key}"] = got[key]
             row["jobs"], row["wait_real"] = got["jobs"], got["wait_real"]
         rows.append(row)
+        t0 = min(v[0] for v in run["real"].values())
+        per_job += [dict(replay=run["name"], job=n, submit=v[0] - t0, start_real=v[1] - t0,
+                         start_slurm=round(sim[n] - t0, 3), start_easy=round(easy[n] - t0, 3))
+                    for n, v in sorted(run["real"].items(), key=lambda kv: (kv[1][0],
+                                                                            int(kv[0][1:])))]
         print(json.dumps(row), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "alone.json").write_text(json.dumps(rows, indent=1))
+    with open(out / "alone_jobs.csv", "w", newline="") as f:  # each job's starts, from t0
+        writer = csv.DictWriter(f, fieldnames=list(per_job[0]) if per_job else ["replay"])
+        writer.writeheader()
+        writer.writerows(per_job)
     print()
     print("| replay | Slurm | SchedulerParameters over the testbed's | licenses | partition | "
           "latency (s) | jobs | wait real (s) | --policy slurm: wait (dev), tau | "
@@ -888,6 +900,9 @@ def main() -> None:
                                      "the slurm.conf its testbed ran, and against EASY")
     a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
     a.add_argument("--nodes", type=int, default=8)
+    a.add_argument("--latency", type=float, default=None,
+                   help="simulate every run at this latency (s) instead of the other runs' "
+                        "mean gap: a sensitivity check, not out of sample")
     a.add_argument("--out", default="results/slurm/slurm-alone")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")

@@ -497,3 +497,45 @@ def test_skipped_passes_change_no_start(seed):
         sim = Simulator(jobs, System(8, bb=10), policy).run()
         got.append({jid: rec.start for jid, rec in sim.records.items()})
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("r_end, started", [(87.2, False), (88.0, True)])
+def test_a_running_jobs_slot_ends_on_slurms_whole_second(version, r_end, started):
+    """bf_licenses, bf_resolution=1, a 0.6-s launch latency, at 27: R (4 of 8 nodes, 16 of
+    100 licenses) started at 27.2 with a 1-min limit.  Slurm's ``start_time`` is
+    ``time(NULL)``, a whole second (27), so R's ``end_time`` is 87 (``_bf_reserve_running``
+    rounds it up from 24.11, down before: 87 either way): A (8 nodes) is reserved from 87
+    and B (1 node, 1 min) would end at 87.6, into A's slot: it waits.  Rounding R's 87.2 up
+    to 88 would let B in.  R started at 28.0 ends at 88: B fits before A and starts now."""
+    r = Job("r", 0.0, 60.0, 60.0, 4, bb=16)
+    a, b = job("a", 15, 2, 8, bb=29), job("b", 17, 1, 1, bb=1)
+    sim = Simulator.at(27.0, System(8, bb=100), make_policy(
+        "slurm", scheduler_parameters="bf_interval=1,bf_resolution=1,bf_licenses,"
+        "bf_job_part_count_reserve=1", slurm_version=version, launch_latency=0.6),
+        [a, b], running=[(r, r_end)])
+    sim.schedule()
+    assert began(sim.records["b"]) is started
+    assert not began(sim.records["a"])
+
+
+def test_running_end_is_a_whole_second():
+    from hpcopt.policies.slurm_backfill import running_end
+
+    assert running_end(87.2) == 87 and running_end(87.0) == 87
+    assert running_end(86.9999999999) == 87  # float noise is not a second less
+    assert running_end(math.inf) == math.inf
+
+
+def test_a_whole_second_end_keeps_a_later_small_job_behind_the_top_job():
+    """The measured case it comes from (Slurm 24.11, bf_job_part_count_reserve=1,bf_licenses,
+    a 0.61-s latency): J0 holds all 100 licenses until 26.6; J1 and J2 (4 nodes, 1 min)
+    start at 27.2 and hold the nodes J3 (8 nodes) needs until 87 in Slurm's plan; J4 (1 node,
+    1 min, submitted at 17) would end past that: it starts after J3, not beside J1 and J2."""
+    jobs = [Job(0, 0.0, 26.0, 120.0, 5, bb=100), Job(1, 0.3, 19.0, 60.0, 1, bb=8),
+            Job(2, 7.0, 5.0, 60.0, 3, bb=8), Job(3, 15.0, 14.0, 120.0, 8, bb=29),
+            Job(4, 17.0, 12.0, 60.0, 1, bb=1)]
+    got = starts(jobs, System(8, bb=100), launch_latency=0.61, slurm_version="24.11",
+                 scheduler_parameters="bf_interval=1,bf_resolution=1,bf_licenses,"
+                 "bf_job_part_count_reserve=1")
+    assert got[3] < got[4]

@@ -66,6 +66,16 @@ def plan_slot(start: float, end: float, res: float, round_up: bool) -> tuple[flo
     return lo, max(hi, lo + res)
 
 
+def running_end(end: float) -> float:
+    """A running job's end as Slurm's backfill reads it (``bf_running_job_reserve``,
+    ``_bf_reserve_running``): its ``end_time``, ``start_time`` plus the time limit, in the
+    controller's whole seconds (``start_time`` is ``time(NULL)`` when it starts), so the
+    fraction of a second a simulated start carries is dropped before the end is rounded to
+    ``bf_resolution``: rounded up from 24.11, a fraction would gain a whole slot that Slurm
+    never plans.  No time limit: no end."""
+    return math.floor(end + 1e-9) if math.isfinite(end) else end
+
+
 @register_policy("slurm")
 class SlurmScheduler(Policy):
     """Slurm alone: its main scheduler and sched/backfill, configured from a slurm.conf.
@@ -301,11 +311,11 @@ class SlurmScheduler(Policy):
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
         for end, units, lic in state.running_ends():
             if conf.bf_running_job_reserve:  # its slot, as a reservation from now
-                slot_end = plan_slot(now, end, res, up)[1]
-                if slot_end < end:  # rounded down: the select plugin's test still sees
-                    plan.hold(now, slot_end, 0, lic)  # its nodes busy to its end
+                slot_end = plan_slot(now, running_end(end), res, up)[1]
+                if slot_end < end and not up:  # rounded down: the select plugin's
+                    plan.hold(now, slot_end, 0, lic)  # test sees its nodes busy to its end
                     lic = 0.0
-                else:
+                else:  # from 24.11 nodes and licenses to the end rounded up (after now)
                     end = slot_end
             plan.hold(now, end, units, lic)
         tested = reserved = planned = 0
