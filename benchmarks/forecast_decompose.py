@@ -20,6 +20,18 @@ Run it on tuning slices, not on the held-out ones that ``forecast_accuracy.py`` 
 
     python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7
 
+``--shifts`` adds ``predicted`` with its point moved by the errors of earlier forecasts
+(``ShiftedCalibration``, a correction tried, not hpcopt's): ``shift-all`` (the median share
+of every error known so far, times the forecast's lead), ``shift-lead`` (the median share
+of the errors of forecasts in the same lead bucket), ``shift-lead-censored`` (the same,
+counting the forecasts whose jobs still wait as errors at least as late as now), and
+``shift-lead-told``, a diagnosis: each bucket's median share over the whole slice, errors
+after the forecast's time included (the best a constant shift per bucket could do):
+
+    python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7 \
+        --variants predicted,limits \
+        --shifts shift-all,shift-lead,shift-lead-censored,shift-lead-told
+
 Writes ``benchmarks/results/forecast_decompose_<trace>_<policy>.csv`` (MAE and mean signed
 error per variant and lead bucket) and prints it.
 """
@@ -27,9 +39,12 @@ error per variant and lead bucket) and prints it.
 from __future__ import annotations
 
 import argparse
+import bisect
 import heapq
 import statistics
 import time
+from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from forecast_accuracy import DATA, DAY, LEADS, TRACES, write_table  # type: ignore[import-not-found]
@@ -40,6 +55,7 @@ from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import (
     BandCalibration,
     JobForecast,
+    _quantile,
     forecast,
     recent_stream,
     replay_forecasts,
@@ -73,7 +89,7 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
               every: float, draws: int, variants, together: str, history: dict,
-              point: str = "median") -> list[dict]:
+              point: str = "median", shifts=()) -> list[dict]:
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -114,7 +130,8 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             for job, f in zip(state.queue, got):
                 if f.start is not None:
                     rows.append({"variant": name, "time": state.time, "job": job.id,
-                                 "start": f.start, "actual": actual[job.id],
+                                 "submit": job.submit, "start": f.start,
+                                 "actual": actual[job.id],
                                  "p10": f.p10, "p90": f.p90,
                                  "inside": f.p10 <= actual[job.id] <= f.p90})
         return rows
@@ -122,7 +139,11 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
                             history=RuntimeHistory(**history))
     if "predicted" in variants:
-        rows += calibrated([r for r in rows if r["variant"] == "predicted"])
+        predicted = [r for r in rows if r["variant"] == "predicted"]
+        rows += calibrated(predicted, BandCalibration(), "predicted+band")
+        for name in shifts:
+            rows += shifted_told(predicted) if name == "shift-lead-told" else \
+                calibrated(predicted, SHIFTS[name](), f"predicted+{name}")
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
@@ -132,10 +153,10 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     return rows
 
 
-def calibrated(rows: list[dict]) -> list[dict]:
-    """``rows`` (one variant's, in time order) with bands widened by ``BandCalibration``
-    along the slice: each forecast time sees the errors of jobs started by then."""
-    calibration = BandCalibration()
+def calibrated(rows: list[dict], calibration: BandCalibration, variant: str) -> list[dict]:
+    """``rows`` (one variant's, in time order) as ``calibration`` adjusts them along the slice
+    (bands widened, points moved where it moves them), renamed ``variant``: each forecast
+    time sees the errors of jobs started by then."""
     by_time: dict = {}
     for r in rows:
         by_time.setdefault(r["time"], []).append(r)
@@ -149,8 +170,114 @@ def calibrated(rows: list[dict]) -> list[dict]:
             k += 1
         fs = [JobForecast(r["job"], r["start"], r["p10"], r["start"], r["p90"]) for r in now]
         for r, f in zip(now, calibration.calibrate(t, fs)):
-            out.append({**r, "variant": "predicted+band", "p10": f.p10, "p90": f.p90,
+            out.append({**r, "variant": variant, "start": f.start, "p10": f.p10, "p90": f.p90,
                         "inside": f.p10 <= r["actual"] <= f.p90})
+    return out
+
+
+LEAD_EDGES = [hi for _, hi, _ in LEADS[:-1]]  # the lead buckets' bounds, in seconds
+
+
+class ShiftedCalibration(BandCalibration):
+    """A point correction tried on the tuning slices (it did not help; hpcopt does not use
+    it): each forecast moved by the median share of the errors known so far, times its
+    lead, and its band widened to their 10% and 90% quantiles (as ``BandCalibration``'s), so
+    the band stays around the moved point.  ``by_lead`` keeps the shares apart by the
+    forecast's own lead (``LEADS``' buckets; a bucket with fewer than ``min_seen`` known
+    borrows them all); ``censored`` also counts the kept forecasts whose jobs still wait, as
+    errors of at least the share they have reached by now (Kaplan-Meier quantiles), so the
+    forecasts whose jobs started soon are not all that a long lead learns from."""
+
+    def __init__(self, by_lead: bool, censored: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.by_lead, self.censored = by_lead, censored
+        self._kept: dict[int, deque] = {}
+
+    def _bucket(self, time: float, start: float) -> int:
+        return bisect.bisect_right(LEAD_EDGES, start - time) if self.by_lead else 0
+
+    def record(self, time, forecasts):
+        if time < self._kept_at + self.every:
+            return
+        self._kept_at = time
+        for f in forecasts:
+            if f.start is not None:
+                entry = [time, f.start, self._lead(time, f.start), None]  # share once known
+                self._kept.setdefault(self._bucket(time, f.start),
+                                      deque(maxlen=self._shares.maxlen)).append(entry)
+                self._pending.setdefault(f.job, []).append(entry)
+
+    def started(self, job, start):
+        for entry in self._pending.pop(job, ()):
+            entry[3] = (start - entry[1]) / entry[2]
+            self._shares.append(entry[3])
+
+    def _quantiles(self, time: float, entries) -> tuple[float, float, float]:
+        """The 10%, 50% and 90% quantiles of the shares of ``entries`` known at ``time``."""
+        known = sorted(e[3] for e in entries if e[3] is not None)
+        if not self.censored:
+            return _quantile(known, 0.1), _quantile(known, 0.5), _quantile(known, 0.9)
+        seen = sorted((e[3], 0) if e[3] is not None else ((time - e[1]) / e[2], 1)
+                      for e in entries)
+        left, got = 1.0, {}
+        for gone, (share, waits) in enumerate(seen):
+            if not waits:  # Kaplan-Meier: a waiting job leaves the risk set unscored
+                left *= 1 - 1 / (len(seen) - gone)
+                for q in (0.1, 0.5, 0.9):
+                    if 1 - left >= q - 1e-12:
+                        got.setdefault(q, share)
+        return (got.get(0.1, known[0]), got.get(0.5, 0.0), got.get(0.9, seen[-1][0]))
+
+    def adjust(self, time, forecasts):
+        if not self.ready:
+            return list(forecasts)
+        pooled = [e for entries in self._kept.values() for e in entries]
+        by_bucket: dict[int, tuple[float, float, float]] = {}
+        out = []
+        for f in forecasts:
+            if f.start is None or f.p10 is None or f.p90 is None:
+                out.append(f)
+                continue
+            bucket = self._bucket(time, f.start)
+            if bucket not in by_bucket:
+                mine = self._kept.get(bucket, ())
+                enough = sum(e[3] is not None for e in mine) >= self.min_seen
+                by_bucket[bucket] = self._quantiles(time, mine if enough else pooled)
+            low, mid, high = by_bucket[bucket]
+            lead = self._lead(time, f.start)
+            start = max(time, f.start + mid * lead)
+            out.append(replace(f, start=start, p50=start,
+                               p10=min(start, max(time, min(f.p10, f.start + low * lead))),
+                               p90=max(start, f.p90, f.start + high * lead)))
+        return out
+
+
+SHIFTS = {"shift-all": lambda: ShiftedCalibration(by_lead=False),
+          "shift-lead": lambda: ShiftedCalibration(by_lead=True),
+          "shift-lead-censored": lambda: ShiftedCalibration(by_lead=True, censored=True),
+          "shift-lead-told": None}
+
+
+def shifted_told(rows: list[dict]) -> list[dict]:
+    """``rows`` moved by their lead bucket's median share over all of ``rows`` (errors after
+    each forecast's time included: a diagnosis, the best one constant shift per bucket
+    does), bands as the calibrated ones of ``calibrated``."""
+    def bucket(r):
+        return bisect.bisect_right(LEAD_EDGES, r["start"] - r["time"])
+
+    def lead(r):
+        return max(60.0, r["start"] - r["time"])
+
+    shares: dict[int, list[float]] = {}
+    for r in rows:
+        shares.setdefault(bucket(r), []).append((r["actual"] - r["start"]) / lead(r))
+    mid = {k: statistics.median(v) for k, v in shares.items()}
+    out = []
+    for r in calibrated(rows, BandCalibration(), "predicted+shift-lead-told"):
+        start = max(r["time"], r["start"] + mid[bucket(r)] * lead(r))
+        p10, p90 = min(r["p10"], start), max(r["p90"], start)
+        out.append({**r, "start": start, "p10": p10, "p90": p90,
+                    "inside": p10 <= r["actual"] <= p90})
     return out
 
 
@@ -202,6 +329,9 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=600)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--shifts", default="",
+                    help="point corrections of predicted to add (comma-separated): "
+                    + ", ".join(SHIFTS))
     ap.add_argument("--together", default="user",
                     help="jobs drawing the same runtime quantile in a run (forecast's together)")
     ap.add_argument("--per-user", type=int, default=RuntimeHistory().per_user,
@@ -221,6 +351,9 @@ def main(argv=None) -> int:
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         ap.error(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
+    shifts = [name for name in args.shifts.split(",") if name]
+    if sorted(set(shifts) - set(SHIFTS)) or (shifts and "predicted" not in variants):
+        ap.error(f"--shifts: expected some of {', '.join(SHIFTS)}, with predicted a variant")
     trace = hpcopt.load_trace(DATA / TRACES[args.trace])
     jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
     rows: list[dict] = []
@@ -233,11 +366,12 @@ def main(argv=None) -> int:
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
                            {"per_user": args.per_user, "by_limit": args.by_limit},
-                           args.point):
+                           args.point, shifts):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []
-    names = [*variants, "predicted+band"] if "predicted" in variants else variants
+    names = [*variants, "predicted+band", *(f"predicted+{name}" for name in shifts)] \
+        if "predicted" in variants else variants
     for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
         for name in names:
             part = [r for r in rows if r["variant"] == name and lo <= r["actual"] - r["time"] < hi]
@@ -251,6 +385,10 @@ def main(argv=None) -> int:
                           "variant": name, "n": len(part), "mae_s": round(mae, 1),
                           "mean_error_s": round(statistics.fmean(errs), 1),
                           "median_ae_s": round(statistics.median(abs(e) for e in errs), 1),
+                          "within_1min": round(statistics.fmean(abs(e) <= 60 for e in errs), 3),
+                          "within_10pct": round(statistics.fmean(
+                              abs(e) <= 0.1 * (r["actual"] - r["submit"])
+                              for e, r in zip(errs, part)), 3),
                           "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3)
                           })
     for row in table:
@@ -259,12 +397,12 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / \
         f"forecast_decompose_{args.trace}_{args.policy}.csv"
     write_table(table, out)
-    print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
-          f"{'/limits':>7} {'band':>5}")
+    print(f"\n{'lead':7} {'variant':29} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
+          f"{'<=1min':>6} {'<=10%':>6} {'/limits':>7} {'band':>5}")
     for r in table:
-        print(f"{r['lead']:7} {r['variant']:19} {r['n']:6d} {r['mae_s']:7.0f} "
-              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7} "
-              f"{r['band_coverage']:5.2f}")
+        print(f"{r['lead']:7} {r['variant']:29} {r['n']:6d} {r['mae_s']:7.0f} "
+              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['within_1min']:6.3f} "
+              f"{r['within_10pct']:6.3f} {r['of_limits']!s:>7} {r['band_coverage']:5.2f}")
     print(f"\nwrote {out}")
     return 0
 
