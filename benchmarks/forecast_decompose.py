@@ -32,6 +32,9 @@ after the forecast's time included (the best a constant shift per bucket could d
         --variants predicted,limits \
         --shifts shift-all,shift-lead,shift-lead-censored,shift-lead-told
 
+With ``--learn-warmup`` the calibrations (``predicted+band`` and the shifts) also learn from
+``predicted`` forecast along the warm-up days (not scored), as one running for long would.
+
 Writes ``benchmarks/results/forecast_decompose_<trace>_<policy>.csv`` (MAE and mean signed
 error per variant and lead bucket) and prints it.
 """
@@ -89,7 +92,11 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
               every: float, draws: int, variants, together: str, history: dict,
-              point: str = "median", shifts=()) -> list[dict]:
+              point: str = "median", shifts=(), learn_warmup: bool = False) -> list[dict]:
+    """The rows of ``variants`` (and the calibrated ``predicted``: ``predicted+band``, the
+    ``shifts``) on one slice; with ``learn_warmup`` the calibrations learn from ``predicted``
+    forecast along the warm-up days too (those rows are not returned), as a calibration
+    running for long would have."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -102,7 +109,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     timing = dict.fromkeys(variants, 0.0)
 
     def on_state(state, known):
-        if state.time < t0:
+        if state.time < t0 and not (learn_warmup and "predicted" in variants):
             return []
         cut = max(actual[j.id] for j in state.queue)
         future = [j for j in by_submit if state.time < j.submit <= cut]
@@ -121,7 +128,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             "limits+arrivals": (None, future, 1),
             "limits": (None, (), 1)}
         rows = []
-        for name in variants:
+        for name in variants if state.time >= t0 else ["predicted"]:
             history, later, n = setups[name]
             clock = time.perf_counter()
             got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
@@ -133,17 +140,19 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
                                  "submit": job.submit, "start": f.start,
                                  "actual": actual[job.id],
                                  "p10": f.p10, "p90": f.p90,
-                                 "inside": f.p10 <= actual[job.id] <= f.p90})
+                                 "inside": f.p10 <= actual[job.id] <= f.p90,
+                                 "warmup": state.time < t0})
         return rows
 
-    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
-                            history=RuntimeHistory(**history))
+    rows = replay_forecasts(sim, every, on_state, since=first if learn_warmup else t0,
+                            recent=DAY, history=RuntimeHistory(**history))
     if "predicted" in variants:
         predicted = [r for r in rows if r["variant"] == "predicted"]
         rows += calibrated(predicted, BandCalibration(), "predicted+band")
         for name in shifts:
             rows += shifted_told(predicted) if name == "shift-lead-told" else \
                 calibrated(predicted, SHIFTS[name](), f"predicted+{name}")
+    rows = [r for r in rows if not r["warmup"]]
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
@@ -261,7 +270,7 @@ SHIFTS = {"shift-all": lambda: ShiftedCalibration(by_lead=False),
 def shifted_told(rows: list[dict]) -> list[dict]:
     """``rows`` moved by their lead bucket's median share over all of ``rows`` (errors after
     each forecast's time included: a diagnosis, the best one constant shift per bucket
-    does), bands as the calibrated ones of ``calibrated``."""
+    does; the warm-up's rows left out), bands as the calibrated ones of ``calibrated``."""
     def bucket(r):
         return bisect.bisect_right(LEAD_EDGES, r["start"] - r["time"])
 
@@ -269,12 +278,14 @@ def shifted_told(rows: list[dict]) -> list[dict]:
         return max(60.0, r["start"] - r["time"])
 
     shares: dict[int, list[float]] = {}
-    for r in rows:
+    for r in (r for r in rows if not r["warmup"]):
         shares.setdefault(bucket(r), []).append((r["actual"] - r["start"]) / lead(r))
-    mid = {k: statistics.median(v) for k, v in shares.items()}
+    mid = {k: statistics.median(v) for k, v in sorted(shares.items())}
+    print("  the median error per bucket of the forecast's lead, as a share of it: " + ", ".join(
+        f"{LEADS[k][2]} {m:+.3f} ({len(shares[k])})" for k, m in mid.items()), flush=True)
     out = []
     for r in calibrated(rows, BandCalibration(), "predicted+shift-lead-told"):
-        start = max(r["time"], r["start"] + mid[bucket(r)] * lead(r))
+        start = max(r["time"], r["start"] + mid.get(bucket(r), 0.0) * lead(r))
         p10, p90 = min(r["p10"], start), max(r["p90"], start)
         out.append({**r, "start": start, "p10": p10, "p90": p90,
                     "inside": p10 <= r["actual"] <= p90})
@@ -332,6 +343,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shifts", default="",
                     help="point corrections of predicted to add (comma-separated): "
                     + ", ".join(SHIFTS))
+    ap.add_argument("--learn-warmup", action="store_true",
+                    help="the calibrations learn along the warm-up days too")
     ap.add_argument("--together", default="user",
                     help="jobs drawing the same runtime quantile in a run (forecast's together)")
     ap.add_argument("--per-user", type=int, default=RuntimeHistory().per_user,
@@ -366,7 +379,7 @@ def main(argv=None) -> int:
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
                            {"per_user": args.per_user, "by_limit": args.by_limit},
-                           args.point, shifts):
+                           args.point, shifts, args.learn_warmup):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []
