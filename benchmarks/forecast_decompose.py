@@ -195,7 +195,10 @@ class ShiftedCalibration(BandCalibration):
     forecast's own lead (``LEADS``' buckets; a bucket with fewer than ``min_seen`` known
     borrows them all); ``censored`` also counts the kept forecasts whose jobs still wait, as
     errors of at least the share they have reached by now (Kaplan-Meier quantiles), so the
-    forecasts whose jobs started soon are not all that a long lead learns from."""
+    forecasts whose jobs started soon are not all that a long lead learns from; a quantile
+    that the known errors do not reach (too many still wait) leaves the point where it is
+    and takes the band's low end from the known errors, its high end from the largest share
+    reached."""
 
     def __init__(self, by_lead: bool, censored: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
