@@ -240,16 +240,11 @@ class ShiftedCalibration(BandCalibration):
                         got.setdefault(q, share)
         return (got.get(0.1, known[0]), got.get(0.5, 0.0), got.get(0.9, seen[-1][0]))
 
-    def adjust(self, time, forecasts):
-        if not self.ready:
-            return list(forecasts)
+    def _adjuster(self, time):
         pooled = [e for entries in self._kept.values() for e in entries]
         by_bucket: dict[int, tuple[float, float, float]] = {}
-        out = []
-        for f in forecasts:
-            if f.start is None or f.p10 is None or f.p90 is None:
-                out.append(f)
-                continue
+
+        def moved(f):
             bucket = self._bucket(time, f.start)
             if bucket not in by_bucket:
                 mine = self._kept.get(bucket, ())
@@ -258,10 +253,11 @@ class ShiftedCalibration(BandCalibration):
             low, mid, high = by_bucket[bucket]
             lead = self._lead(time, f.start)
             start = max(time, f.start + mid * lead)
-            out.append(replace(f, start=start, p50=start,
-                               p10=min(start, max(time, min(f.p10, f.start + low * lead))),
-                               p90=max(start, f.p90, f.start + high * lead)))
-        return out
+            return replace(f, start=start, p50=start,
+                           p10=min(start, max(time, min(f.p10, f.start + low * lead))),
+                           p90=max(start, f.p90, f.start + high * lead))
+
+        return moved
 
 
 SHIFTS = {"shift-all": lambda: ShiftedCalibration(by_lead=False),
