@@ -21,12 +21,13 @@ Run it on tuning slices, not on the held-out ones that ``forecast_accuracy.py`` 
     python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7
 
 ``--shifts`` adds ``predicted`` with its point moved by the errors of earlier forecasts
-(``ShiftedCalibration``, a correction tried, not hpcopt's): ``shift-all`` (the median share
-of every error known so far, times the forecast's lead), ``shift-lead`` (the median share
-of the errors of forecasts in the same lead bucket), ``shift-lead-censored`` (the same,
-counting the forecasts whose jobs still wait as errors at least as late as now), and
-``shift-lead-told``, a diagnosis: each bucket's median share over the whole slice, errors
-after the forecast's time included (the best a constant shift per bucket could do):
+(``forecast_accuracy.ShiftedCalibration``, a correction tried, not hpcopt's): ``shift-all``
+(the median share of every error known so far, times the forecast's lead), ``shift-lead``
+(the median share of the errors of forecasts in the same lead bucket),
+``shift-lead-censored`` (the same, counting the forecasts whose jobs still wait as errors at
+least as late as now), and ``shift-lead-told``, a diagnosis: each bucket's median share over
+the whole slice, errors after the forecast's time included (the best a constant shift per
+bucket could do):
 
     python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7 \
         --variants predicted,limits \
@@ -46,11 +47,17 @@ import bisect
 import heapq
 import statistics
 import time
-from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
-from forecast_accuracy import DATA, DAY, LEADS, TRACES, write_table  # type: ignore[import-not-found]
+from forecast_accuracy import (  # type: ignore[import-not-found]
+    DATA,
+    DAY,
+    LEAD_EDGES,
+    LEADS,
+    TRACES,
+    ShiftedCalibration,
+    write_table,
+)
 
 import hpcopt
 from hpcopt.policies import build_policy
@@ -58,7 +65,6 @@ from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import (
     BandCalibration,
     JobForecast,
-    _quantile,
     forecast,
     recent_stream,
     replay_forecasts,
@@ -182,82 +188,6 @@ def calibrated(rows: list[dict], calibration: BandCalibration, variant: str) -> 
             out.append({**r, "variant": variant, "start": f.start, "p10": f.p10, "p90": f.p90,
                         "inside": f.p10 <= r["actual"] <= f.p90})
     return out
-
-
-LEAD_EDGES = [hi for _, hi, _ in LEADS[:-1]]  # the lead buckets' bounds, in seconds
-
-
-class ShiftedCalibration(BandCalibration):
-    """A point correction tried on the tuning slices (it did not help; hpcopt does not use
-    it): each forecast moved by the median share of the errors known so far, times its
-    lead, and its band widened to their 10% and 90% quantiles (as ``BandCalibration``'s), so
-    the band stays around the moved point.  ``by_lead`` keeps the shares apart by the
-    forecast's own lead (``LEADS``' buckets; a bucket with fewer than ``min_seen`` known
-    borrows them all); ``censored`` also counts the kept forecasts whose jobs still wait, as
-    errors of at least the share they have reached by now (Kaplan-Meier quantiles), so the
-    forecasts whose jobs started soon are not all that a long lead learns from; a quantile
-    that the known errors do not reach (too many still wait) leaves the point where it is
-    and takes the band's low end from the known errors, its high end from the largest share
-    reached."""
-
-    def __init__(self, by_lead: bool, censored: bool = False, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.by_lead, self.censored = by_lead, censored
-        self._kept: dict[int, deque] = {}
-
-    def _bucket(self, time: float, start: float) -> int:
-        return bisect.bisect_right(LEAD_EDGES, start - time) if self.by_lead else 0
-
-    def record(self, time, forecasts):
-        if time < self._kept_at + self.every:
-            return
-        self._kept_at = time
-        for f in forecasts:
-            if f.start is not None:
-                entry = [time, f.start, self._lead(time, f.start), None]  # share once known
-                self._kept.setdefault(self._bucket(time, f.start),
-                                      deque(maxlen=self._shares.maxlen)).append(entry)
-                self._pending.setdefault(f.job, []).append(entry)
-
-    def started(self, job, start):
-        for entry in self._pending.pop(job, ()):
-            entry[3] = (start - entry[1]) / entry[2]
-            self._shares.append(entry[3])
-
-    def _quantiles(self, time: float, entries) -> tuple[float, float, float]:
-        """The 10%, 50% and 90% quantiles of the shares of ``entries`` known at ``time``."""
-        known = sorted(e[3] for e in entries if e[3] is not None)
-        if not self.censored:
-            return _quantile(known, 0.1), _quantile(known, 0.5), _quantile(known, 0.9)
-        seen = sorted((e[3], 0) if e[3] is not None else ((time - e[1]) / e[2], 1)
-                      for e in entries)
-        left, got = 1.0, {}
-        for gone, (share, waits) in enumerate(seen):
-            if not waits:  # Kaplan-Meier: a waiting job leaves the risk set unscored
-                left *= 1 - 1 / (len(seen) - gone)
-                for q in (0.1, 0.5, 0.9):
-                    if 1 - left >= q - 1e-12:
-                        got.setdefault(q, share)
-        return (got.get(0.1, known[0]), got.get(0.5, 0.0), got.get(0.9, seen[-1][0]))
-
-    def _adjuster(self, time):
-        pooled = [e for entries in self._kept.values() for e in entries]
-        by_bucket: dict[int, tuple[float, float, float]] = {}
-
-        def moved(f):
-            bucket = self._bucket(time, f.start)
-            if bucket not in by_bucket:
-                mine = self._kept.get(bucket, ())
-                enough = sum(e[3] is not None for e in mine) >= self.min_seen
-                by_bucket[bucket] = self._quantiles(time, mine if enough else pooled)
-            low, mid, high = by_bucket[bucket]
-            lead = self._lead(time, f.start)
-            start = max(time, f.start + mid * lead)
-            return replace(f, start=start, p50=start,
-                           p10=min(start, max(time, min(f.p10, f.start + low * lead))),
-                           p90=max(start, f.p90, f.start + high * lead))
-
-        return moved
 
 
 SHIFTS = {"shift-all": lambda: ShiftedCalibration(by_lead=False),
