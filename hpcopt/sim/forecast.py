@@ -245,7 +245,8 @@ class BandCalibration:
     live adapter forecasts every cycle: a long wait would otherwise fill the shares).
     The start is left as it is: on KTH-SP2's tuning slices the median share was near 0 for
     every lead, and moving starts by it (pooled, by lead, counting waiting jobs) raised the
-    error 4-15% (``benchmarks/forecast_decompose.py --shifts``).
+    error 4-15% (``benchmarks/forecast_decompose.py --shifts``; held out, 3% on KTH-SP2
+    and 32% on Theta: ``forecast_accuracy.py --methods hpcopt,hpcopt+shift``).
     """
 
     def __init__(self, keep: int = 5000, min_seen: int = 100, min_lead: float = 60.0,
