@@ -12,6 +12,8 @@ replay:
   forecasts whose jobs started before);
 - ``hpcopt+stream``: the same, with a modelled stream of later submissions: the jobs
   submitted in the day before, submitted again one, two and three days later;
+- ``hpcopt+shift`` (not by default): ``hpcopt``'s runs with the start moved by the errors of
+  earlier forecasts (``ShiftedCalibration``), a correction tried and not adopted;
 - ``limits``: the same run forward with every job at its limit (what ``squeue --start``
   assumes), one run;
 - ``slurm-plan`` (on the ``slurm`` replay only, in its place of ``limits``): Slurm's own
