@@ -20,6 +20,22 @@ Run it on tuning slices, not on the held-out ones that ``forecast_accuracy.py`` 
 
     python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7
 
+``--shifts`` adds ``predicted`` with its point moved by the errors of earlier forecasts
+(``forecast_accuracy.ShiftedCalibration``, a correction tried, not hpcopt's): ``shift-all``
+(the median share of every error known so far, times the forecast's lead), ``shift-lead``
+(the median share of the errors of forecasts in the same lead bucket),
+``shift-lead-censored`` (the same, counting the forecasts whose jobs still wait as errors at
+least as late as now), and ``shift-lead-told``, a diagnosis: each bucket's median share over
+the whole slice, errors after the forecast's time included (the best a constant shift per
+bucket could do):
+
+    python benchmarks/forecast_decompose.py --trace KTH --starts 60,150 --days 7 \
+        --variants predicted,limits \
+        --shifts shift-all,shift-lead,shift-lead-censored,shift-lead-told
+
+With ``--learn-warmup`` the calibrations (``predicted+band`` and the shifts) also learn from
+``predicted`` forecast along the warm-up days (not scored), as one running for long would.
+
 Writes ``benchmarks/results/forecast_decompose_<trace>_<policy>.csv`` (MAE and mean signed
 error per variant and lead bucket) and prints it.
 """
@@ -27,12 +43,21 @@ error per variant and lead bucket) and prints it.
 from __future__ import annotations
 
 import argparse
+import bisect
 import heapq
 import statistics
 import time
 from pathlib import Path
 
-from forecast_accuracy import DATA, DAY, LEADS, TRACES, write_table  # type: ignore[import-not-found]
+from forecast_accuracy import (  # type: ignore[import-not-found]
+    DATA,
+    DAY,
+    LEAD_EDGES,
+    LEADS,
+    TRACES,
+    ShiftedCalibration,
+    write_table,
+)
 
 import hpcopt
 from hpcopt.policies import build_policy
@@ -73,7 +98,11 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
               every: float, draws: int, variants, together: str, history: dict,
-              point: str = "median") -> list[dict]:
+              point: str = "median", shifts=(), learn_warmup: bool = False) -> list[dict]:
+    """The rows of ``variants`` (and the calibrated ``predicted``: ``predicted+band``, the
+    ``shifts``) on one slice; with ``learn_warmup`` the calibrations learn from ``predicted``
+    forecast along the warm-up days too (those rows are not returned), as a calibration
+    running for long would have."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -86,7 +115,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     timing = dict.fromkeys(variants, 0.0)
 
     def on_state(state, known):
-        if state.time < t0:
+        if state.time < t0 and not (learn_warmup and "predicted" in variants):
             return []
         cut = max(actual[j.id] for j in state.queue)
         future = [j for j in by_submit if state.time < j.submit <= cut]
@@ -105,7 +134,7 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             "limits+arrivals": (None, future, 1),
             "limits": (None, (), 1)}
         rows = []
-        for name in variants:
+        for name in variants if state.time >= t0 else ["predicted"]:
             history, later, n = setups[name]
             clock = time.perf_counter()
             got = forecast(state, twin, history, started=known.started, draws=n, seed=0,
@@ -114,15 +143,22 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
             for job, f in zip(state.queue, got):
                 if f.start is not None:
                     rows.append({"variant": name, "time": state.time, "job": job.id,
-                                 "start": f.start, "actual": actual[job.id],
+                                 "submit": job.submit, "start": f.start,
+                                 "actual": actual[job.id],
                                  "p10": f.p10, "p90": f.p90,
-                                 "inside": f.p10 <= actual[job.id] <= f.p90})
+                                 "inside": f.p10 <= actual[job.id] <= f.p90,
+                                 "warmup": state.time < t0})
         return rows
 
-    rows = replay_forecasts(sim, every, on_state, since=t0, recent=DAY,
-                            history=RuntimeHistory(**history))
+    rows = replay_forecasts(sim, every, on_state, since=first if learn_warmup else t0,
+                            recent=DAY, history=RuntimeHistory(**history))
     if "predicted" in variants:
-        rows += calibrated([r for r in rows if r["variant"] == "predicted"])
+        predicted = [r for r in rows if r["variant"] == "predicted"]
+        rows += calibrated(predicted, BandCalibration(), "predicted+band")
+        for name in shifts:
+            rows += shifted_told(predicted) if name == "shift-lead-told" else \
+                calibrated(predicted, SHIFTS[name](), f"predicted+{name}")
+    rows = [r for r in rows if not r["warmup"]]
     bad = [r for r in rows if r["actual"] != sim.records[r["job"]].start]
     assert not bad, "the replay with forecasts differs from the plain one"
     print(f"  slice from day {(first - jobs[0].submit) / DAY:.0f}: {len(part)} jobs, "
@@ -132,10 +168,10 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
     return rows
 
 
-def calibrated(rows: list[dict]) -> list[dict]:
-    """``rows`` (one variant's, in time order) with bands widened by ``BandCalibration``
-    along the slice: each forecast time sees the errors of jobs started by then."""
-    calibration = BandCalibration()
+def calibrated(rows: list[dict], calibration: BandCalibration, variant: str) -> list[dict]:
+    """``rows`` (one variant's, in time order) as ``calibration`` adjusts them along the slice
+    (bands widened, points moved where it moves them), renamed ``variant``: each forecast
+    time sees the errors of jobs started by then."""
     by_time: dict = {}
     for r in rows:
         by_time.setdefault(r["time"], []).append(r)
@@ -149,8 +185,39 @@ def calibrated(rows: list[dict]) -> list[dict]:
             k += 1
         fs = [JobForecast(r["job"], r["start"], r["p10"], r["start"], r["p90"]) for r in now]
         for r, f in zip(now, calibration.calibrate(t, fs)):
-            out.append({**r, "variant": "predicted+band", "p10": f.p10, "p90": f.p90,
+            out.append({**r, "variant": variant, "start": f.start, "p10": f.p10, "p90": f.p90,
                         "inside": f.p10 <= r["actual"] <= f.p90})
+    return out
+
+
+SHIFTS = {"shift-all": lambda: ShiftedCalibration(by_lead=False),
+          "shift-lead": lambda: ShiftedCalibration(by_lead=True),
+          "shift-lead-censored": lambda: ShiftedCalibration(by_lead=True, censored=True),
+          "shift-lead-told": None}
+
+
+def shifted_told(rows: list[dict]) -> list[dict]:
+    """``rows`` moved by their lead bucket's median share over all of ``rows`` (errors after
+    each forecast's time included: a diagnosis, the best one constant shift per bucket
+    does; the warm-up's rows left out), bands as the calibrated ones of ``calibrated``."""
+    def bucket(r):
+        return bisect.bisect_right(LEAD_EDGES, r["start"] - r["time"])
+
+    def lead(r):
+        return max(60.0, r["start"] - r["time"])
+
+    shares: dict[int, list[float]] = {}
+    for r in (r for r in rows if not r["warmup"]):
+        shares.setdefault(bucket(r), []).append((r["actual"] - r["start"]) / lead(r))
+    mid = {k: statistics.median(v) for k, v in sorted(shares.items())}
+    print("  the median error per bucket of the forecast's lead, as a share of it: " + ", ".join(
+        f"{LEADS[k][2]} {m:+.3f} ({len(shares[k])})" for k, m in mid.items()), flush=True)
+    out = []
+    for r in calibrated(rows, BandCalibration(), "predicted+shift-lead-told"):
+        start = max(r["time"], r["start"] + mid.get(bucket(r), 0.0) * lead(r))
+        p10, p90 = min(r["p10"], start), max(r["p90"], start)
+        out.append({**r, "start": start, "p10": p10, "p90": p90,
+                    "inside": p10 <= r["actual"] <= p90})
     return out
 
 
@@ -202,6 +269,11 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=600)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--shifts", default="",
+                    help="point corrections of predicted to add (comma-separated): "
+                    + ", ".join(SHIFTS))
+    ap.add_argument("--learn-warmup", action="store_true",
+                    help="the calibrations learn along the warm-up days too")
     ap.add_argument("--together", default="user",
                     help="jobs drawing the same runtime quantile in a run (forecast's together)")
     ap.add_argument("--per-user", type=int, default=RuntimeHistory().per_user,
@@ -221,6 +293,9 @@ def main(argv=None) -> int:
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         ap.error(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
+    shifts = [name for name in args.shifts.split(",") if name]
+    if sorted(set(shifts) - set(SHIFTS)) or (shifts and "predicted" not in variants):
+        ap.error(f"--shifts: expected some of {', '.join(SHIFTS)}, with predicted a variant")
     trace = hpcopt.load_trace(DATA / TRACES[args.trace])
     jobs, system = sorted(trace.jobs, key=lambda j: j.submit), trace.system
     rows: list[dict] = []
@@ -233,11 +308,12 @@ def main(argv=None) -> int:
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
                            {"per_user": args.per_user, "by_limit": args.by_limit},
-                           args.point):
+                           args.point, shifts, args.learn_warmup):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []
-    names = [*variants, "predicted+band"] if "predicted" in variants else variants
+    names = [*variants, "predicted+band", *(f"predicted+{name}" for name in shifts)] \
+        if "predicted" in variants else variants
     for lo, hi, lead in ((0, float("inf"), "all"), *LEADS):
         for name in names:
             part = [r for r in rows if r["variant"] == name and lo <= r["actual"] - r["time"] < hi]
@@ -251,6 +327,10 @@ def main(argv=None) -> int:
                           "variant": name, "n": len(part), "mae_s": round(mae, 1),
                           "mean_error_s": round(statistics.fmean(errs), 1),
                           "median_ae_s": round(statistics.median(abs(e) for e in errs), 1),
+                          "within_1min": round(statistics.fmean(abs(e) <= 60 for e in errs), 3),
+                          "within_10pct": round(statistics.fmean(
+                              abs(e) <= 0.1 * (r["actual"] - r["submit"])
+                              for e, r in zip(errs, part)), 3),
                           "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3)
                           })
     for row in table:
@@ -259,12 +339,12 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / \
         f"forecast_decompose_{args.trace}_{args.policy}.csv"
     write_table(table, out)
-    print(f"\n{'lead':7} {'variant':19} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
-          f"{'/limits':>7} {'band':>5}")
+    print(f"\n{'lead':7} {'variant':29} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
+          f"{'<=1min':>6} {'<=10%':>6} {'/limits':>7} {'band':>5}")
     for r in table:
-        print(f"{r['lead']:7} {r['variant']:19} {r['n']:6d} {r['mae_s']:7.0f} "
-              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['of_limits']!s:>7} "
-              f"{r['band_coverage']:5.2f}")
+        print(f"{r['lead']:7} {r['variant']:29} {r['n']:6d} {r['mae_s']:7.0f} "
+              f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['within_1min']:6.3f} "
+              f"{r['within_10pct']:6.3f} {r['of_limits']!s:>7} {r['band_coverage']:5.2f}")
     print(f"\nwrote {out}")
     return 0
 

@@ -351,3 +351,49 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     # the same policy object again (forecast reuses it): its controller starts idle again
     again = forecast(state, policies[None], None, started=started)
     assert [f.start for f in again] == [1200.0, 610.0, 1800.0]
+
+
+def test_point_shift_tried_in_the_benchmark_learns_only_errors_known_by_then(monkeypatch):
+    """``forecast_decompose.ShiftedCalibration`` (the point correction the benchmark tried):
+    on a synthetic stream whose errors are known, a forecast is moved by the median share of
+    the errors of jobs started before its time, times its lead, within its band; a start
+    after the forecast's time changes nothing (``calibrated``); by lead, each bucket learns
+    its own; counting waiting jobs (censored) moves a forecast later when they wait long."""
+    bench_dir = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench_dir))  # it imports its sibling forecast_accuracy
+    spec = importlib.util.spec_from_file_location("forecast_decompose",
+                                                  bench_dir / "forecast_decompose.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # 10 forecasts at 0 with a lead of 100 s, late by half a lead; 10 with 2000 s, on time
+    rows = [{"time": 0.0, "job": k, "start": 100.0, "p10": 100.0, "p90": 100.0,
+             "actual": 150.0} for k in range(10)]
+    rows += [{"time": 0.0, "job": 10 + k, "start": 2000.0, "p10": 2000.0, "p90": 2000.0,
+              "actual": 2000.0} for k in range(10)]
+    # later forecasts of one job (id "x", starting at 9000), lead 1000 s (the 10m-1h bucket)
+    rows += [{"time": t, "job": "x", "start": t + 1000.0, "p10": t + 900.0,
+              "p90": t + 1100.0, "actual": 9000.0} for t in (140.0, 160.0, 2100.0)]
+    pooled = bench.calibrated(rows, bench.ShiftedCalibration(by_lead=False, min_seen=10),
+                              "pooled")
+    by_lead = bench.calibrated(rows, bench.ShiftedCalibration(by_lead=True, min_seen=10),
+                               "by lead")
+    x = {r["time"]: r for r in pooled if r["job"] == "x"}
+    assert x[140.0]["start"] == 1140.0  # no job started by 140: nothing known, not moved
+    assert x[160.0]["start"] == pytest.approx(1160.0 + 0.5 * 1000.0)  # 10 shares of 0.5
+    assert x[160.0]["p10"] <= x[160.0]["start"] <= x[160.0]["p90"]
+    assert x[2100.0]["start"] == pytest.approx(3100.0 + 0.25 * 1000.0)  # 0.5 and 0: median
+    y = {r["time"]: r for r in by_lead if r["job"] == "x"}
+    assert y[160.0]["start"] == pytest.approx(1660.0)  # its bucket knows none: all of them
+    assert y[2100.0]["start"] == pytest.approx(3100.0)  # its bucket (lead 2000 s): on time
+    # censored: at 3000, of 20 forecasts of 1000 (lead 1000 s), 8 started on time, 4 three
+    # leads late and 8 still wait (at least 2 leads late): known alone, the median share is
+    # 0; with the waiting ones (Kaplan-Meier), 3
+    moved = []
+    for censored in (False, True):
+        cal = bench.ShiftedCalibration(by_lead=False, censored=censored, min_seen=10)
+        cal.record(0.0, [JobForecast(k, 1000.0, 1000.0, 1000.0, 1000.0) for k in range(20)])
+        for k in range(12):
+            cal.started(k, 1000.0 if k < 8 else 4000.0)
+        (f,) = cal.adjust(3000.0, [JobForecast("z", 4000.0, 4000.0, 4000.0, 4000.0)])
+        moved.append(f.start)
+    assert moved == [4000.0, pytest.approx(7000.0)]

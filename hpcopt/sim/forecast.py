@@ -243,6 +243,10 @@ class BandCalibration:
     Only forecasts of jobs that have started by then count: nothing after a forecast's time.
     Forecasts made less than ``every`` seconds after the last ones kept are not kept (a
     live adapter forecasts every cycle: a long wait would otherwise fill the shares).
+    The start is left as it is: on KTH-SP2's tuning slices the median share was near 0 for
+    every lead, and moving starts by it (pooled, by lead, counting waiting jobs) raised the
+    error 4-15% (``benchmarks/forecast_decompose.py --shifts``; held out, 3% on KTH-SP2
+    and 32% on Theta: ``forecast_accuracy.py --methods hpcopt,hpcopt+shift``).
     """
 
     def __init__(self, keep: int = 5000, min_seen: int = 100, min_lead: float = 60.0,
@@ -286,17 +290,23 @@ class BandCalibration:
         ``min_seen`` errors are known)."""
         if not self.ready:
             return list(forecasts)
+        adjusted = self._adjuster(time)
+        return [f if f.start is None or f.p10 is None or f.p90 is None else adjusted(f)
+                for f in forecasts]
+
+    def _adjuster(self, time: float) -> Callable[[JobForecast], JobForecast]:
+        """How a forecast made at ``time`` (with a start and a band) is adjusted by the
+        shares known now: its band widened to their 10% and 90% quantiles, times its lead."""
         shares = sorted(self._shares)
         low, high = _quantile(shares, 0.1), _quantile(shares, 0.9)
-        out = []
-        for f in forecasts:
-            if f.start is None or f.p10 is None or f.p90 is None:
-                out.append(f)
-                continue
+
+        def widened(f: JobForecast) -> JobForecast:
+            assert f.start is not None and f.p10 is not None and f.p90 is not None
             lead = self._lead(time, f.start)
-            out.append(replace(f, p10=max(time, min(f.p10, f.start + low * lead)),
-                               p90=max(f.p90, f.start + high * lead)))
-        return out
+            return replace(f, p10=max(time, min(f.p10, f.start + low * lead)),
+                           p90=max(f.p90, f.start + high * lead))
+
+        return widened
 
     def calibrate(self, time: float, forecasts: Sequence[JobForecast]) -> list[JobForecast]:
         """``forecasts`` made at ``time``, widened by the errors known by then
