@@ -714,8 +714,30 @@ def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
         name = label if suffix == "slurm" else f"{label}/{suffix}"
         total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
         out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
-                        shared=shared, bb_total=total))
+                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {})))
     return out
+
+
+def write_alone_jobs(path: Path, run: dict, sim: dict[str, float],
+                     easy: dict[str, float]) -> None:
+    """One run's jobs, in Slurm's start order, as seconds from its first submission: the
+    submission, Slurm's start and end and nodes (where the run kept them), and the starts
+    under ``--policy slurm`` and FCFS+EASY."""
+    import csv
+
+    real = run["real"]
+    t0 = min(s for s, _, _ in real.values())
+    size = {j["name"]: j for j in run["jobs"]}
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["job", "nodes", "limit_min", "submit", "real_start", "real_end",
+                      "real_nodelist", "slurm_start", "easy_start"])
+        for name in sorted(real, key=lambda n: (real[n][1], int(n[1:]))):
+            sub, start, end = real[name]
+            out.writerow([name, size[name]["nodes"], size[name]["limit"], round(sub - t0, 2),
+                          round(start - t0, 2), round(end - t0, 2),
+                          run["nodelist"].get(name, ""), round(sim[name] - t0, 2),
+                          round(easy[name] - t0, 2)])
 
 
 def cmd_alone(args) -> None:
@@ -726,7 +748,7 @@ def cmd_alone(args) -> None:
     top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
     runs = [run for d in dirs for run in alone_runs(
         d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
-    rows = []
+    rows, per_job = [], []
     for run in runs:
         others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
         delay = round(float(np.mean(others)), 2) if others else 0.0
@@ -754,9 +776,12 @@ def cmd_alone(args) -> None:
             row["jobs"], row["wait_real"] = got["jobs"], got["wait_real"]
         rows.append(row)
         print(json.dumps(row), flush=True)
+        per_job.append((run, sim, easy))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "alone.json").write_text(json.dumps(rows, indent=1))
+    for run, sim, easy in per_job:
+        write_alone_jobs(out / f"jobs_{run['name'].replace('/', '_')}.csv", run, sim, easy)
     print()
     print("| replay | Slurm | SchedulerParameters over the testbed's | licenses | partition | "
           "latency (s) | jobs | wait real (s) | --policy slurm: wait (dev), tau | "
