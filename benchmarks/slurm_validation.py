@@ -757,6 +757,7 @@ def cmd_alone(args) -> None:
         machine = args.nodes * CPUS if run["shared"] else args.nodes
         version = run["info"].get("slurm", "22.05")
         opts = dict(slurm_conf=str(conf), launch_latency=delay, slurm_version=version,
+                    clock_origin=min(s for s, _, _ in run["real"].values()),
                     **({"slurm_partition": SHARED} if run["shared"] else {}))
         row = dict(replay=run["name"], slurm=version,
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),

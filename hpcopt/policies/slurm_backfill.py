@@ -74,7 +74,8 @@ class SlurmScheduler(Policy):
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
     ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``:
     the partition of the file the jobs run in; ``slurm_version``: the release to model;
-    ``conf``: a ``SlurmConf`` instead of a file."""
+    ``clock_origin``: the Unix time of simulated time 0; ``conf``: a ``SlurmConf`` instead
+    of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
     # an armed agent's passes while nothing changed are not computed unless time alone can
@@ -82,6 +83,9 @@ class SlurmScheduler(Policy):
     # bf_job_part_count_reserve its reservation can free a later job's), priorities age
     # (the tests turn this off to check that it changes no start)
     skip_repeated_passes = True
+    # without bf_running_job_reserve, running jobs are seen as the node selection's will-run
+    # test sees them (grouped ends); off, as slots of the plan to their exact ends
+    will_run_test = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
                "defaults where it is silent)"),
@@ -93,11 +97,15 @@ class SlurmScheduler(Policy):
                "default partition)"),
         Option("slurm_version", str, "the Slurm release to model, MAJOR.MINOR (default 24.11; "
                "before 24.11 the backfill plan rounds ends down to bf_resolution)"),
+        Option("clock_origin", float, "the wall-clock time (Unix seconds) of simulated time 0: "
+               "the will-run test groups running jobs' ends in windows aligned on the wall "
+               "clock (default 0: the trace's times are Unix times)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
                  launch_latency: float = 0.0, slurm_partition: str | None = None,
-                 slurm_version: str | None = None, conf: SlurmConf | None = None) -> None:
+                 slurm_version: str | None = None, clock_origin: float = 0.0,
+                 conf: SlurmConf | None = None) -> None:
         try:
             base = conf or (read_slurm_conf(slurm_conf, slurm_partition) if slurm_conf
                             else SlurmConf())
@@ -111,8 +119,11 @@ class SlurmScheduler(Policy):
                 and launch_latency >= 0):
             raise PolicyOptionError(f"launch_latency: expected seconds >= 0, got "
                                     f"{launch_latency!r}")
+        if not (isinstance(clock_origin, (int, float)) and math.isfinite(clock_origin)):
+            raise PolicyOptionError(f"clock_origin: expected Unix seconds, got {clock_origin!r}")
         self.conf = base
         self.launch_delay = float(launch_latency)
+        self.clock_origin = float(clock_origin)
         self._sim = None
 
     # ------------------------------------------------------------------ protocol
@@ -299,6 +310,8 @@ class SlurmScheduler(Policy):
         plan = _TimeMap(now, self._all, conf.bf_licenses)
         replan = -math.inf if not self.skip_repeated_passes or (
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
+        if not conf.bf_running_job_reserve and self.will_run_test:
+            return self._backfill_will_run(queue, state, plan, replan, window_end)
         for end, units, lic in state.running_ends():
             if conf.bf_running_job_reserve:  # its slot, as a reservation from now
                 slot_end = plan_slot(now, end, res, up)[1]
@@ -341,6 +354,120 @@ class SlurmScheduler(Policy):
         # a job left out past the window may come into it with time alone
         self._replan_at = min(replan, plan.beyond - conf.bf_window)
         return planned
+
+    def _backfill_will_run(self, queue, state: _PassState, plan: _TimeMap, replan: float,
+                           window_end: float) -> int:
+        """A backfill pass without ``bf_running_job_reserve`` (backfill.c's
+        ``_attempt_backfill``): the plan holds only the reservations of this pass (and, on
+        whole nodes, the jobs it starts: ``_bf_reserve_running``); running jobs are seen by
+        the node selection's will-run test (``_will_run_test``), which frees them in groups.
+        A job is tested from ``now``, then again from the next time a reservation ends
+        (``later_start``) when it cannot start by then, or from its start when its slot
+        overlaps a reservation (``_test_resv_overlap``).  Returns how many jobs it planned."""
+        conf = self.conf
+        now = state.now
+        res = conf.bf_resolution
+        up = conf.round_ends_up
+        tested = reserved = planned = 0
+        for job in queue:
+            if job.id in state.started:
+                continue
+            if tested >= conf.bf_max_job_test:
+                break
+            if job.bb > state.free_lic + 1e-9:
+                continue  # not runnable now: not tested
+            tested += 1
+            only_now = bool(conf.bf_job_part_count_reserve) and \
+                reserved >= conf.bf_job_part_count_reserve
+            limit = limit_seconds(job)
+            dur = limit + state.delay
+            eligible = self.eligible(job)
+            running = sorted(state.running_ends(), key=lambda r: r[0])
+            start_res = now
+            found = None
+            while start_res <= window_end:
+                avail, later = plan.avail(start_res, start_res + limit, eligible, window_end)
+                got = None
+                if avail.bit_count() >= job.nodes:
+                    got = self._will_run(avail, running, now, job.nodes, only_now)
+                if got is not None:
+                    start, free = got
+                    start = max(start, start_res)
+                    units = self.choose(free, job.nodes)
+                    if start <= now:
+                        found = (now, units)
+                        break
+                    if only_now:
+                        break
+                    if not (later and start > later):
+                        lo, hi = plan_slot(start, start + limit, res, up)
+                        if not plan.overlaps(lo, hi, self.whole_nodes(units)):
+                            found = (start, units)
+                            break
+                        later = start if start > start_res else later
+                if only_now or not later or later <= start_res:
+                    break
+                start_res = later
+            if found is None:
+                if start_res > window_end:
+                    replan = -math.inf
+                continue
+            start, units = found
+            planned += 1
+            if start <= now:
+                state.start(job, units)
+                if self._per == 1:  # a whole-node job started enters the plan
+                    plan.hold(now, now + dur, units, 0.0)
+                continue
+            if start > now + conf.bf_window:
+                replan = -math.inf
+                continue
+            lo, hi = plan_slot(start, start + limit, res, up)
+            plan.hold(max(now, lo), hi, self.whole_nodes(units), 0.0)
+            reserved += 1
+        self._replan_at = replan
+        return planned
+
+    def _will_run(self, avail: int, running: list, now: float, need: int, only_now: bool):
+        """The node selection's will-run test (``_will_run_test`` in select/cons_tres's
+        job_test.c): ``need`` of the ``avail`` units free now, else the running jobs on
+        ``avail`` freed in order of their ends, in groups: the first group takes the ends up
+        to 30 s past the first end's next 30-s boundary on the wall clock, each later group
+        the next end and those within a window that doubles; the start is the group's last
+        end.  Returns (start, the free units) or ``None``."""
+        busy = 0
+        for _, units, _ in running:
+            busy |= units
+        free = avail & ~busy
+        if free.bit_count() >= need:
+            return now, free
+        if only_now:
+            return None
+        origin = self.clock_origin
+        anchor = None
+        window = 30.0
+        i, n = 0, len(running)
+        while i < n:
+            last = None
+            while i < n:
+                end, units, _ = running[i]
+                i += 1
+                if not units & avail:
+                    continue  # no usable unit: skipped
+                if anchor is None:  # the next 30-s boundary of the wall clock
+                    anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
+                last = end
+                busy &= ~units
+                if i >= n or running[i][0] > anchor + window:
+                    break
+            if last is None:
+                break
+            while i < n and running[i][0] > anchor + window:
+                window *= 2
+            free = avail & ~busy
+            if free.bit_count() >= need:
+                return max(last, now), free
+        return None
 
     # ------------------------------------------------------------------ units
     def eligible(self, job: Job) -> int:
@@ -532,6 +659,35 @@ class _TimeMap:
         for k in range(a, b):
             held[k] |= units
             lics[k] += lic
+
+    def avail(self, start: float, end: float, eligible: int, window_end: float):
+        """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
+        first slot from ``start`` after which more of them are free (backfill.c's
+        ``later_start``; 0 if none before ``window_end``)."""
+        times, held = self.times, self.held
+        n = len(times)
+        avail, later = eligible, 0.0
+        for k in range(n):
+            slot_end = times[k + 1] if k + 1 < n else window_end
+            if slot_end <= start:
+                continue
+            if not later and k + 1 < n and slot_end < window_end and \
+                    eligible & ~held[k + 1] & ~(avail & ~held[k]):
+                later = slot_end
+            if times[k] > end:
+                break
+            avail &= ~held[k]
+        return avail, later
+
+    def overlaps(self, lo: float, hi: float, units: int) -> bool:
+        """Whether a slot overlapping (lo, hi) holds any of ``units``."""
+        times, held = self.times, self.held
+        n = len(times)
+        for k in range(n):
+            slot_end = times[k + 1] if k + 1 < n else math.inf
+            if slot_end > lo and times[k] < hi and held[k] & units:
+                return True
+        return False
 
     def earliest(self, now: float, dur: float, need: int, eligible: int, lic: float,
                  lic_total: float, only_now: bool, window_end: float):
