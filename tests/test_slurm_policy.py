@@ -192,7 +192,9 @@ def test_backfill_pass_matches_a_brute_force_plan(seed):
         taken += n
     queue = [job(f"q{k}", 0, int(rng.integers(1, 6)), int(rng.integers(1, nodes + 1)))
              for k in range(int(rng.integers(1, 8)))]
-    conf = SlurmConf(bf_resolution=1, scheduler="backfill")
+    # running jobs in the plan to their exact ends (bf_running_job_reserve; without it
+    # Slurm's will-run test groups their ends: the tests of _WillRunTest below)
+    conf = SlurmConf(bf_resolution=1, scheduler="backfill", bf_running_job_reserve=True)
     # the main scheduler's passes would start the head first: start with a blocked head
     policy = make_policy("slurm", conf=conf)
     sim = Simulator.at(now, System(nodes), policy, queue,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right, insort
+from functools import lru_cache
 
 import numpy as np
 
@@ -300,29 +301,26 @@ class SlurmScheduler(Policy):
             state.start(job)
 
     def _backfill(self, queue, state: _PassState) -> int:
-        """One backfill pass: the conservative plan (module docstring); returns how many
-        jobs it planned (started or reserved)."""
+        """One backfill pass (backfill.c's ``_attempt_backfill``): the jobs in priority
+        order, each given the earliest start the plan allows; a start now is made, a later
+        one reserved (module docstring).  Running jobs enter the plan as slots to their ends
+        with ``bf_running_job_reserve`` (``_bf_reserve_running``); without it the plan holds
+        only what this pass decides and running jobs are seen by the node selection's
+        will-run test (``_WillRunTest``), as in Slurm.  Returns how many jobs it planned
+        (started or reserved)."""
         conf = self.conf
         now = state.now
         res = conf.bf_resolution
-        up = conf.round_ends_up
         window_end = math.floor((now + conf.bf_window) / res) * res
-        plan = _TimeMap(now, self._all, conf.bf_licenses)
+        plan = _TimeMap(now, conf.bf_licenses, res, conf.round_ends_up)
         replan = -math.inf if not self.skip_repeated_passes or (
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
-        if not conf.bf_running_job_reserve and self.will_run_test:
-            return self._backfill_will_run(queue, state, plan, replan, window_end)
-        for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
-                slot_end = plan_slot(now, end, res, up)[1]
-                if slot_end < end:  # rounded down: the select plugin's test still sees
-                    plan.hold(now, slot_end, 0, lic)  # its nodes busy to its end
-                    lic = 0.0
-                else:
-                    end = slot_end
-            plan.hold(now, end, units, lic)
+        will_run = None
+        if conf.bf_running_job_reserve or not self.will_run_test:
+            self._hold_running(plan, state)
+        else:
+            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin)
         tested = reserved = planned = 0
-        lic_total = state.lic_total
         for job in queue:
             if job.id in state.started:
                 continue
@@ -333,140 +331,91 @@ class SlurmScheduler(Policy):
             tested += 1
             only_now = bool(conf.bf_job_part_count_reserve) and \
                 reserved >= conf.bf_job_part_count_reserve
-            dur = limit_seconds(job) + state.delay
-            found = plan.earliest(now, dur, job.nodes, self.eligible(job), job.bb, lic_total,
-                                  only_now, window_end)
-            if found is None:
-                continue
-            start, free = found
-            units = self.choose(free, job.nodes)
-            planned += 1
-            if start <= now:
-                state.start(job, units)
-                plan.hold(now, now + dur, units, job.bb)
-                continue
-            if start > now + conf.bf_window:
-                replan = -math.inf
-                continue
-            lo, hi = plan_slot(start, start + dur, res, up)
-            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
-            reserved += 1
-        # a job left out past the window may come into it with time alone
-        self._replan_at = min(replan, plan.beyond - conf.bf_window)
-        return planned
-
-    def _backfill_will_run(self, queue, state: _PassState, plan: _TimeMap, replan: float,
-                           window_end: float) -> int:
-        """A backfill pass without ``bf_running_job_reserve`` (backfill.c's
-        ``_attempt_backfill``): the plan holds only the reservations of this pass (and, on
-        whole nodes, the jobs it starts: ``_bf_reserve_running``); running jobs are seen by
-        the node selection's will-run test (``_will_run_test``), which frees them in groups.
-        A job is tested from ``now``, then again from the next time a reservation ends
-        (``later_start``) when it cannot start by then, or from its start when its slot
-        overlaps a reservation (``_test_resv_overlap``).  Returns how many jobs it planned."""
-        conf = self.conf
-        now = state.now
-        res = conf.bf_resolution
-        up = conf.round_ends_up
-        tested = reserved = planned = 0
-        for job in queue:
-            if job.id in state.started:
-                continue
-            if tested >= conf.bf_max_job_test:
-                break
-            if job.bb > state.free_lic + 1e-9:
-                continue  # not runnable now: not tested
-            tested += 1
-            only_now = bool(conf.bf_job_part_count_reserve) and \
-                reserved >= conf.bf_job_part_count_reserve
             limit = limit_seconds(job)
             dur = limit + state.delay
-            eligible = self.eligible(job)
-            running = sorted(state.running_ends(), key=lambda r: r[0])
-            start_res = now
-            found = None
-            while start_res <= window_end:
-                avail, later = plan.avail(start_res, start_res + limit, eligible, window_end)
-                got = None
-                if avail.bit_count() >= job.nodes:
-                    got = self._will_run(avail, running, now, job.nodes, only_now)
-                if got is not None:
-                    start, free = got
-                    start = max(start, start_res)
-                    units = self.choose(free, job.nodes)
-                    if start <= now:
-                        found = (now, units)
-                        break
-                    if only_now:
-                        break
-                    if not (later and start > later):
-                        lo, hi = plan_slot(start, start + limit, res, up)
-                        if not plan.overlaps(lo, hi, self.whole_nodes(units)):
-                            found = (start, units)
-                            break
-                        later = start if start > start_res else later
-                if only_now or not later or later <= start_res:
-                    break
-                start_res = later
+            if will_run is None:
+                found = plan.earliest(now, dur, job.nodes, self.eligible(job), job.bb,
+                                      state.lic_total, only_now, window_end)
+                if found is not None:
+                    found = (found[0], self.choose(found[1], job.nodes))
+                slot = dur  # the plan's slots hold the latency too
+            else:
+                found = self._will_run_search(job, limit, plan, will_run, only_now,
+                                              window_end)
+                slot = limit  # Slurm reserves the time limit
             if found is None:
-                if start_res > window_end:
-                    replan = -math.inf
                 continue
             start, units = found
             planned += 1
             if start <= now:
                 state.start(job, units)
-                if self._per == 1:  # a whole-node job started enters the plan
-                    plan.hold(now, now + dur, units, 0.0)
+                if will_run is None or self._per == 1:
+                    # on whole nodes Slurm's plan holds the jobs the pass starts
+                    # (``_bf_reserve_running``)
+                    plan.hold(now, now + dur, units, job.bb)
+                if will_run is not None:
+                    will_run.add(state.added[-1])
                 continue
             if start > now + conf.bf_window:
                 replan = -math.inf
                 continue
-            lo, hi = plan_slot(start, start + limit, res, up)
-            plan.hold(max(now, lo), hi, self.whole_nodes(units), 0.0)
+            lo, hi = plan.slot(start, start + slot)
+            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
-        self._replan_at = replan
+        if will_run is not None and will_run.passed_window:
+            replan = -math.inf
+        # a job left out past the window may come into it with time alone
+        self._replan_at = min(replan, plan.beyond - conf.bf_window)
         return planned
 
-    def _will_run(self, avail: int, running: list, now: float, need: int, only_now: bool):
-        """The node selection's will-run test (``_will_run_test`` in select/cons_tres's
-        job_test.c): ``need`` of the ``avail`` units free now, else the running jobs on
-        ``avail`` freed in order of their ends, in groups: the first group takes the ends up
-        to 30 s past the first end's next 30-s boundary on the wall clock, each later group
-        the next end and those within a window that doubles; the start is the group's last
-        end.  Returns (start, the free units) or ``None``."""
-        busy = 0
-        for _, units, _ in running:
-            busy |= units
-        free = avail & ~busy
-        if free.bit_count() >= need:
-            return now, free
-        if only_now:
-            return None
-        origin = self.clock_origin
-        anchor = None
-        window = 30.0
-        i, n = 0, len(running)
-        while i < n:
-            last = None
-            while i < n:
-                end, units, _ = running[i]
-                i += 1
-                if not units & avail:
-                    continue  # no usable unit: skipped
-                if anchor is None:  # the next 30-s boundary of the wall clock
-                    anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
-                last = end
-                busy &= ~units
-                if i >= n or running[i][0] > anchor + window:
-                    break
-            if last is None:
-                break
-            while i < n and running[i][0] > anchor + window:
-                window *= 2
-            free = avail & ~busy
-            if free.bit_count() >= need:
-                return max(last, now), free
+    def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
+        """Running jobs into the plan: to their ends, or with ``bf_running_job_reserve`` as
+        reservations on the plan's grid (``_bf_reserve_running``)."""
+        conf = self.conf
+        now = state.now
+        for end, units, lic in state.running_ends():
+            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+                slot_end = plan.slot(now, end)[1]
+                if slot_end < end:  # rounded down: the select plugin's test still sees
+                    plan.hold(now, slot_end, 0, lic)  # its nodes busy to its end
+                    lic = 0.0
+                else:
+                    end = slot_end
+            plan.hold(now, end, units, lic)
+
+    def _will_run_search(self, job: Job, limit: float, plan: _TimeMap,
+                         will_run: _WillRunTest, only_now: bool, window_end: float):
+        """Where Slurm's backfill starts ``job`` without ``bf_running_job_reserve``
+        (``_attempt_backfill``, from its ``TRY_LATER`` label): from ``start_res`` (now
+        first), the nodes no reservation of the pass holds over one time limit go to the
+        will-run test; a start it finds after the first reservation end that frees more
+        of the job's nodes (``later_start``), or whose slot meets a reservation
+        (``_test_resv_overlap``: the test does not see reservations that begin later), is
+        searched again from that time.  Returns (start, units) or ``None`` (a search that
+        runs past ``window_end`` marks ``will_run.passed_window``)."""
+        now = plan.times[0]
+        need = job.nodes
+        eligible = self.eligible(job)
+        start_res = now
+        while start_res <= window_end:
+            avail, later = plan.free_between(start_res, start_res + limit, eligible,
+                                             window_end)
+            got = will_run.start(avail, need, only_now)
+            if got is not None:
+                start = max(got[0], start_res)
+                if start <= now:
+                    return now, self.choose(got[1], need)
+                if not (later and start > later):
+                    units = self.choose(got[1], need)
+                    lo, hi = plan.slot(start, start + limit)
+                    if not plan.holds_any(lo, hi, self.whole_nodes(units)):
+                        return start, units
+                    if start > start_res:
+                        later = start
+            if only_now or not later or later <= start_res:
+                return None
+            start_res = later
+        will_run.passed_window = True
         return None
 
     # ------------------------------------------------------------------ units
@@ -630,14 +579,21 @@ class _TimeMap:
     """The backfill plan: a step function of the units held (by running jobs and
     reservations) and, with licenses planned, of the licenses held, from ``now`` on."""
 
-    __slots__ = ("times", "held", "lic", "licenses", "beyond")
+    __slots__ = ("times", "held", "lic", "licenses", "res", "round_up", "beyond")
 
-    def __init__(self, now: float, all_units: int, licenses: bool) -> None:
+    def __init__(self, now: float, licenses: bool, res: float, round_up: bool) -> None:
         self.times = [now]  # slot k is [times[k], times[k + 1])
         self.held = [0]
         self.lic = [0.0]
         self.licenses = licenses
+        self.res = res  # bf_resolution
+        self.round_up = round_up  # ends rounded up (24.11 on) or down
         self.beyond = math.inf  # the earliest start a search gave up at, past the window
+
+    def slot(self, start: float, end: float) -> tuple[float, float]:
+        """The slot this plan holds for something that runs from ``start`` to ``end``
+        (``plan_slot`` on its grid)."""
+        return plan_slot(start, end, self.res, self.round_up)
 
     def _split(self, t: float) -> int:
         """The index of the slot that starts at ``t`` (made when there is none)."""
@@ -660,14 +616,16 @@ class _TimeMap:
             held[k] |= units
             lics[k] += lic
 
-    def avail(self, start: float, end: float, eligible: int, window_end: float):
+    def free_between(self, start: float, end: float, eligible: int, window_end: float):
         """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
-        first slot from ``start`` after which more of them are free (backfill.c's
-        ``later_start``; 0 if none before ``window_end``)."""
+        first slot from ``start`` after which an eligible unit is free that was not free
+        through it (backfill.c's ``later_start``: the search tries again from there; 0 if
+        none before ``window_end``)."""
         times, held = self.times, self.held
         n = len(times)
         avail, later = eligible, 0.0
-        for k in range(n):
+        first = bisect_right(times, start) - 1
+        for k in range(first if first > 0 else 0, n):
             slot_end = times[k + 1] if k + 1 < n else window_end
             if slot_end <= start:
                 continue
@@ -679,13 +637,17 @@ class _TimeMap:
             avail &= ~held[k]
         return avail, later
 
-    def overlaps(self, lo: float, hi: float, units: int) -> bool:
-        """Whether a slot overlapping (lo, hi) holds any of ``units``."""
+    def holds_any(self, lo: float, hi: float, units: int) -> bool:
+        """Whether a slot overlapping (lo, hi) holds any of ``units`` (backfill.c's
+        ``_test_resv_overlap``)."""
         times, held = self.times, self.held
         n = len(times)
-        for k in range(n):
+        first = bisect_right(times, lo) - 1
+        for k in range(first if first > 0 else 0, n):
+            if times[k] >= hi:
+                break
             slot_end = times[k + 1] if k + 1 < n else math.inf
-            if slot_end > lo and times[k] < hi and held[k] & units:
+            if slot_end > lo and held[k] & units:
                 return True
         return False
 
@@ -726,6 +688,89 @@ class _TimeMap:
         return None
 
 
+class _WillRunTest:
+    """The running jobs of one backfill pass as the node selection's will-run test sees
+    them (``_will_run_test``: select/cons_common/job_test.c in 22.05, select/cons_tres/
+    job_test.c in 24.11).  A job that does not fit now is tested again after the running
+    jobs on its nodes are freed in order of their ends, in groups: the first group takes
+    every end up to 30 s past the first end's next multiple of 30 s on the wall clock
+    (``clock_origin`` is the wall-clock time of simulated time 0), each later group the
+    next end and every one within a window that doubles each time; the predicted start is
+    the group's last end.  So two ends in one 30-s window of the wall clock give a job
+    needing both the later one.  The groups of a set of usable units are kept for the
+    pass (many jobs are tested on the same units) until a job starts."""
+
+    __slots__ = ("now", "origin", "ends", "busy", "passed_window", "_groups")
+
+    def __init__(self, running: list, now: float, origin: float) -> None:
+        self.now = now
+        self.origin = origin
+        self.ends = sorted(running, key=lambda r: r[0])  # (end, units, licenses)
+        busy = 0
+        for _, units, _ in running:
+            busy |= units
+        self.busy = busy
+        self.passed_window = False  # a search of this pass ran past bf_window
+        self._groups: dict[int, list] = {}
+
+    def add(self, running: tuple) -> None:
+        """A job the pass starts (its end, units, licenses) runs from now on."""
+        insort(self.ends, running, key=lambda r: r[0])
+        self.busy |= running[1]
+        self._groups.clear()
+
+    def start(self, avail: int, need: int, only_now: bool):
+        """(the predicted start, the units of ``avail`` free then) for a job of ``need``
+        units on ``avail``; ``None`` when it never fits (or, with ``only_now``, not now)."""
+        free = avail & ~self.busy
+        if free.bit_count() >= need:
+            return self.now, free
+        if only_now or avail.bit_count() < need:
+            return None
+        groups = self._groups.get(avail)
+        if groups is None:
+            groups = self._groups[avail] = self._group(avail)
+        for last, free, count in groups:
+            if count >= need:
+                return max(last, self.now), free
+        return None
+
+    def _group(self, avail: int) -> list:
+        """(the group's last end, the units of ``avail`` free after it, how many) for each
+        group of the running jobs on ``avail``, in order (a job on none of them is
+        skipped; a job without a time limit is never freed)."""
+        ends, origin = self.ends, self.origin
+        busy = self.busy
+        out = []
+        anchor = None
+        window = 30.0
+        i, n = 0, len(ends)
+        while i < n:
+            last = None
+            while i < n:
+                end, units, _ = ends[i]
+                if end == math.inf:  # no time limit: never freed (nor any job after it)
+                    i = n
+                    break
+                i += 1
+                if not units & avail:
+                    continue
+                if anchor is None:  # the first end's next 30-s boundary of the wall clock
+                    anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
+                last = end
+                busy &= ~units
+                if i >= n or ends[i][0] > anchor + window:
+                    break
+            if last is None:
+                break
+            while i < n and ends[i][0] > anchor + window:
+                window *= 2
+            free = avail & ~busy
+            out.append((last, free, free.bit_count()))
+        return out
+
+
+@lru_cache(maxsize=1 << 14)  # a pass tries the same free units for many jobs
 def _best_fit_runs(free: int, need: int) -> int:
     """``need`` bits of ``free`` (whole nodes): from the runs of consecutive set bits, the
     shortest run that is long enough (its lowest bits), else the longest run whole and on."""
