@@ -356,16 +356,15 @@ class SlurmScheduler(Policy):
                 if will_run is not None:
                     will_run.add(state.added[-1])
                 continue
-            if start > now + conf.bf_window:
-                replan = -math.inf
+            if start > now + conf.bf_window:  # no reservation ("too far in the future")
+                plan.beyond = min(plan.beyond, start)
                 continue
             lo, hi = plan.slot(start, start + slot)
             plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
-        if will_run is not None and will_run.passed_window:
-            replan = -math.inf
         # a job left out past the window may come into it with time alone
-        self._replan_at = min(replan, plan.beyond - conf.bf_window)
+        self._replan_at = min(replan, plan.beyond - conf.bf_window,
+                              will_run.stale_at if will_run else math.inf)
         return planned
 
     def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
@@ -392,10 +391,15 @@ class SlurmScheduler(Policy):
         of the job's nodes (``later_start``), or whose slot meets a reservation
         (``_test_resv_overlap``: the test does not see reservations that begin later), is
         searched again from that time.  Returns (start, units) or ``None`` (a search that
-        runs past ``window_end`` marks ``will_run.passed_window``)."""
+        runs past ``window_end`` gives up there: ``plan.beyond``).  The test from now
+        covers the slots up to ``now + limit``: a pass later, with nothing else changed,
+        covers more of them and may plan differently (``will_run.stale_at``)."""
         now = plan.times[0]
         need = job.nodes
         eligible = self.eligible(job)
+        after = bisect_right(plan.times, now + limit)  # the first slot its test misses
+        if after < len(plan.times):
+            will_run.stale_at = min(will_run.stale_at, plan.times[after] - limit)
         start_res = now
         while start_res <= window_end:
             avail, later = plan.free_between(start_res, start_res + limit, eligible,
@@ -415,7 +419,7 @@ class SlurmScheduler(Policy):
             if only_now or not later or later <= start_res:
                 return None
             start_res = later
-        will_run.passed_window = True
+        plan.beyond = min(plan.beyond, start_res)
         return None
 
     # ------------------------------------------------------------------ units
@@ -700,7 +704,7 @@ class _WillRunTest:
     needing both the later one.  The groups of a set of usable units are kept for the
     pass (many jobs are tested on the same units) until a job starts."""
 
-    __slots__ = ("now", "origin", "ends", "busy", "passed_window", "_groups")
+    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "_groups")
 
     def __init__(self, running: list, now: float, origin: float) -> None:
         self.now = now
@@ -710,7 +714,7 @@ class _WillRunTest:
         for _, units, _ in running:
             busy |= units
         self.busy = busy
-        self.passed_window = False  # a search of this pass ran past bf_window
+        self.stale_at = math.inf  # from when the same pass may plan differently
         self._groups: dict[int, list] = {}
 
     def add(self, running: tuple) -> None:
@@ -729,19 +733,19 @@ class _WillRunTest:
             return None
         groups = self._groups.get(avail)
         if groups is None:
-            groups = self._groups[avail] = self._group(avail)
+            groups = self._groups[avail] = self._grouped(avail)
         for last, free, count in groups:
             if count >= need:
                 return max(last, self.now), free
         return None
 
-    def _group(self, avail: int) -> list:
+    def _grouped(self, avail: int) -> list:
         """(the group's last end, the units of ``avail`` free after it, how many) for each
         group of the running jobs on ``avail``, in order (a job on none of them is
         skipped; a job without a time limit is never freed)."""
+        out = []
         ends, origin = self.ends, self.origin
         busy = self.busy
-        out = []
         anchor = None
         window = 30.0
         i, n = 0, len(ends)
