@@ -75,8 +75,9 @@ class SlurmScheduler(Policy):
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
     ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``:
     the partition of the file the jobs run in; ``slurm_version``: the release to model;
-    ``clock_origin``: the Unix time of simulated time 0; ``conf``: a ``SlurmConf`` instead
-    of a file."""
+    ``clock_origin``: the Unix time of simulated time 0 (a run from a trace gives the
+    trace's: ``hpcopt.scenario.trace_clock_origin``); ``conf``: a ``SlurmConf`` instead of a
+    file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
     # an armed agent's passes while nothing changed are not computed unless time alone can
@@ -98,9 +99,10 @@ class SlurmScheduler(Policy):
                "default partition)"),
         Option("slurm_version", str, "the Slurm release to model, MAJOR.MINOR (default 24.11; "
                "before 24.11 the backfill plan rounds ends down to bf_resolution)"),
-        Option("clock_origin", float, "the wall-clock time (Unix seconds) of simulated time 0: "
-               "the will-run test groups running jobs' ends in windows aligned on the wall "
-               "clock (default 0: the trace's times are Unix times)"),
+        Option("clock_origin", float, "the wall-clock time (Unix seconds) of simulated time "
+               "0, on which Slurm's backfill groups running jobs' ends in 30-s windows "
+               "(default: the trace's, an SWF header's UnixStartTime; else 0, for times that "
+               "are Unix seconds already, as Slurm's traces are read)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
