@@ -402,13 +402,13 @@ class SlurmScheduler(Policy):
         after = bisect_right(plan.times, now + limit)  # the first slot its test misses
         if after < len(plan.times):
             will_run.stale_at = min(will_run.stale_at, plan.times[after] - limit)
+        free_between, will_run_start = plan.free_between, will_run.start
         start_res = now
         while start_res <= window_end:
-            avail, later = plan.free_between(start_res, start_res + limit, eligible,
-                                             window_end)
-            got = will_run.start(avail, need, only_now)
+            avail, later = free_between(start_res, start_res + limit, eligible, window_end)
+            got = will_run_start(avail, need, only_now)
             if got is not None:
-                start = max(got[0], start_res)
+                start = got[0] if got[0] > start_res else start_res
                 if start <= now:
                     return now, self.choose(got[1], need)
                 if not (later and start > later):
@@ -628,19 +628,18 @@ class _TimeMap:
         through it (backfill.c's ``later_start``: the search tries again from there; 0 if
         none before ``window_end``)."""
         times, held = self.times, self.held
-        n = len(times)
+        last = len(times) - 1  # the last slot runs to window_end
         avail, later = eligible, 0.0
-        first = bisect_right(times, start) - 1
-        for k in range(first if first > 0 else 0, n):
-            slot_end = times[k + 1] if k + 1 < n else window_end
-            if slot_end <= start:
-                continue
-            if not later and k + 1 < n and slot_end < window_end and \
+        first = bisect_right(times, start) - 1  # the slot of ``start``: those after end later
+        for k in range(first if first > 0 else 0, last):
+            if not later and times[k + 1] < window_end and \
                     eligible & ~held[k + 1] & ~(avail & ~held[k]):
-                later = slot_end
+                later = times[k + 1]
             if times[k] > end:
-                break
+                return avail, later
             avail &= ~held[k]
+        if window_end > start and times[last] <= end:
+            avail &= ~held[last]
         return avail, later
 
     def holds_any(self, lo: float, hi: float, units: int) -> bool:
@@ -738,7 +737,7 @@ class _WillRunTest:
             groups = self._groups[avail] = self._grouped(avail)
         for last, free, count in groups:
             if count >= need:
-                return max(last, self.now), free
+                return (last if last > self.now else self.now), free
         return None
 
     def _grouped(self, avail: int) -> list:
