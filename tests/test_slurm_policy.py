@@ -224,6 +224,40 @@ def test_running_ends_in_one_window_plan_a_job_at_the_later_end(monkeypatch, ori
     assert (got[2], got[3]) == (1020.0, 1060.0)
 
 
+@pytest.mark.parametrize("unix_start, given, d", [
+    (None, None, 65.0), (25, None, 1060.0), (25, 0.0, 65.0)])
+def test_a_trace_gives_its_clock(tmp_path, unix_start, given, d):
+    """A run from a trace puts the policy on the trace's clock: an SWF header's
+    ``UnixStartTime`` (without one, times are taken as Unix times); ``clock_origin`` given
+    wins."""
+    from hpcopt.traces.swf import write_swf
+
+    header = [("MaxNodes", 3), ("MaxProcs", 3)] + \
+        ([("UnixStartTime", unix_start)] if unix_start is not None else [])
+    path = write_swf(grouped_jobs(), tmp_path / "t.swf", header)
+    options = {} if given is None else {"clock_origin": given}
+    res = hpcopt.simulate(str(path), policy="slurm", scheduler_parameters="bf_interval=1",
+                          **options)
+    assert res.jobs.set_index("job_id").start[3] == d
+    assert res.settings["policy_options"]["clock_origin"] == \
+        (given if given is not None else float(unix_start or 0))
+
+
+def test_clock_origin_on_the_command_line(tmp_path, capsys):
+    from hpcopt.cli import main
+    from hpcopt.traces.swf import write_swf
+
+    path = write_swf(grouped_jobs(), tmp_path / "t.swf", [("MaxNodes", 3), ("MaxProcs", 3)])
+    assert main(["simulate", str(path), "--policy", "slurm", "--clock-origin", "25",
+                 "--no-progress"]) == 0
+    assert "clock_origin=25.0" in capsys.readouterr().out
+    assert main(["simulate", str(path), "--policy", "slurm", "--clock-origin", "inf",
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hpcopt: error: policy 'slurm' option clock_origin: expected a finite "
+                   "number, got inf"]
+
+
 def search(plan_slots, running, need, minutes, test=None):
     """backfill's search for one job (``_will_run_search``) on 4 nodes at time 0, the pass's
     reservations (from, to, units) in the plan (bf_resolution 60, ends rounded up)."""
