@@ -15,9 +15,14 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   ends the pass under ``bf_licenses``.
 * **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
   something changed, a pass that planned a job being a change itself: every job tested
-  (at most ``bf_max_job_test``, priority order) gets the earliest start at which enough
-  nodes are free, for its whole time limit, of running jobs and of the reservations made
-  for the jobs tested before it (a conservative plan on a time map of whole nodes); a job
+  (at most ``bf_max_job_test``, priority order) gets a start around the reservations made
+  for the jobs tested before it (a conservative plan on a time map of whole nodes).  With
+  ``bf_running_job_reserve`` running jobs are slots of the plan too, and the start is the
+  earliest at which enough nodes are free for the job's whole time limit; without it (the
+  default) they are seen through the node selection's will-run test, which frees them in
+  groups on 30-s windows of the wall clock (``_WillRunTest``), with backfill's tests
+  again from later times (``later_start``, ``_test_resv_overlap``) and, on whole nodes,
+  the jobs the pass starts held in the plan.  A job
   that can start now starts, any other gets a reservation from its start rounded down to
   ``bf_resolution`` to its end rounded up (from Slurm 24.11; down before:
   ``slurm_version``), unless it starts beyond ``bf_window`` or
@@ -86,7 +91,9 @@ class SlurmScheduler(Policy):
     # (the tests turn this off to check that it changes no start)
     skip_repeated_passes = True
     # without bf_running_job_reserve, running jobs are seen as the node selection's will-run
-    # test sees them (grouped ends); off, as slots of the plan to their exact ends
+    # test sees them (grouped ends); off, as slots of the plan to their exact ends.  Not an
+    # option (Slurm has no such setting): the tests and ``slurm_validation.py month`` turn
+    # it off to show and time what the will-run structure changes
     will_run_test = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
