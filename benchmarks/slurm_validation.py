@@ -743,7 +743,14 @@ def write_alone_jobs(path: Path, run: dict, sim: dict[str, float],
 def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
-    folders' Slurm-alone runs (out of sample: nothing is fitted on the run compared)."""
+    folders' Slurm-alone runs (out of sample: nothing is fitted on the run compared).
+    ``--plan-view``: running jobs as slots of the plan to their exact ends instead of
+    Slurm's will-run test (``SlurmScheduler.will_run_test`` off), to show what that
+    structure changes."""
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+
+    if args.plan_view:
+        SlurmScheduler.will_run_test = False
     dirs = [Path(d) for d in args.dirs]
     top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
     runs = [run for d in dirs for run in alone_runs(
@@ -935,6 +942,8 @@ def main() -> None:
     a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
     a.add_argument("--nodes", type=int, default=8)
     a.add_argument("--out", default="results/slurm/slurm-alone")
+    a.add_argument("--plan-view", action="store_true",
+                   help="running jobs as slots of the plan, not through Slurm's will-run test")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))
