@@ -311,12 +311,12 @@ class SlurmScheduler(Policy):
 
     def _backfill(self, queue, state: _PassState) -> int:
         """One backfill pass (backfill.c's ``_attempt_backfill``): the jobs in priority
-        order, each given the earliest start the plan allows; a start now is made, a later
-        one reserved (module docstring).  Running jobs enter the plan as slots to their ends
-        with ``bf_running_job_reserve`` (``_bf_reserve_running``); without it the plan holds
-        only what this pass decides and running jobs are seen by the node selection's
-        will-run test (``_WillRunTest``), as in Slurm.  Returns how many jobs it planned
-        (started or reserved)."""
+        order, each given a start around the reservations made before it; a start now is
+        made, a later one reserved (module docstring).  Running jobs enter the plan as
+        slots to their ends with ``bf_running_job_reserve`` (``_bf_reserve_running``);
+        without it the plan holds only what this pass decides and running jobs are seen by
+        the node selection's will-run test (``_WillRunTest``), as in Slurm.  Returns how
+        many jobs it planned (started or reserved)."""
         conf = self.conf
         now = state.now
         res = conf.bf_resolution
@@ -371,7 +371,8 @@ class SlurmScheduler(Policy):
             lo, hi = plan.slot(start, start + slot)
             plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
-        # a job left out past the window may come into it with time alone
+        # with time alone a job left out past the window may come into it, and a job's
+        # will-run test from now reach a further slot
         self._replan_at = min(replan, plan.beyond - conf.bf_window,
                               will_run.stale_at if will_run else math.inf)
         return planned
