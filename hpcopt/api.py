@@ -13,6 +13,7 @@ from . import traces
 from .domain import Job, System
 from .instances import load_instance as _load
 from .policies import build_policy
+from .policies.base import policy_options as options_of
 from .run_settings import RunSettings
 from .sim.driver import Simulator, fewer_collections
 from .sim.eventlog import run_logged
@@ -138,6 +139,7 @@ def simulate_run(trace, run: RunSettings, *, events=None, forecast_every: float 
     ``simulate``."""
     scenario = run.scenario.build(trace)
     job_list, system = list(scenario.jobs), scenario.system
+    run = _on_trace_clock(run, scenario.clock_origin)
     run = _charged_to_groups(run, job_list, scenario.attributes.get("account")
                              or scenario.attributes.get("group"))
     cleaning = scenario.report.to_dict() if scenario.report is not None else None
@@ -191,6 +193,16 @@ def _forecaster(run: RunSettings, policy, draws: int, stream: float | None,
         return forecast_rows(state, got if bands is None else bands.calibrate(state.time, got))
 
     return on_state
+
+
+def _on_trace_clock(run: RunSettings, origin: float) -> RunSettings:
+    """``run`` with the trace's clock (``Scenario.clock_origin``) given to a policy that
+    takes a ``clock_origin`` option and was not given one (``--policy slurm``: Slurm's
+    backfill groups job ends on the wall clock)."""
+    if not origin or not isinstance(run.policy, str) or "clock_origin" in run.policy_options \
+            or "clock_origin" not in options_of(run.policy):
+        return run
+    return replace(run, policy_options={**run.policy_options, "clock_origin": origin})
 
 
 def _charged_to_groups(run: RunSettings, jobs: list[Job], groups: dict | None

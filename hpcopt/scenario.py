@@ -35,6 +35,16 @@ class Scenario:
     notes: tuple[str, ...] = field(default=())
     settings: dict = field(default_factory=dict)
     attributes: dict = field(default_factory=dict)
+    clock_origin: float = 0.0
+    """The Unix time of the jobs' time 0 (``trace_clock_origin``)."""
+
+
+def trace_clock_origin(trace) -> float:
+    """The Unix time of ``trace``'s time 0: an SWF header's ``UnixStartTime`` (plus the
+    shift of a rebase), else 0 (Slurm's traces are read in Unix seconds)."""
+    start = getattr(getattr(trace, "header", None), "unix_start_time", None)
+    report = getattr(trace, "report", None)
+    return float(start or 0) + float(getattr(report, "rebase_offset", 0.0) or 0.0)
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,7 @@ class ScenarioSettings:
         notes: list[str] = []
         report = None
         attributes: dict = {}
+        origin = 0.0
         if self.topology and isinstance(trace, (str, Path)) and not _is_job_table(str(trace)):
             job_list, system = tuple(load_tjap_jobs(trace, max_jobs=self.jobs)), None
         else:
@@ -108,6 +119,7 @@ class ScenarioSettings:
                                    sizes=self.sizes, partition=self.partition)
                 report = trace.report
                 attributes = _by_id(trace)
+                origin = trace_clock_origin(trace)
                 notes.append(f"{trace.system.name or Path(path).name}: {report.machine_text()}")
                 notes.extend(f"  note: {note}" for note in report.notes)
                 notes.append(report.dropped_text())
@@ -117,6 +129,7 @@ class ScenarioSettings:
             else:  # a Trace already loaded
                 report = getattr(trace, "report", None)
                 attributes = _by_id(trace)
+                origin = trace_clock_origin(trace)
                 job_list = tuple(trace.jobs)[:self.jobs]
                 system = trace.system if self.nodes in (None, trace.system.nodes) \
                     else System(self.nodes)
@@ -133,7 +146,7 @@ class ScenarioSettings:
                                                self.workload_seed)
             notes.append(line)
             settings = dict(workload=self.workload, workload_seed=self.workload_seed)
-        return Scenario(job_list, system, report, tuple(notes), settings, attributes)
+        return Scenario(job_list, system, report, tuple(notes), settings, attributes, origin)
 
 
 def parse_ssd_classes(value) -> dict:

@@ -9,7 +9,7 @@ import math
 from numbers import Real
 
 SLURM_OPTIONS = ("slurm_conf", "scheduler_parameters", "launch_latency", "slurm_partition",
-                 "slurm_version")
+                 "slurm_version", "clock_origin")
 """The options of ``--policy slurm``: on the command line they go to the Slurm side."""
 
 

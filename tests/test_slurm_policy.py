@@ -13,6 +13,7 @@ import hpcopt
 from hpcopt.domain import Job, System
 from hpcopt.errors import PolicyOptionError, SimulationError
 from hpcopt.policies import make_policy
+from hpcopt.policies.slurm_backfill import SlurmScheduler
 from hpcopt.sim.driver import Simulator
 from hpcopt.sim.slurmconf import (
     SlurmConf,
@@ -156,6 +157,182 @@ def test_shared_cores_reserve_whole_nodes():
         Simulator([], System(8), make_policy("slurm", conf=conf))
 
 
+# ------------------------------------- backfill's structure without bf_running_job_reserve
+# Slurm's backfill (backfill.c's _attempt_backfill) keeps only its own reservations in the
+# plan; running jobs are seen through the node selection's will-run test (_will_run_test,
+# select/cons_tres), which frees them in groups.  The plan view (running jobs as slots to
+# their exact ends: SlurmScheduler.will_run_test off) starts these jobs otherwise.
+
+def will_run(ends, origin=0.0, now=0.0):
+    """The will-run test of a pass at ``now`` over running jobs (end, units)."""
+    from hpcopt.policies.slurm_backfill import _WillRunTest
+
+    return _WillRunTest([(end, units, 0.0) for end, units in ends], now, origin)
+
+
+def test_will_run_test_frees_running_jobs_in_groups_on_the_wall_clock():
+    """The first group takes every end up to 30 s past the first end's next multiple of 30 s
+    on the wall clock, each later group the next end and those within a window that
+    doubles; the start is the group's last end."""
+    # 100 and 140: one window (120 + 30): a one-unit job starts at the later end
+    assert will_run([(100, 0b01), (140, 0b10)]).start(0b11, 1, False) == (140, 0b11)
+    # 100 and 160: different windows: at the first
+    assert will_run([(100, 0b01), (160, 0b10)]).start(0b11, 1, False) == (100, 0b01)
+    # then a window of 60 s past the anchor (to 180): 160 and 170 go together
+    ends = [(100, 0b001), (160, 0b010), (170, 0b100)]
+    assert will_run(ends).start(0b111, 2, False) == (170, 0b111)
+    # a job on none of the usable units neither anchors nor frees anything
+    ends = [(100, 0b100), (140, 0b001), (200, 0b010)]
+    assert will_run(ends).start(0b011, 1, False) == (140, 0b001)
+    # free now: now; only now (bf_job_part_count_reserve reached): nothing later
+    assert will_run([(100, 0b01)], now=5.0).start(0b11, 1, False) == (5.0, 0b10)
+    assert will_run([(100, 0b01)]).start(0b01, 1, True) is None
+    # a job without a time limit is never freed
+    assert will_run([(math.inf, 0b01)]).start(0b01, 1, False) is None
+
+
+@pytest.mark.parametrize("origin, expected", [(0.0, 140), (15.0, 100), (20.0, 140)])
+def test_clock_origin_moves_the_windows(origin, expected):
+    """The windows are aligned on the wall clock: ``clock_origin`` is the Unix time of
+    simulated time 0.  With 15 s more, 100 is 115 on the clock: the next boundary is 120,
+    105 here, and the window ends at 135, before 140; with 20 s more, 100 is 120, on a
+    boundary: the next one is 150, 130 here, and 140 is in the window again."""
+    got = will_run([(100, 0b01), (140, 0b10)], origin).start(0b11, 1, False)
+    assert got[0] == expected
+
+
+def grouped_jobs():
+    """3 nodes.  R0 (node 0) runs to 1020, R1 (node 1) from 40 to 1060; C (2 nodes) waits
+    for one of them; D (1 node, 16 min) submitted at 65 runs to 1025 on the free node."""
+    return [job(0, 0, 17, 1), job(1, 40, 17, 1), job(2, 45, 10, 2), job(3, 65, 16, 1)]
+
+
+@pytest.mark.parametrize("origin, c, d", [
+    (0.0, 1025.0, 65.0),  # 1020 and 1060 in one window (1050 + 30): C planned at 1060
+    (25.0, 1020.0, 1060.0),  # 1045 on the clock: the window ends at 1055: C at 1020
+])
+def test_running_ends_in_one_window_plan_a_job_at_the_later_end(monkeypatch, origin, c, d):
+    """Planned at 1060 on nodes 0-1, C leaves node 2 to D until then: D backfills at once
+    and C starts when D ends (1025).  Planned at R0's end (1020), on nodes 0 and 2, C keeps
+    D out; the plan view plans C at 1020 whatever the clock."""
+    got = starts(grouped_jobs(), System(3), scheduler_parameters="bf_interval=1",
+                 clock_origin=origin)
+    assert (got[2], got[3]) == (c, d)
+    monkeypatch.setattr(SlurmScheduler, "will_run_test", False)
+    got = starts(grouped_jobs(), System(3), scheduler_parameters="bf_interval=1",
+                 clock_origin=origin)
+    assert (got[2], got[3]) == (1020.0, 1060.0)
+
+
+@pytest.mark.parametrize("unix_start, given, d", [
+    (None, None, 65.0), (25, None, 1060.0), (25, 0.0, 65.0)])
+def test_a_trace_gives_its_clock(tmp_path, unix_start, given, d):
+    """A run from a trace puts the policy on the trace's clock: an SWF header's
+    ``UnixStartTime`` (without one, times are taken as Unix times); ``clock_origin`` given
+    wins."""
+    from hpcopt.traces.swf import write_swf
+
+    header = [("MaxNodes", 3), ("MaxProcs", 3)] + \
+        ([("UnixStartTime", unix_start)] if unix_start is not None else [])
+    path = write_swf(grouped_jobs(), tmp_path / "t.swf", header)
+    options = {} if given is None else {"clock_origin": given}
+    res = hpcopt.simulate(str(path), policy="slurm", scheduler_parameters="bf_interval=1",
+                          **options)
+    assert res.jobs.set_index("job_id").start[3] == d
+    assert res.settings["policy_options"]["clock_origin"] == \
+        (given if given is not None else float(unix_start or 0))
+
+
+def test_clock_origin_on_the_command_line(tmp_path, capsys):
+    from hpcopt.cli import main
+    from hpcopt.traces.swf import write_swf
+
+    path = write_swf(grouped_jobs(), tmp_path / "t.swf", [("MaxNodes", 3), ("MaxProcs", 3)])
+    assert main(["simulate", str(path), "--policy", "slurm", "--clock-origin", "25",
+                 "--no-progress"]) == 0
+    assert "clock_origin=25.0" in capsys.readouterr().out
+    assert main(["simulate", str(path), "--policy", "slurm", "--clock-origin", "inf",
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hpcopt: error: policy 'slurm' option clock_origin: expected a finite "
+                   "number, got inf"]
+
+
+def search(plan_slots, running, need, minutes, test=None):
+    """backfill's search for one job (``_will_run_search``) on 4 nodes at time 0, the pass's
+    reservations (from, to, units) in the plan (bf_resolution 60, ends rounded up)."""
+    from hpcopt.policies.slurm_backfill import _TimeMap
+
+    policy = make_policy("slurm")
+    Simulator([], System(4), policy)  # attached: the machine's units
+    plan = _TimeMap(0.0, False, 60.0, True)
+    for lo, hi, units in plan_slots:
+        plan.hold(lo, hi, units, 0.0)
+    return policy._will_run_search(job(9, 0, minutes, need), minutes * 60.0, plan,
+                                   test or will_run(running), False, 86400.0)
+
+
+def test_a_start_after_a_reservation_ends_is_tried_again_from_there():
+    """``later_start``: nodes 2-3 are reserved to 300, nodes 0-1 run to 1000.  Tested from
+    now, the job (2 nodes) has only nodes 0-1: the will-run test says 1000; that is after
+    the reservation's end, which frees nodes 2-3: tried again from 300, it starts there."""
+    assert will_run([(1000, 0b0011)]).start(0b0011, 2, False)[0] == 1000
+    assert search([(0, 300, 0b1100)], [(1000, 0b0011)], 2, 10) == (300.0, 0b1100)
+
+
+def test_a_slot_that_meets_a_later_reservation_is_tried_again_from_its_start():
+    """``_test_resv_overlap``: nodes 2-3 are reserved from 1200 to 1980; the test from now
+    (10 min) does not reach the reservation and says 1000, on nodes 0-2, but the slot
+    960-1620 meets it: tried again from 1000 the nodes are short, and from the
+    reservation's end (``later_start``) the job starts at 1980."""
+    assert will_run([(1000, 0b0011)]).start(0b1111, 3, False) == (1000, 0b1111)
+    assert search([(1200, 1980, 0b1100)], [(1000, 0b0011)], 3, 10) == (1980.0, 0b0111)
+
+
+def test_a_later_pass_whose_test_reaches_further_is_computed_again():
+    """The test from now covers the plan's slots to now + the job's limit: 600 s later the
+    job's test reaches the reservation from 1200, so a pass then may plan differently with
+    nothing else changed; the agent's repeated passes are computed from then."""
+    test = will_run([(1000, 0b0011)])
+    search([(1200, 1980, 0b1100)], [], 3, 10, test)
+    assert test.stale_at == 600.0
+
+
+def test_a_whole_node_job_started_by_backfill_stays_in_the_plan(monkeypatch):
+    """``_bf_reserve_running``: on whole nodes a job the pass starts is held in the plan.
+    4 nodes; R (node 0) runs to 1020 and T (4 nodes) waits for it.  At 50 the pass starts S
+    (1 node, to 350); N (3 nodes) tested next sees S's node held to 350 and no start in
+    the pass (at 350 its slot meets S's); M (1 node, 10 min) backfills at once.  Seen only
+    through the will-run test (the plan view too), S frees its node at 350: N is
+    reserved there on nodes 1-3 and M waits."""
+    jobs = [job(0, 0, 17, 1), job(1, 45, 10, 4), job(2, 50, 5, 1), job(3, 50, 5, 3),
+            job(4, 50, 10, 1)]
+    got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
+    assert (got[2], got[3], got[4]) == (50.0, 650.0, 50.0)
+    monkeypatch.setattr(SlurmScheduler, "will_run_test", False)
+    got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
+    assert (got[2], got[3], got[4]) == (50.0, 350.0, 1620.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_running_job_reserve_and_licenses_keep_the_plan_view(monkeypatch, seed):
+    """With ``bf_running_job_reserve`` (which ``bf_licenses`` implies) running jobs are slots
+    of the plan (``_bf_reserve_running``): the will-run structure changes no start."""
+    rng = np.random.default_rng(seed)
+    limits = rng.integers(1, 16, 50) * 60.0
+    jobs = [Job(i, float(rng.integers(0, 3000)), float(rng.integers(5, limits[i] + 1)),
+                float(limits[i]), int(rng.integers(1, 9)), bb=float(rng.choice([0, 0, 3, 7])))
+            for i in range(50)]
+    params = ["bf_running_job_reserve", "bf_licenses",
+              "bf_licenses,bf_job_part_count_reserve=1"][seed % 3]
+    got = []
+    for structure in (True, False):
+        monkeypatch.setattr(SlurmScheduler, "will_run_test", structure)
+        got.append(starts(jobs, System(8, bb=10), scheduler_parameters=params,
+                          clock_origin=float(seed * 7)))
+    assert got[0] == got[1]
+
+
 # ---------------------------------------------------------------- an independent plan
 
 def brute_force_pass(now, nodes, running, queue):
@@ -192,7 +369,9 @@ def test_backfill_pass_matches_a_brute_force_plan(seed):
         taken += n
     queue = [job(f"q{k}", 0, int(rng.integers(1, 6)), int(rng.integers(1, nodes + 1)))
              for k in range(int(rng.integers(1, 8)))]
-    conf = SlurmConf(bf_resolution=1, scheduler="backfill")
+    # running jobs in the plan to their exact ends (bf_running_job_reserve; without it
+    # Slurm's will-run test groups their ends: the tests of _WillRunTest below)
+    conf = SlurmConf(bf_resolution=1, scheduler="backfill", bf_running_job_reserve=True)
     # the main scheduler's passes would start the head first: start with a blocked head
     policy = make_policy("slurm", conf=conf)
     sim = Simulator.at(now, System(nodes), policy, queue,

@@ -15,9 +15,14 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   ends the pass under ``bf_licenses``.
 * **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
   something changed, a pass that planned a job being a change itself: every job tested
-  (at most ``bf_max_job_test``, priority order) gets the earliest start at which enough
-  nodes are free, for its whole time limit, of running jobs and of the reservations made
-  for the jobs tested before it (a conservative plan on a time map of whole nodes); a job
+  (at most ``bf_max_job_test``, priority order) gets a start around the reservations made
+  for the jobs tested before it (a conservative plan on a time map of whole nodes).  With
+  ``bf_running_job_reserve`` running jobs are slots of the plan too, and the start is the
+  earliest at which enough nodes are free for the job's whole time limit; without it (the
+  default) they are seen through the node selection's will-run test, which frees them in
+  groups on 30-s windows of the wall clock (``_WillRunTest``), with backfill's tests
+  again from later times (``later_start``, ``_test_resv_overlap``) and, on whole nodes,
+  the jobs the pass starts held in the plan.  A job
   that can start now starts, any other gets a reservation from its start rounded down to
   ``bf_resolution`` to its end rounded up (from Slurm 24.11; down before:
   ``slurm_version``), unless it starts beyond ``bf_window`` or
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right, insort
+from functools import lru_cache
 
 import numpy as np
 
@@ -84,7 +90,9 @@ class SlurmScheduler(Policy):
     ``scheduler_parameters``: ``key=value,...`` over its ``SchedulerParameters``;
     ``launch_latency``: seconds from Slurm's decision to the job's start; ``slurm_partition``:
     the partition of the file the jobs run in; ``slurm_version``: the release to model;
-    ``conf``: a ``SlurmConf`` instead of a file."""
+    ``clock_origin``: the Unix time of simulated time 0 (a run from a trace gives the
+    trace's: ``hpcopt.scenario.trace_clock_origin``); ``conf``: a ``SlurmConf`` instead of a
+    file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
     # an armed agent's passes while nothing changed are not computed unless time alone can
@@ -92,6 +100,11 @@ class SlurmScheduler(Policy):
     # bf_job_part_count_reserve its reservation can free a later job's), priorities age
     # (the tests turn this off to check that it changes no start)
     skip_repeated_passes = True
+    # without bf_running_job_reserve, running jobs are seen as the node selection's will-run
+    # test sees them (grouped ends); off, as slots of the plan to their exact ends.  Not an
+    # option (Slurm has no such setting): the tests and ``slurm_validation.py month`` turn
+    # it off to show and time what the will-run structure changes
+    will_run_test = True
     OPTIONS = (
         Option("slurm_conf", str, "the slurm.conf whose scheduling to model (Slurm's "
                "defaults where it is silent)"),
@@ -103,11 +116,16 @@ class SlurmScheduler(Policy):
                "default partition)"),
         Option("slurm_version", str, "the Slurm release to model, MAJOR.MINOR (default 24.11; "
                "before 24.11 the backfill plan rounds ends down to bf_resolution)"),
+        Option("clock_origin", float, "the wall-clock time (Unix seconds) of simulated time "
+               "0, on which Slurm's backfill groups running jobs' ends in 30-s windows "
+               "(default: the trace's, an SWF header's UnixStartTime; else 0, for times that "
+               "are Unix seconds already, as Slurm's traces are read)"),
     )
 
     def __init__(self, slurm_conf: str | None = None, scheduler_parameters: str | None = None,
                  launch_latency: float = 0.0, slurm_partition: str | None = None,
-                 slurm_version: str | None = None, conf: SlurmConf | None = None) -> None:
+                 slurm_version: str | None = None, clock_origin: float = 0.0,
+                 conf: SlurmConf | None = None) -> None:
         try:
             base = conf or (read_slurm_conf(slurm_conf, slurm_partition) if slurm_conf
                             else SlurmConf())
@@ -121,8 +139,11 @@ class SlurmScheduler(Policy):
                 and launch_latency >= 0):
             raise PolicyOptionError(f"launch_latency: expected seconds >= 0, got "
                                     f"{launch_latency!r}")
+        if not (isinstance(clock_origin, (int, float)) and math.isfinite(clock_origin)):
+            raise PolicyOptionError(f"clock_origin: expected Unix seconds, got {clock_origin!r}")
         self.conf = base
         self.launch_delay = float(launch_latency)
+        self.clock_origin = float(clock_origin)
         self._sim = None
 
     # ------------------------------------------------------------------ protocol
@@ -299,27 +320,26 @@ class SlurmScheduler(Policy):
             state.start(job)
 
     def _backfill(self, queue, state: _PassState) -> int:
-        """One backfill pass: the conservative plan (module docstring); returns how many
-        jobs it planned (started or reserved)."""
+        """One backfill pass (backfill.c's ``_attempt_backfill``): the jobs in priority
+        order, each given a start around the reservations made before it; a start now is
+        made, a later one reserved (module docstring).  Running jobs enter the plan as
+        slots to their ends with ``bf_running_job_reserve`` (``_bf_reserve_running``);
+        without it the plan holds only what this pass decides and running jobs are seen by
+        the node selection's will-run test (``_WillRunTest``), as in Slurm.  Returns how
+        many jobs it planned (started or reserved)."""
         conf = self.conf
         now = state.now
         res = conf.bf_resolution
-        up = conf.round_ends_up
         window_end = math.floor((now + conf.bf_window) / res) * res
-        plan = _TimeMap(now, self._all, conf.bf_licenses)
+        plan = _TimeMap(now, conf.bf_licenses, res, conf.round_ends_up)
         replan = -math.inf if not self.skip_repeated_passes or (
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
-        for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
-                slot_end = plan_slot(now, running_end(end), res, up)[1]
-                if slot_end < end and not up:  # rounded down: the select plugin's
-                    plan.hold(now, slot_end, 0, lic)  # test sees its nodes busy to its end
-                    lic = 0.0
-                else:  # from 24.11 nodes and licenses to the end rounded up (after now)
-                    end = slot_end
-            plan.hold(now, end, units, lic)
+        will_run = None
+        if conf.bf_running_job_reserve or not self.will_run_test:
+            self._hold_running(plan, state)
+        else:
+            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin)
         tested = reserved = planned = 0
-        lic_total = state.lic_total
         for job in queue:
             if job.id in state.started:
                 continue
@@ -330,27 +350,97 @@ class SlurmScheduler(Policy):
             tested += 1
             only_now = bool(conf.bf_job_part_count_reserve) and \
                 reserved >= conf.bf_job_part_count_reserve
-            dur = limit_seconds(job) + state.delay
-            found = plan.earliest(now, dur, job.nodes, self.eligible(job), job.bb, lic_total,
-                                  only_now, window_end)
+            limit = limit_seconds(job)
+            dur = limit + state.delay
+            if will_run is None:
+                found = plan.earliest(now, dur, job.nodes, self.eligible(job), job.bb,
+                                      state.lic_total, only_now, window_end)
+                if found is not None:
+                    found = (found[0], self.choose(found[1], job.nodes))
+                slot = dur  # the plan's slots hold the latency too
+            else:
+                found = self._will_run_search(job, limit, plan, will_run, only_now,
+                                              window_end)
+                slot = limit  # Slurm reserves the time limit
             if found is None:
                 continue
-            start, free = found
-            units = self.choose(free, job.nodes)
+            start, units = found
             planned += 1
             if start <= now:
                 state.start(job, units)
-                plan.hold(now, now + dur, units, job.bb)
+                if will_run is None or self._per == 1:
+                    # on whole nodes Slurm's plan holds the jobs the pass starts
+                    # (``_bf_reserve_running``)
+                    plan.hold(now, now + dur, units, job.bb)
+                if will_run is not None:
+                    will_run.add(state.added[-1])
                 continue
-            if start > now + conf.bf_window:
-                replan = -math.inf
+            if start > now + conf.bf_window:  # no reservation ("too far in the future")
+                plan.beyond = min(plan.beyond, start)
                 continue
-            lo, hi = plan_slot(start, start + dur, res, up)
+            lo, hi = plan.slot(start, start + slot)
             plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
             reserved += 1
-        # a job left out past the window may come into it with time alone
-        self._replan_at = min(replan, plan.beyond - conf.bf_window)
+        # with time alone a job left out past the window may come into it, and a job's
+        # will-run test from now reach a further slot
+        self._replan_at = min(replan, plan.beyond - conf.bf_window,
+                              will_run.stale_at if will_run else math.inf)
         return planned
+
+    def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
+        """Running jobs into the plan: to their ends, or with ``bf_running_job_reserve`` as
+        reservations on the plan's grid (``_bf_reserve_running``)."""
+        conf = self.conf
+        now = state.now
+        for end, units, lic in state.running_ends():
+            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+                slot_end = plan.slot(now, running_end(end))[1]
+                if slot_end < end and not conf.round_ends_up:  # rounded down: the select
+                    plan.hold(now, slot_end, 0, lic)  # plugin's test sees its nodes busy
+                    lic = 0.0  # to its end
+                else:  # from 24.11 nodes and licenses to the end rounded up (after now)
+                    end = slot_end
+            plan.hold(now, end, units, lic)
+
+    def _will_run_search(self, job: Job, limit: float, plan: _TimeMap,
+                         will_run: _WillRunTest, only_now: bool, window_end: float):
+        """Where Slurm's backfill starts ``job`` without ``bf_running_job_reserve``
+        (``_attempt_backfill``, from its ``TRY_LATER`` label): from ``start_res`` (now
+        first), the nodes no reservation of the pass holds over one time limit go to the
+        will-run test; a start it finds after the first reservation end that frees more
+        of the job's nodes (``later_start``), or whose slot meets a reservation
+        (``_test_resv_overlap``: the test does not see reservations that begin later), is
+        searched again from that time.  Returns (start, units) or ``None`` (a search that
+        runs past ``window_end`` gives up there: ``plan.beyond``).  The test from now
+        covers the slots up to ``now + limit``: a pass later, with nothing else changed,
+        covers more of them and may plan differently (``will_run.stale_at``)."""
+        now = plan.times[0]
+        need = job.nodes
+        eligible = self.eligible(job)
+        after = bisect_right(plan.times, now + limit)  # the first slot its test misses
+        if after < len(plan.times):
+            will_run.stale_at = min(will_run.stale_at, plan.times[after] - limit)
+        free_between, will_run_start = plan.free_between, will_run.start
+        start_res = now
+        while start_res <= window_end:
+            avail, later = free_between(start_res, start_res + limit, eligible, window_end)
+            got = will_run_start(avail, need, only_now)
+            if got is not None:
+                start = got[0] if got[0] > start_res else start_res
+                if start <= now:
+                    return now, self.choose(got[1], need)
+                if not (later and start > later):
+                    units = self.choose(got[1], need)
+                    lo, hi = plan.slot(start, start + limit)
+                    if not plan.holds_any(lo, hi, self.whole_nodes(units)):
+                        return start, units
+                    if start > start_res:
+                        later = start
+            if only_now or not later or later <= start_res:
+                return None
+            start_res = later
+        plan.beyond = min(plan.beyond, start_res)
+        return None
 
     # ------------------------------------------------------------------ units
     def eligible(self, job: Job) -> int:
@@ -513,14 +603,21 @@ class _TimeMap:
     """The backfill plan: a step function of the units held (by running jobs and
     reservations) and, with licenses planned, of the licenses held, from ``now`` on."""
 
-    __slots__ = ("times", "held", "lic", "licenses", "beyond")
+    __slots__ = ("times", "held", "lic", "licenses", "res", "round_up", "beyond")
 
-    def __init__(self, now: float, all_units: int, licenses: bool) -> None:
+    def __init__(self, now: float, licenses: bool, res: float, round_up: bool) -> None:
         self.times = [now]  # slot k is [times[k], times[k + 1])
         self.held = [0]
         self.lic = [0.0]
         self.licenses = licenses
+        self.res = res  # bf_resolution
+        self.round_up = round_up  # ends rounded up (24.11 on) or down
         self.beyond = math.inf  # the earliest start a search gave up at, past the window
+
+    def slot(self, start: float, end: float) -> tuple[float, float]:
+        """The slot this plan holds for something that runs from ``start`` to ``end``
+        (``plan_slot`` on its grid)."""
+        return plan_slot(start, end, self.res, self.round_up)
 
     def _split(self, t: float) -> int:
         """The index of the slot that starts at ``t`` (made when there is none)."""
@@ -542,6 +639,40 @@ class _TimeMap:
         for k in range(a, b):
             held[k] |= units
             lics[k] += lic
+
+    def free_between(self, start: float, end: float, eligible: int, window_end: float):
+        """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
+        first slot from ``start`` after which an eligible unit is free that was not free
+        through it (backfill.c's ``later_start``: the search tries again from there; 0 if
+        none before ``window_end``)."""
+        times, held = self.times, self.held
+        last = len(times) - 1  # the last slot runs to window_end
+        avail, later = eligible, 0.0
+        first = bisect_right(times, start) - 1  # the slot of ``start``: those after end later
+        for k in range(first if first > 0 else 0, last):
+            if not later and times[k + 1] < window_end and \
+                    eligible & ~held[k + 1] & ~(avail & ~held[k]):
+                later = times[k + 1]
+            if times[k] > end:
+                return avail, later
+            avail &= ~held[k]
+        if window_end > start and times[last] <= end:
+            avail &= ~held[last]
+        return avail, later
+
+    def holds_any(self, lo: float, hi: float, units: int) -> bool:
+        """Whether a slot overlapping (lo, hi) holds any of ``units`` (backfill.c's
+        ``_test_resv_overlap``)."""
+        times, held = self.times, self.held
+        n = len(times)
+        first = bisect_right(times, lo) - 1
+        for k in range(first if first > 0 else 0, n):
+            if times[k] >= hi:
+                break
+            slot_end = times[k + 1] if k + 1 < n else math.inf
+            if slot_end > lo and held[k] & units:
+                return True
+        return False
 
     def earliest(self, now: float, dur: float, need: int, eligible: int, lic: float,
                  lic_total: float, only_now: bool, window_end: float):
@@ -580,6 +711,89 @@ class _TimeMap:
         return None
 
 
+class _WillRunTest:
+    """The running jobs of one backfill pass as the node selection's will-run test sees
+    them (``_will_run_test``: select/cons_common/job_test.c in 22.05, select/cons_tres/
+    job_test.c in 24.11).  A job that does not fit now is tested again after the running
+    jobs on its nodes are freed in order of their ends, in groups: the first group takes
+    every end up to 30 s past the first end's next multiple of 30 s on the wall clock
+    (``clock_origin`` is the wall-clock time of simulated time 0), each later group the
+    next end and every one within a window that doubles each time; the predicted start is
+    the group's last end.  So two ends in one 30-s window of the wall clock give a job
+    needing both the later one.  The groups of a set of usable units are kept for the
+    pass (many jobs are tested on the same units) until a job starts."""
+
+    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "_groups")
+
+    def __init__(self, running: list, now: float, origin: float) -> None:
+        self.now = now
+        self.origin = origin
+        self.ends = sorted(running, key=lambda r: r[0])  # (end, units, licenses)
+        busy = 0
+        for _, units, _ in running:
+            busy |= units
+        self.busy = busy
+        self.stale_at = math.inf  # from when the same pass may plan differently
+        self._groups: dict[int, list] = {}
+
+    def add(self, running: tuple) -> None:
+        """A job the pass starts (its end, units, licenses) runs from now on."""
+        insort(self.ends, running, key=lambda r: r[0])
+        self.busy |= running[1]
+        self._groups.clear()
+
+    def start(self, avail: int, need: int, only_now: bool):
+        """(the predicted start, the units of ``avail`` free then) for a job of ``need``
+        units on ``avail``; ``None`` when it never fits (or, with ``only_now``, not now)."""
+        free = avail & ~self.busy
+        if free.bit_count() >= need:
+            return self.now, free
+        if only_now or avail.bit_count() < need:
+            return None
+        groups = self._groups.get(avail)
+        if groups is None:
+            groups = self._groups[avail] = self._grouped(avail)
+        for last, free, count in groups:
+            if count >= need:
+                return (last if last > self.now else self.now), free
+        return None
+
+    def _grouped(self, avail: int) -> list:
+        """(the group's last end, the units of ``avail`` free after it, how many) for each
+        group of the running jobs on ``avail``, in order (a job on none of them is
+        skipped; a job without a time limit is never freed)."""
+        out = []
+        ends, origin = self.ends, self.origin
+        busy = self.busy
+        anchor = None
+        window = 30.0
+        i, n = 0, len(ends)
+        while i < n:
+            last = None
+            while i < n:
+                end, units, _ = ends[i]
+                if end == math.inf:  # no time limit: never freed (nor any job after it)
+                    i = n
+                    break
+                i += 1
+                if not units & avail:
+                    continue
+                if anchor is None:  # the first end's next 30-s boundary of the wall clock
+                    anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
+                last = end
+                busy &= ~units
+                if i >= n or ends[i][0] > anchor + window:
+                    break
+            if last is None:
+                break
+            while i < n and ends[i][0] > anchor + window:
+                window *= 2
+            free = avail & ~busy
+            out.append((last, free, free.bit_count()))
+        return out
+
+
+@lru_cache(maxsize=1 << 14)  # a pass tries the same free units for many jobs
 def _best_fit_runs(free: int, need: int) -> int:
     """``need`` bits of ``free`` (whole nodes): from the runs of consecutive set bits, the
     shortest run that is long enough (its lowest bits), else the longest run whole and on."""
