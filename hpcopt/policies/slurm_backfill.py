@@ -77,6 +77,8 @@ class SlurmScheduler(Policy):
     ``conf``: a ``SlurmConf`` instead of a file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
+    # the site's limits are Slurm's to apply, job by job as it starts them (_PassState.capped)
+    checks_limits = True
     # an armed agent's passes while nothing changed are not computed unless time alone can
     # change their plan: a job left out past bf_window comes into it (with
     # bf_job_part_count_reserve its reservation can free a later job's), priorities age
@@ -182,7 +184,7 @@ class SlurmScheduler(Policy):
         queue = self._priority_order(window.jobs, now)
         new, self._new = {j.id for j in self._new}, []
         for job in queue:  # a new job at the top of the queue starts if it fits
-            if job.id not in state.started:
+            if job.id not in state.started and not state.capped(job):
                 if job.id not in new or not state.fits_now(job):
                     break
                 state.start(job)
@@ -208,7 +210,8 @@ class SlurmScheduler(Policy):
             self._armed = self._backfill(queue, state) > 0
             if state.started:
                 self._changed = True
-        if len(state.started) < len(queue):
+        # a job a limit blocks waits for a job's end (a pass of its own), not for a timer
+        if any(j.id not in state.started and not state.capped(j) for j in queue):
             self._wake(now)
         elif conf.scheduler == "backfill" and (self._changed or self._armed):
             # nothing left to plan: the agent's next pass finds no job, then it sleeps
@@ -280,6 +283,8 @@ class SlurmScheduler(Policy):
             if tested >= depth:
                 return
             tested += 1
+            if state.capped(job):
+                continue  # skipped, the pass goes on (ESLURM_ACCOUNTING_POLICY)
             if job.bb > state.free_lic + 1e-9:
                 if self.conf.bf_licenses:
                     return  # the license backfill handles it
@@ -318,6 +323,8 @@ class SlurmScheduler(Policy):
             if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
                 continue  # not runnable now: not tested
             tested += 1
+            if state.capped(job):
+                continue  # no start, no reservation, not counted (module docstring)
             only_now = bool(conf.bf_job_part_count_reserve) and \
                 reserved >= conf.bf_job_part_count_reserve
             dur = limit_seconds(job) + state.delay
@@ -424,7 +431,7 @@ class _PassState:
     licenses now, and the jobs it starts."""
 
     __slots__ = ("policy", "now", "delay", "window", "running", "added", "busy", "free_lic",
-                 "lic_total", "started", "order", "allocations")
+                 "lic_total", "started", "order", "allocations", "usage")
 
     def __init__(self, policy: SlurmScheduler, window: Window) -> None:
         self.policy = policy
@@ -447,6 +454,13 @@ class _PassState:
         self.started: set = set()
         self.order: list = []
         self.allocations: dict = {}
+        # what the running jobs and those started here hold against the site's limits
+        self.usage = policy._sim.limit_usage()
+
+    def capped(self, job: Job) -> bool:
+        """A site limit blocks ``job`` now: starting it would take its association or QOS
+        past a cap, counting the running jobs and those started in this pass only."""
+        return self.usage is not None and self.usage.blocks(job) is not None
 
     def fits_now(self, job: Job) -> bool:
         return job.bb <= self.free_lic + 1e-9 and \
@@ -465,6 +479,8 @@ class _PassState:
             self.running.append((end, units, job.bb))
         self.started.add(job.id)
         self.order.append(job.id)
+        if self.usage is not None:
+            self.usage.add(job)
         alloc = policy.allocation(units)
         if alloc is not None:
             self.allocations[job.id] = alloc
