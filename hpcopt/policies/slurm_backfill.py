@@ -5,7 +5,8 @@
 equal terms in simulation.  What is modelled (docs/slurm-model.md has the table):
 
 * **Priority**: ``priority/basic`` (first come first served) or ``priority/multifactor``
-  with its age and job-size factors (the other factors are not modelled).
+  with its age and job-size factors (the other factors are not modelled), set at a job's
+  submission and recomputed every ``PriorityCalcPeriod``.
 * **At submission** a job starts at once when no pending job has a higher priority and it
   fits (Slurm tries a new job right away when it is at the top).
 * **Main scheduler** passes run at each job end, ``batch_sched_delay`` seconds after the
@@ -38,7 +39,14 @@ import numpy as np
 
 from hpcopt.domain import Decision, Job, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
-from hpcopt.sim.priority import Factors, PriorityWeights, age_factor, job_priority, size_factor
+from hpcopt.sim.priority import (
+    Factors,
+    PriorityWeights,
+    age_factor,
+    calc_tick,
+    job_priority,
+    size_factor,
+)
 from hpcopt.sim.records import Event
 from hpcopt.sim.slurmconf import SlurmConf, SlurmConfError, read_slurm_conf
 
@@ -255,9 +263,11 @@ class SlurmScheduler(Policy):
         self._woken = {t for t in self._woken if t > now}
 
     def _priority_order(self, jobs, now: float) -> list[Job]:
-        """The pending jobs in Slurm's priority order (ties: the earlier submission); under
-        the driver's order ``priority`` (``--order priority``: the multifactor priority with
-        fairshare, ``hpcopt.sim.priority``) the window already is in that order."""
+        """The pending jobs in Slurm's priority order (ties: the earlier submission): each
+        priority as set at the job's submission or at the last ``PriorityCalcPeriod`` tick
+        (``calc_tick``); under the driver's order ``priority`` (``--order priority``: the
+        multifactor priority with fairshare, ``hpcopt.sim.priority``) the window already
+        is in that order."""
         conf = self.conf
         if conf.priority == "basic" or not (conf.weight_age or conf.weight_job_size) or \
                 getattr(self._sim.settings.order, "name", None) == "priority":
@@ -265,10 +275,11 @@ class SlurmScheduler(Policy):
         total = self._units
 
         weights = PriorityWeights.of(conf)
+        tick = calc_tick(now, weights.calc_period)
 
         def priority(job: Job) -> float:  # the one formula (hpcopt.sim.priority)
             return job_priority(weights, Factors(
-                age=age_factor(job.submit, now, conf.max_age),
+                age=age_factor(job.submit, max(tick, job.submit), conf.max_age),
                 job_size=size_factor(job.nodes, total, conf.favor_small)))
 
         return sorted(jobs, key=lambda j: (-priority(j), j.submit))
