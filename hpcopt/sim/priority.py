@@ -286,7 +286,7 @@ class SitePriority:
         period = w.calc_period
         # the fairshare factors in force: computed at every pass, or, with a calculation
         # period, per user as Slurm's decay thread leaves them (``catch_up``)
-        cache: dict = {"now": None, "tick": None, "fairshare": {}, "accounts": {}}
+        cache: dict = {"now": None, "tick": None, "fairshare": {}, "accounts": {}, "own": None}
 
         def assoc(job: Job) -> tuple:
             return (str(accounts.get(job.id, "")), str(job.user))
@@ -297,8 +297,10 @@ class SitePriority:
             from the usage then, running jobs counted to the tick, against its account's
             usage of the tick."""
             usage.join(*pair)  # (a job being submitted at the tick)
-            own, _ = usage.norms(now, cache["tick"])
-            value = cache["fairshare"][pair] = usage.factor(pair, own, cache["accounts"])
+            if cache["own"] is None:  # (the same until a job ends: ratios of one decay)
+                cache["own"] = usage.norms(now, cache["tick"])[0]
+            value = cache["fairshare"][pair] = usage.factor(pair, cache["own"],
+                                                            cache["accounts"])
             return value
 
         def catch_up(now: float) -> None:
@@ -313,6 +315,7 @@ class SitePriority:
                 return
             cache["tick"] = tick
             cache["fairshare"] = {}
+            cache["own"] = None
             if not w.fairshare:
                 return
             cache["accounts"] = usage.norms(tick, tick - period)[1]
@@ -338,7 +341,7 @@ class SitePriority:
             if period > 0:
                 catch_up(s.now)
             usage.end(rec.job.id, rec.end)
-            cache["now"] = None
+            cache["now"] = cache["own"] = None
 
         sim.subscribe(Event.SUBMIT, on_submit)
         sim.subscribe(Event.START, on_start)
