@@ -18,6 +18,10 @@ weight from the ``slurm.conf`` (``PriorityWeight*``), less its nice value::
   classic or fair tree, whichever the site runs); in the simulator the classic formula
   ``2 ** (-U / S)`` over associations made of the trace (``SitePriority``).
 
+In the simulator a job's priority is set at its submission and recomputed every
+``PriorityCalcPeriod`` (``calc_tick``), with the fairshare factors Slurm's decay thread
+leaves (``SitePriority``).
+
 Not modelled: TRES weights (``PriorityWeightTRES``), the association factor
 (``PriorityWeightAssoc``), ``PriorityFlags`` (``SMALL_RELATIVE_TO_TIME``, ``ACCRUE_ALWAYS``,
 ``MAX_TRES``, ...), ``PriorityUsageResetPeriod``, and in the simulator the fair-tree ranking
