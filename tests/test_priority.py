@@ -25,6 +25,7 @@ from hpcopt.sim.priority import (
     age_factor,
     classic_fairshare,
     job_priority,
+    job_size,
     size_factor,
 )
 from hpcopt.sim.slurmconf import SlurmConf, parse_slurm_conf
@@ -84,9 +85,27 @@ def test_slurm_conf_weights():
     w = PriorityWeights.of(conf)
     assert w == PriorityWeights(age=1000, fairshare=5000, job_size=300, partition=20, qos=40,
                                 max_age=7200, favor_small=True, half_life=86400,
-                                calc_period=300)  # Slurm's 5 minutes when the file is silent
+                                calc_period=300, cpus_per_node=1)  # Slurm's 5 minutes when silent
     assert not PriorityWeights.of(parse_slurm_conf("")).multifactor
     assert PriorityWeights.of(parse_slurm_conf("PriorityCalcPeriod=1\n")).calc_period == 60
+    nodes = "NodeName=n[1-8] CPUs=4\nPartitionName=p Nodes=n[1-8] Default=YES "
+    assert PriorityWeights.of(parse_slurm_conf(nodes + "OverSubscribe=EXCLUSIVE\n")
+                              ).cpus_per_node == 4
+    shared = nodes + "\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+    assert PriorityWeights.of(parse_slurm_conf(shared)).cpus_per_node == 0
+
+
+def test_job_size_counts_the_asked_processors_at_submission():
+    """Slurm's job-size factor is the mean of the node and processor shares; at submission
+    a job's processors are the ones it asked for (one per node: ``min_cpus``), as the
+    testbed's logged InitPrio shows (78 of 1000 a node on 8 nodes of 4 CPUs), later its
+    nodes' (a whole-node cluster: the node share, 125 a node)."""
+    w = PriorityWeights(job_size=1000, cpus_per_node=4)
+    one, three = Job(0, 0.0, 60.0, 60.0, 1), Job(1, 0.0, 60.0, 60.0, 3)
+    assert job_size(one, 8, w, True) == pytest.approx((1 / 8 + 1 / 32) / 2)
+    assert round(1000 * job_size(three, 8, w, True)) == 234
+    assert job_size(three, 8, w, False) == pytest.approx(3 / 8)
+    assert job_size(three, 8, PriorityWeights(), True) == pytest.approx(3 / 8)
 
 
 def test_bad_half_life_is_one_line():

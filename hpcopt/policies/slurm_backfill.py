@@ -45,7 +45,7 @@ from hpcopt.sim.priority import (
     age_factor,
     calc_tick,
     job_priority,
-    size_factor,
+    job_size,
 )
 from hpcopt.sim.records import Event
 from hpcopt.sim.slurmconf import SlurmConf, SlurmConfError, read_slurm_conf
@@ -278,9 +278,11 @@ class SlurmScheduler(Policy):
         tick = calc_tick(now, weights.calc_period)
 
         def priority(job: Job) -> float:  # the one formula (hpcopt.sim.priority)
+            at = max(tick, job.submit)
             return job_priority(weights, Factors(
-                age=age_factor(job.submit, max(tick, job.submit), conf.max_age),
-                job_size=size_factor(job.nodes, total, conf.favor_small)))
+                age=age_factor(job.submit, at, conf.max_age),
+                job_size=job_size(job, total, weights, weights.calc_period > 0
+                                  and at == job.submit)))
 
         return sorted(jobs, key=lambda j: (-priority(j), j.submit))
 

@@ -58,6 +58,10 @@ class PriorityWeights:
     """``PriorityDecayHalfLife``, seconds (0: usage never decays)."""
     multifactor: bool = True
     """``PriorityType=priority/multifactor``; under ``priority/basic`` every factor is 0."""
+    cpus_per_node: int = 0
+    """Processors per node of a whole-node cluster (``NodeName ... CPUs``; 0 or 1: unknown): a
+    job's size factor at its submission counts the processors it asked for (one per node
+    unless told) against the cluster's; see ``job_size``."""
     calc_period: float = 0.0
     """``PriorityCalcPeriod``, seconds: how often Slurm recomputes the fairshare factors and
     the pending jobs' priorities (``calc_tick``); 0: at every pass, the limit of short
@@ -70,7 +74,8 @@ class PriorityWeights:
                    job_size=conf.weight_job_size, partition=conf.weight_partition,
                    qos=conf.weight_qos, max_age=conf.max_age, favor_small=conf.favor_small,
                    half_life=conf.decay_half_life, multifactor=conf.priority == "multifactor",
-                   calc_period=conf.calc_period)
+                   calc_period=conf.calc_period,
+                   cpus_per_node=0 if conf.shared_cores else conf.cpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,21 @@ def size_factor(nodes: int, total_nodes: int, favor_small: bool = False, cpus: i
     if cpus and total_cpus:
         value = (value + share(cpus, total_cpus)) / 2
     return min(1.0, max(0.0, value))
+
+
+def job_size(job: Job, total_nodes: int, weights: PriorityWeights,
+             at_submission: bool) -> float:
+    """The job-size factor of ``job``'s priority.  Slurm takes the mean of the node share
+    and the processor share (``_get_priority_internal`` in priority_multifactor.c); at the
+    job's submission its processors are those it asked for (``min_cpus``: its cores, else
+    one per node), later those the node selection's test gave it (``total_cpus``: on a
+    whole-node cluster its nodes' processors, the same share as its nodes').  With
+    ``weights.cpus_per_node`` unknown (0) or after the submission: the node share alone."""
+    cpn = weights.cpus_per_node
+    if at_submission and cpn > 1:
+        return size_factor(job.nodes, total_nodes, weights.favor_small,
+                           job.cores or job.nodes, total_nodes * cpn)
+    return size_factor(job.nodes, total_nodes, weights.favor_small)
 
 
 def classic_fairshare(usage: float, shares: float) -> float:
@@ -369,7 +389,7 @@ class SitePriority:
             factors = Factors(
                 age=age_factor(earliest, at, w.max_age),
                 fairshare=fairshare,
-                job_size=size_factor(job.nodes, total_nodes, w.favor_small),
+                job_size=job_size(job, total_nodes, w, period > 0 and at == earliest),
                 partition=1.0)
             return (-job_priority(w, factors), job.submit, job.id)
 
