@@ -163,6 +163,24 @@ def prior_usage(d: Path, env: dict) -> None:
     time.sleep(CALC_S + 15)
 
 
+DECAY_MARK = "_read_last_decay_ran"
+"""The slurmctld.log line the priority plugin's decay thread writes as it starts: its
+first calculation (it then runs every ``PriorityCalcPeriod``)."""
+
+
+def decay_start(d: Path) -> float | None:
+    """When the testbed ``d``'s decay thread started (epoch seconds, from its slurmctld.log;
+    ``None`` if the log does not say): the phase of Slurm's priority recalculations."""
+    from hpcopt.traces.tables import iso_seconds
+
+    log = d / "log" / "slurmctld.log"
+    for line in log.read_text().splitlines() if log.exists() else ():
+        if DECAY_MARK in line and line.startswith("["):
+            stamp = line[1:line.index("]")]
+            return iso_seconds(stamp, str(log), "a timestamp")
+    return None
+
+
 def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
     """One run on a fresh testbed with accounting (module docstring)."""
     from hpcopt import testbed
@@ -217,7 +235,7 @@ def one_run(jobs: list[dict], kind: str, rep: int, args, work: Path) -> dict:
               for c in sv.read_log(log)[0]] if log.exists() else []
     record = dict(kind=kind, rep=rep, slurm=args.slurm, slurm_conf=conf.read_text(),
                   real={n: (j["submit"], j["start"], j["end"]) for n, j in done.items()},
-                  sacct=sacct, cycles=cycles)
+                  sacct=sacct, cycles=cycles, decay_start=decay_start(d))
     (Path(args.out) / f"{kind}-{rep}.json").write_text(json.dumps(record))
     print(f"{kind}-{rep}: done", flush=True)
     return record
@@ -317,10 +335,12 @@ def simulate_run(jobs: list[dict], record: dict, delay: float, period: float | N
                             user=users.index(user)))
         accounts[i] = USERS[user]
         who[i] = Who(USERS[user], str(users.index(user)))
-    # the testbed's root user holds one share beside the accounts (sshare's NormShares)
+    # the testbed's root user holds one share beside the accounts (sshare's NormShares);
+    # Slurm recomputed the priorities every PriorityCalcPeriod from its decay thread's start
     order = SitePriority.from_conf(conf, accounts, shares={**ACCOUNTS, "root": 1},
                                    associations=[(a, str(users.index(u)))
-                                                 for u, a in USERS.items()])
+                                                 for u, a in USERS.items()],
+                                   decay_start=(record.get("decay_start") or t0) - t0)
     limits = SiteLimits(accounts={a: Limit(nodes=n) for a, n in NODE_CAP.items()}, who=who)
     kind = record["kind"].partition("-")[0]  # the run's slurm.conf holds its setting
     if not rules:

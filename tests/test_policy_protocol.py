@@ -33,7 +33,7 @@ def test_every_hook_has_a_default_and_a_docstring():
         assert re.search(rf"\n    {name}: [^\n]+ = [^\n]+\n    \"\"\"\S", text), name
     assert {"one_pick", "fit_only", "reserve_rule", "order", "backfill", "window",
             "window_fixed", "starvation_bound", "period", "waits_for_head", "machine",
-            "starts_prefix", "launch_delay"} == set(HOOKS)
+            "starts_prefix", "launch_delay", "checks_limits"} == set(HOOKS)
 
 
 def test_a_duck_typed_policy_gets_the_declared_defaults():

@@ -25,6 +25,7 @@ from hpcopt.sim.priority import (
     age_factor,
     classic_fairshare,
     job_priority,
+    job_size,
     size_factor,
 )
 from hpcopt.sim.slurmconf import SlurmConf, parse_slurm_conf
@@ -83,8 +84,28 @@ def test_slurm_conf_weights():
                             "PriorityFavorSmall=YES\n")
     w = PriorityWeights.of(conf)
     assert w == PriorityWeights(age=1000, fairshare=5000, job_size=300, partition=20, qos=40,
-                                max_age=7200, favor_small=True, half_life=86400)
+                                max_age=7200, favor_small=True, half_life=86400,
+                                calc_period=300, cpus_per_node=1)  # Slurm's 5 minutes when silent
     assert not PriorityWeights.of(parse_slurm_conf("")).multifactor
+    assert PriorityWeights.of(parse_slurm_conf("PriorityCalcPeriod=1\n")).calc_period == 60
+    nodes = "NodeName=n[1-8] CPUs=4\nPartitionName=p Nodes=n[1-8] Default=YES "
+    assert PriorityWeights.of(parse_slurm_conf(nodes + "OverSubscribe=EXCLUSIVE\n")
+                              ).cpus_per_node == 4
+    shared = nodes + "\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+    assert PriorityWeights.of(parse_slurm_conf(shared)).cpus_per_node == 0
+
+
+def test_job_size_counts_the_asked_processors_at_submission():
+    """Slurm's job-size factor is the mean of the node and processor shares; at submission
+    a job's processors are the ones it asked for (one per node: ``min_cpus``), as the
+    testbed's logged InitPrio shows (78 of 1000 a node on 8 nodes of 4 CPUs), later its
+    nodes' (a whole-node cluster: the node share, 125 a node)."""
+    w = PriorityWeights(job_size=1000, cpus_per_node=4)
+    one, three = Job(0, 0.0, 60.0, 60.0, 1), Job(1, 0.0, 60.0, 60.0, 3)
+    assert job_size(one, 8, w, True) == pytest.approx((1 / 8 + 1 / 32) / 2)
+    assert round(1000 * job_size(three, 8, w, True)) == 234
+    assert job_size(three, 8, w, False) == pytest.approx(3 / 8)
+    assert job_size(three, 8, PriorityWeights(), True) == pytest.approx(3 / 8)
 
 
 def test_bad_half_life_is_one_line():
@@ -261,3 +282,46 @@ def test_shares_order_the_accounts():
             later = sorted(range(2, 6), key=lambda i: sim.records[i].start)
             firsts[max(shares, key=shares.get)] = accounts[later[0]]
         assert firsts == {"acct1": "acct1", "acct0": "acct0"}, policy
+
+
+def _first_after_the_machine_frees(order) -> int:
+    """Job 0 holds the 4 nodes until 55; job 1 (1 node) was submitted at 1, job 2 (4 nodes)
+    at 50: which of them starts at 55."""
+    jobs = [Job(0, 0.0, 55.0, 55.0, 4), Job(1, 1.0, 10.0, 10.0, 1, user=1),
+            Job(2, 50.0, 10.0, 10.0, 4, user=2)]
+    sim = Simulator(jobs, System(4), build_policy("fcfs"), order=order).run()
+    return min((1, 2), key=lambda i: sim.records[i].start)
+
+
+def test_priorities_are_recomputed_every_calc_period():
+    """Slurm sets a job's priority at its submission and recomputes it every
+    PriorityCalcPeriod (priority_multifactor.c's decay thread), not at every pass: at 55
+    job 1's age is still the one of its submission (0) under a 60 s period, so job 2's size
+    puts it first; recomputed at every pass, job 1's 54 s of age win."""
+    weights = dict(age=1000, job_size=300, max_age=100)
+    assert _first_after_the_machine_frees(SitePriority(PriorityWeights(**weights))) == 1
+    assert _first_after_the_machine_frees(
+        SitePriority(PriorityWeights(**weights, calc_period=60))) == 2
+    # the decay thread's ticks run from the controller's start: one at 40 ages job 1 by 39 s
+    assert _first_after_the_machine_frees(
+        SitePriority(PriorityWeights(**weights, calc_period=60), decay_start=40)) == 1
+
+
+def test_fairshare_holds_between_ticks():
+    """Between two ticks of the decay thread a user's fairshare factor stays the one set at
+    its first use after the last tick (``_get_fairshare_priority``; running jobs counted up
+    to that tick): u1 (jobs 0 and 1) and u2 (jobs 2 and 3) submit before any usage is
+    counted, so their jobs 1 and 3 tie at 50 and go in submission order; recomputed at
+    every pass, u1's 50 s on 2 nodes (against u2's 20 s) would put job 3 first."""
+    jobs = [Job(0, 0.0, 50.0, 50.0, 2, user=1), Job(1, 1.0, 10.0, 10.0, 4, user=1),
+            Job(2, 0.0, 20.0, 20.0, 2, user=2), Job(3, 2.0, 10.0, 10.0, 4, user=2)]
+    accounts = {0: "a", 1: "a", 2: "b", 3: "b"}
+
+    def first(period: float) -> int:
+        order = SitePriority(PriorityWeights(fairshare=10000, half_life=600,
+                                             calc_period=period), accounts)
+        sim = Simulator(list(jobs), System(4), build_policy("fcfs"), order=order).run()
+        return min((1, 3), key=lambda i: sim.records[i].start)
+
+    assert first(0) == 3
+    assert first(60) == 1

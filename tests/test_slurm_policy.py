@@ -718,3 +718,45 @@ def test_a_whole_second_end_keeps_a_later_small_job_behind_the_top_job():
                  scheduler_parameters="bf_interval=1,bf_resolution=1,bf_licenses,"
                  "bf_job_part_count_reserve=1")
     assert got[3] < got[4]
+
+
+# ---------------------------------------------------------------- the site's limits
+
+def _capped_run(params: str | None, cap: int = 4):
+    """4 nodes; account ``a`` capped at GrpTRES=node=``cap``.  J0 (account o, 2 nodes)
+    runs to 600.  J1 (a, 4 nodes, first in the queue) waits for J0: the nodes keep it
+    out, not the cap (nothing of ``a`` runs).  J2 and J3 (a, 1 node, 1 minute) fit now on
+    the 2 free nodes, done long before J1's start."""
+    from hpcopt.sim.limits import Limit, SiteLimits, Who
+
+    jobs = [job(0, 0, 10, 2), job(1, 10, 5, 4), job(2, 20, 1, 1), job(3, 21, 1, 1)]
+    who = {0: Who("o", "0"), 1: Who("a", "1"), 2: Who("a", "1"), 3: Who("a", "2")}
+    limits = SiteLimits(accounts={"a": Limit(nodes=cap)}, who=who)
+    policy = make_policy("slurm", scheduler_parameters=params)
+    return Simulator(jobs, System(4), policy, limits=limits).run().records
+
+
+def _most_held(rec, ids) -> int:
+    """The most nodes the jobs ``ids`` held at once."""
+    return max(sum(rec[i].job.nodes for i in ids if rec[i].start <= rec[t].start < rec[i].end)
+               for t in ids)
+
+
+@pytest.mark.parametrize("params", [None, "bf_job_part_count_reserve=1"])
+def test_a_pending_job_holds_nothing_of_its_associations_cap(params):
+    """Slurm counts only the running jobs (and those it starts in the pass) against an
+    association's GrpTRES (acct_policy_job_runnable_post_select: ``grp_used_tres``): J1,
+    reserved but not running, leaves the cap to J2 and J3, which backfill at once; J1
+    starts when J0 ends."""
+    rec = _capped_run(params)
+    assert rec[2].start < 60 and rec[3].start < 60
+    assert rec[1].start == 600
+    assert _most_held(rec, (1, 2, 3)) <= 4
+
+
+@pytest.mark.parametrize("params", [None, "bf_job_part_count_reserve=1"])
+def test_the_cap_counts_the_jobs_started_in_the_same_pass(params):
+    """Under a 1-node cap J1 can never start (it waits for ever: the run says so) and
+    J2 and J3 take turns: a job is tested against what runs and what the pass started."""
+    with pytest.raises(SimulationError, match="site's limits"):
+        _capped_run(params, cap=1)

@@ -5,7 +5,8 @@
 equal terms in simulation.  What is modelled (docs/slurm-model.md has the table):
 
 * **Priority**: ``priority/basic`` (first come first served) or ``priority/multifactor``
-  with its age and job-size factors (the other factors are not modelled).
+  with its age and job-size factors (the other factors are not modelled), set at a job's
+  submission and recomputed every ``PriorityCalcPeriod``.
 * **At submission** a job starts at once when no pending job has a higher priority and it
   fits (Slurm tries a new job right away when it is at the top).
 * **Main scheduler** passes run at each job end, ``batch_sched_delay`` seconds after the
@@ -44,7 +45,14 @@ import numpy as np
 
 from hpcopt.domain import Decision, Job, Window
 from hpcopt.errors import PolicyOptionError, SimulationError
-from hpcopt.sim.priority import Factors, PriorityWeights, age_factor, job_priority, size_factor
+from hpcopt.sim.priority import (
+    Factors,
+    PriorityWeights,
+    age_factor,
+    calc_tick,
+    job_priority,
+    job_size,
+)
 from hpcopt.sim.records import Event
 from hpcopt.sim.slurmconf import SlurmConf, SlurmConfError, read_slurm_conf
 
@@ -95,6 +103,8 @@ class SlurmScheduler(Policy):
     file."""
 
     backfill = "none"  # Slurm's own backfill runs inside the policy's passes
+    # the site's limits are Slurm's to apply, job by job as it starts them (_PassState.capped)
+    checks_limits = True
     # an armed agent's passes while nothing changed are not computed unless time alone can
     # change their plan: a job left out past bf_window comes into it (with
     # bf_job_part_count_reserve its reservation can free a later job's), priorities age
@@ -213,7 +223,7 @@ class SlurmScheduler(Policy):
         queue = self._priority_order(window.jobs, now)
         new, self._new = {j.id for j in self._new}, []
         for job in queue:  # a new job at the top of the queue starts if it fits
-            if job.id not in state.started:
+            if job.id not in state.started and not state.capped(job):
                 if job.id not in new or not state.fits_now(job):
                     break
                 state.start(job)
@@ -239,7 +249,8 @@ class SlurmScheduler(Policy):
             self._armed = self._backfill(queue, state) > 0
             if state.started:
                 self._changed = True
-        if len(state.started) < len(queue):
+        # a job a limit blocks waits for a job's end (a pass of its own), not for a timer
+        if any(j.id not in state.started and not state.capped(j) for j in queue):
             self._wake(now)
         elif conf.scheduler == "backfill" and (self._changed or self._armed):
             # nothing left to plan: the agent's next pass finds no job, then it sleeps
@@ -283,9 +294,11 @@ class SlurmScheduler(Policy):
         self._woken = {t for t in self._woken if t > now}
 
     def _priority_order(self, jobs, now: float) -> list[Job]:
-        """The pending jobs in Slurm's priority order (ties: the earlier submission); under
-        the driver's order ``priority`` (``--order priority``: the multifactor priority with
-        fairshare, ``hpcopt.sim.priority``) the window already is in that order."""
+        """The pending jobs in Slurm's priority order (ties: the earlier submission): each
+        priority as set at the job's submission or at the last ``PriorityCalcPeriod`` tick
+        (``calc_tick``); under the driver's order ``priority`` (``--order priority``: the
+        multifactor priority with fairshare, ``hpcopt.sim.priority``) the window already
+        is in that order."""
         conf = self.conf
         if conf.priority == "basic" or not (conf.weight_age or conf.weight_job_size) or \
                 getattr(self._sim.settings.order, "name", None) == "priority":
@@ -293,11 +306,14 @@ class SlurmScheduler(Policy):
         total = self._units
 
         weights = PriorityWeights.of(conf)
+        tick = calc_tick(now, weights.calc_period)
 
         def priority(job: Job) -> float:  # the one formula (hpcopt.sim.priority)
+            at = max(tick, job.submit)
             return job_priority(weights, Factors(
-                age=age_factor(job.submit, now, conf.max_age),
-                job_size=size_factor(job.nodes, total, conf.favor_small)))
+                age=age_factor(job.submit, at, conf.max_age),
+                job_size=job_size(job, total, weights, weights.calc_period > 0
+                                  and at == job.submit)))
 
         return sorted(jobs, key=lambda j: (-priority(j), j.submit))
 
@@ -311,6 +327,8 @@ class SlurmScheduler(Policy):
             if tested >= depth:
                 return
             tested += 1
+            if state.capped(job):
+                continue  # skipped, the pass goes on (ESLURM_ACCOUNTING_POLICY)
             if job.bb > state.free_lic + 1e-9:
                 if self.conf.bf_licenses:
                     return  # the license backfill handles it
@@ -348,6 +366,8 @@ class SlurmScheduler(Policy):
             if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
                 continue  # not runnable now: not tested
             tested += 1
+            if state.capped(job):
+                continue  # no start, no reservation, not counted (module docstring)
             only_now = bool(conf.bf_job_part_count_reserve) and \
                 reserved >= conf.bf_job_part_count_reserve
             limit = limit_seconds(job)
@@ -524,7 +544,7 @@ class _PassState:
     licenses now, and the jobs it starts."""
 
     __slots__ = ("policy", "now", "delay", "window", "running", "added", "busy", "free_lic",
-                 "lic_total", "started", "order", "allocations")
+                 "lic_total", "started", "order", "allocations", "usage")
 
     def __init__(self, policy: SlurmScheduler, window: Window) -> None:
         self.policy = policy
@@ -547,6 +567,13 @@ class _PassState:
         self.started: set = set()
         self.order: list = []
         self.allocations: dict = {}
+        # what the running jobs and those started here hold against the site's limits
+        self.usage = policy._sim.limit_usage()
+
+    def capped(self, job: Job) -> bool:
+        """A site limit blocks ``job`` now: starting it would take its association or QOS
+        past a cap, counting the running jobs and those started in this pass only."""
+        return self.usage is not None and self.usage.blocks(job) is not None
 
     def fits_now(self, job: Job) -> bool:
         return job.bb <= self.free_lic + 1e-9 and \
@@ -565,6 +592,8 @@ class _PassState:
             self.running.append((end, units, job.bb))
         self.started.add(job.id)
         self.order.append(job.id)
+        if self.usage is not None:
+            self.usage.add(job)
         alloc = policy.allocation(units)
         if alloc is not None:
             self.allocations[job.id] = alloc

@@ -885,10 +885,20 @@ class Simulator:
 
     def _admitted(self, ordered: list[Job]) -> list[Job]:
         """The jobs of ``ordered`` the site's limits admit now (``hpcopt.sim.limits``); the
-        others are ``blocked`` for this pass."""
+        others are ``blocked`` for this pass.  A policy that checks the limits itself
+        (``checks_limits``) is offered them all."""
         kept, self.blocked = self._limits.admissible(
             ordered, ((r.job, r.start) for r in self._run_vals), self.now, self._spent)
-        return kept
+        return ordered if self.settings.checks_limits else kept
+
+    def limit_usage(self):
+        """What the running jobs hold against the site's limits now (a
+        ``hpcopt.sim.limits.LimitUsage``, for a policy that ``checks_limits``); ``None``
+        without limits."""
+        if self._limits is None:
+            return None
+        return self._limits.usage(((r.job, r.start) for r in self._run_vals), self.now,
+                                  self._spent)
 
     def _finish_pass(self, ordered: list[Job], started: set[int]) -> None:
         """Close a pass: started jobs leave the queue, the ``pass`` event is announced."""

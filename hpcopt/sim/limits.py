@@ -14,7 +14,10 @@ queue, in the base order, is walked with what runs counted: a job that would tak
 limits past its cap now is blocked for this pass (it stays queued, is not planned as
 starting, and takes no reservation), and each job kept counts as started, so the jobs kept
 can all start together without passing a limit.  This is safe, never optimal: a job kept
-that then does not fit still holds its room in the count until the next pass.
+that then does not fit still holds its room in the count until the next pass.  A policy
+that checks the limits itself (``checks_limits``: Slurm's own scheduler, ``--policy
+slurm``) is offered the whole queue and tests each job as it starts it, against what runs
+and what it started before (``LimitUsage``), as Slurm does.
 
 ``MaxSubmitJobs`` (and ``GrpSubmitJobs``, ``MaxSubmitJobsPerUser``) caps the jobs queued
 and running at once: Slurm refuses the submission itself, and so does the simulator
@@ -188,62 +191,89 @@ class SiteLimits:
             row[0] += job.nodes * seconds / 60.0
             row[1] += (job.cores or job.nodes) * seconds / 60.0
 
+    def usage(self, running: Iterable[tuple[Job, float]], now: float = 0.0,
+              spent: Mapping | None = None) -> LimitUsage:
+        """What the ``running`` jobs (each with its start time) hold against each limit at
+        ``now``; ``spent`` (the simulator's: key -> [node-min, cpu-min] its finished jobs
+        used) adds to ``used`` with the running jobs' minutes so far; without it ``used``
+        is taken to count them already (Slurm's usage)."""
+        usage = LimitUsage(self, now, spent)
+        for job, start in running:
+            usage.add(job, start, counted=True)
+        return usage
+
     def admissible(self, ordered: Iterable[Job], running: Iterable[tuple[Job, float]],
                    now: float = 0.0, spent: Mapping | None = None
                    ) -> tuple[list[Job], list[tuple[Job, str]]]:
         """The jobs of ``ordered`` that may start at ``now`` given the ``running`` ones
         (each with its start time) and the ones kept before them, and the blocked ones with
-        the limit that blocks each.  ``spent`` (the simulator's: key -> [node-min, cpu-min]
-        its finished jobs used) adds to ``used`` with the running jobs' minutes so far;
-        without it ``used`` is taken to count them already (Slurm's usage)."""
-        # limit key -> [jobs, nodes, cpus, node-min left, cpu-min left, node-min, cpu-min used]
-        held: dict[tuple, list[float]] = {}
-        charged = spent is not None
-
-        def row(key: tuple) -> list[float]:
-            out = held.get(key)
-            if out is None:
-                base = self.used.get(key, NO_TRES)
-                extra = spent.get(key, (0.0, 0.0)) if spent is not None else (0.0, 0.0)
-                given = self.run_mins.get(key, NO_TRES)
-                out = held[key] = [0, 0, 0, given.node or 0.0, given.cpu or 0.0,
-                                   (base.node or 0.0) + extra[0], (base.cpu or 0.0) + extra[1]]
-            return out
-
-        def add(job: Job, start: float, kept: bool = False) -> None:
-            cpus = job.cores or job.nodes
-            left = max(0.0, start + job.walltime - now) / 60.0
-            gone = max(0.0, now - start) / 60.0 if charged else 0.0
-            for key, _, _ in self.caps(job):
-                counts = row(key)
-                counts[0] += 1
-                counts[1] += job.nodes
-                counts[2] += cpus
-                if kept or key not in self.run_mins:  # (Slurm's count has what runs)
-                    counts[3] += job.nodes * left
-                    counts[4] += cpus * left
-                counts[5] += job.nodes * gone
-                counts[6] += cpus * gone
-
-        for job, start in running:
-            add(job, start)
+        the limit that blocks each (``spent``: as in ``usage``)."""
+        usage = self.usage(running, now, spent)
         kept: list[Job] = []
         blocked: list[tuple[Job, str]] = []
         for job in ordered:
-            why = self._why_blocked(job, row)
+            why = usage.blocks(job)
             if why is None:
                 kept.append(job)
-                add(job, now, kept=True)
+                usage.add(job)
             else:
                 blocked.append((job, why))
         return kept, blocked
 
-    def _why_blocked(self, job: Job, row) -> str | None:
+
+class LimitUsage:
+    """What the jobs counted so far hold against each limit of a site at ``now``: ``blocks``
+    says which cap a job would pass if it started now, ``add`` counts one that starts."""
+
+    __slots__ = ("limits", "now", "spent", "held")
+
+    def __init__(self, limits: SiteLimits, now: float, spent: Mapping | None) -> None:
+        self.limits = limits
+        self.now = now
+        self.spent = spent
+        # limit key -> [jobs, nodes, cpus, node-min left, cpu-min left, node-min, cpu-min used]
+        self.held: dict[tuple, list[float]] = {}
+
+    def _row(self, key: tuple) -> list[float]:
+        out = self.held.get(key)
+        if out is None:
+            limits, spent = self.limits, self.spent
+            base = limits.used.get(key, NO_TRES)
+            extra = spent.get(key, (0.0, 0.0)) if spent is not None else (0.0, 0.0)
+            given = limits.run_mins.get(key, NO_TRES)
+            out = self.held[key] = [0, 0, 0, given.node or 0.0, given.cpu or 0.0,
+                                    (base.node or 0.0) + extra[0],
+                                    (base.cpu or 0.0) + extra[1]]
+        return out
+
+    def add(self, job: Job, start: float | None = None, counted: bool = False) -> None:
+        """Count ``job`` as running from ``start`` (default: it starts now); ``counted``:
+        a job already running, whose minutes left a limit with Slurm's own count of its
+        running jobs' minutes (``SiteLimits.run_mins``) has already."""
+        now = self.now
+        start = now if start is None else start
+        cpus = job.cores or job.nodes
+        left = max(0.0, start + job.walltime - now) / 60.0
+        gone = max(0.0, now - start) / 60.0 if self.spent is not None else 0.0
+        run_mins = self.limits.run_mins
+        for key, _, _ in self.limits.caps(job):
+            counts = self._row(key)
+            counts[0] += 1
+            counts[1] += job.nodes
+            counts[2] += cpus
+            if not counted or key not in run_mins:
+                counts[3] += job.nodes * left
+                counts[4] += cpus * left
+            counts[5] += job.nodes * gone
+            counts[6] += cpus * gone
+
+    def blocks(self, job: Job) -> str | None:
+        """The cap ``job`` would pass if it started now, as a reason (``None``: none)."""
         cpus = job.cores or job.nodes
         mins = job.walltime / 60.0
         want = (job.nodes * mins, cpus * mins)
-        for key, limit, name in self.caps(job):
-            jobs, nodes, used_cpus, node_left, cpu_left, node_used, cpu_used = row(key)
+        for key, limit, name in self.limits.caps(job):
+            jobs, nodes, used_cpus, node_left, cpu_left, node_used, cpu_used = self._row(key)
             if limit.wall is not None and job.walltime > limit.wall + 1e-9:
                 return f"{name}: time limit {job.walltime:g} s over MaxWall {limit.wall:g} s"
             for tres, cap, need in (("node", limit.job_mins.node, want[0]),
@@ -268,7 +298,7 @@ class SiteLimits:
                     continue
                 if have >= cap - 1e-9:
                     return f"{name}: {have:g} {tres}-minutes used of GrpTRESMins {cap:g}"
-                if self.safe and have + left + need > cap + 1e-9:
+                if self.limits.safe and have + left + need > cap + 1e-9:
                     return (f"{name}: {have:g} used + {left:g} running + {need:g} "
                             f"{tres}-minutes over GrpTRESMins {cap:g}")
         return None

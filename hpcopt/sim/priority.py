@@ -18,6 +18,10 @@ weight from the ``slurm.conf`` (``PriorityWeight*``), less its nice value::
   classic or fair tree, whichever the site runs); in the simulator the classic formula
   ``2 ** (-U / S)`` over associations made of the trace (``SitePriority``).
 
+In the simulator a job's priority is set at its submission and recomputed every
+``PriorityCalcPeriod`` (``calc_tick``), with the fairshare factors Slurm's decay thread
+leaves (``SitePriority``).
+
 Not modelled: TRES weights (``PriorityWeightTRES``), the association factor
 (``PriorityWeightAssoc``), ``PriorityFlags`` (``SMALL_RELATIVE_TO_TIME``, ``ACCRUE_ALWAYS``,
 ``MAX_TRES``, ...), ``PriorityUsageResetPeriod``, and in the simulator the fair-tree ranking
@@ -39,7 +43,7 @@ from .slurmconf import SlurmConf, read_slurm_conf
 @dataclass(frozen=True)
 class PriorityWeights:
     """The site's weights and the settings the factors are computed under (slurm.conf(5));
-    every default is Slurm's."""
+    every default is Slurm's but ``calc_period``'s."""
 
     age: float = 0.0
     fairshare: float = 0.0
@@ -54,6 +58,14 @@ class PriorityWeights:
     """``PriorityDecayHalfLife``, seconds (0: usage never decays)."""
     multifactor: bool = True
     """``PriorityType=priority/multifactor``; under ``priority/basic`` every factor is 0."""
+    cpus_per_node: int = 0
+    """Processors per node of a whole-node cluster (``NodeName ... CPUs``; 0 or 1: unknown): a
+    job's size factor at its submission counts the processors it asked for (one per node
+    unless told) against the cluster's; see ``job_size``."""
+    calc_period: float = 0.0
+    """``PriorityCalcPeriod``, seconds: how often Slurm recomputes the fairshare factors and
+    the pending jobs' priorities (``calc_tick``); 0: at every pass, the limit of short
+    periods (a slurm.conf that sets none has Slurm's 5 minutes: ``of``)."""
 
     @classmethod
     def of(cls, conf: SlurmConf) -> PriorityWeights:
@@ -61,7 +73,9 @@ class PriorityWeights:
         return cls(age=conf.weight_age, fairshare=conf.weight_fairshare,
                    job_size=conf.weight_job_size, partition=conf.weight_partition,
                    qos=conf.weight_qos, max_age=conf.max_age, favor_small=conf.favor_small,
-                   half_life=conf.decay_half_life, multifactor=conf.priority == "multifactor")
+                   half_life=conf.decay_half_life, multifactor=conf.priority == "multifactor",
+                   calc_period=conf.calc_period,
+                   cpus_per_node=0 if conf.shared_cores else conf.cpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -109,12 +123,38 @@ def size_factor(nodes: int, total_nodes: int, favor_small: bool = False, cpus: i
     return min(1.0, max(0.0, value))
 
 
+def job_size(job: Job, total_nodes: int, weights: PriorityWeights,
+             at_submission: bool) -> float:
+    """The job-size factor of ``job``'s priority.  Slurm takes the mean of the node share
+    and the processor share (``_get_priority_internal`` in priority_multifactor.c); at the
+    job's submission its processors are those it asked for (``min_cpus``: its cores, else
+    one per node), later those the node selection's test gave it (``total_cpus``: on a
+    whole-node cluster its nodes' processors, the same share as its nodes').  With
+    ``weights.cpus_per_node`` unknown (0) or after the submission: the node share alone."""
+    cpn = weights.cpus_per_node
+    if at_submission and cpn > 1:
+        return size_factor(job.nodes, total_nodes, weights.favor_small,
+                           job.cores or job.nodes, total_nodes * cpn)
+    return size_factor(job.nodes, total_nodes, weights.favor_small)
+
+
 def classic_fairshare(usage: float, shares: float) -> float:
     """Slurm's classic fairshare factor ``2 ** (-usage / shares)`` of an association's
     normalized effective usage and normalized shares (no shares: 0)."""
     if shares <= 0:
         return 0.0
     return 2.0 ** (-usage / shares)
+
+
+def calc_tick(now: float, period: float, start: float = 0.0) -> float:
+    """The last time by ``now`` at which Slurm recomputed the priorities: its decay thread
+    runs every ``period`` seconds (``PriorityCalcPeriod``) from ``start`` (the controller's
+    start); a job's priority is set at its submission and again at every tick
+    (``_decay_thread`` and ``decay_apply_weighted_factors`` in priority_multifactor.c).
+    ``period`` 0: ``now`` (computed at every pass)."""
+    if period <= 0:
+        return now
+    return start + math.floor((now - start) / period + 1e-9) * period
 
 
 def decayed(half_life: float, seconds: float) -> float:
@@ -172,37 +212,51 @@ class Usage:
                 self._done = {a: u * k for a, u in self._done.items()}
             self._at = now
 
-    def at(self, now: float) -> dict[tuple, float]:
-        """Each association's usage at ``now``."""
+    def at(self, now: float, running_to: float | None = None) -> dict[tuple, float]:
+        """Each association's usage at ``now``; the running jobs' counted up to
+        ``running_to`` only (default: ``now``)."""
         self._age_to(now)
         usage = dict(self._done)
+        upto = now if running_to is None else min(now, running_to)
         for assoc, rate, start in self._running.values():
-            usage[assoc] = usage.get(assoc, 0.0) + accrued(rate, start, now, now,
+            usage[assoc] = usage.get(assoc, 0.0) + accrued(rate, start, upto, now,
                                                            self.half_life)
         return usage
 
-    def fairshare(self, now: float) -> dict[tuple, float]:
-        """The classic fairshare factor of every association at ``now``: accounts under the
-        root, users under their account, shares normalized among siblings, usage among all
-        (``UsageEffective`` of a user: its usage plus its account's beyond it in proportion
-        to its shares among the account's users)."""
-        usage = self.at(now)
+    def norms(self, now: float, running_to: float | None = None) -> tuple[dict, dict]:
+        """Each association's and each account's share of all the usage at ``now``
+        (Slurm's ``usage_norm``; running jobs counted up to ``running_to``, as in ``at``)."""
+        usage = self.at(now, running_to)
         total = sum(usage.values())
-        accounts = self.users
+        if total <= 0:
+            return {}, {}
+        own = {assoc: u / total for assoc, u in usage.items()}
+        accounts: dict = {}
+        for (account, _), u in own.items():
+            accounts[account] = accounts.get(account, 0.0) + u
+        return own, accounts
+
+    def factor(self, assoc: tuple, own: dict, accounts: dict) -> float:
+        """The classic fairshare factor of ``assoc`` (account, user) from the norms of
+        ``norms``: accounts under the root, users under their account, shares normalized
+        among siblings (``UsageEffective`` of a user: its usage plus its account's beyond
+        it in proportion to its shares among the account's users)."""
+        account, user = assoc
+        users = self.users.get(account, {user: 1.0})
         shares = self.shares
-        all_shares = sum(shares.get(a, 1.0) for a in {*accounts, *shares})
-        out = {}
-        for account, users in accounts.items():
-            account_share = shares.get(account, 1.0) / all_shares
-            siblings = sum(users.values())
-            account_usage = sum(usage.get((account, u), 0.0) for u in users)
-            account_usage = account_usage / total if total > 0 else 0.0
-            for user, raw in users.items():
-                own = usage.get((account, user), 0.0) / total if total > 0 else 0.0
-                effective = own + (account_usage - own) * raw / siblings
-                out[(account, user)] = classic_fairshare(effective,
-                                                         account_share * raw / siblings)
-        return out
+        all_shares = sum(shares.get(a, 1.0) for a in {*self.users, *shares})
+        raw = users.get(user, 1.0)
+        siblings = sum(users.values())
+        mine = own.get(assoc, 0.0)
+        effective = mine + (accounts.get(account, 0.0) - mine) * raw / siblings
+        return classic_fairshare(effective, shares.get(account, 1.0) / all_shares * raw
+                                 / siblings)
+
+    def fairshare(self, now: float) -> dict[tuple, float]:
+        """The classic fairshare factor (``factor``) of every association at ``now``."""
+        own, accounts = self.norms(now)
+        return {(account, user): self.factor((account, user), own, accounts)
+                for account, users in self.users.items() for user in users}
 
 
 class SitePriority:
@@ -214,17 +268,21 @@ class SitePriority:
     missing: 1), ``associations``: the (account, user) pairs that exist from the start
     (sacctmgr's users; others exist from their first job on), each user with one share.
     ``bind(sim)`` gives one simulation's key: usage accrues as its jobs run, so a job's
-    priority at ``now`` depends only on what happened before ``now``."""
+    priority at ``now`` depends only on what happened before ``now``.  As in Slurm, the
+    priorities are set at submission and recomputed every ``PriorityCalcPeriod``
+    (``weights.calc_period``, ticks from ``decay_start``, the controller's start in the
+    simulation's seconds: ``calc_tick``), with the fairshare factors of the tick."""
 
     name = "priority"
 
     def __init__(self, weights: PriorityWeights | None = None,
                  accounts: Mapping | None = None, shares: Mapping | None = None,
-                 associations: Iterable[tuple] = ()) -> None:
+                 associations: Iterable[tuple] = (), decay_start: float = 0.0) -> None:
         self.weights = weights or PriorityWeights()
         self.accounts = dict(accounts or {})
         self.shares = dict(shares or {})
         self.associations = tuple((str(a), str(u)) for a, u in associations)
+        self.decay_start = float(decay_start)
 
     @classmethod
     def from_conf(cls, path, accounts: Mapping | None = None, **site) -> SitePriority:
@@ -234,7 +292,8 @@ class SitePriority:
 
     def with_accounts(self, accounts: Mapping) -> SitePriority:
         """The same weights and site, jobs charged to ``accounts`` (job id -> account)."""
-        return SitePriority(self.weights, accounts, self.shares, self.associations)
+        return SitePriority(self.weights, accounts, self.shares, self.associations,
+                            self.decay_start)
 
     def __repr__(self) -> str:
         return "priority"
@@ -248,37 +307,89 @@ class SitePriority:
         accounts = self.accounts
         system = sim.system
         total_nodes = system.nodes
-        cache: dict = {"now": None, "fairshare": {}}
+        period = w.calc_period
+        # the fairshare factors in force: computed at every pass, or, with a calculation
+        # period, per user as Slurm's decay thread leaves them (``catch_up``)
+        cache: dict = {"now": None, "tick": None, "fairshare": {}, "accounts": {}, "own": None}
 
         def assoc(job: Job) -> tuple:
             return (str(accounts.get(job.id, "")), str(job.user))
 
+        def user_factor(pair: tuple, now: float) -> float:
+            """A user's factor, set at its first use after the tick (its efctv is reset
+            at the tick and computed again when first needed: ``_get_fairshare_priority``)
+            from the usage then, running jobs counted to the tick, against its account's
+            usage of the tick."""
+            usage.join(*pair)  # (a job being submitted at the tick)
+            if cache["own"] is None:  # (the same until a job ends: ratios of one decay)
+                cache["own"] = usage.norms(now, cache["tick"])[0]
+            value = cache["fairshare"][pair] = usage.factor(pair, cache["own"],
+                                                            cache["accounts"])
+            return value
+
+        def catch_up(now: float) -> None:
+            """The decay thread's last tick by ``now`` (``_decay_thread`` in
+            priority_multifactor.c): the accounts' effective usage is set from the usage
+            before the tick adds its running jobs' usage (running jobs counted to the tick
+            before, ended jobs in full: ``priority_p_job_end``); the users' is reset, and
+            set again for each user with pending jobs as the tick recomputes their
+            priorities, after the running jobs' usage is added."""
+            tick = calc_tick(now, period, self.decay_start)
+            if cache["tick"] == tick:
+                return
+            cache["tick"] = tick
+            cache["fairshare"] = {}
+            cache["own"] = None
+            if not w.fairshare:
+                return
+            cache["accounts"] = usage.norms(tick, tick - period)[1]
+            for pair in {assoc(j) for j in sim.queue if j.submit <= tick}:
+                user_factor(pair, tick)
+
         def on_submit(s, e, job: Job) -> None:
+            if period > 0:
+                catch_up(s.now)
             usage.join(*assoc(job))
+            if period > 0 and w.fairshare and assoc(job) not in cache["fairshare"]:
+                user_factor(assoc(job), s.now)  # its priority at submission
 
         def on_start(s, e, rec) -> None:
+            if period > 0:
+                catch_up(s.now)
             job = rec.job
             usage.join(*assoc(job))
             usage.start(job.id, assoc(job), float(job.cores or job.nodes), rec.start)
             cache["now"] = None
 
         def on_complete(s, e, rec) -> None:
+            if period > 0:
+                catch_up(s.now)
             usage.end(rec.job.id, rec.end)
-            cache["now"] = None
+            cache["now"] = cache["own"] = None
 
         sim.subscribe(Event.SUBMIT, on_submit)
         sim.subscribe(Event.START, on_start)
         sim.subscribe(Event.COMPLETE, on_complete)
 
         def key(job: Job, now: float) -> tuple:
-            if cache["now"] != now:
-                cache["now"] = now
-                cache["fairshare"] = usage.fairshare(now) if w.fairshare else {}
             earliest = job.submit if job.earliest is None else max(job.submit, job.earliest)
+            pair = assoc(job)
+            if period > 0:  # set at submission, then at every tick
+                catch_up(now)
+                at = max(cache["tick"], earliest)
+                fairshare = cache["fairshare"].get(pair)
+                if fairshare is None:
+                    fairshare = user_factor(pair, now) if w.fairshare else 1.0
+            else:
+                at = now
+                if cache["now"] != now:
+                    cache["now"] = now
+                    cache["fairshare"] = usage.fairshare(now) if w.fairshare else {}
+                fairshare = cache["fairshare"].get(pair, 1.0)
             factors = Factors(
-                age=age_factor(earliest, now, w.max_age),
-                fairshare=cache["fairshare"].get(assoc(job), 1.0),
-                job_size=size_factor(job.nodes, total_nodes, w.favor_small),
+                age=age_factor(earliest, at, w.max_age),
+                fairshare=fairshare,
+                job_size=job_size(job, total_nodes, w, period > 0 and at == earliest),
                 partition=1.0)
             return (-job_priority(w, factors), job.submit, job.id)
 

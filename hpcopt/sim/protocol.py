@@ -41,6 +41,10 @@ class PolicyHooks:
     launch_delay: float | None = None
     """Its default launch delay: seconds from a start decision to the real start (a
     resource manager's latency it models); ``None``: none, unless the caller sets one."""
+    checks_limits: bool = False
+    """``decide`` applies the site's limits itself, job by job as it starts them
+    (``Simulator.limit_usage``): the driver offers it every queued job, not only those the
+    limits admit with the jobs before them counted as started."""
     starts_prefix: bool = False
     """``decide`` is exactly the head-first rule, which the driver then applies itself; read
     from the class, and ignored when ``decide`` is replaced on the instance."""

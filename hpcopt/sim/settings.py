@@ -93,6 +93,8 @@ class DriverSettings:
     limits: Any = None
     """The site's limits (``SiteLimits``; ``None``: none): each pass starts only the jobs
     they admit."""
+    checks_limits: bool = False
+    """The policy applies the limits itself: each pass offers it every queued job."""
     reservations: tuple = ()
     """Advance reservations and maintenance windows (``Reservation``; empty: none)."""
 
@@ -141,5 +143,5 @@ class DriverSettings:
                    progress=bool(options.progress), launch_delay=float(delay),
                    delay_of=delay_of, one_pick=one_pick, fit_only=bool(hooks.fit_only),
                    reserve_rule=hooks.reserve_rule, waits_for_head=bool(hooks.waits_for_head),
-                   limits=options.limits or None,
+                   limits=options.limits or None, checks_limits=bool(hooks.checks_limits),
                    reservations=tuple(options.reservations or ()))

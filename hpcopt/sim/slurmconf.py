@@ -85,6 +85,9 @@ class SlurmConf:
     fairshare factor; 0: no decay."""
     max_age: float = 7 * 86400.0
     """``PriorityMaxAge``: the age at which the age factor reaches 1, seconds."""
+    calc_period: float = 300.0
+    """``PriorityCalcPeriod``: seconds between Slurm's recomputations of the usage, the
+    fairshare factors and the pending jobs' priorities."""
     favor_small: bool = False
     """``PriorityFavorSmall``: the job-size factor is larger for smaller jobs."""
     licenses: dict = field(default_factory=dict)
@@ -222,6 +225,9 @@ def parse_slurm_conf(text: str, name: str = "slurm.conf",
     if "prioritydecayhalflife" in keys:
         value, no = keys["prioritydecayhalflife"]
         fields["decay_half_life"] = _duration(value, f"{name}:{no}: PriorityDecayHalfLife")
+    if "prioritycalcperiod" in keys:
+        value, no = keys["prioritycalcperiod"]
+        fields["calc_period"] = _duration(value, f"{name}:{no}: PriorityCalcPeriod")
     if "priorityfavorsmall" in keys:
         fields["favor_small"] = keys["priorityfavorsmall"][0].lower() in ("yes", "true", "1")
     if "licenses" in keys:
