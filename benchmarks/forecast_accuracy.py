@@ -17,11 +17,12 @@ replay:
 - ``limits``: the same run forward with every job at its limit (what ``squeue --start``
   assumes), one run;
 - ``slurm-plan`` (on the ``slurm`` replay only, in its place of ``limits``): Slurm's own
-  forecast of its own schedule, what ``squeue --start`` shows: the same run forward under
-  ``--policy slurm`` (Slurm's defaults) with every job at its limit and no later jobs.  Its
-  first pass is the backfill plan at the forecast's time; the jobs that plan shows no start
-  for (beyond ``bf_max_job_test``, or past ``bf_job_part_count_reserve`` reservations) have
-  no forecast, as ``squeue --start`` shows none (``slurm_shows``);
+  forecast of its own schedule, what ``squeue --start`` shows: the start Slurm's passes at
+  the forecast's time give each job (``slurm_plan``: the backfill plan's start,
+  ``SlurmScheduler.planned_starts``, or now for a job started); a job the pass does not
+  test (beyond ``bf_max_job_test``) or tests for a start now only (past
+  ``bf_job_part_count_reserve`` reservations) has no forecast, as ``squeue --start``
+  shows none;
 - ``qbets``: no simulation: the waits of the last 1000 jobs of the job's size class (1, 2-4,
   5-16, 17-64, 65+ nodes) that started before the forecast, kept to those at least as long
   as the job has waited already; start = submit + their median, band = their 10%-90%.
@@ -62,9 +63,12 @@ from pathlib import Path
 
 import hpcopt
 from hpcopt.policies import build_policy
+from hpcopt.scenario import trace_clock_origin
+from hpcopt.sim.decide import decide
 from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import (
     BandCalibration,
+    JobForecast,
     _quantile,
     forecast,
     recent_stream,
@@ -191,28 +195,20 @@ class ShiftedCalibration(BandCalibration):
         return moved
 
 
-def slurm_shows(state, forecasts, conf) -> set:
-    """The queued jobs ``squeue --start`` shows a start for after a backfill pass at
-    ``state.time`` (``conf``: the ``SlurmConf``; priority/basic, no licenses): Slurm clears
-    every pending job's start, then sets it for the jobs the pass tests (in priority order, at
-    most ``bf_max_job_test``) and plans a start for (after ``bf_job_part_count_reserve``
-    reservations it only tests a start now).  ``forecasts`` are the forward run's: a job
-    forecast to start at the pass's time started in it."""
-    shown, tested, reserved = set(), 0, 0
-    for job, f in zip(state.queue, forecasts):
-        if f.start is None:
-            continue
-        if f.start <= state.time + 1e-9:  # started by the pass
-            shown.add(job.id)
-            continue
-        if tested >= conf.bf_max_job_test:
-            break
-        tested += 1
-        if conf.bf_job_part_count_reserve and reserved >= conf.bf_job_part_count_reserve:
-            continue  # a start now only: none shown
-        shown.add(job.id)
-        reserved += f.start <= state.time + conf.bf_window
-    return shown
+def slurm_plan(state, policy) -> list[JobForecast]:
+    """What ``squeue --start`` shows for each queued job of ``state`` under ``policy`` (a
+    ``SlurmScheduler``): the passes Slurm runs at ``state.time`` (``decide``), a job they
+    start at that time, the others the start the backfill plan gave them
+    (``planned_starts``), or none."""
+    made = decide(state, policy)
+    now = {job.id for job, _ in made.started}
+    plan = policy.planned_starts
+    out = []
+    for job in state.queue:
+        t = state.time if job.id in now else plan.get(job.id)
+        out.append(JobForecast(job.id, t, t, t, t, None if t is not None
+                               else "not tested, or a start now only"))
+    return out
 
 
 def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, days: float,
@@ -223,9 +219,6 @@ def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, d
     part = [j for j in jobs if first <= j.submit < t1]
     sim = Simulator(part, system, build_policy(policy, **options))
     twin = build_policy(policy, **options)
-    conf = getattr(twin, "conf", None)  # Slurm's configuration, for slurm_shows
-    if conf is not None and (conf.priority != "basic" or system.bb):
-        raise SystemExit("slurm_shows models priority/basic and no licenses only")
     methods = [m for m in methods if applies(m, policy)]
     waits = WaitQuantiles()
     sim.subscribe(Event.START, waits.on_start)
@@ -245,6 +238,11 @@ def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, d
                                        ("limits", None, ()), ("slurm-plan", None, ())):
             if method not in timing:
                 continue
+            if method == "slurm-plan":
+                got[method] = slurm_plan(state, twin)
+                timing[method] += time.perf_counter() - clock
+                clock = time.perf_counter()
+                continue
             got[method] = forecast(state, twin, history, started=known.started, draws=draws,
                                    seed=0, arrivals=later)
             if method == "hpcopt" and "hpcopt+shift" in methods:  # the same runs, moved
@@ -252,11 +250,6 @@ def run_slice(jobs, system, policy: str, methods, first: float, warmup: float, d
             band = bands.get(method)
             if band is not None:
                 got[method] = band.calibrate(state.time, got[method])
-            if method == "slurm-plan":
-                shown = slurm_shows(state, got[method], conf)
-                got[method] = [f if f.job in shown else replace(f, start=None, p10=None,
-                                                                p90=None)
-                               for f in got[method]]
             timing[method] += time.perf_counter() - clock
             clock = time.perf_counter()
         rows = []
@@ -387,8 +380,9 @@ def main(argv=None) -> int:
     for day in (float(d) for d in args.starts.split(",")):
         first = jobs[0].submit + day * DAY
         for policy in policies:
-            options = {"scheduler_parameters": args.scheduler_parameters} \
-                if policy == "slurm" and args.scheduler_parameters else {}
+            options = {"clock_origin": trace_clock_origin(trace)} if policy == "slurm" else {}
+            if policy == "slurm" and args.scheduler_parameters:
+                options["scheduler_parameters"] = args.scheduler_parameters
             rows = run_slice(jobs, system, policy, methods, first, args.warmup_days * DAY,
                              args.days * DAY, args.every, args.draws, options)
             all_rows.extend((f"day{day:g}", r) for r in rows)

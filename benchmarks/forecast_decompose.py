@@ -61,6 +61,7 @@ from forecast_accuracy import (  # type: ignore[import-not-found]
 
 import hpcopt
 from hpcopt.policies import build_policy
+from hpcopt.scenario import trace_clock_origin
 from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import (
     BandCalibration,
@@ -98,20 +99,22 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
               every: float, draws: int, variants, together: str, history: dict,
-              point: str = "median", shifts=(), learn_warmup: bool = False) -> list[dict]:
+              point: str = "median", shifts=(), learn_warmup: bool = False,
+              options: dict | None = None) -> list[dict]:
     """The rows of ``variants`` (and the calibrated ``predicted``: ``predicted+band``, the
-    ``shifts``) on one slice; with ``learn_warmup`` the calibrations learn from ``predicted``
-    forecast along the warm-up days too (those rows are not returned), as a calibration
-    running for long would have."""
+    ``shifts``) on one slice, the policy built with ``options``; with ``learn_warmup`` the
+    calibrations learn from ``predicted`` forecast along the warm-up days too (those rows are
+    not returned), as a calibration running for long would have."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
-    plain = Simulator(part, system, build_policy(policy))
+    options = options or {}
+    plain = Simulator(part, system, build_policy(policy, **options))
     plain.run()
     actual = {jid: rec.start for jid, rec in plain.records.items()}
     by_submit = sorted(part, key=lambda j: j.submit)
-    sim = Simulator(part, system, build_policy(policy))
-    twin = build_policy(policy)
+    sim = Simulator(part, system, build_policy(policy, **options))
+    twin = build_policy(policy, **options)
     timing = dict.fromkeys(variants, 0.0)
 
     def on_state(state, known):
@@ -308,7 +311,9 @@ def main(argv=None) -> int:
                            args.warmup_days * DAY, args.days * DAY, args.every, args.draws,
                            variants, args.together,
                            {"per_user": args.per_user, "by_limit": args.by_limit},
-                           args.point, shifts, args.learn_warmup):
+                           args.point, shifts, args.learn_warmup,
+                           {"clock_origin": trace_clock_origin(trace)}
+                           if args.policy == "slurm" else None):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []

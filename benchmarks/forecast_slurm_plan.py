@@ -1,16 +1,16 @@
-"""Slurm's plan against the forward run: is ``forecast_accuracy.py``'s ``slurm-plan`` what
-``squeue --start`` shows?
+"""Slurm's plan against its own schedule: how far is what ``squeue --start`` shows from
+when Slurm's scheduler would start each job if every job ran to its limit?
 
-``squeue --start`` shows the start each pending job got in the last backfill pass: the
-earliest time its nodes are free, for its whole limit, of the running jobs (at their
-limits) and of the reservations made for the jobs before it.  ``slurm-plan`` is instead the
-whole run forward under ``--policy slurm`` with every job at its limit and no later jobs
-(``hpcopt.sim.forecast.forecast`` with no history): its first pass is that plan, and each
-job then starts at a later pass.  This replays each slice under ``--policy slurm``
-(Slurm's defaults) and, every ``--every`` seconds of its evaluated days, records both for
-every waiting job the plan tested and did not start at once: the plan's start (read from
-the policy's backfill pass, which has no public hook for it: this wraps its plan's search)
-and the forward run's, and how far each is from the real start.
+``squeue --start`` shows the start each pending job got in the last backfill pass
+(``forecast_accuracy.slurm_plan``, ``SlurmScheduler.planned_starts``): without
+``bf_running_job_reserve`` the node selection's will-run test frees the running jobs in
+groups (docs/slurm-model.md), so the start shown is the last end of the group that frees
+enough nodes, not the first time they are free.  The forward run is the whole run under
+``--policy slurm`` from the same state with every job at its limit and no later jobs
+(``hpcopt.sim.forecast.forecast`` with no history).  This replays each slice under
+``--policy slurm`` (Slurm's defaults, on the trace's clock) and, every ``--every`` seconds of
+its evaluated days, records both for every waiting job the forward run does not start at
+once, and how far each is from the real start.
 
     python benchmarks/forecast_slurm_plan.py --trace KTH --starts 90,210 --days 7
     python benchmarks/forecast_slurm_plan.py --trace Theta --starts 60 --days 7
@@ -25,60 +25,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from forecast_accuracy import DATA, DAY, TRACES  # noqa: E402
+from forecast_accuracy import DATA, DAY, TRACES, slurm_plan  # noqa: E402
 
 import hpcopt  # noqa: E402
-from hpcopt.policies import build_policy, slurm_backfill  # noqa: E402
+from hpcopt.policies import build_policy  # noqa: E402
+from hpcopt.scenario import trace_clock_origin  # noqa: E402
 from hpcopt.sim.driver import Simulator  # noqa: E402
 from hpcopt.sim.forecast import forecast, replay_forecasts  # noqa: E402
 
 
-class PlanProbe(slurm_backfill.SlurmScheduler):
-    """Slurm's scheduler that keeps the start its first backfill pass at ``at`` plans for
-    each job it tests (``planned``: ``None`` when it plans none within ``bf_window``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.at: float | None = None
-        self.planned: dict = {}
-        self._job = None
-
-    def eligible(self, job):
-        self._job = job  # the job the pass tests now
-        return super().eligible(job)
-
-    def _backfill(self, queue, state) -> int:
-        if state.now != self.at:
-            return super()._backfill(queue, state)
-        self.at = None
-        base, probe = slurm_backfill._TimeMap, self
-
-        class Recording(base):
-            def earliest(self, now, *args):
-                found = super().earliest(now, *args)
-                probe.planned.setdefault(probe._job.id, None if found is None else found[0])
-                return found
-
-        slurm_backfill._TimeMap = Recording
-        try:
-            return super()._backfill(queue, state)  # the jobs it planned
-        finally:
-            slurm_backfill._TimeMap = base
-
-
-def run_slice(jobs, system, first: float, warmup: float, days: float, every: float) -> list:
-    """(plan, forward run, real start) of each tested waiting job at each forecast time."""
+def run_slice(jobs, system, first: float, warmup: float, days: float, every: float,
+              origin: float) -> list:
+    """(plan, forward run, real start) of each waiting job at each forecast time that the
+    forward run does not start at once (plan ``None`` where Slurm shows none), on the
+    trace's clock (``origin``)."""
     t0, t1 = first + warmup, first + warmup + days
-    sim = Simulator([j for j in jobs if first <= j.submit < t1], system, build_policy("slurm"))
-    probe = PlanProbe()
+    sim = Simulator([j for j in jobs if first <= j.submit < t1], system,
+                    build_policy("slurm", clock_origin=origin))
+    twin = build_policy("slurm", clock_origin=origin)
 
     def on_state(state, known):
         if state.time < t0:
             return []
-        probe.at, probe.planned = state.time, {}
-        got = forecast(state, probe, None, started=known.started)
-        return [(probe.planned[f.job], f.start, f.job) for f in got
-                if f.job in probe.planned and f.start is not None and f.start > state.time]
+        plan = {f.job: f.start for f in slurm_plan(state, twin)}
+        got = forecast(state, twin, None, started=known.started)
+        return [(plan[f.job], f.start, f.job) for f in got
+                if f.start is not None and f.start > state.time]
 
     rows = replay_forecasts(sim, every, on_state, since=t0)
     return [(plan, run, sim.records[job].start) for plan, run, job in rows]
@@ -97,11 +69,12 @@ def main(argv=None) -> int:
     rows = []
     for day in (float(d) for d in args.starts.split(",")):
         rows += run_slice(jobs, trace.system, jobs[0].submit + day * DAY,
-                          args.warmup_days * DAY, args.days * DAY, args.every)
+                          args.warmup_days * DAY, args.days * DAY, args.every,
+                          trace_clock_origin(trace))
     planned = [r for r in rows if r[0] is not None]
     gaps = [run - plan for plan, run, _ in planned]
-    print(f"{args.trace}, days {args.starts}: {len(rows)} samples of tested waiting jobs, "
-          f"{len(rows) - len(planned)} with no plan within bf_window")
+    print(f"{args.trace}, days {args.starts}: {len(rows)} samples of waiting jobs, "
+          f"{len(rows) - len(planned)} with no start shown")
     print(f"forward run - plan: equal {sum(g == 0 for g in gaps) / len(gaps):.3f}, within "
           f"30 s {sum(abs(g) <= 30 for g in gaps) / len(gaps):.3f}, within 60 s "
           f"{sum(abs(g) <= 60 for g in gaps) / len(gaps):.4f}, mean {statistics.fmean(gaps):.1f} "

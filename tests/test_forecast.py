@@ -327,9 +327,10 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     agent's next pass, every ``bf_interval`` of 30 s from 40: the main scheduler stops at
     2, which cannot start), so 4 (900 s on the free node) waits until 2 ends at 1800.
     With a reservation for the top job only, 4 starts now and 3 only after 2; EASY (fcfs)
-    starts 4 now too.  The benchmark's ``slurm_shows`` gives what squeue shows: every
-    tested job by default, none past ``bf_job_part_count_reserve`` reservations (3) or beyond
-    ``bf_max_job_test`` (3, 4); a job started now is shown."""
+    starts 4 now too.  The benchmark's ``slurm_plan`` gives what squeue shows (the pass's
+    ``planned_starts``): the plan's start for every tested job by default (3 at 600, not
+    the forward run's 610), none past ``bf_job_part_count_reserve`` reservations (3) or
+    beyond ``bf_max_job_test`` (3, 4); a job started now is shown at now."""
     state, started = slurm_state()
     spec = importlib.util.spec_from_file_location(
         "forecast_accuracy", Path(__file__).resolve().parents[1] / "benchmarks"
@@ -337,14 +338,15 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     policies = {}
-    for params, starts, shown in ((None, [1200.0, 610.0, 1800.0], {2, 3, 4}),
-                                  ("bf_job_part_count_reserve=1", [1200.0, 1800.0, 40.0],
-                                   {2, 4}),
-                                  ("bf_max_job_test=1", [1200.0, 1800.0, 1800.0], {2})):
+    for params, starts, shown in (
+            (None, [1200.0, 610.0, 1800.0], {2: 1200.0, 3: 600.0, 4: 1800.0}),
+            ("bf_job_part_count_reserve=1", [1200.0, 1800.0, 40.0], {2: 1200.0, 4: 40.0}),
+            ("bf_max_job_test=1", [1200.0, 1800.0, 1800.0], {2: 1200.0})):
         policy = build_policy("slurm", scheduler_parameters=params)
         fs = forecast(state, policy, None, started=started)
         assert [f.start for f in fs] == starts, params
-        assert bench.slurm_shows(state, fs, policy.conf) == shown, params
+        plan = {f.job: f.start for f in bench.slurm_plan(state, policy) if f.start is not None}
+        assert plan == shown, params
         policies[params] = policy
     easy = forecast(state, build_policy("fcfs"), None, started=started)
     assert [f.start for f in easy] == [1200.0, 1800.0, 40.0]
@@ -397,3 +399,20 @@ def test_point_shift_tried_in_the_benchmark_learns_only_errors_known_by_then(mon
         (f,) = cal.adjust(3000.0, [JobForecast("z", 4000.0, 4000.0, 4000.0, 4000.0)])
         moved.append(f.start)
     assert moved == [4000.0, pytest.approx(7000.0)]
+
+
+def test_slurms_shown_start_is_the_will_run_groups_last_end():
+    """Without ``bf_running_job_reserve`` Slurm's backfill asks the will-run test, which frees
+    running jobs in groups on 30-s windows of the wall clock: jobs 0 and 1 end at 600 and
+    620 s, one window, so job 2 (the 2 nodes job 0 frees would do) is shown at 620, the
+    group's last end, while Slurm's own run with every job at its limit starts it at 600."""
+    spec = importlib.util.spec_from_file_location(
+        "forecast_accuracy", Path(__file__).resolve().parents[1] / "benchmarks"
+        / "forecast_accuracy.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    running = ((Job(0, 0.0, 0.0, 600.0, 2), 600.0), (Job(1, 0.0, 0.0, 620.0, 2), 620.0))
+    state = ClusterState(40.0, System(4), (Job(2, 30.0, 0.0, 600.0, 2),), running)
+    policy = build_policy("slurm")
+    assert [f.start for f in bench.slurm_plan(state, policy)] == [620.0]
+    assert [f.start for f in forecast(state, policy, None, started={0: 0.0, 1: 0.0})] == [600.0]

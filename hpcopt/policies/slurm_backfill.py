@@ -154,6 +154,10 @@ class SlurmScheduler(Policy):
         self.conf = base
         self.launch_delay = float(launch_latency)
         self.clock_origin = float(clock_origin)
+        # the start the last backfill pass gave each job it tested, by job id: Slurm's
+        # ``start_time``, what ``squeue --start`` shows (now for a job it started); a job it
+        # did not test, or tested for a start now only and could not start, has none
+        self.planned_starts: dict = {}
         self._sim = None
 
     # ------------------------------------------------------------------ protocol
@@ -171,6 +175,7 @@ class SlurmScheduler(Policy):
             raise SimulationError(f"the slurm.conf's partition has {unit}, the simulated "
                                   f"system {system.nodes} {'cores' if per > 1 else 'nodes'}")
         self._sim = sim
+        self.planned_starts = {}
         self._per = per  # units (cores or nodes) per node
         self._units = system.nodes
         self._all = (1 << system.nodes) - 1
@@ -358,6 +363,7 @@ class SlurmScheduler(Policy):
         else:
             will_run = _WillRunTest(state.running_ends(), now, self.clock_origin)
         tested = reserved = planned = 0
+        shown = self.planned_starts = {}
         for job in queue:
             if job.id in state.started:
                 continue
@@ -386,6 +392,7 @@ class SlurmScheduler(Policy):
                 continue
             start, units = found
             planned += 1
+            shown[job.id] = max(start, now)
             if start <= now:
                 state.start(job, units)
                 if will_run is None or self._per == 1:
