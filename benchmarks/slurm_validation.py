@@ -805,6 +805,32 @@ def cmd_alone(args) -> None:
               f", {r['easy_tau']:.3f} |")
 
 
+def cmd_repeat(args) -> None:
+    """Slurm against itself: each pair of replay folders ran the same jobs on twin
+    testbeds; each Slurm-alone run of the first is compared with the run of the same
+    setting in the second, by the targets the model is held to (mean wait, Kendall tau of
+    the start order): how far Slurm repeats itself."""
+    dirs = [Path(d) for d in args.dirs]
+    if len(dirs) % 2:
+        raise SystemExit("repeat: give replay folders in pairs (A B [A B ...])")
+    print("| run | again | jobs | wait (s) | again (s) | deviation (again - run) / run | "
+          "Kendall tau |")
+    print("|---|---|---|---|---|---|---|")
+    for a, b in zip(dirs[::2], dirs[1::2]):
+        again = {r["name"].split("/")[-1]: r for r in alone_runs(b, args.nodes, "x/")}
+        for run in alone_runs(a, args.nodes, "x/"):
+            other = again.get(run["name"].split("/")[-1])
+            if other is None:
+                continue
+            shift = min(v[0] for v in other["real"].values()) - \
+                min(v[0] for v in run["real"].values())  # each on its own clock
+            got = compare(other["real"], {n: v[1] + shift for n, v in run["real"].items()})
+            setting = run["name"].split("/")[-1] or "default"
+            print(f"| {a} ({setting}) | {b} | {got['jobs']} | {got['wait_sim']:.0f} | "
+                  f"{got['wait_real']:.0f} | {got['wait_dev_pct']:+.1f}% | "
+                  f"{got['tau']:.3f} |")
+
+
 def cmd_month(args) -> None:
     """The simulator's speed under ``--policy slurm`` (Slurm's defaults, and one reservation)
     beside FCFS+EASY on ``--days`` days of a real trace, on the trace's clock: seconds of
@@ -948,6 +974,10 @@ def main() -> None:
     a.add_argument("--out", default="results/slurm/slurm-alone")
     a.add_argument("--plan-view", action="store_true",
                    help="running jobs as slots of the plan, not through Slurm's will-run test")
+    rp = sub.add_parser("repeat", help="Slurm against itself: pairs of replay folders that ran "
+                                       "the same jobs, compared run by run")
+    rp.add_argument("dirs", nargs="+", help="replay folders, in pairs (A B [A B ...])")
+    rp.add_argument("--nodes", type=int, default=8)
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))
@@ -957,7 +987,7 @@ def main() -> None:
     s.add_argument("--out", default="results/slurm/slurm-alone")
     args = p.parse_args()
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
-     "report": cmd_report, "crossval": cmd_crossval}[args.part](args)
+     "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat}[args.part](args)
 
 
 if __name__ == "__main__":
