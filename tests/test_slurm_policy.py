@@ -23,6 +23,8 @@ from hpcopt.sim.slurmconf import (
     read_slurm_conf,
 )
 
+from .conftest import shared_file
+
 
 def job(i, submit, minutes, nodes, runtime=None, bb=0.0):
     """A job whose limit is whole minutes and that runs to it unless told otherwise."""
@@ -394,6 +396,92 @@ def test_backfill_pass_matches_a_brute_force_plan(seed):
     expected = [q.id for q in queue[:head]] + brute_force_pass(
         now, nodes, held, [(q.id, q.nodes, int(q.walltime)) for q in queue[head:]])
     assert got == expected
+
+
+def will_run_oracle(now, running, avail, need, origin):
+    """Slurm's ``_will_run_test`` loop (select/cons_common/job_test.c, 22.05) transcribed
+    line by line on Python sets, apart from the model: ``running`` (end_time, node set)
+    sorted by end; each job with a usable node is removed, the first fixing ``end_time`` at
+    the next multiple of 30 s of the wall clock; a group stops when the next job (usable or
+    not) ends past ``end_time + time_window``; ``time_window`` then doubles (at least once)
+    until it covers that next end; after each group the job is tested on the freed nodes.
+    Returns the start (now, or the group's last end) and the free nodes, or ``None``."""
+    busy = set().union(*(ns for _, ns in running)) if running else set()
+    if len(avail - busy) >= need:
+        return now, avail - busy
+    jobs = sorted(running, key=lambda r: r[0])
+    time_window, end_time, it, more = 30, 0, 0, True
+    while more:
+        last = nxt = None
+        while True:
+            if it >= len(jobs):
+                more = False
+                break
+            end, nodes = jobs[it]
+            it += 1
+            if not nodes & avail:
+                continue
+            if not end_time:
+                end_time = end + (time_window - (end + origin) % time_window)
+            last = end
+            busy = busy - nodes
+            if it >= len(jobs):
+                more = False
+                break
+            nxt = jobs[it][0]
+            if nxt > end_time + time_window:
+                break
+        if last is None:
+            break
+        time_window *= 2
+        while nxt is not None and nxt > end_time + time_window:
+            time_window *= 2
+        if len(avail - busy) >= need:
+            return max(last, now), avail - busy
+    return None
+
+
+def kth_running_sets(seed, nodes=100):
+    """Running sets of KTH-SP2's shapes: its jobs' sizes and time limits in trace order,
+    packed on ``nodes`` nodes at random node numbers, each started up to its limit ago."""
+    rng = np.random.default_rng(seed)
+    trace = hpcopt.load_trace(shared_file("hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"))
+    first = int(rng.integers(0, len(trace.jobs) - 400))
+    free = list(rng.permutation(nodes))
+    now = 1_000_000 + int(rng.integers(0, 30))
+    running = []
+    for j in trace.jobs[first:first + 400]:
+        if j.nodes > len(free):
+            break
+        taken, free = {int(n) for n in free[:j.nodes]}, free[j.nodes:]
+        running.append((now + int(rng.integers(1, max(2, int(j.walltime)))), taken))
+    return now, running
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_will_run_test_matches_slurms_loop_on_kth_shapes(seed):
+    """The model's will-run test (``_WillRunTest``) gives the start and nodes of an
+    independent transcription of Slurm's loop, for every job size, on usable-node sets of
+    all, of a random half and of a reservation-free part, over running sets of KTH-SP2's
+    job sizes and limits on 100 nodes (whole-second ends, as Slurm's)."""
+    from hpcopt.policies.slurm_backfill import _WillRunTest
+
+    now, running = kth_running_sets(seed)
+    rng = np.random.default_rng(seed + 100)
+    origin = float(rng.integers(0, 30))
+    mask = lambda ns: sum(1 << n for n in ns)  # noqa: E731
+    test = _WillRunTest([(end, mask(ns), 0.0) for end, ns in running], now, origin)
+    everything = set(range(100))
+    for avail in (everything, {n for n in everything if rng.random() < 0.5},
+                  set(range(60))):
+        for need in range(1, len(avail) + 1, 3):
+            want = will_run_oracle(now, running, avail, need, origin)
+            got = test.start(mask(avail), need, False)
+            if want is None:
+                assert got is None, (need, got)
+            else:
+                assert got is not None and got[0] == want[0] and got[1] == mask(want[1]), \
+                    (need, got and got[0], want[0])
 
 
 # ---------------------------------------------------------------- through the one loop
