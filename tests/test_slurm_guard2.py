@@ -580,6 +580,8 @@ def test_a_user_cannot_forge_or_plant_the_lock(site):
     lock_dir = Path("/run/hpcopt")
     ensure_lock_dir(lock_dir)
     path = default_lock_path("batch", s.env["SLURM_CONF"])
+    # an earlier testbed on the same controller port may have left its (root's) lock here
+    path.unlink(missing_ok=True)
     p = s.user("sh", "-c", f"echo '{{\"pid\": 1, \"host\": \"forged\"}}' > {path}")
     assert p.returncode != 0 and not path.exists()  # the directory is root's alone
     # a lock the user plants where anyone may write (--lock there): refused, left alone
