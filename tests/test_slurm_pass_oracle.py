@@ -1,0 +1,103 @@
+"""``--policy slurm``'s whole pass against an independent oracle written from Slurm's source
+(tests/slurm_pass_oracle.py), on windows dumped from simulations of a real trace, and on
+two hand-made windows that show what the oracle caught."""
+
+from __future__ import annotations
+
+import pytest
+
+import hpcopt
+from hpcopt.policies.slurm_backfill import _TimeMap, _WillRunTest
+from hpcopt.scenario import trace_clock_origin
+
+from .conftest import shared_file
+from .slurm_pass_oracle import compare, dump, model_pass, run_pass
+
+KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def window(now, running, queue, nodes):
+    """A window of the oracle's format, no licenses, on the Unix clock's time 0."""
+    return {"now": now, "origin": 0.0, "nodes": nodes, "licenses": 0.0,
+            "running": [[f"r{k}", start, lim, ns, 0.0]
+                        for k, (start, lim, ns) in enumerate(running)],
+            "queue": [[jid, need, minutes * 60, 0.0] for jid, need, minutes in queue]}
+
+
+def test_identical_neighbour_slots_of_the_plan_are_one_record():
+    """``_add_reservation`` merges a record with its neighbour when both leave the same
+    nodes free, and ``later_start`` looks one record ahead of where the job's span ends.
+    4 nodes, node 3 busy for a day, nodes 0-2 to 600.  A (2 nodes) is reserved 600-1200,
+    B and C (3 nodes each) 1200-1800 and 1800-2400: C's slot leaves node 3 free as B's
+    did, one record 1200-2400.  D (3 nodes, 15 min) sees only nodes 2-3 by 900; the record
+    after the one past its span is the plan's tail, where all nodes are free: tried again
+    from 2400, it is reserved there.  Two records 1200-1800 and 1800-2400 would hide the
+    tail: no start for D."""
+    w = window(0, [(0, 600, [0, 1, 2]), (0, 100020, [3])],
+               [("A", 2, 10), ("B", 3, 10), ("C", 3, 10), ("D", 3, 15)], 4)
+    for version in ("22.05", "24.11"):
+        conf = {"version": version}
+        assert run_pass(w, conf) == ([], {"A": 600, "B": 1200, "C": 1800, "D": 2400})
+        assert compare(w, conf) is None
+
+
+@pytest.mark.parametrize("version, t", [("22.05", 630), ("24.11", 660)])
+def test_a_job_the_pass_starts_is_held_to_its_end_on_the_grid(version, t):
+    """``_bf_reserve_running`` holds a job the pass starts to its end rounded to
+    ``bf_resolution`` (down before 24.11, up from it).  3 nodes at 30 s; node 0 busy to
+    3630, so H (3 nodes) is reserved from 3630.  S (1 node, 10 min) starts now on node 1,
+    to 630: held to 600 (22.05) or 660 (24.11).  T (2 nodes, 10 min) is tried again from
+    there; the will-run test frees S at 630 and T's slot meets no reservation: it is
+    reserved at 630 (22.05) or 660 (24.11).  Held to 630 exactly, T's slot from 600 would
+    meet S's and T would wait for H's end."""
+    w = window(30, [(30, 3600, [0])], [("H", 3, 60), ("S", 1, 10), ("T", 2, 10)], 3)
+    conf = {"version": version}
+    assert run_pass(w, conf) == (["S"], {"H": 3630, "S": 30, "T": t})
+    assert compare(w, conf) is None
+
+
+def kth_windows(version, part_count, jobs=250, every=5):
+    trace = hpcopt.load_trace(shared_file(KTH))
+    conf = {"version": version, "bf_job_part_count_reserve": part_count}
+    return conf, dump(trace.jobs[:jobs], trace.system, conf, trace_clock_origin(trace),
+                      every=every)
+
+
+@pytest.mark.parametrize("version, part_count", [("22.05", 0), ("24.11", 0), ("22.05", 1),
+                                                  ("24.11", 1)])
+def test_the_model_matches_the_oracle_on_real_windows(version, part_count):
+    """Every 5th window of the first 250 jobs of KTH-SP2 (100 nodes, Slurm's defaults):
+    the same jobs started and the same start for every job the pass tested."""
+    conf, windows = kth_windows(version, part_count)
+    assert len(windows) > 50
+    bad = [d for w in windows if (d := compare(w, conf))]
+    assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
+
+
+def test_the_oracle_catches_a_lost_wall_clock_anchor(monkeypatch):
+    """A model whose will-run test aligns its 30-s windows on the simulation's time 0
+    instead of the wall clock differs from the oracle on real windows."""
+    conf, windows = kth_windows("22.05", 0, jobs=400, every=1)
+    init = _WillRunTest.__init__
+
+    def at_zero(self, running, now, origin):
+        init(self, running, now, 0.0)
+
+    monkeypatch.setattr(_WillRunTest, "__init__", at_zero)
+    assert any(compare(w, conf) for w in windows)
+
+
+def test_the_oracle_catches_a_search_without_later_start(monkeypatch):
+    """A model that never tries a job again from a later reservation end (``later_start``)
+    differs from the oracle on real windows."""
+    conf, windows = kth_windows("22.05", 0)
+    free_between = _TimeMap.free_between
+    monkeypatch.setattr(_TimeMap, "free_between",
+                        lambda self, *a: (free_between(self, *a)[0], 0.0))
+    assert any(compare(w, conf) for w in windows)
+
+
+def test_model_pass_reads_the_window():
+    """The model's side starts what fits now and plans the rest, on the window's nodes."""
+    w = window(0, [(0, 600, [1])], [("A", 2, 10), ("B", 1, 5)], 2)
+    assert model_pass(w, {"version": "24.11"}) == (["B"], {"A": 600.0, "B": 0.0})
