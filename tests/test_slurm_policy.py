@@ -301,16 +301,17 @@ def test_a_later_pass_whose_test_reaches_further_is_computed_again():
 
 
 def test_a_whole_node_job_started_by_backfill_stays_in_the_plan(monkeypatch):
-    """``_bf_reserve_running``: on whole nodes a job the pass starts is held in the plan.
-    4 nodes; R (node 0) runs to 1020 and T (4 nodes) waits for it.  At 50 the pass starts S
-    (1 node, to 350); N (3 nodes) tested next sees S's node held to 350 and no start in
-    the pass (at 350 its slot meets S's); M (1 node, 10 min) backfills at once.  Seen only
-    through the will-run test (the plan view too), S frees its node at 350: N is
-    reserved there on nodes 1-3 and M waits."""
+    """``_bf_reserve_running``: on whole nodes a job the pass starts is held in the plan,
+    to its end on the plan's grid.  4 nodes; R (node 0) runs to 1020 and T (4 nodes) waits
+    for it.  At 50 the pass starts S (1 node, to 350, held to 360); N (3 nodes) tested
+    next is reserved from 360 on nodes 1-3 (from 24.11 the will-run test from there frees
+    S at once); M (1 node, 10 min) finds only node 0, R's, and waits for T.  N starts when
+    S ends.  Seen as a slot of the plan to its exact end, S gives the same starts
+    (tests/test_slurm_pass_oracle.py checks the pass itself against Slurm's source)."""
     jobs = [job(0, 0, 17, 1), job(1, 45, 10, 4), job(2, 50, 5, 1), job(3, 50, 5, 3),
             job(4, 50, 10, 1)]
     got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
-    assert (got[2], got[3], got[4]) == (50.0, 650.0, 50.0)
+    assert (got[2], got[3], got[4]) == (50.0, 350.0, 1620.0)
     monkeypatch.setattr(SlurmScheduler, "will_run_test", False)
     got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
     assert (got[2], got[3], got[4]) == (50.0, 350.0, 1620.0)

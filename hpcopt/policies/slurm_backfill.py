@@ -361,9 +361,13 @@ class SlurmScheduler(Policy):
         if conf.bf_running_job_reserve or not self.will_run_test:
             self._hold_running(plan, state)
         else:
-            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin)
+            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin,
+                                    conf.round_ends_up)
         tested = reserved = planned = 0
         shown = self.planned_starts = {}
+        # Slurm's plan ends at the window: what the pass holds past it is not seen there
+        # (``node_space``); the plan view keeps the running jobs' ends past it
+        horizon = window_end if will_run is not None else math.inf
         for job in queue:
             if job.id in state.started:
                 continue
@@ -395,10 +399,14 @@ class SlurmScheduler(Policy):
             shown[job.id] = max(start, now)
             if start <= now:
                 state.start(job, units)
-                if will_run is None or self._per == 1:
-                    # on whole nodes Slurm's plan holds the jobs the pass starts
-                    # (``_bf_reserve_running``)
+                if will_run is None:
                     plan.hold(now, now + dur, units, job.bb)
+                elif self._per == 1:
+                    # on whole nodes Slurm's plan holds the jobs the pass starts to their
+                    # end on the plan's grid (``_bf_reserve_running``): the will-run test
+                    # still sees them running to their end
+                    hi = plan.slot(now, running_end(now + dur))[1]
+                    plan.hold(now, min(hi, horizon), units, job.bb)
                 if will_run is not None:
                     will_run.add(state.added[-1])
                 continue
@@ -406,7 +414,7 @@ class SlurmScheduler(Policy):
                 plan.beyond = min(plan.beyond, start)
                 continue
             lo, hi = plan.slot(start, start + slot)
-            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
+            plan.hold(max(now, lo), min(hi, horizon), self.whole_nodes(units), job.bb)
             reserved += 1
         # with time alone a job left out past the window may come into it, and a job's
         # will-run test from now reach a further slot
@@ -451,7 +459,7 @@ class SlurmScheduler(Policy):
         start_res = now
         while start_res <= window_end:
             avail, later = free_between(start_res, start_res + limit, eligible, window_end)
-            got = will_run_start(avail, need, only_now)
+            got = will_run_start(avail, need, only_now, start_res, later, job.bb > 0)
             if got is not None:
                 start = got[0] if got[0] > start_res else start_res
                 if start <= now:
@@ -675,12 +683,28 @@ class _TimeMap:
         for k in range(a, b):
             held[k] |= units
             lics[k] += lic
+        self._join_one(max(a - 2, 0), b)
+
+    def _join_one(self, first: int, stop: int) -> None:
+        """Join the first slot from ``first`` (before ``stop``) that holds what the next one
+        holds with it: Slurm's plan drops one such record after each reservation, from the
+        record before the one the reservation starts in to the one after its end
+        (backfill.c's ``_add_reservation``).  It matters: ``later_start`` looks one record
+        past a job's span (``free_between``), so two equal records hide the next change."""
+        times, held, lics = self.times, self.held, self.lic
+        k = first
+        while k != stop and k + 1 < len(times):
+            if held[k] == held[k + 1] and lics[k] == lics[k + 1]:
+                del times[k + 1], held[k + 1], lics[k + 1]
+                return
+            k += 1
 
     def free_between(self, start: float, end: float, eligible: int, window_end: float):
         """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
         first slot from ``start`` after which an eligible unit is free that was not free
         through it (backfill.c's ``later_start``: the search tries again from there; 0 if
-        none before ``window_end``)."""
+        none before ``window_end``); from 24.11 (``round_up``), failing that, the end of
+        the slot after the first one past ``end`` (``_attempt_backfill``)."""
         times, held = self.times, self.held
         last = len(times) - 1  # the last slot runs to window_end
         avail, later = eligible, 0.0
@@ -690,6 +714,11 @@ class _TimeMap:
                     eligible & ~held[k + 1] & ~(avail & ~held[k]):
                 later = times[k + 1]
             if times[k] > end:
+                if not later and self.round_up and k + 2 < len(times) and \
+                        times[k + 2] < window_end:
+                    # from 24.11 a span that ends before slot k tries again from the end
+                    # of the slot after it, when that is not the plan's last
+                    later = times[k + 2]
                 return avail, later
             avail &= ~held[k]
         if window_end > start and times[last] <= end:
@@ -756,21 +785,28 @@ class _WillRunTest:
     (``clock_origin`` is the wall-clock time of simulated time 0), each later group the
     next end and every one within a window that doubles each time; the predicted start is
     the group's last end.  So two ends in one 30-s window of the wall clock give a job
-    needing both the later one.  The groups of a set of usable units are kept for the
-    pass (many jobs are tested on the same units) until a job starts."""
+    needing both the later one.  From 24.11 (``future``) the test is told backfill's
+    ``start_res`` and ``later_start`` (``will_run_data``): from a ``start_res`` after now
+    it skips the test now, frees at once every running job that ends before it, and its
+    groups stop at ``later_start``; a running job that holds licenses the job asks for
+    counts in the groups even on none of the usable units (``_future_run_test`` and
+    ``_build_cr_job_list``).  The groups of a set of usable units are kept for the pass
+    (many jobs are tested on the same units) until a job starts."""
 
-    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "_groups")
+    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "future", "_groups")
 
-    def __init__(self, running: list, now: float, origin: float) -> None:
+    def __init__(self, running: list, now: float, origin: float,
+                 future: bool = False) -> None:
         self.now = now
         self.origin = origin
+        self.future = future
         self.ends = sorted(running, key=lambda r: r[0])  # (end, units, licenses)
         busy = 0
         for _, units, _ in running:
             busy |= units
         self.busy = busy
         self.stale_at = math.inf  # from when the same pass may plan differently
-        self._groups: dict[int, list] = {}
+        self._groups: dict[tuple, list] = {}
 
     def add(self, running: tuple) -> None:
         """A job the pass starts (its end, units, licenses) runs from now on."""
@@ -778,41 +814,65 @@ class _WillRunTest:
         self.busy |= running[1]
         self._groups.clear()
 
-    def start(self, avail: int, need: int, only_now: bool):
+    def start(self, avail: int, need: int, only_now: bool, start_res: float | None = None,
+              later: float = 0.0, lic: bool = False):
         """(the predicted start, the units of ``avail`` free then) for a job of ``need``
-        units on ``avail``; ``None`` when it never fits (or, with ``only_now``, not now)."""
-        free = avail & ~self.busy
-        if free.bit_count() >= need:
-            return self.now, free
-        if only_now or avail.bit_count() < need:
+        units on ``avail`` (asking licenses: ``lic``), tested from ``start_res`` with
+        backfill's ``later_start`` ``later`` (both read from 24.11 on); ``None`` when it
+        never fits (or, with ``only_now``, not now).  A start now from a later
+        ``start_res`` means that time."""
+        now = self.now
+        ahead = self.future and start_res is not None and start_res > now
+        if not ahead:
+            free = avail & ~self.busy
+            if free.bit_count() >= need:
+                return now, free
+            if only_now:
+                return None
+        if avail.bit_count() < need:
             return None
-        groups = self._groups.get(avail)
+        key = (avail, start_res, later, lic) if self.future else (avail,)
+        groups = self._groups.get(key)
         if groups is None:
-            groups = self._groups[avail] = self._grouped(avail)
+            groups = self._groups[key] = self._grouped(avail, start_res, later, lic)
         for last, free, count in groups:
             if count >= need:
-                return (last if last > self.now else self.now), free
+                return (last if last > now else now), free
         return None
 
-    def _grouped(self, avail: int) -> list:
+    def _grouped(self, avail: int, start_res: float | None = None, later: float = 0.0,
+                 lic: bool = False) -> list:
         """(the group's last end, the units of ``avail`` free after it, how many) for each
         group of the running jobs on ``avail``, in order (a job on none of them is
-        skipped; a job without a time limit is never freed)."""
+        skipped; a job without a time limit is never freed).  From 24.11 the jobs that end
+        before ``start_res`` come first, as one group ending now, and the groups stop at
+        ``later`` (class docstring)."""
         out = []
         ends, origin = self.ends, self.origin
         busy = self.busy
+        if self.future:
+            begin = start_res if start_res is not None else self.now
+            ahead = [e for e in ends if e[0] < begin]
+            for _, units, held in ahead:
+                if units & avail or (lic and held > 0):
+                    busy &= ~units
+            free = avail & ~busy
+            out.append((self.now, free, free.bit_count()))
+            ends = ends[len(ahead):]
+            if later:
+                ends = ends[:bisect_right(ends, later, key=lambda e: e[0])]
         anchor = None
         window = 30.0
         i, n = 0, len(ends)
         while i < n:
             last = None
             while i < n:
-                end, units, _ = ends[i]
+                end, units, held = ends[i]
                 if end == math.inf:  # no time limit: never freed (nor any job after it)
                     i = n
                     break
                 i += 1
-                if not units & avail:
+                if not units & avail and not (self.future and lic and held > 0):
                     continue
                 if anchor is None:  # the first end's next 30-s boundary of the wall clock
                     anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
