@@ -14,17 +14,22 @@ from .conftest import shared_file
 from .slurm_pass_oracle import compare, dump, model_pass, run_pass
 
 KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
+# the burst-buffer KTH workload: each job asks burst buffer, here licenses of one pool
+KTH_BB = "burst_buffer/kopanski_kth_batsim/KTH-SP2-1996-2.1-cln-io-aware-1000.json.gz"
 
 
-def window(now, running, queue, nodes):
-    """A window of the oracle's format, no licenses, on the Unix clock's time 0."""
-    return {"now": now, "origin": 0.0, "nodes": nodes, "licenses": 0.0,
+def window(now, running, queue, nodes, licenses=0.0):
+    """A window of the oracle's format on the Unix clock's time 0; a queued job's fourth
+    item, if any, is its licenses."""
+    return {"now": now, "origin": 0.0, "nodes": nodes, "licenses": licenses,
             "running": [[f"r{k}", start, lim, ns, 0.0]
                         for k, (start, lim, ns) in enumerate(running)],
-            "queue": [[jid, need, minutes * 60, 0.0] for jid, need, minutes in queue]}
+            "queue": [[jid, need, minutes * 60, float(lic[0]) if lic else 0.0]
+                      for jid, need, minutes, *lic in queue]}
 
 
-def test_identical_neighbour_slots_of_the_plan_are_one_record():
+@pytest.mark.parametrize("licenses", [False, True])
+def test_identical_neighbour_slots_of_the_plan_are_one_record(licenses):
     """``_add_reservation`` merges a record with its neighbour when both leave the same
     nodes free, and ``later_start`` looks one record ahead of where the job's span ends.
     4 nodes, node 3 busy for a day, nodes 0-2 to 600.  A (2 nodes) is reserved 600-1200,
@@ -32,9 +37,12 @@ def test_identical_neighbour_slots_of_the_plan_are_one_record():
     did, one record 1200-2400.  D (3 nodes, 15 min) sees only nodes 2-3 by 900; the record
     after the one past its span is the plan's tail, where all nodes are free: tried again
     from 2400, it is reserved there.  Two records 1200-1800 and 1800-2400 would hide the
-    tail: no start for D."""
+    tail: no start for D.  Without ``bf_licenses`` the plan holds no licenses: jobs that ask
+    different numbers of them leave records that are the same."""
+    lic = (1, 2, 3, 4) if licenses else (0, 0, 0, 0)
     w = window(0, [(0, 600, [0, 1, 2]), (0, 100020, [3])],
-               [("A", 2, 10), ("B", 3, 10), ("C", 3, 10), ("D", 3, 15)], 4)
+               [("A", 2, 10, lic[0]), ("B", 3, 10, lic[1]), ("C", 3, 10, lic[2]),
+                ("D", 3, 15, lic[3])], 4, licenses=20.0)
     for version in ("22.05", "24.11"):
         conf = {"version": version}
         assert run_pass(w, conf) == ([], {"A": 600, "B": 1200, "C": 1800, "D": 2400})
@@ -56,19 +64,21 @@ def test_a_job_the_pass_starts_is_held_to_its_end_on_the_grid(version, t):
     assert compare(w, conf) is None
 
 
-def kth_windows(version, part_count, jobs=250, every=5):
-    trace = hpcopt.load_trace(shared_file(KTH))
+def kth_windows(version, part_count, jobs=250, every=5, path=KTH):
+    trace = hpcopt.load_trace(shared_file(path))
     conf = {"version": version, "bf_job_part_count_reserve": part_count}
     return conf, dump(trace.jobs[:jobs], trace.system, conf, trace_clock_origin(trace),
                       every=every)
 
 
+@pytest.mark.parametrize("path", [KTH, KTH_BB])
 @pytest.mark.parametrize("version, part_count", [("22.05", 0), ("24.11", 0), ("22.05", 1),
                                                   ("24.11", 1)])
-def test_the_model_matches_the_oracle_on_real_windows(version, part_count):
-    """Every 5th window of the first 250 jobs of KTH-SP2 (100 nodes, Slurm's defaults):
-    the same jobs started and the same start for every job the pass tested."""
-    conf, windows = kth_windows(version, part_count)
+def test_the_model_matches_the_oracle_on_real_windows(version, part_count, path):
+    """Every 5th window of the first 250 jobs of KTH-SP2 (100 nodes) and of its
+    burst-buffer workload (96 nodes, licenses), Slurm's defaults and one reservation: the
+    same jobs started and the same start for every job the pass tested."""
+    conf, windows = kth_windows(version, part_count, path=path)
     assert len(windows) > 50
     bad = [d for w in windows if (d := compare(w, conf))]
     assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
@@ -114,3 +124,13 @@ def test_the_plan_ends_at_the_window():
         conf = {"version": version, "bf_window": 10}
         assert run_pass(w, conf) == ([], {"A": 620, "B": 620})
         assert compare(w, conf) is None
+
+
+def test_a_running_jobs_end_is_a_whole_second():
+    """Slurm's ``start_time`` is the controller's whole second, so a running job's
+    ``end_time`` is too: a job started at 0.5 with a 10-min limit ends at 600 for the
+    will-run test, and the job waiting for its node is planned there."""
+    w = window(10, [(0.5, 600, [0])], [("A", 1, 10)], 1)
+    for version in ("22.05", "24.11"):
+        assert run_pass(w, {"version": version}) == ([], {"A": 600})
+        assert compare(w, {"version": version}) is None

@@ -690,11 +690,12 @@ class _TimeMap:
         holds with it: Slurm's plan drops one such record after each reservation, from the
         record before the one the reservation starts in to the one after its end
         (backfill.c's ``_add_reservation``).  It matters: ``later_start`` looks one record
-        past a job's span (``free_between``), so two equal records hide the next change."""
+        past a job's span (``free_between``), so two equal records hide the next change.
+        Licenses count only when the plan holds them (``bf_licenses``)."""
         times, held, lics = self.times, self.held, self.lic
         k = first
         while k != stop and k + 1 < len(times):
-            if held[k] == held[k + 1] and lics[k] == lics[k + 1]:
+            if held[k] == held[k + 1] and (not self.licenses or lics[k] == lics[k + 1]):
                 del times[k + 1], held[k + 1], lics[k + 1]
                 return
             k += 1
@@ -800,7 +801,10 @@ class _WillRunTest:
         self.now = now
         self.origin = origin
         self.future = future
-        self.ends = sorted(running, key=lambda r: r[0])  # (end, units, licenses)
+        # (end, units, licenses), the end in the controller's whole seconds (``end_time``:
+        # ``running_end``)
+        self.ends = sorted(((running_end(e), u, lic) for e, u, lic in running),
+                           key=lambda r: r[0])
         busy = 0
         for _, units, _ in running:
             busy |= units
@@ -810,7 +814,8 @@ class _WillRunTest:
 
     def add(self, running: tuple) -> None:
         """A job the pass starts (its end, units, licenses) runs from now on."""
-        insort(self.ends, running, key=lambda r: r[0])
+        end, units, lic = running
+        insort(self.ends, (running_end(end), units, lic), key=lambda r: r[0])
         self.busy |= running[1]
         self._groups.clear()
 
