@@ -4,7 +4,8 @@ of real traces.
 The oracle (tests/slurm_pass_oracle.py) is a transcription of Slurm 22.05.8's and 24.11.5's
 ``_attempt_backfill`` and the node selection's will-run test on plain sets, written apart
 from the model.  Each trace is simulated under ``--policy slurm`` (Slurm's defaults, and
-``bf_job_part_count_reserve=1``; each Slurm release's rules); every ``--every``-th state in
+``bf_job_part_count_reserve=1``, and ``bf_resolution=300,bf_window=240,bf_max_job_test=10``;
+each Slurm release's rules); every ``--every``-th state in
 which jobs wait (time, running jobs with their starts, limits and nodes, the queue in
 priority order with sizes, limits and licenses) is given to the model (a fresh policy, one
 decision) and to the oracle, and the two are compared: the jobs started now, and the start
@@ -32,7 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.slurm_pass_oracle import compare, dump  # noqa: E402
 
-SETTINGS = {"defaults": 0, "pcr1": 1}
+# Slurm's defaults; one reservation; coarse slots, a short window and few jobs tested
+SETTINGS = {"defaults": {}, "pcr1": {"bf_job_part_count_reserve": 1},
+            "tuned": {"bf_resolution": 300, "bf_window": 240, "bf_max_job_test": 10}}
 
 
 def traces(jobs: int):
@@ -71,8 +74,8 @@ def main(argv=None) -> int:
         return 2
     for name, jobs, system, origin in runs:
         for version in ("22.05", "24.11"):
-            for setting, part_count in SETTINGS.items():
-                conf = {"version": version, "bf_job_part_count_reserve": part_count}
+            for setting, params in SETTINGS.items():
+                conf = {"version": version, **params}
                 t0 = time.perf_counter()
                 windows = dump(jobs, system, conf, origin, every=args.every)
                 bad = [(w, d) for w in windows if (d := compare(w, conf))]

@@ -86,9 +86,10 @@ class NodeSpace:
         self.rec = [[begin, end, set(nodes), 0]]
 
     def walk(self):
+        """The records in time order (following ``next``)."""
         j = 0
         while True:
-            yield j, self.rec[j]
+            yield self.rec[j]
             j = self.rec[j][3]
             if j == 0:
                 return
@@ -146,7 +147,7 @@ class NodeSpace:
 
     def overlap(self, use: set, start: int, end_reserve: int) -> bool:
         """``_test_resv_overlap``: the nodes meet a reservation over [start, end_reserve)."""
-        for _, (b, e, avail, _) in self.walk():
+        for b, e, avail, _ in self.walk():
             if e > start and b < end_reserve and not use <= avail:
                 return True
         return False
@@ -283,10 +284,10 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
             end_time = lim + max(start_res, now)
             avail = set(every)
             tmp = set(avail)
-            for j, (b, e, sp, nx) in ns.walk():
-                if e > start_res and nx and later_start == 0:
-                    if not (tmp & ns.rec[nx][2]) <= (avail & sp):
-                        later_start = e
+            for b, e, sp, nx in ns.walk():
+                if e > start_res and nx and later_start == 0 and \
+                        not (tmp & ns.rec[nx][2]) <= (avail & sp):
+                    later_start = e
                 if e <= start_res:
                     pass
                 elif b <= end_time:
@@ -429,9 +430,10 @@ def compare(window: dict, conf: dict) -> str | None:
     backfill-tested job's start), else a one-line description of the first difference."""
     got_started, got_planned = model_pass(window, conf)
     want_started, want_planned = run_pass(window, conf)
-    if set(got_started) != set(want_started):
-        return (f"t={window['now']}: started model-only {sorted(set(got_started) - set(want_started))}"
-                f" oracle-only {sorted(set(want_started) - set(got_started))}")
+    got, want = set(got_started), set(want_started)
+    if got != want:
+        return (f"t={window['now']}: started model-only {sorted(got - want)} oracle-only "
+                f"{sorted(want - got)}")
     for jid in list(want_planned) + [j for j in got_planned if j not in want_planned]:
         if got_planned.get(jid) != want_planned.get(jid):
             return (f"t={window['now']}: job {jid} planned model {got_planned.get(jid)} "

@@ -134,3 +134,30 @@ def test_a_running_jobs_end_is_a_whole_second():
     for version in ("22.05", "24.11"):
         assert run_pass(w, {"version": version}) == ([], {"A": 600})
         assert compare(w, {"version": version}) is None
+
+
+def test_before_24_11_a_job_shorter_than_the_resolution_meets_no_reservation():
+    """Before 24.11 ``_test_resv_overlap`` reads the slot's end rounded down, before
+    ``_add_reservation`` makes it one ``bf_resolution`` long.  5-min slots; R holds both
+    nodes to 420: A and B (both nodes, 1 min) are both planned at 420, B's span (300 to
+    300) meeting nothing.  From 24.11 the end is rounded up: B's slot meets A's, 300-600,
+    and B waits for its end."""
+    w = window(0, [(0, 420, [0, 1])], [("A", 2, 1), ("B", 2, 1)], 2)
+    conf = {"version": "22.05", "bf_resolution": 300}
+    assert run_pass(w, conf) == ([], {"A": 420, "B": 420})
+    assert compare(w, conf) is None
+    conf = {"version": "24.11", "bf_resolution": 300}
+    assert run_pass(w, conf) == ([], {"A": 420, "B": 600})
+    assert compare(w, conf) is None
+
+
+def test_bf_max_job_test_counts_the_jobs_that_reach_the_node_test():
+    """``bf_max_job_test`` counts the jobs the select plugin tests (``bf_last_depth_try``),
+    not one whose usable nodes are too few before it.  2 nodes, the plan ends at 4200
+    (``bf_window`` 70 min); A (both, 1 h) is reserved 600-4200, so B (both, 10 min) has no
+    node free over its span and no later time in the plan: not tested.  C (1 node) is the
+    second job tested, within ``bf_max_job_test=2``, and starts now."""
+    w = window(0, [(0, 600, [0])], [("A", 2, 60), ("B", 2, 10), ("C", 1, 5)], 2)
+    conf = {"version": "22.05", "bf_window": 70, "bf_max_job_test": 2}
+    assert run_pass(w, conf) == (["C"], {"A": 600, "C": 0})
+    assert compare(w, conf) is None

@@ -375,7 +375,8 @@ class SlurmScheduler(Policy):
                 break
             if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
                 continue  # not runnable now: not tested
-            tested += 1
+            if will_run is None:
+                tested += 1
             if state.capped(job):
                 continue  # no start, no reservation, not counted (module docstring)
             only_now = bool(conf.bf_job_part_count_reserve) and \
@@ -389,8 +390,12 @@ class SlurmScheduler(Policy):
                     found = (found[0], self.choose(found[1], job.nodes))
                 slot = dur  # the plan's slots hold the latency too
             else:
+                tests = will_run.tests
                 found = self._will_run_search(job, limit, plan, will_run, only_now,
                                               window_end)
+                # bf_max_job_test counts the jobs that reached the node selection's test
+                # (``bf_last_depth_try``): not one whose usable nodes were too few
+                tested += will_run.tests > tests
                 slot = limit  # Slurm reserves the time limit
             if found is None:
                 continue
@@ -467,6 +472,10 @@ class SlurmScheduler(Policy):
                 if not (later and start > later):
                     units = self.choose(got[1], need)
                     lo, hi = plan.slot(start, start + limit)
+                    if not plan.round_up:  # before 24.11 the test reads the end rounded
+                        # down before _add_reservation makes the slot one bf_resolution
+                        # long: a job shorter than that meets no reservation
+                        hi = math.floor((start + limit) / plan.res + 1e-9) * plan.res
                     if not plan.holds_any(lo, hi, self.whole_nodes(units)):
                         return start, units
                     if start > start_res:
@@ -794,7 +803,7 @@ class _WillRunTest:
     ``_build_cr_job_list``).  The groups of a set of usable units are kept for the pass
     (many jobs are tested on the same units) until a job starts."""
 
-    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "future", "_groups")
+    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "future", "tests", "_groups")
 
     def __init__(self, running: list, now: float, origin: float,
                  future: bool = False) -> None:
@@ -810,6 +819,7 @@ class _WillRunTest:
             busy |= units
         self.busy = busy
         self.stale_at = math.inf  # from when the same pass may plan differently
+        self.tests = 0  # calls with enough usable units (backfill's ``_try_sched``)
         self._groups: dict[tuple, list] = {}
 
     def add(self, running: tuple) -> None:
@@ -827,6 +837,8 @@ class _WillRunTest:
         never fits (or, with ``only_now``, not now).  A start now from a later
         ``start_res`` means that time."""
         now = self.now
+        if avail.bit_count() >= need:
+            self.tests += 1
         ahead = self.future and start_res is not None and start_res > now
         if not ahead:
             free = avail & ~self.busy
