@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 
 DEFAULTS = {"version": "24.11", "bf_resolution": 60, "bf_window": 1440,
-            "bf_max_job_test": 500, "bf_job_part_count_reserve": 0}
+            "bf_max_job_test": 500, "bf_job_part_count_reserve": 0,
+            "bf_running_job_reserve": False, "bf_licenses": False}
 
 
 def limit_s(walltime: float) -> int:
@@ -79,11 +80,12 @@ def choose(free: set, need: int) -> set | None:
 # ------------------------------------------------------------------ node_space
 
 class NodeSpace:
-    """backfill.c's ``node_space`` table: records [begin, end, avail set, next], record 0
-    first, ``next`` 0 at the last."""
+    """backfill.c's ``node_space`` table: records [begin, end, avail set, next, licenses
+    remaining (None: the plan holds no licenses)], record 0 first, ``next`` 0 at the
+    last."""
 
-    def __init__(self, begin: int, end: int, nodes: set) -> None:
-        self.rec = [[begin, end, set(nodes), 0]]
+    def __init__(self, begin: int, end: int, nodes: set, licenses: float | None) -> None:
+        self.rec = [[begin, end, set(nodes), 0, licenses]]
 
     def walk(self):
         """The records in time order (following ``next``)."""
@@ -94,9 +96,10 @@ class NodeSpace:
             if j == 0:
                 return
 
-    def add_reservation(self, start: int, end_reserve: int, job_nodes: set, res: int) -> None:
+    def add_reservation(self, start: int, end_reserve: int, job_nodes: set, res: int,
+                        lic: float = 0.0) -> None:
         """``_add_reservation``: ``res_bitmap`` is the complement of the job's nodes, so
-        merging it in is removing them."""
+        merging it in is removing them; ``bf_licenses_deduct`` takes the job's licenses."""
         ns = self.rec
         placed = False
         one_before, one_after = 0, -1
@@ -106,7 +109,7 @@ class NodeSpace:
         j = 0
         while True:
             if ns[j][1] > start:
-                ns.append([start, ns[j][1], set(ns[j][2]), ns[j][3]])
+                ns.append([start, ns[j][1], set(ns[j][2]), ns[j][3], ns[j][4]])
                 i = len(ns) - 1
                 ns[j][1] = start
                 ns[j][3] = i
@@ -124,11 +127,13 @@ class NodeSpace:
             if j == 0:
                 break
             if end_reserve < ns[j][1]:
-                ns.append([end_reserve, ns[j][1], set(ns[j][2]), ns[j][3]])
+                ns.append([end_reserve, ns[j][1], set(ns[j][2]), ns[j][3], ns[j][4]])
                 i = len(ns) - 1
                 ns[j][1] = end_reserve
                 ns[j][3] = i
             ns[j][2] -= job_nodes
+            if ns[j][4] is not None:
+                ns[j][4] -= lic
             if end_reserve == ns[j][1]:
                 if ns[j][3]:
                     one_after = ns[j][3]
@@ -138,33 +143,44 @@ class NodeSpace:
             j = ns[i][3]
             if j == 0:
                 break
-            if ns[i][2] != ns[j][2]:
+            if ns[i][4] != ns[j][4] or ns[i][2] != ns[j][2]:
                 i = j
                 continue
             ns[i][1] = ns[j][1]
             ns[i][3] = ns[j][3]
             break
 
-    def overlap(self, use: set, start: int, end_reserve: int) -> bool:
-        """``_test_resv_overlap``: the nodes meet a reservation over [start, end_reserve)."""
-        for b, e, avail, _ in self.walk():
-            if e > start and b < end_reserve and not use <= avail:
+    def overlap(self, use: set, start: int, end_reserve: int, lic: float = 0.0) -> bool:
+        """``_test_resv_overlap``: the nodes, or the licenses, meet a reservation over
+        [start, end_reserve)."""
+        for b, e, avail, _, left in self.walk():
+            if e > start and b < end_reserve and (not use <= avail or not lic_avail(left, lic)):
                 return True
         return False
+
+
+def lic_avail(left: float | None, lic: float) -> bool:
+    """``bf_licenses_avail``: true without licenses in the plan."""
+    return left is None or lic <= left + 1e-9
 
 
 # ------------------------------------------------------------------ the will-run test
 
 def will_run(version: str, now: int, running: list, avail: set, need: int, lic: float,
-             start: int, end: int, now_only: bool, origin: float):
-    """The select plugin's ``_will_run_test`` for a whole-node job of ``need`` nodes on the
-    usable nodes ``avail``; ``running``: (end_time, node set, licenses) of every running
-    job; ``start``/``end``: 24.11's ``will_run_data`` (backfill's ``start_res`` and
-    ``later_start``).  Returns (start_time, nodes) or None."""
+             start: int, end: int, now_only: bool, origin: float, lic_total: float = 0.0):
+    """The select plugin's ``_will_run_test`` for a whole-node job of ``need`` nodes and
+    ``lic`` licenses on the usable nodes ``avail``; ``running``: (end_time, node set,
+    licenses) of every running job; ``start``/``end``: 24.11's ``will_run_data``
+    (backfill's ``start_res`` and ``later_start``); from 24.11 the test also needs the
+    licenses free of the jobs still running (``license_job_test_with_list`` in
+    ``_job_test``).  Returns (start_time, nodes) or None."""
     busy = set().union(*(r[1] for r in running)) if running else set()
     new = version >= "24.11"
+    held = [sum(r[2] for r in running)]
 
     def test(taken):
+        if new and lic > 0 and lic > lic_total - held[0] + 1e-9:
+            return None
         return choose(avail - taken, need)
 
     if not (new and start > now):
@@ -179,6 +195,7 @@ def will_run(version: str, now: int, running: list, avail: set, need: int, lic: 
         if new and r[0] < start:
             if r[1] & avail or (r[2] > 0 and lic > 0):
                 busy = busy - r[1]
+                held[0] -= r[2]
         else:
             cr.append(r)
     if new:
@@ -204,6 +221,7 @@ def will_run(version: str, now: int, running: list, avail: set, need: int, lic: 
                 end_time = r[0] + (time_window - delta)
             last = r
             busy = busy - r[1]
+            held[0] -= r[2]
             nxt = cr[it] if it < len(cr) else None
             if nxt is None:
                 more = False
@@ -245,10 +263,15 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
     busy = set().union(*(r[1] for r in running)) if running else set()
     started: list = []
 
+    bf_licenses = bool(c["bf_licenses"])
+    reserve_running = bf_licenses or bool(c["bf_running_job_reserve"])
     # the main scheduler: priority order while the jobs fit; licenses taken: passed over
+    # (under bf_licenses the pass ends there)
     queue = list(window["queue"])
     for jid, need, lim, lic in queue:
         if lic > free_lic + 1e-9:
+            if bf_licenses:
+                break
             continue
         got = choose(every - busy, need)
         if got is None:
@@ -262,7 +285,17 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
     planned: dict = {}
     begin = now // res * res
     window_end = (now + int(c["bf_window"]) * 60) // res * res
-    ns = NodeSpace(begin, window_end, every)
+    pool = float(window["licenses"])
+    ns = NodeSpace(begin, window_end, every, pool if bf_licenses and pool > 0 else None)
+
+    def hold_running(end: int, nodes: set, lic: float) -> None:
+        """``_bf_reserve_running``: a running job (whole nodes) to its end on the grid."""
+        end = (end + res - 1) // res * res if new else end // res * res
+        ns.add_reservation(0, end, nodes, res, lic)
+
+    if reserve_running:
+        for end, nodes, lic in running:
+            hold_running(end, nodes, lic)
     resv_count = 0
     depth_try = 0
     for jid, need, lim, lic in queue:
@@ -272,7 +305,7 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
             break
         no_reserve = bool(c["bf_job_part_count_reserve"]) and \
             resv_count >= c["bf_job_part_count_reserve"]
-        if lic > free_lic + 1e-9:
+        if not bf_licenses and lic > free_lic + 1e-9:
             continue  # license_job_test: not runnable now
         counted = False
         later_start = now
@@ -284,7 +317,8 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
             end_time = lim + max(start_res, now)
             avail = set(every)
             tmp = set(avail)
-            for b, e, sp, nx in ns.walk():
+            licenses_unavail = False
+            for b, e, sp, nx, left in ns.walk():
                 if e > start_res and nx and later_start == 0 and \
                         not (tmp & ns.rec[nx][2]) <= (avail & sp):
                     later_start = e
@@ -292,11 +326,14 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
                     pass
                 elif b <= end_time:
                     avail &= sp
+                    if not lic_avail(left, lic):
+                        licenses_unavail = True
+                        later_start = e
                 else:
                     if new and later_start == 0 and nx and ns.rec[nx][3]:
                         later_start = ns.rec[nx][1]
                     break
-            if len(avail) < need:
+            if licenses_unavail or len(avail) < need:
                 if later_start and not no_reserve:
                     continue
                 break
@@ -304,7 +341,7 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
                 depth_try += 1
                 counted = True
             got = will_run(c["version"], now, running, avail, need, lic, start_res,
-                           later_start, no_reserve, origin)
+                           later_start, no_reserve, origin, pool)
             if got is None:
                 if later_start and not no_reserve:
                     continue
@@ -315,7 +352,7 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
             overlap_tested = False
             if new and start > now:
                 slot = (start // res * res, (start + lim + res - 1) // res * res)
-                if ns.overlap(nodes, *slot):
+                if ns.overlap(nodes, *slot, lic):
                     later_start = start
                     continue
                 overlap_tested = True
@@ -325,9 +362,7 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
                 free_lic -= lic
                 started.append(jid)
                 planned[jid] = now
-                end = now + lim  # _bf_reserve_running: whole nodes
-                end = (end + res - 1) // res * res if new else end // res * res
-                ns.add_reservation(0, end, nodes, res)
+                hold_running(now + lim, nodes, lic)
                 break
             if no_reserve:
                 planned[jid] = start  # "StartTime set but no backfill reservation"
@@ -342,12 +377,12 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
             if start > now + int(c["bf_window"]) * 60:
                 planned[jid] = start  # no reservation beyond the window
                 break
-            if not overlap_tested and ns.overlap(nodes, *slot):
+            if not overlap_tested and ns.overlap(nodes, *slot, lic):
                 later_start = start
                 continue
             if c["bf_job_part_count_reserve"]:
                 resv_count += 1
-            ns.add_reservation(slot[0], slot[1], nodes, res)
+            ns.add_reservation(slot[0], slot[1], nodes, res, lic)
             planned[jid] = start
             break
     return started, planned
@@ -357,8 +392,9 @@ def run_pass(window: dict, conf: dict | None = None) -> tuple[list, dict]:
 
 def _params(conf: dict) -> str:
     c = {**DEFAULTS, **conf}
-    return ",".join(f"{k}={c[k]}" for k in ("bf_resolution", "bf_window", "bf_max_job_test",
-                                              "bf_job_part_count_reserve"))
+    flags = [k for k in ("bf_running_job_reserve", "bf_licenses") if c[k]]
+    return ",".join([f"{k}={c[k]}" for k in ("bf_resolution", "bf_window", "bf_max_job_test",
+                                               "bf_job_part_count_reserve")] + flags)
 
 
 def dump(jobs, system, conf: dict, origin: float = 0.0, every: int = 1,

@@ -161,3 +161,13 @@ def test_bf_max_job_test_counts_the_jobs_that_reach_the_node_test():
     conf = {"version": "22.05", "bf_window": 70, "bf_max_job_test": 2}
     assert run_pass(w, conf) == (["C"], {"A": 600, "C": 0})
     assert compare(w, conf) is None
+
+
+def test_with_running_job_reserve_a_started_job_is_held_on_the_grid_too():
+    """With ``bf_running_job_reserve`` the same ``_bf_reserve_running`` holds the running
+    jobs and the job the pass starts: from 24.11 S (to 630) is held to 660, so T is planned
+    there, as H is at R's end rounded up (3660)."""
+    w = window(30, [(30, 3600, [0])], [("H", 3, 60), ("S", 1, 10), ("T", 2, 10)], 3)
+    conf = {"version": "24.11", "bf_running_job_reserve": True}
+    assert run_pass(w, conf) == (["S"], {"H": 3660, "S": 30, "T": 660})
+    assert compare(w, conf) is None

@@ -405,7 +405,7 @@ class SlurmScheduler(Policy):
             if start <= now:
                 state.start(job, units)
                 if will_run is None:
-                    plan.hold(now, now + dur, units, job.bb)
+                    self._hold_one(plan, now, now + dur, units, job.bb)
                 elif self._per == 1:
                     # on whole nodes Slurm's plan holds the jobs the pass starts to their
                     # end on the plan's grid (``_bf_reserve_running``): the will-run test
@@ -428,19 +428,24 @@ class SlurmScheduler(Policy):
         return planned
 
     def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
-        """Running jobs into the plan: to their ends, or with ``bf_running_job_reserve`` as
-        reservations on the plan's grid (``_bf_reserve_running``)."""
-        conf = self.conf
-        now = state.now
+        """Running jobs into the plan (``_hold_one``)."""
         for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
-                slot_end = plan.slot(now, running_end(end))[1]
-                if slot_end < end and not conf.round_ends_up:  # rounded down: the select
-                    plan.hold(now, slot_end, 0, lic)  # plugin's test sees its nodes busy
-                    lic = 0.0  # to its end
-                else:  # from 24.11 nodes and licenses to the end rounded up (after now)
-                    end = slot_end
-            plan.hold(now, end, units, lic)
+            self._hold_one(plan, state.now, end, units, lic)
+
+    def _hold_one(self, plan: _TimeMap, now: float, end: float, units: int,
+                  lic: float) -> None:
+        """A running job into the plan: to its end, or with ``bf_running_job_reserve`` as a
+        reservation on the plan's grid (``_bf_reserve_running``; a job the pass starts
+        too)."""
+        conf = self.conf
+        if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+            slot_end = plan.slot(now, running_end(end))[1]
+            if slot_end < end and not conf.round_ends_up:  # rounded down: the select
+                plan.hold(now, slot_end, 0, lic)  # plugin's test sees its nodes busy
+                lic = 0.0  # to its end
+            else:  # from 24.11 nodes and licenses to the end rounded up (after now)
+                end = slot_end
+        plan.hold(now, end, units, lic)
 
     def _will_run_search(self, job: Job, limit: float, plan: _TimeMap,
                          will_run: _WillRunTest, only_now: bool, window_end: float):
