@@ -4,8 +4,9 @@ of real traces.
 The oracle (tests/slurm_pass_oracle.py) is a transcription of Slurm 22.05.8's and 24.11.5's
 ``_attempt_backfill`` and the node selection's will-run test on plain sets, written apart
 from the model.  Each trace is simulated under ``--policy slurm`` (Slurm's defaults, and
-``bf_job_part_count_reserve=1``, and ``bf_resolution=300,bf_window=240,bf_max_job_test=10``;
-each Slurm release's rules); every ``--every``-th state in
+``bf_job_part_count_reserve=1``, ``bf_resolution=300,bf_window=240,bf_max_job_test=10``
+and ``bf_licenses``, which implies ``bf_running_job_reserve``; each Slurm release's rules);
+every ``--every``-th state in
 which jobs wait (time, running jobs with their starts, limits and nodes, the queue in
 priority order with sizes, limits and licenses) is given to the model (a fresh policy, one
 decision) and to the oracle, and the two are compared: the jobs started now, and the start
@@ -33,9 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 from tests.slurm_pass_oracle import compare, dump  # noqa: E402
 
-# Slurm's defaults; one reservation; coarse slots, a short window and few jobs tested
+# Slurm's defaults; one reservation; coarse slots, a short window and few jobs tested;
+# licenses in the plan (running jobs reserved in it: bf_running_job_reserve)
 SETTINGS = {"defaults": {}, "pcr1": {"bf_job_part_count_reserve": 1},
-            "tuned": {"bf_resolution": 300, "bf_window": 240, "bf_max_job_test": 10}}
+            "tuned": {"bf_resolution": 300, "bf_window": 240, "bf_max_job_test": 10},
+            "bflic": {"bf_licenses": True}}
 
 
 def traces(jobs: int):

@@ -64,9 +64,9 @@ def test_a_job_the_pass_starts_is_held_to_its_end_on_the_grid(version, t):
     assert compare(w, conf) is None
 
 
-def kth_windows(version, part_count, jobs=250, every=5, path=KTH):
+def kth_windows(version, part_count, jobs=250, every=5, path=KTH, **params):
     trace = hpcopt.load_trace(shared_file(path))
-    conf = {"version": version, "bf_job_part_count_reserve": part_count}
+    conf = {"version": version, "bf_job_part_count_reserve": part_count, **params}
     return conf, dump(trace.jobs[:jobs], trace.system, conf, trace_clock_origin(trace),
                       every=every)
 
@@ -79,6 +79,18 @@ def test_the_model_matches_the_oracle_on_real_windows(version, part_count, path)
     burst-buffer workload (96 nodes, licenses), Slurm's defaults and one reservation: the
     same jobs started and the same start for every job the pass tested."""
     conf, windows = kth_windows(version, part_count, path=path)
+    assert len(windows) > 50
+    bad = [d for w in windows if (d := compare(w, conf))]
+    assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("params", [{"bf_licenses": True}, {"bf_running_job_reserve": True}])
+def test_running_jobs_in_the_plan_match_the_oracle_on_real_windows(version, params):
+    """With ``bf_licenses`` (licenses in the plan, running jobs reserved) or
+    ``bf_running_job_reserve``, on the burst-buffer workload's windows: the plan holds the
+    running jobs to their ends on its grid and the will-run test still gives each start."""
+    conf, windows = kth_windows(version, 0, path=KTH_BB, **params)
     assert len(windows) > 50
     bad = [d for w in windows if (d := compare(w, conf))]
     assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
