@@ -8,23 +8,30 @@ will-run test (``_will_run_test`` in src/plugins/select/cons_common/job_test.c f
 24.11), on plain Python sets and lists: node ids, and a ``node_space`` list of records
 (begin, end, available node set, next) linked as Slurm links them.
 
-What is covered: one partition of whole nodes, Slurm's default backfill (no
-``bf_running_job_reserve``, no ``bf_licenses``), licenses as one pool (a job whose licenses
-are taken now is not tested), ``bf_resolution``, ``bf_window``, ``bf_max_job_test``,
-``bf_job_part_count_reserve``; before it, the main scheduler's pass (jobs in priority order
-while they fit; a job whose licenses are taken is passed over).  Simplifications of the
-oracle, each named where it is made: the node choice (``choose``) is cons_tres's default
+What is covered: one partition of whole nodes, Slurm's default backfill and
+``bf_running_job_reserve`` (running jobs in ``node_space`` too: ``_bf_reserve_running``),
+licenses as one pool (without ``bf_licenses`` a job whose licenses are taken now is not
+tested; with it, which implies ``bf_running_job_reserve``, ``node_space`` holds them),
+``bf_resolution``, ``bf_window``, ``bf_max_job_test``, ``bf_job_part_count_reserve``;
+before it, the main scheduler's pass (jobs in priority order while they fit; a job whose
+licenses are taken is passed over, or under ``bf_licenses`` ends the pass).
+
+Simplifications of the oracle: the node choice (``choose``) is cons_tres's default
 consecutive best fit (``_eval_nodes_consec`` in src/plugins/topology/common/eval_nodes.c)
 on nodes of equal weight; the main scheduler's pass is the rule above, not a transcription
-of ``_schedule``; no node is completing, no job has a feature, an advance reservation,
-a deadline or a preemptor; the will-run test's 2-s wall-time limit never fires.
+of ``_schedule``; a running job whose end has passed is not guessed at
+(``_guess_job_end``: the start is one second from now); the jobs of ``node_space`` are
+reserved in the order the window lists them; no node is completing, no job has a feature,
+an advance reservation, a deadline or a preemptor, no job runs in another partition; the
+will-run test's 2-s wall-time limit never fires.
 
 A window is a dict (JSON-safe) as ``dump`` writes it: ``now`` (whole seconds), ``origin``
 (Unix time of time 0), ``nodes``, ``licenses`` (the pool, 0 without), ``running``
 (``[id, start, limit_s, [node ids], licenses]``) and ``queue`` in priority order
 (``[id, nodes, limit_s, licenses]``); ``limit_s`` is the time limit in whole minutes, as
 seconds.  ``conf``: ``version`` ("22.05" or "24.11"), ``bf_resolution``, ``bf_window``
-(minutes), ``bf_max_job_test``, ``bf_job_part_count_reserve``.
+(minutes), ``bf_max_job_test``, ``bf_job_part_count_reserve``, ``bf_running_job_reserve``,
+``bf_licenses``.
 """
 
 from __future__ import annotations
