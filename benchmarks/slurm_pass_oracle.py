@@ -15,8 +15,9 @@ of every job the backfill pass tested.
     python benchmarks/slurm_pass_oracle.py --jobs 1500 --out benchmarks/results/slurm_pass_oracle
 
 Traces: KTH-SP2 (100 nodes, its first ``--jobs`` jobs), the burst-buffer KTH workload
-(96 nodes, each job asking burst buffer as licenses of one pool of 480) and LLNL Atlas
-(1152 nodes, its first ``--jobs`` jobs).  Prints one row per trace and setting (windows,
+(96 nodes, each job asking burst buffer as licenses of one pool of 480), LLNL Atlas (1152
+nodes, its first ``--jobs`` jobs; lightly loaded) and ALCF Theta 2022 (4,360 nodes, every
+10th window of its first 1000 jobs).  Prints one row per trace and setting (windows,
 mismatches, the first mismatch) and writes ``OUT/summary.json`` and, for each row with
 mismatches, its first windows (``OUT/mismatch_<row>.json``) to rerun by hand.
 """
@@ -42,7 +43,9 @@ SETTINGS = {"defaults": {}, "pcr1": {"bf_job_part_count_reserve": 1},
 
 
 def traces(jobs: int):
-    """(name, jobs, system, clock origin) of each real trace."""
+    """(name, jobs, system, clock origin, sampling) of each real trace: every window, or
+    on Theta (4,360 nodes, a long queue: each window costs more) every 10th of its first
+    1000 jobs' windows."""
     import hpcopt
     from hpcopt.datadir import data_path
     from hpcopt.scenario import trace_clock_origin
@@ -52,11 +55,14 @@ def traces(jobs: int):
         return data_path(f"hpc_swf/pwa/{name}", "benchmarks/slurm_pass_oracle.py")
 
     kth = hpcopt.load_trace(swf("KTH-SP2-1996-2.1-cln.swf.gz"))
-    yield "KTH-SP2", kth.jobs[:jobs], kth.system, trace_clock_origin(kth)
+    yield "KTH-SP2", kth.jobs[:jobs], kth.system, trace_clock_origin(kth), 1
     bb = load_batsim()
-    yield "KTH-bb-licenses", bb.jobs[:jobs], bb.system, trace_clock_origin(bb)
+    yield "KTH-bb-licenses", bb.jobs[:jobs], bb.system, trace_clock_origin(bb), 1
     atlas = hpcopt.load_trace(swf("LLNL-Atlas-2006-2.1-cln.swf.gz"))
-    yield "Atlas", atlas.jobs[:jobs], atlas.system, trace_clock_origin(atlas)
+    yield "Atlas", atlas.jobs[:jobs], atlas.system, trace_clock_origin(atlas), 1
+    theta = hpcopt.load_trace(data_path("hpc_swf/alcf/theta_2022.swf.gz",
+                                        "benchmarks/slurm_pass_oracle.py"))
+    yield "Theta", theta.jobs[:min(jobs, 1000)], theta.system, trace_clock_origin(theta), 10
 
 
 def main(argv=None) -> int:
@@ -75,12 +81,12 @@ def main(argv=None) -> int:
     except HpcoptError as e:
         print(f"slurm_pass_oracle.py: {e}", file=sys.stderr)
         return 2
-    for name, jobs, system, origin in runs:
+    for name, jobs, system, origin, sampling in runs:
         for version in ("22.05", "24.11"):
             for setting, params in SETTINGS.items():
                 conf = {"version": version, **params}
                 t0 = time.perf_counter()
-                windows = dump(jobs, system, conf, origin, every=args.every)
+                windows = dump(jobs, system, conf, origin, every=args.every * sampling)
                 bad = [(w, d) for w in windows if (d := compare(w, conf))]
                 row = {"trace": name, "nodes": system.nodes, "licenses": system.bb,
                        "jobs": len(jobs), "slurm": version, "setting": setting,
