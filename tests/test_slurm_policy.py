@@ -301,38 +301,40 @@ def test_a_later_pass_whose_test_reaches_further_is_computed_again():
 
 
 def test_a_whole_node_job_started_by_backfill_stays_in_the_plan(monkeypatch):
-    """``_bf_reserve_running``: on whole nodes a job the pass starts is held in the plan.
-    4 nodes; R (node 0) runs to 1020 and T (4 nodes) waits for it.  At 50 the pass starts S
-    (1 node, to 350); N (3 nodes) tested next sees S's node held to 350 and no start in
-    the pass (at 350 its slot meets S's); M (1 node, 10 min) backfills at once.  Seen only
-    through the will-run test (the plan view too), S frees its node at 350: N is
-    reserved there on nodes 1-3 and M waits."""
+    """``_bf_reserve_running``: on whole nodes a job the pass starts is held in the plan,
+    to its end on the plan's grid.  4 nodes; R (node 0) runs to 1020 and T (4 nodes) waits
+    for it.  At 50 the pass starts S (1 node, to 350, held to 360); N (3 nodes) tested
+    next is reserved from 360 on nodes 1-3 (from 24.11 the will-run test from there frees
+    S at once); M (1 node, 10 min) finds only node 0, R's, and waits for T.  N starts when
+    S ends.  Seen as a slot of the plan to its exact end, S gives the same starts
+    (tests/test_slurm_pass_oracle.py checks the pass itself against Slurm's source)."""
     jobs = [job(0, 0, 17, 1), job(1, 45, 10, 4), job(2, 50, 5, 1), job(3, 50, 5, 3),
             job(4, 50, 10, 1)]
     got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
-    assert (got[2], got[3], got[4]) == (50.0, 650.0, 50.0)
+    assert (got[2], got[3], got[4]) == (50.0, 350.0, 1620.0)
     monkeypatch.setattr(SlurmScheduler, "will_run_test", False)
     got = starts(jobs, System(4), scheduler_parameters="bf_interval=1")
     assert (got[2], got[3], got[4]) == (50.0, 350.0, 1620.0)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_running_job_reserve_and_licenses_keep_the_plan_view(monkeypatch, seed):
-    """With ``bf_running_job_reserve`` (which ``bf_licenses`` implies) running jobs are slots
-    of the plan (``_bf_reserve_running``): the will-run structure changes no start."""
+def test_running_job_reserve_and_licenses_match_slurms_pass(seed):
+    """With ``bf_running_job_reserve`` (which ``bf_licenses`` implies) running jobs are
+    reservations of the plan (``_bf_reserve_running``) and the will-run test still gives
+    each job's start: every pass of a run with licenses agrees with the oracle written from
+    Slurm's source (tests/slurm_pass_oracle.py)."""
+    from .slurm_pass_oracle import compare, dump
+
     rng = np.random.default_rng(seed)
     limits = rng.integers(1, 16, 50) * 60.0
     jobs = [Job(i, float(rng.integers(0, 3000)), float(rng.integers(5, limits[i] + 1)),
                 float(limits[i]), int(rng.integers(1, 9)), bb=float(rng.choice([0, 0, 3, 7])))
             for i in range(50)]
-    params = ["bf_running_job_reserve", "bf_licenses",
-              "bf_licenses,bf_job_part_count_reserve=1"][seed % 3]
-    got = []
-    for structure in (True, False):
-        monkeypatch.setattr(SlurmScheduler, "will_run_test", structure)
-        got.append(starts(jobs, System(8, bb=10), scheduler_parameters=params,
-                          clock_origin=float(seed * 7)))
-    assert got[0] == got[1]
+    conf = [{"bf_running_job_reserve": True}, {"bf_licenses": True},
+            {"bf_licenses": True, "bf_job_part_count_reserve": 1}][seed % 3]
+    conf["version"] = ("22.05", "24.11")[seed % 2]
+    windows = dump(jobs, System(8, bb=10), conf, float(seed * 7))
+    assert windows and not [d for w in windows if (d := compare(w, conf))]
 
 
 # ---------------------------------------------------------------- an independent plan
@@ -357,7 +359,7 @@ def brute_force_pass(now, nodes, running, queue):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_backfill_pass_matches_a_brute_force_plan(seed):
+def test_backfill_pass_matches_a_brute_force_plan(monkeypatch, seed):
     rng = np.random.default_rng(seed)
     nodes = int(rng.integers(2, 7))
     now = float(rng.integers(0, 100))
@@ -371,9 +373,10 @@ def test_backfill_pass_matches_a_brute_force_plan(seed):
         taken += n
     queue = [job(f"q{k}", 0, int(rng.integers(1, 6)), int(rng.integers(1, nodes + 1)))
              for k in range(int(rng.integers(1, 8)))]
-    # running jobs in the plan to their exact ends (bf_running_job_reserve; without it
-    # Slurm's will-run test groups their ends: the tests of _WillRunTest below)
+    # the plan view: running jobs in the plan to their exact ends, no will-run test
+    # (Slurm's pass with its will-run test: tests/test_slurm_pass_oracle.py)
     conf = SlurmConf(bf_resolution=1, scheduler="backfill", bf_running_job_reserve=True)
+    monkeypatch.setattr(SlurmScheduler, "will_run_test", False)  # the plan view
     # the main scheduler's passes would start the head first: start with a blocked head
     policy = make_policy("slurm", conf=conf)
     sim = Simulator.at(now, System(nodes), policy, queue,

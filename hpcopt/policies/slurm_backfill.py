@@ -17,13 +17,12 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
 * **Backfill** (``sched/backfill``) passes run at most every ``bf_interval`` seconds while
   something changed, a pass that planned a job being a change itself: every job tested
   (at most ``bf_max_job_test``, priority order) gets a start around the reservations made
-  for the jobs tested before it (a conservative plan on a time map of whole nodes).  With
-  ``bf_running_job_reserve`` running jobs are slots of the plan too, and the start is the
-  earliest at which enough nodes are free for the job's whole time limit; without it (the
-  default) they are seen through the node selection's will-run test, which frees them in
+  for the jobs tested before it (a conservative plan on a time map of whole nodes).  The
+  running jobs are seen through the node selection's will-run test, which frees them in
   groups on 30-s windows of the wall clock (``_WillRunTest``), with backfill's tests
   again from later times (``later_start``, ``_test_resv_overlap``) and, on whole nodes,
-  the jobs the pass starts held in the plan.  A job
+  the jobs the pass starts held in the plan; with ``bf_running_job_reserve`` the running
+  jobs are reservations of the plan too, to their ends on its grid.  A job
   that can start now starts, any other gets a reservation from its start rounded down to
   ``bf_resolution`` to its end rounded up (from Slurm 24.11; down before:
   ``slurm_version``), unless it starts beyond ``bf_window`` or
@@ -110,8 +109,9 @@ class SlurmScheduler(Policy):
     # bf_job_part_count_reserve its reservation can free a later job's), priorities age
     # (the tests turn this off to check that it changes no start)
     skip_repeated_passes = True
-    # without bf_running_job_reserve, running jobs are seen as the node selection's will-run
-    # test sees them (grouped ends); off, as slots of the plan to their exact ends.  Not an
+    # running jobs are seen as the node selection's will-run test sees them (grouped ends;
+    # with bf_running_job_reserve, reservations of the plan too); off, as slots of the plan
+    # to their exact ends (the plan view).  Not an
     # option (Slurm has no such setting): the tests and ``slurm_validation.py month`` turn
     # it off to show and time what the will-run structure changes
     will_run_test = True
@@ -345,11 +345,12 @@ class SlurmScheduler(Policy):
     def _backfill(self, queue, state: _PassState) -> int:
         """One backfill pass (backfill.c's ``_attempt_backfill``): the jobs in priority
         order, each given a start around the reservations made before it; a start now is
-        made, a later one reserved (module docstring).  Running jobs enter the plan as
-        slots to their ends with ``bf_running_job_reserve`` (``_bf_reserve_running``);
-        without it the plan holds only what this pass decides and running jobs are seen by
-        the node selection's will-run test (``_WillRunTest``), as in Slurm.  Returns how
-        many jobs it planned (started or reserved)."""
+        made, a later one reserved (module docstring).  Running jobs are seen by the node
+        selection's will-run test (``_WillRunTest``), as in Slurm, and enter the plan as
+        reservations to their ends on its grid with ``bf_running_job_reserve``
+        (``_bf_reserve_running``); without it the plan holds only what this pass decides.
+        With ``will_run_test`` off, running jobs are slots of the plan (the plan view).
+        Returns how many jobs it planned (started or reserved)."""
         conf = self.conf
         now = state.now
         res = conf.bf_resolution
@@ -358,10 +359,17 @@ class SlurmScheduler(Policy):
         replan = -math.inf if not self.skip_repeated_passes or (
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
         will_run = None
-        if conf.bf_running_job_reserve or not self.will_run_test:
+        # Slurm's plan ends at the window: what the pass holds past it is not seen there
+        # (``node_space``); the plan view keeps the running jobs' ends past it
+        horizon = window_end if self.will_run_test else math.inf
+        if not self.will_run_test:
             self._hold_running(plan, state)
         else:
-            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin)
+            will_run = _WillRunTest(state.running_ends(), now, self.clock_origin,
+                                    conf.round_ends_up, state.lic_total)
+            if conf.bf_running_job_reserve:  # the running jobs are reservations too
+                for end, units, lic in state.running_ends():
+                    self._reserve_running(plan, now, end, units, lic, horizon)
         tested = reserved = planned = 0
         shown = self.planned_starts = {}
         for job in queue:
@@ -371,7 +379,8 @@ class SlurmScheduler(Policy):
                 break
             if not conf.bf_licenses and job.bb > state.free_lic + 1e-9:
                 continue  # not runnable now: not tested
-            tested += 1
+            if will_run is None:
+                tested += 1
             if state.capped(job):
                 continue  # no start, no reservation, not counted (module docstring)
             only_now = bool(conf.bf_job_part_count_reserve) and \
@@ -385,8 +394,12 @@ class SlurmScheduler(Policy):
                     found = (found[0], self.choose(found[1], job.nodes))
                 slot = dur  # the plan's slots hold the latency too
             else:
+                tests = will_run.tests
                 found = self._will_run_search(job, limit, plan, will_run, only_now,
                                               window_end)
+                # bf_max_job_test counts the jobs that reached the node selection's test
+                # (``bf_last_depth_try``): not one whose usable nodes were too few
+                tested += will_run.tests > tests
                 slot = limit  # Slurm reserves the time limit
             if found is None:
                 continue
@@ -395,18 +408,20 @@ class SlurmScheduler(Policy):
             shown[job.id] = max(start, now)
             if start <= now:
                 state.start(job, units)
-                if will_run is None or self._per == 1:
-                    # on whole nodes Slurm's plan holds the jobs the pass starts
-                    # (``_bf_reserve_running``)
-                    plan.hold(now, now + dur, units, job.bb)
-                if will_run is not None:
+                if will_run is None:
+                    self._hold_one(plan, now, now + dur, units, job.bb)
+                else:
+                    # Slurm's plan holds the jobs the pass starts to their end on the
+                    # plan's grid, as running jobs: the will-run test still sees them
+                    # running to their end
+                    self._reserve_running(plan, now, now + dur, units, job.bb, horizon)
                     will_run.add(state.added[-1])
                 continue
             if start > now + conf.bf_window:  # no reservation ("too far in the future")
                 plan.beyond = min(plan.beyond, start)
                 continue
             lo, hi = plan.slot(start, start + slot)
-            plan.hold(max(now, lo), hi, self.whole_nodes(units), job.bb)
+            plan.hold(max(now, lo), min(hi, horizon), self.whole_nodes(units), job.bb)
             reserved += 1
         # with time alone a job left out past the window may come into it, and a job's
         # will-run test from now reach a further slot
@@ -414,31 +429,48 @@ class SlurmScheduler(Policy):
                               will_run.stale_at if will_run else math.inf)
         return planned
 
+    def _reserve_running(self, plan: _TimeMap, now: float, end: float, units: int,
+                         lic: float, horizon: float) -> None:
+        """backfill.c's ``_bf_reserve_running``: a running job (or one the pass starts) as
+        a reservation of the plan from now to its end on the plan's grid, up to the
+        plan's end; on whole nodes its nodes and licenses, on shared cores its licenses
+        only (and then only where the plan holds licenses)."""
+        units = units if self._per == 1 else 0
+        if units or (plan.licenses and lic):
+            hi = plan.slot(now, running_end(end))[1]
+            plan.hold(now, min(hi, horizon), units, lic)
+
     def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
-        """Running jobs into the plan: to their ends, or with ``bf_running_job_reserve`` as
-        reservations on the plan's grid (``_bf_reserve_running``)."""
-        conf = self.conf
-        now = state.now
+        """Running jobs into the plan (``_hold_one``)."""
         for end, units, lic in state.running_ends():
-            if conf.bf_running_job_reserve:  # its slot, as a reservation from now
-                slot_end = plan.slot(now, running_end(end))[1]
-                if slot_end < end and not conf.round_ends_up:  # rounded down: the select
-                    plan.hold(now, slot_end, 0, lic)  # plugin's test sees its nodes busy
-                    lic = 0.0  # to its end
-                else:  # from 24.11 nodes and licenses to the end rounded up (after now)
-                    end = slot_end
-            plan.hold(now, end, units, lic)
+            self._hold_one(plan, state.now, end, units, lic)
+
+    def _hold_one(self, plan: _TimeMap, now: float, end: float, units: int,
+                  lic: float) -> None:
+        """A running job into the plan view (running jobs as slots of the plan, without
+        the will-run test: ``will_run_test`` off): to its end, or with
+        ``bf_running_job_reserve`` on the plan's grid (a job the pass starts too)."""
+        conf = self.conf
+        if conf.bf_running_job_reserve:  # its slot, as a reservation from now
+            slot_end = plan.slot(now, running_end(end))[1]
+            if slot_end < end and not conf.round_ends_up:  # rounded down: the select
+                plan.hold(now, slot_end, 0, lic)  # plugin's test sees its nodes busy
+                lic = 0.0  # to its end
+            else:  # from 24.11 nodes and licenses to the end rounded up (after now)
+                end = slot_end
+        plan.hold(now, end, units, lic)
 
     def _will_run_search(self, job: Job, limit: float, plan: _TimeMap,
                          will_run: _WillRunTest, only_now: bool, window_end: float):
-        """Where Slurm's backfill starts ``job`` without ``bf_running_job_reserve``
-        (``_attempt_backfill``, from its ``TRY_LATER`` label): from ``start_res`` (now
-        first), the nodes no reservation of the pass holds over one time limit go to the
-        will-run test; a start it finds after the first reservation end that frees more
-        of the job's nodes (``later_start``), or whose slot meets a reservation
-        (``_test_resv_overlap``: the test does not see reservations that begin later), is
-        searched again from that time.  Returns (start, units) or ``None`` (a search that
-        runs past ``window_end`` gives up there: ``plan.beyond``).  The test from now
+        """Where Slurm's backfill starts ``job`` (``_attempt_backfill``, from its
+        ``TRY_LATER`` label): from ``start_res`` (now first), the nodes no reservation of
+        the plan holds over one time limit (none where a slot lacks the job's licenses,
+        when the plan holds licenses) go to the will-run test; a start it finds after the
+        first reservation end that frees more of the job's nodes (``later_start``), or
+        whose slot meets a reservation (``_test_resv_overlap``: the test does not see
+        reservations that begin later), is searched again from that time.  Returns
+        (start, units) or ``None`` (a search that runs past ``window_end`` gives up there:
+        ``plan.beyond``).  The test from now
         covers the slots up to ``now + limit``: a pass later, with nothing else changed,
         covers more of them and may plan differently (``will_run.stale_at``)."""
         now = plan.times[0]
@@ -449,9 +481,11 @@ class SlurmScheduler(Policy):
             will_run.stale_at = min(will_run.stale_at, plan.times[after] - limit)
         free_between, will_run_start = plan.free_between, will_run.start
         start_res = now
+        lic, lic_total = job.bb, will_run.lic_total
         while start_res <= window_end:
-            avail, later = free_between(start_res, start_res + limit, eligible, window_end)
-            got = will_run_start(avail, need, only_now)
+            avail, later = free_between(start_res, start_res + limit, eligible, window_end,
+                                        lic, lic_total)
+            got = will_run_start(avail, need, only_now, start_res, later, lic)
             if got is not None:
                 start = got[0] if got[0] > start_res else start_res
                 if start <= now:
@@ -459,7 +493,11 @@ class SlurmScheduler(Policy):
                 if not (later and start > later):
                     units = self.choose(got[1], need)
                     lo, hi = plan.slot(start, start + limit)
-                    if not plan.holds_any(lo, hi, self.whole_nodes(units)):
+                    if not plan.round_up:  # before 24.11 the test reads the end rounded
+                        # down before _add_reservation makes the slot one bf_resolution
+                        # long: a job shorter than that meets no reservation
+                        hi = math.floor((start + limit) / plan.res + 1e-9) * plan.res
+                    if not plan.holds_any(lo, hi, self.whole_nodes(units), lic, lic_total):
                         return start, units
                     if start > start_res:
                         later = start
@@ -675,13 +713,35 @@ class _TimeMap:
         for k in range(a, b):
             held[k] |= units
             lics[k] += lic
+        self._join_one(max(a - 2, 0), b)
 
-    def free_between(self, start: float, end: float, eligible: int, window_end: float):
+    def _join_one(self, first: int, stop: int) -> None:
+        """Join the first slot from ``first`` (before ``stop``) that holds what the next one
+        holds with it: Slurm's plan drops one such record after each reservation, from the
+        record before the one the reservation starts in to the one after its end
+        (backfill.c's ``_add_reservation``).  It matters: ``later_start`` looks one record
+        past a job's span (``free_between``), so two equal records hide the next change.
+        Licenses count only when the plan holds them (``bf_licenses``)."""
+        times, held, lics = self.times, self.held, self.lic
+        k = first
+        while k != stop and k + 1 < len(times):
+            if held[k] == held[k + 1] and (not self.licenses or lics[k] == lics[k + 1]):
+                del times[k + 1], held[k + 1], lics[k + 1]
+                return
+            k += 1
+
+    def free_between(self, start: float, end: float, eligible: int, window_end: float,
+                     lic: float = 0.0, lic_total: float = 0.0):
         """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
         first slot from ``start`` after which an eligible unit is free that was not free
         through it (backfill.c's ``later_start``: the search tries again from there; 0 if
-        none before ``window_end``)."""
+        none before ``window_end``); from 24.11 (``round_up``), failing that, the end of
+        the slot after the first one past ``end`` (``_attempt_backfill``).  Where the plan
+        holds licenses, a slot in the span without ``lic`` of them free leaves no units,
+        and the end of the last such slot is the time to try again."""
         times, held = self.times, self.held
+        lics = self.lic if self.licenses and lic > 0 else None
+        short = False
         last = len(times) - 1  # the last slot runs to window_end
         avail, later = eligible, 0.0
         first = bisect_right(times, start) - 1  # the slot of ``start``: those after end later
@@ -690,23 +750,37 @@ class _TimeMap:
                     eligible & ~held[k + 1] & ~(avail & ~held[k]):
                 later = times[k + 1]
             if times[k] > end:
-                return avail, later
+                if not later and self.round_up and k + 2 < len(times) and \
+                        times[k + 2] < window_end:
+                    # from 24.11 a span that ends before slot k tries again from the end
+                    # of the slot after it, when that is not the plan's last
+                    later = times[k + 2]
+                return (0 if short else avail), later
             avail &= ~held[k]
+            if lics is not None and times[k + 1] > start and \
+                    lics[k] + lic > lic_total + 1e-9:
+                short, later = True, times[k + 1]
         if window_end > start and times[last] <= end:
             avail &= ~held[last]
-        return avail, later
+            if lics is not None and lics[last] + lic > lic_total + 1e-9:
+                short, later = True, window_end
+        return (0 if short else avail), later
 
-    def holds_any(self, lo: float, hi: float, units: int) -> bool:
-        """Whether a slot overlapping (lo, hi) holds any of ``units`` (backfill.c's
+    def holds_any(self, lo: float, hi: float, units: int, lic: float = 0.0,
+                  lic_total: float = 0.0) -> bool:
+        """Whether a slot overlapping (lo, hi) holds any of ``units``, or, where the plan
+        holds licenses, leaves fewer than ``lic`` free (backfill.c's
         ``_test_resv_overlap``)."""
         times, held = self.times, self.held
+        lics = self.lic if self.licenses and lic > 0 else None
         n = len(times)
         first = bisect_right(times, lo) - 1
         for k in range(first if first > 0 else 0, n):
             if times[k] >= hi:
                 break
             slot_end = times[k + 1] if k + 1 < n else math.inf
-            if slot_end > lo and held[k] & units:
+            if slot_end > lo and (held[k] & units or (
+                    lics is not None and lics[k] + lic > lic_total + 1e-9)):
                 return True
         return False
 
@@ -756,68 +830,117 @@ class _WillRunTest:
     (``clock_origin`` is the wall-clock time of simulated time 0), each later group the
     next end and every one within a window that doubles each time; the predicted start is
     the group's last end.  So two ends in one 30-s window of the wall clock give a job
-    needing both the later one.  The groups of a set of usable units are kept for the
-    pass (many jobs are tested on the same units) until a job starts."""
+    needing both the later one.  From 24.11 (``future``) the test is told backfill's
+    ``start_res`` and ``later_start`` (``will_run_data``): from a ``start_res`` after now
+    it skips the test now, frees at once every running job that ends before it, and its
+    groups stop at ``later_start``; it needs the job's licenses free of the jobs still
+    running (of ``lic_total``), and a running job that holds licenses the job asks for
+    counts in the groups even on none of the usable units (``_future_run_test`` and
+    ``_build_cr_job_list``).  The groups of a set of usable units are kept for the pass
+    (many jobs are tested on the same units) until a job starts."""
 
-    __slots__ = ("now", "origin", "ends", "busy", "stale_at", "_groups")
+    __slots__ = ("now", "origin", "ends", "busy", "lic_total", "stale_at", "future", "tests",
+                 "_groups")
 
-    def __init__(self, running: list, now: float, origin: float) -> None:
+    def __init__(self, running: list, now: float, origin: float,
+                 future: bool = False, lic_total: float = 0.0) -> None:
         self.now = now
         self.origin = origin
-        self.ends = sorted(running, key=lambda r: r[0])  # (end, units, licenses)
+        self.future = future
+        self.lic_total = lic_total
+        # (end, units, licenses), the end in the controller's whole seconds (``end_time``:
+        # ``running_end``)
+        self.ends = sorted(((running_end(e), u, lic) for e, u, lic in running),
+                           key=lambda r: r[0])
         busy = 0
         for _, units, _ in running:
             busy |= units
         self.busy = busy
         self.stale_at = math.inf  # from when the same pass may plan differently
-        self._groups: dict[int, list] = {}
+        self.tests = 0  # calls with enough usable units (backfill's ``_try_sched``)
+        self._groups: dict[tuple, list] = {}
 
     def add(self, running: tuple) -> None:
         """A job the pass starts (its end, units, licenses) runs from now on."""
-        insort(self.ends, running, key=lambda r: r[0])
-        self.busy |= running[1]
+        end, units, lic = running
+        insort(self.ends, (running_end(end), units, lic), key=lambda r: r[0])
+        self.busy |= units
         self._groups.clear()
 
-    def start(self, avail: int, need: int, only_now: bool):
+    def start(self, avail: int, need: int, only_now: bool, start_res: float | None = None,
+              later: float = 0.0, lic: float = 0.0):
         """(the predicted start, the units of ``avail`` free then) for a job of ``need``
-        units on ``avail``; ``None`` when it never fits (or, with ``only_now``, not now)."""
-        free = avail & ~self.busy
-        if free.bit_count() >= need:
-            return self.now, free
-        if only_now or avail.bit_count() < need:
+        units on ``avail`` asking ``lic`` licenses, tested from ``start_res`` with
+        backfill's ``later_start`` ``later`` (both read from 24.11 on); ``None`` when it
+        never fits (or, with ``only_now``, not now).  A start now from a later
+        ``start_res`` means that time."""
+        now = self.now
+        if avail.bit_count() >= need:
+            self.tests += 1
+        ahead = self.future and start_res is not None and start_res > now
+        licensed = not (self.future and lic > 0)  # before 24.11 licenses are not tested
+        if not ahead:
+            free = avail & ~self.busy
+            if free.bit_count() >= need and (licensed or self._lic_free() >= lic - 1e-9):
+                return now, free
+            if only_now:
+                return None
+        if avail.bit_count() < need:
             return None
-        groups = self._groups.get(avail)
+        key = (avail, start_res, later, lic) if self.future else (avail,)
+        groups = self._groups.get(key)
         if groups is None:
-            groups = self._groups[avail] = self._grouped(avail)
-        for last, free, count in groups:
-            if count >= need:
-                return (last if last > self.now else self.now), free
+            groups = self._groups[key] = self._grouped(avail, start_res, later, lic > 0)
+        for last, free, count, lic_free in groups:
+            if count >= need and (licensed or lic_free >= lic - 1e-9):
+                return (last if last > now else now), free
         return None
 
-    def _grouped(self, avail: int) -> list:
-        """(the group's last end, the units of ``avail`` free after it, how many) for each
-        group of the running jobs on ``avail``, in order (a job on none of them is
-        skipped; a job without a time limit is never freed)."""
+    def _lic_free(self) -> float:
+        """The licenses the running jobs leave free now."""
+        return self.lic_total - sum(held for _, _, held in self.ends)
+
+    def _grouped(self, avail: int, start_res: float | None = None, later: float = 0.0,
+                 lic: bool = False) -> list:
+        """(the group's last end, the units of ``avail`` free after it, how many, the
+        licenses free then) for each group of the running jobs on ``avail``, in order (a
+        job on none of them is skipped; a job without a time limit is never freed).  From
+        24.11 the jobs that end before ``start_res`` come first, as one group ending now,
+        and the groups stop at ``later`` (class docstring)."""
         out = []
         ends, origin = self.ends, self.origin
         busy = self.busy
+        lic_free = self._lic_free()
+        if self.future:
+            begin = start_res if start_res is not None else self.now
+            ahead = [e for e in ends if e[0] < begin]
+            for _, units, held in ahead:
+                if units & avail or (lic and held > 0):
+                    busy &= ~units
+                    lic_free += held
+            free = avail & ~busy
+            out.append((self.now, free, free.bit_count(), lic_free))
+            ends = ends[len(ahead):]
+            if later:
+                ends = ends[:bisect_right(ends, later, key=lambda e: e[0])]
         anchor = None
         window = 30.0
         i, n = 0, len(ends)
         while i < n:
             last = None
             while i < n:
-                end, units, _ = ends[i]
+                end, units, held = ends[i]
                 if end == math.inf:  # no time limit: never freed (nor any job after it)
                     i = n
                     break
                 i += 1
-                if not units & avail:
+                if not units & avail and not (self.future and lic and held > 0):
                     continue
                 if anchor is None:  # the first end's next 30-s boundary of the wall clock
                     anchor = (math.floor((end + origin) / 30.0) + 1) * 30.0 - origin
                 last = end
                 busy &= ~units
+                lic_free += held
                 if i >= n or ends[i][0] > anchor + window:
                     break
             if last is None:
@@ -825,7 +948,7 @@ class _WillRunTest:
             while i < n and ends[i][0] > anchor + window:
                 window *= 2
             free = avail & ~busy
-            out.append((last, free, free.bit_count()))
+            out.append((last, free, free.bit_count(), lic_free))
         return out
 
 
