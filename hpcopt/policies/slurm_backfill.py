@@ -8,7 +8,10 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
   with its age and job-size factors (the other factors are not modelled), set at a job's
   submission and recomputed every ``PriorityCalcPeriod``.
 * **At submission** a job starts at once when no pending job has a higher priority and it
-  fits (Slurm tries a new job right away when it is at the top).
+  fits, and a main pass runs at each job end: stand-ins for the next pass Slurm runs then
+  (it never starts a batch job at submission, and an end only asks for a timed main pass,
+  so with backfill every second a backfill pass starts most jobs within a second; the
+  launch latency covers that second: docs/slurm-model.md).
 * **Main scheduler** passes run at each job end, ``batch_sched_delay`` seconds after the
   last timed pass for newly submitted jobs, and every ``sched_interval``: jobs in priority
   order (at most ``default_queue_depth``) start while they fit; the first one that does
