@@ -154,6 +154,62 @@ def submit_all(jobs: list[dict], env: dict) -> None:
                        timeout=60)
 
 
+def squeue_starts(env: dict) -> tuple[float, list[tuple]] | None:
+    """One ``squeue --start`` of the pending jobs (``SLURM_TIME_FORMAT=%s``): the time it
+    was asked, and (job id, name, start) per job, the start ``None`` where it shows none
+    (``N/A``); ``None`` if squeue failed (a controller busy past its timeout)."""
+    now = time.time()
+    try:
+        got = subprocess.run(["squeue", "--start", "-h", "-t", "PENDING", "-o", "%i|%j|%S"],
+                             env={**env, "SLURM_TIME_FORMAT": "%s"}, capture_output=True,
+                             text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None
+    if got.returncode:
+        return None
+    rows = []
+    for line in got.stdout.splitlines():
+        jid, _, rest = line.partition("|")
+        name, _, start = rest.rpartition("|")
+        start = start.strip()
+        rows.append((jid.strip(), name, float(start) if start.isdigit() and int(start) > 0
+                     else None))
+    return now, rows
+
+
+class ShownSampler(threading.Thread):
+    """What ``squeue --start`` shows, every ``every`` seconds from ``start()`` on: ``rows``
+    [time, job name, start or None] and ``times`` (every sample's, those that found no
+    pending job too).  After ``submitted`` is set, the first sample with no pending job is
+    the last (every job has started); ``halt()`` ends it sooner.  One squeue per sample."""
+
+    def __init__(self, env: dict, every: float) -> None:
+        super().__init__(daemon=True)
+        self.env, self.every = env, every
+        self.rows: list[list] = []
+        self.times: list[float] = []
+        self.submitted = threading.Event()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        due = time.time()
+        while not self._halt.is_set():
+            all_in = self.submitted.is_set()
+            got = squeue_starts(self.env)
+            if got is not None:
+                now, rows = got
+                self.times.append(now)
+                self.rows.extend([now, name, start] for _, name, start in rows)
+                if all_in and not rows:
+                    return
+            due += self.every
+            self._halt.wait(max(0.0, due - time.time()))
+
+    def halt(self) -> None:
+        self._halt.set()
+        self.join(60)
+
+
 def completed_jobs(testbed_dir: Path, by: str = "Name") -> dict[str, dict]:
     """The jobs the testbed finished, by name (or by another jobcomp field: ``by="JobId"``
     for array tasks, which share their name), from its ``jobcomp/filetxt`` log (Slurm's own
@@ -261,6 +317,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
     env = testbed.env(d)  # SLURM_CONF, and 24.11's clients (the chroot's) first on PATH
     log = d / "adapter.jsonl"
     proc = None
+    sampler = ShownSampler(env, args.shown_every) \
+        if policy == "slurm" and getattr(args, "shown_every", None) else None
     try:
         if policy != "slurm":
             proc = subprocess.Popen(["nice", "-n", "5", HPCOPT, "slurm", "run", "--policy",
@@ -273,14 +331,22 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
                     raise SystemExit(f"{kind}: the adapter did not start")
                 time.sleep(0.2)
         t0 = time.time()
+        if sampler is not None:
+            sampler.start()
         submit_all(jobs, env)
+        if sampler is not None:
+            sampler.submitted.set()
         while len(completed_jobs(d)) < len(jobs):
             if time.time() - t0 > args.max_minutes * 60:
                 raise SystemExit(f"{kind}: not done in {args.max_minutes} minutes")
             time.sleep(1)
     finally:
+        if sampler is not None:
+            sampler.halt()
         stop_run(proc, d)
     record = run_record(d, len(jobs), kind)
+    if sampler is not None:  # what squeue --start showed (``shown`` subcommand)
+        record.update(shown_every=args.shown_every, shown_at=sampler.times, shown=sampler.rows)
     record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
     record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
     if any(j.get("partition") == SHARED for j in jobs):
@@ -915,7 +981,19 @@ def cmd_report(args) -> None:
                   f"{r['bsld_sim']:.2f} ({r['bsld_dev_pct']:+.1f}%) |")
 
 
-def main() -> None:
+def positive_seconds(text: str) -> float:
+    """An option's seconds > 0 (argparse type: a one-line error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per part (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
     r = sub.add_parser("replay")
@@ -949,6 +1027,10 @@ def main() -> None:
     r.add_argument("--bb-total", type=int, default=0,
                    help="a license bb of this count; each job asks its share of the "
                         "burst-buffer trace's (give --trace BB_TRACE)")
+    r.add_argument("--shown-every", type=positive_seconds, metavar="S",
+                   help="sample what squeue --start shows of every pending job every S "
+                        "seconds during the Slurm-alone run, from the first submission to "
+                        "the last start (saved in replay_slurm.json: shown)")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])
@@ -985,7 +1067,13 @@ def main() -> None:
     s.add_argument("--days", type=float, default=30)
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--out", default="results/slurm/slurm-alone")
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = parser().parse_args()
+    if args.part == "replay" and args.shown_every and "slurm" not in args.runs:
+        raise SystemExit("--shown-every samples Slurm's own run: give --runs with slurm")
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
      "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat}[args.part](args)
 
