@@ -389,13 +389,14 @@ def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
                   delay=0.0, period: float | None = None, bb: float = 0.0,
-                  options: dict | None = None) -> dict[str, float]:
+                  options: dict | None = None, follow=None) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
     start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
     callable giving each job its own) and, with
     ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle);
     ``bb``: the system's burst buffer, each job's request its ``bb``; ``options``: the
-    policy's (``slurm_conf`` for ``slurm``)."""
+    policy's (``slurm_conf`` for ``slurm``); ``follow(sim, names)``, if given, is called
+    before the run (to subscribe to its events; job ``i`` is ``names[i]``)."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
@@ -410,7 +411,10 @@ def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"], bb=by_name[name].get("bb", 0.0)))
     sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy, **(options or {})),
-                    launch_delay=delay, period=period).run()
+                    launch_delay=delay, period=period)
+    if follow is not None:
+        follow(sim, names)
+    sim.run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
@@ -780,7 +784,8 @@ def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
         name = label if suffix == "slurm" else f"{label}/{suffix}"
         total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
         out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
-                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {})))
+                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {}),
+                        shown=run.get("shown"), shown_at=run.get("shown_at", [])))
     return out
 
 
@@ -805,6 +810,26 @@ def write_alone_jobs(path: Path, run: dict, sim: dict[str, float],
                           round(easy[name] - t0, 2)])
 
 
+def alone_setup(run: dict, runs: list[dict], nodes: int,
+                latency: float | None = None) -> tuple[dict, int]:
+    """How ``alone`` simulates ``run`` (one of ``alone_runs``) under ``--policy slurm``: the
+    policy's options (the slurm.conf its testbed ran, its Slurm version, its first
+    submission as the clock origin, the shared partition where it ran there, and as the
+    start latency the mean kept latency of the OTHER folders' runs of ``runs``, or
+    ``latency``) and the machine (nodes, or cores on the shared partition)."""
+    others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
+    delay = round(float(np.mean(others)), 2) if others else 0.0
+    if latency is not None:  # a sensitivity check, no longer out of sample
+        delay = latency
+    conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
+    conf.write_text(run["conf"])
+    opts = dict(slurm_conf=str(conf), launch_latency=delay,
+                slurm_version=run["info"].get("slurm", "22.05"),
+                clock_origin=min(s for s, _, _ in run["real"].values()),
+                **({"slurm_partition": SHARED} if run["shared"] else {}))
+    return opts, nodes * CPUS if run["shared"] else nodes
+
+
 def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
@@ -822,17 +847,8 @@ def cmd_alone(args) -> None:
         d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
     rows, per_job = [], []
     for run in runs:
-        others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
-        delay = round(float(np.mean(others)), 2) if others else 0.0
-        if args.latency is not None:  # a sensitivity check, no longer out of sample
-            delay = args.latency
-        conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
-        conf.write_text(run["conf"])
-        machine = args.nodes * CPUS if run["shared"] else args.nodes
-        version = run["info"].get("slurm", "22.05")
-        opts = dict(slurm_conf=str(conf), launch_latency=delay, slurm_version=version,
-                    clock_origin=min(s for s, _, _ in run["real"].values()),
-                    **({"slurm_partition": SHARED} if run["shared"] else {}))
+        opts, machine = alone_setup(run, runs, args.nodes, args.latency)
+        delay, version = opts["launch_latency"], opts["slurm_version"]
         row = dict(replay=run["name"], slurm=version,
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""), shared=run["shared"],
@@ -869,6 +885,135 @@ def cmd_alone(args) -> None:
               f"{r['slurm_wait_sim']:.0f} ({r['slurm_wait_dev_pct']:+.1f}%), "
               f"{r['slurm_tau']:.3f} | {r['easy_wait_sim']:.0f} ({r['easy_wait_dev_pct']:+.1f}%)"
               f", {r['easy_tau']:.3f} |")
+
+
+class PlanLog:
+    """The starts a simulated Slurm shows (``SlurmScheduler.planned_starts``), kept after
+    every backfill pass: ``follow`` it to a ``simulate_same`` run of ``--policy slurm``."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []  # simulated time of each backfill pass
+        self.plans: list[dict] = []  # its planned start by job name (simulated time)
+        self.names: list[str] = []
+
+    def follow(self, sim, names: list[str]) -> None:
+        from hpcopt.sim.records import Event
+
+        self.names = names
+        policy, seen = sim.policy, [None]
+
+        def on_pass(sim, event, now) -> None:
+            plan = policy.planned_starts  # a new dict from each backfill pass on
+            if plan is not seen[0]:
+                seen[0] = plan
+                self.times.append(now)
+                self.plans.append({names[i]: t for i, t in plan.items()})
+
+        sim.subscribe(Event.PASS, on_pass)
+
+    def at(self, t: float) -> dict:
+        """The plan of the last backfill pass at or before simulated time ``t``."""
+        from bisect import bisect_right
+
+        k = bisect_right(self.times, t + 1e-9)
+        return self.plans[k - 1] if k else {}
+
+
+def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float], delay: float) -> list[dict]:
+    """One row per job each sample of ``run`` saw pending: the start ``squeue --start``
+    showed (``slurm``), the start the model showed then (``model``: the plan of its last
+    backfill pass at or before the sample, or, for a job it had already decided to start by
+    then, its start ``sim``) and the job's real start.  ``delay``: the model's start
+    latency (a start at ``s`` was decided at ``s - delay``)."""
+    t0 = min(s for s, _, _ in run["real"].values())
+    rows = []
+    for time_, name, slurm in run["shown"]:
+        t = time_ - t0
+        if sim[name] - delay <= t + 1e-9:
+            model, how = sim[name], "started"
+        else:
+            got = plans.at(t).get(name)
+            model, how = (None, "none") if got is None else (got + t0, "plan")
+        rows.append(dict(time=round(time_, 3), job=name, submit=run["real"][name][0],
+                         real_start=run["real"][name][1], slurm=slurm, model=model,
+                         model_from=how))
+    return rows
+
+
+def shown_summary(rows: list[dict], samples: int) -> dict:
+    """Agreement of the model's shown starts with Slurm's over ``rows`` (``shown_rows``):
+    who showed a start, how far apart (MAE, median, within 1 s and 60 s), and each side's
+    error against the real start on the rows both showed, and their ratio."""
+    both = [r for r in rows if r["slurm"] is not None and r["model"] is not None]
+    out = dict(samples=samples, rows=len(rows), both=len(both),
+               only_slurm=sum(r["slurm"] is not None and r["model"] is None for r in rows),
+               only_model=sum(r["slurm"] is None and r["model"] is not None for r in rows),
+               neither=sum(r["slurm"] is None and r["model"] is None for r in rows),
+               model_started=sum(r["model_from"] == "started" for r in rows))
+    if both:
+        gap = np.array([abs(r["model"] - r["slurm"]) for r in both])
+        slurm_err = np.array([abs(r["slurm"] - r["real_start"]) for r in both])
+        model_err = np.array([abs(r["model"] - r["real_start"]) for r in both])
+        out.update(mae_s=round(float(gap.mean()), 2), median_s=round(float(np.median(gap)), 2),
+                   within_1s=round(float((gap <= 1).mean()), 3),
+                   within_60s=round(float((gap <= 60).mean()), 3),
+                   slurm_mae_real_s=round(float(slurm_err.mean()), 2),
+                   model_mae_real_s=round(float(model_err.mean()), 2),
+                   model_over_slurm=round(float(model_err.mean() / slurm_err.mean()), 3)
+                   if slurm_err.mean() else None)
+    return out
+
+
+def cmd_shown(args) -> None:
+    """What Slurm showed (``squeue --start``, sampled by ``replay --shown-every``) against
+    what the model of Slurm shows at the same moments: each sampled Slurm-alone run
+    simulated under ``--policy slurm`` as ``alone`` simulates it (``alone_setup``: out of
+    sample), the plan of the model's last backfill pass at or before each sample
+    (``PlanLog``) set beside Slurm's (``shown_rows``, ``shown_summary``)."""
+    dirs = [Path(d) for d in args.dirs]
+    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
+    runs = [run for d in dirs for run in alone_runs(
+        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
+    sampled = [r for r in runs if r["shown"] is not None]
+    if not sampled:
+        raise SystemExit(f"shown: no run in {', '.join(map(str, dirs))} has squeue samples "
+                         f"(replay_slurm*.json: shown; replay with --shown-every)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary, all_rows = [], []
+    for run in sampled:
+        opts, machine = alone_setup(run, runs, args.nodes)
+        plans = PlanLog()
+        sim = simulate_same(run["jobs"], run["real"], "slurm", machine, None, options=opts,
+                            bb=run["bb_total"], follow=plans.follow)
+        rows = shown_rows(run, plans, sim, opts["launch_latency"])
+        row = dict(replay=run["name"], slurm=opts["slurm_version"],
+                   licenses=run["info"].get("licenses", ""),
+                   latency=opts["launch_latency"], **shown_summary(rows, len(run["shown_at"])))
+        summary.append(row)
+        all_rows += [dict(replay=run["name"], **r) for r in rows]
+        print(json.dumps(row), flush=True)
+    (out / "shown.json").write_text(json.dumps(summary, indent=1))
+    with open(out / "shown_rows.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["replay", "time", "job", "submit", "real_start",
+                                          "slurm", "model", "model_from"])
+        w.writeheader()
+        w.writerows(all_rows)
+    print()
+    print("| replay | Slurm | licenses | samples | job-samples | both / only Slurm / only "
+          "model / neither | model - Slurm: MAE, median (s) | within 1 s, 60 s | "
+          "vs real start: Slurm MAE, model MAE (ratio) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in summary:
+        n = max(1, r["rows"])
+        shares = " / ".join(f"{r[k] / n:.2f}" for k in ("both", "only_slurm", "only_model",
+                                                           "neither"))
+        gap = (f"{r['mae_s']:.1f}, {r['median_s']:.1f} | {r['within_1s']:.2f}, "
+               f"{r['within_60s']:.2f} | {r['slurm_mae_real_s']:.1f}, "
+               f"{r['model_mae_real_s']:.1f} ({r['model_over_slurm']:.2f})"
+               if r["both"] else "- | - | -")
+        print(f"| {r['replay']} | {r['slurm']} | {r['licenses'] or '-'} | {r['samples']} | "
+              f"{r['rows']} | {shares} | {gap} |")
 
 
 def cmd_repeat(args) -> None:
@@ -1056,6 +1201,13 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--out", default="results/slurm/slurm-alone")
     a.add_argument("--plan-view", action="store_true",
                    help="running jobs as slots of the plan, not through Slurm's will-run test")
+    sh = sub.add_parser("shown", help="what squeue --start showed (replay --shown-every) "
+                                      "against the model's plan at the same moments")
+    sh.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone "
+                                            "run; those sampled are compared, all give the "
+                                            "others' latency")
+    sh.add_argument("--nodes", type=int, default=8)
+    sh.add_argument("--out", default="results/slurm/shown")
     rp = sub.add_parser("repeat", help="Slurm against itself: pairs of replay folders that ran "
                                        "the same jobs, compared run by run")
     rp.add_argument("dirs", nargs="+", help="replay folders, in pairs (A B [A B ...])")
@@ -1075,7 +1227,8 @@ def main() -> None:
     if args.part == "replay" and args.shown_every and "slurm" not in args.runs:
         raise SystemExit("--shown-every samples Slurm's own run: give --runs with slurm")
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
-     "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat}[args.part](args)
+     "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat,
+     "shown": cmd_shown}[args.part](args)
 
 
 if __name__ == "__main__":
