@@ -923,16 +923,16 @@ def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float], delay: float) -
     """One row per job each sample of ``run`` saw pending: the start ``squeue --start``
     showed (``slurm``), the start the model showed then (``model``: the plan of its last
     backfill pass at or before the sample, or, for a job it had already decided to start by
-    then, its start ``sim``) and the job's real start.  ``delay``: the model's start
-    latency (a start at ``s`` was decided at ``s - delay``)."""
-    t0 = min(s for s, _, _ in run["real"].values())
+    then, its start in ``sim``, ``simulate_same``'s starts on the run's clock) and the
+    job's real start.  ``delay``: the model's start latency (a start at ``s`` was decided
+    at ``s - delay``)."""
+    t0 = min(s for s, _, _ in run["real"].values())  # simulated time 0 (simulate_same)
     rows = []
     for time_, name, slurm in run["shown"]:
-        t = time_ - t0
-        if sim[name] - delay <= t + 1e-9:
+        if sim[name] - delay <= time_ + 1e-9:
             model, how = sim[name], "started"
         else:
-            got = plans.at(t).get(name)
+            got = plans.at(time_ - t0).get(name)
             model, how = (None, "none") if got is None else (got + t0, "plan")
         rows.append(dict(time=round(time_, 3), job=name, submit=run["real"][name][0],
                          real_start=run["real"][name][1], slurm=slurm, model=model,
