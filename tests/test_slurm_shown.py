@@ -3,7 +3,7 @@ a tiny saved record, and the parsing of ``replay --shown-every``; no Slurm."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -16,13 +16,10 @@ T0 = 1_700_000_000.0  # the record's first submission (Unix seconds, as Slurm re
 
 @pytest.fixture(scope="module")
 def sv():
-    sys.path.insert(0, str(BENCH))  # the script imports its sibling benchmarks
+    """benchmarks/slurm_validation.py as a module (it imports its sibling benchmarks)."""
+    sys.path.insert(0, str(BENCH))
     try:
-        spec = importlib.util.spec_from_file_location("slurm_validation",
-                                                      BENCH / "slurm_validation.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
+        yield importlib.import_module("slurm_validation")
     finally:
         sys.path.remove(str(BENCH))
 
