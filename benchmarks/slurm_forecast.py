@@ -71,7 +71,7 @@ def sample_squeue(env: dict) -> list[tuple]:
     if got is None:
         return []
     now, rows = got
-    return [(now, jid, t, t, t) for jid, _, t in rows]
+    return [(now, jid, t, t, t) for jid, _, t, _ in rows]
 
 
 def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:

@@ -156,11 +156,14 @@ def submit_all(jobs: list[dict], env: dict) -> None:
 
 def squeue_starts(env: dict) -> tuple[float, list[tuple]] | None:
     """One ``squeue --start`` of the pending jobs (``SLURM_TIME_FORMAT=%s``): the time it
-    was asked, and (job id, name, start) per job, the start ``None`` where it shows none
-    (``N/A``); ``None`` if squeue failed (a controller busy past its timeout)."""
+    was asked, and (job id, name, start, nodes) per job, the start ``None`` where it shows
+    none (``N/A``), the nodes those the backfill plan holds for it (``%Y``, ``sched_nodes``;
+    ``None`` where it holds none); ``None`` if squeue failed (a controller busy past its
+    timeout)."""
     now = time.time()
     try:
-        got = subprocess.run(["squeue", "--start", "-h", "-t", "PENDING", "-o", "%i|%j|%S"],
+        got = subprocess.run(["squeue", "--start", "-h", "-t", "PENDING", "-o",
+                              "%i|%j|%S|%Y"],
                              env={**env, "SLURM_TIME_FORMAT": "%s"}, capture_output=True,
                              text=True, timeout=30)
     except subprocess.TimeoutExpired:
@@ -170,18 +173,20 @@ def squeue_starts(env: dict) -> tuple[float, list[tuple]] | None:
     rows = []
     for line in got.stdout.splitlines():
         jid, _, rest = line.partition("|")
+        rest, _, nodes = rest.rpartition("|")
         name, _, start = rest.rpartition("|")
-        start = start.strip()
+        start, nodes = start.strip(), nodes.strip()
         rows.append((jid.strip(), name, float(start) if start.isdigit() and int(start) > 0
-                     else None))
+                     else None, nodes if nodes and nodes != "(null)" else None))
     return now, rows
 
 
 class ShownSampler(threading.Thread):
     """What ``squeue --start`` shows, every ``every`` seconds from ``start()`` on: ``rows``
-    [time, job name, start or None] and ``times`` (every sample's, those that found no
-    pending job too).  After ``submitted`` is set, the first sample with no pending job is
-    the last (every job has started); ``halt()`` ends it sooner.  One squeue per sample."""
+    [time, job name, start or None, planned nodes or None] and ``times`` (every sample's,
+    those that found no pending job too).  After ``submitted`` is set, the first sample
+    with no pending job is the last (every job has started); ``halt()`` ends it sooner.
+    One squeue per sample."""
 
     def __init__(self, env: dict, every: float) -> None:
         super().__init__(daemon=True)
@@ -199,7 +204,7 @@ class ShownSampler(threading.Thread):
             if got is not None:
                 now, rows = got
                 self.times.append(now)
-                self.rows.extend([now, name, start] for _, name, start in rows)
+                self.rows.extend([now, name, start, nodes] for _, name, start, nodes in rows)
                 if all_in and not rows:
                     return
             due += self.every
@@ -928,14 +933,15 @@ def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float], delay: float) -
     at ``s - delay``)."""
     t0 = min(s for s, _, _ in run["real"].values())  # simulated time 0 (simulate_same)
     rows = []
-    for time_, name, slurm in run["shown"]:
+    for time_, name, slurm, *nodes in run["shown"]:  # (the first sampled runs kept no nodes)
         if sim[name] - delay <= time_ + 1e-9:
             model, how = sim[name], "started"
         else:
             got = plans.at(time_ - t0).get(name)
             model, how = (None, "none") if got is None else (got + t0, "plan")
         rows.append(dict(time=round(time_, 3), job=name, submit=run["real"][name][0],
-                         real_start=run["real"][name][1], slurm=slurm, model=model,
+                         real_start=run["real"][name][1], slurm=slurm,
+                         slurm_nodes=nodes[0] if nodes else None, model=model,
                          model_from=how))
     return rows
 
@@ -950,6 +956,11 @@ def shown_summary(rows: list[dict], samples: int) -> dict:
                only_model=sum(r["slurm"] is None and r["model"] is not None for r in rows),
                neither=sum(r["slurm"] is None and r["model"] is None for r in rows),
                model_started=sum(r["model_from"] == "started" for r in rows))
+    plan = [abs(r["model"] - r["slurm"]) for r in both if r["model_from"] == "plan"]
+    if plan:  # the rows where the model's job still waits: its plan against Slurm's
+        out.update(plan_rows=len(plan), plan_mae_s=round(float(np.mean(plan)), 2),
+                   plan_median_s=round(float(np.median(plan)), 2),
+                   plan_within_60s=round(float(np.mean(np.array(plan) <= 60)), 3))
     if both:
         gap = np.array([abs(r["model"] - r["slurm"]) for r in both])
         slurm_err = np.array([abs(r["slurm"] - r["real_start"]) for r in both])
@@ -996,7 +1007,7 @@ def cmd_shown(args) -> None:
     (out / "shown.json").write_text(json.dumps(summary, indent=1))
     with open(out / "shown_rows.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["replay", "time", "job", "submit", "real_start",
-                                          "slurm", "model", "model_from"])
+                                          "slurm", "slurm_nodes", "model", "model_from"])
         w.writeheader()
         w.writerows(all_rows)
     print()

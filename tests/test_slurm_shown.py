@@ -61,8 +61,8 @@ def test_the_model_shows_the_plan_of_its_last_pass_at_each_sample(sv, tmp_path, 
     sv.main()
     (row,) = json.loads((out / "shown.json").read_text())
     lines = (out / "shown_rows.csv").read_text().splitlines()
-    assert lines[0] == "replay,time,job,submit,real_start,slurm,model,model_from"
-    got = {(float(r.split(",")[1]) - T0, r.split(",")[2]): r.split(",")[6:] for r in lines[1:]}
+    assert lines[0] == "replay,time,job,submit,real_start,slurm,slurm_nodes,model,model_from"
+    got = {(float(r.split(",")[1]) - T0, r.split(",")[2]): r.split(",")[7:] for r in lines[1:]}
     assert got == {(3.0, "j1"): [str(T0 + 60), "plan"], (5.0, "j1"): [str(T0 + 60), "plan"],
                    (5.0, "j2"): [str(T0 + 180), "plan"], (29.0, "j1"): [str(T0 + 60), "plan"],
                    (29.0, "j2"): [str(T0 + 180), "plan"],
@@ -87,15 +87,17 @@ def test_a_job_the_model_already_started_shows_its_start(sv):
     plans.times, plans.plans = [0.0, 10.0], [{"a": 50.0, "b": 70.0}, {"b": 80.0}]
     run = {"real": {"a": (T0, T0 + 12, T0 + 20), "b": (T0, T0 + 90, T0 + 99),
                     "c": (T0, T0 + 95, T0 + 99)},
-           "shown": [[T0 + 9.0, "a", T0 + 50], [T0 + 11.0, "a", None],
-                     [T0 + 11.0, "b", T0 + 81], [T0 + 11.0, "c", None]]}
+           "shown": [[T0 + 9.0, "a", T0 + 50, "n[1-2]"], [T0 + 11.0, "a", None, None],
+                     [T0 + 11.0, "b", T0 + 81, "n3"], [T0 + 11.0, "c", None, None]]}
     sim = {"a": T0 + 11.5, "b": T0 + 90, "c": T0 + 95}  # a decided at 10.5 (latency 1 s)
     rows = sv.shown_rows(run, plans, sim, 1.0)
     assert [(r["model"], r["model_from"]) for r in rows] == [
         (T0 + 50, "plan"), (T0 + 11.5, "started"), (T0 + 80, "plan"), (None, "none")]
+    assert [r["slurm_nodes"] for r in rows] == ["n[1-2]", None, "n3", None]
     s = sv.shown_summary(rows, 2)
     assert (s["both"], s["only_slurm"], s["only_model"], s["neither"], s["model_started"]) \
         == (2, 0, 1, 1, 1)
+    assert (s["plan_rows"], s["plan_mae_s"], s["mae_s"]) == (2, 0.5, 0.5)  # 0 and 1 s
     assert plans.at(-1.0) == {} and plans.at(10.0) == {"b": 80.0}
 
 
