@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .slurm_fixtures import VERSIONS, started_testbed
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 T0 = 1_700_000_000.0  # the record's first submission (Unix seconds, as Slurm records them)
 
@@ -124,3 +126,29 @@ def test_shown_every_parses_seconds_and_refuses_the_rest(sv, capsys, monkeypatch
                                        "--shown-every", "2"])
     with pytest.raises(SystemExit, match="--shown-every samples Slurm's own run"):
         sv.main()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_sampler_reads_what_squeue_start_shows_until_every_job_started(sv, version):
+    """On a real testbed (Slurm alone): a job behind an 8-node one is shown with the start
+    and nodes Slurm's backfill plans for it, and once every job is in and none waits the
+    sampler ends by itself."""
+    with started_testbed(version, "shown", scheduler="backfill", hold=False) as c:
+        first = c.submit("-J", "wide", "-N", "8", "-t", "2", sleep=30)
+        c.wait(lambda: c.state(first) == "RUNNING", 30)
+        sampler = sv.ShownSampler(c.env, 0.5)
+        sampler.start()
+        c.submit("-J", "behind", "-N", "3", "-t", "1", sleep=1)
+        sampler.submitted.set()
+        c.wait(lambda: any(r[1] == "behind" and r[2] for r in sampler.rows), 30)
+        c.cancel([first])  # "behind" starts: the next sample finds no pending job
+        sampler.join(30)
+        assert not sampler.is_alive()
+        start = c.jobs()[first]["start_time"]
+        shown = [r for r in sampler.rows if r[2] is not None]
+        assert {r[1] for r in sampler.rows} == {"behind"}
+        # planned at the running job's end (its start plus two minutes, whole seconds)
+        assert {r[2] for r in shown} == {float(start) + 120}
+        assert all(r[3] and r[3].startswith("n") for r in shown)  # the nodes it holds
+        assert sampler.times[-1] > shown[-1][0]  # the last sample: nothing pending
