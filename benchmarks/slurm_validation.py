@@ -924,17 +924,17 @@ class PlanLog:
         return self.plans[k - 1] if k else {}
 
 
-def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float], delay: float) -> list[dict]:
+def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float]) -> list[dict]:
     """One row per job each sample of ``run`` saw pending: the start ``squeue --start``
-    showed (``slurm``), the start the model showed then (``model``: the plan of its last
-    backfill pass at or before the sample, or, for a job it had already decided to start by
-    then, its start in ``sim``, ``simulate_same``'s starts on the run's clock) and the
-    job's real start.  ``delay``: the model's start latency (a start at ``s`` was decided
-    at ``s - delay``)."""
+    showed (``slurm``), the start the model showed then (``model``: for a job it had
+    started by then its start in ``sim``, ``simulate_same``'s starts on the run's clock,
+    else the plan of its last backfill pass at or before the sample) and the job's real
+    start.  A simulated start is Slurm's ``start_time`` (the start latency is the time
+    to it): until then the job waits and shows its plan, as in Slurm."""
     t0 = min(s for s, _, _ in run["real"].values())  # simulated time 0 (simulate_same)
     rows = []
     for time_, name, slurm, *nodes in run["shown"]:  # (the first sampled runs kept no nodes)
-        if sim[name] - delay <= time_ + 1e-9:
+        if sim[name] <= time_ + 1e-9:
             model, how = sim[name], "started"
         else:
             got = plans.at(time_ - t0).get(name)
@@ -997,8 +997,9 @@ def cmd_shown(args) -> None:
         plans = PlanLog()
         sim = simulate_same(run["jobs"], run["real"], "slurm", machine, None, options=opts,
                             bb=run["bb_total"], follow=plans.follow)
-        rows = shown_rows(run, plans, sim, opts["launch_latency"])
+        rows = shown_rows(run, plans, sim)
         row = dict(replay=run["name"], slurm=opts["slurm_version"],
+                   scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""),
                    latency=opts["launch_latency"], **shown_summary(rows, len(run["shown_at"])))
         summary.append(row)
@@ -1011,10 +1012,10 @@ def cmd_shown(args) -> None:
         w.writeheader()
         w.writerows(all_rows)
     print()
-    print("| replay | Slurm | licenses | samples | job-samples | both / only Slurm / only "
-          "model / neither | model - Slurm: MAE, median (s) | within 1 s, 60 s | "
-          "vs real start: Slurm MAE, model MAE (ratio) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| replay | Slurm | SchedulerParameters over the testbed's | licenses | samples | "
+          "job-samples | both / only Slurm / only model / neither | model - Slurm: MAE, "
+          "median (s) | within 1 s, 60 s | vs real start: Slurm MAE, model MAE (ratio) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
         n = max(1, r["rows"])
         shares = " / ".join(f"{r[k] / n:.2f}" for k in ("both", "only_slurm", "only_model",
@@ -1023,8 +1024,8 @@ def cmd_shown(args) -> None:
                f"{r['within_60s']:.2f} | {r['slurm_mae_real_s']:.1f}, "
                f"{r['model_mae_real_s']:.1f} ({r['model_over_slurm']:.2f})"
                if r["both"] else "- | - | -")
-        print(f"| {r['replay']} | {r['slurm']} | {r['licenses'] or '-'} | {r['samples']} | "
-              f"{r['rows']} | {shares} | {gap} |")
+        print(f"| {r['replay']} | {r['slurm']} | {r['scheduler_parameters'] or '-'} | "
+              f"{r['licenses'] or '-'} | {r['samples']} | {r['rows']} | {shares} | {gap} |")
 
 
 def cmd_repeat(args) -> None:

@@ -78,23 +78,25 @@ def test_the_model_shows_the_plan_of_its_last_pass_at_each_sample(sv, tmp_path, 
     assert row["slurm_mae_real_s"] == round(sum(slurm_err) / 5, 2)
     assert row["model_mae_real_s"] == round(sum(model_err) / 5, 2)
     assert row["model_over_slurm"] == round(sum(model_err) / sum(slurm_err), 3)
-    assert "| shown-tiny | 22.05 | - | 5 | 6 | 0.83 / 0.00 / 0.17 / 0.00 | 12.2, 0.0 | " \
+    assert "| shown-tiny | 22.05 | - | - | 5 | 6 | 0.83 / 0.00 / 0.17 / 0.00 | 12.2, 0.0 | " \
            "0.80, 1.00 |" in capsys.readouterr().out
 
 
 def test_a_job_the_model_already_started_shows_its_start(sv):
-    """A job Slurm still shows pending that the model decided to start by then (its start
-    less the latency) shows the model's start; one the plan lacks shows none."""
+    """A job Slurm still shows pending that the model had started by then shows the
+    model's start; one it decided to start but whose start (the latency later) is still
+    to come shows its plan, as Slurm shows its own until its start; one the plan lacks
+    shows none."""
     plans = sv.PlanLog()
     plans.times, plans.plans = [0.0, 10.0], [{"a": 50.0, "b": 70.0}, {"b": 80.0}]
     run = {"real": {"a": (T0, T0 + 12, T0 + 20), "b": (T0, T0 + 90, T0 + 99),
                     "c": (T0, T0 + 95, T0 + 99)},
            "shown": [[T0 + 9.0, "a", T0 + 50, "n[1-2]"], [T0 + 11.0, "a", None, None],
                      [T0 + 11.0, "b", T0 + 81, "n3"], [T0 + 11.0, "c", None, None]]}
-    sim = {"a": T0 + 11.5, "b": T0 + 90, "c": T0 + 95}  # a decided at 10.5 (latency 1 s)
-    rows = sv.shown_rows(run, plans, sim, 1.0)
+    sim = {"a": T0 + 10.5, "b": T0 + 11.5, "c": T0 + 95}  # b: started after the sample
+    rows = sv.shown_rows(run, plans, sim)
     assert [(r["model"], r["model_from"]) for r in rows] == [
-        (T0 + 50, "plan"), (T0 + 11.5, "started"), (T0 + 80, "plan"), (None, "none")]
+        (T0 + 50, "plan"), (T0 + 10.5, "started"), (T0 + 80, "plan"), (None, "none")]
     assert [r["slurm_nodes"] for r in rows] == ["n[1-2]", None, "n3", None]
     s = sv.shown_summary(rows, 2)
     assert (s["both"], s["only_slurm"], s["only_model"], s["neither"], s["model_started"]) \
