@@ -916,12 +916,13 @@ class PlanLog:
 
         sim.subscribe(Event.PASS, on_pass)
 
-    def at(self, t: float) -> dict:
-        """The plan of the last backfill pass at or before simulated time ``t``."""
+    def at(self, t: float) -> tuple[float | None, dict]:
+        """The time and plan of the last backfill pass at or before simulated time ``t``
+        (``None`` and no plan before the first)."""
         from bisect import bisect_right
 
         k = bisect_right(self.times, t + 1e-9)
-        return self.plans[k - 1] if k else {}
+        return (self.times[k - 1], self.plans[k - 1]) if k else (None, {})
 
 
 def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float]) -> list[dict]:
@@ -929,20 +930,22 @@ def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float]) -> list[dict]:
     showed (``slurm``), the start the model showed then (``model``: for a job it had
     started by then its start in ``sim``, ``simulate_same``'s starts on the run's clock,
     else the plan of its last backfill pass at or before the sample) and the job's real
-    start.  A simulated start is Slurm's ``start_time`` (the start latency is the time
-    to it): until then the job waits and shows its plan, as in Slurm."""
+    start; ``model_pass``, when that pass ran (on the run's clock).  A simulated start
+    is Slurm's ``start_time`` (the start latency is the time to it): until then the job
+    waits and shows its plan, as in Slurm."""
     t0 = min(s for s, _, _ in run["real"].values())  # simulated time 0 (simulate_same)
     rows = []
     for time_, name, slurm, *nodes in run["shown"]:  # (the first sampled runs kept no nodes)
+        when, plan = plans.at(time_ - t0)
         if sim[name] <= time_ + 1e-9:
             model, how = sim[name], "started"
         else:
-            got = plans.at(time_ - t0).get(name)
+            got = plan.get(name)
             model, how = (None, "none") if got is None else (got + t0, "plan")
         rows.append(dict(time=round(time_, 3), job=name, submit=run["real"][name][0],
                          real_start=run["real"][name][1], slurm=slurm,
                          slurm_nodes=nodes[0] if nodes else None, model=model,
-                         model_from=how))
+                         model_from=how, model_pass=None if when is None else when + t0))
     return rows
 
 
@@ -955,7 +958,11 @@ def shown_summary(rows: list[dict], samples: int) -> dict:
                only_slurm=sum(r["slurm"] is not None and r["model"] is None for r in rows),
                only_model=sum(r["slurm"] is None and r["model"] is not None for r in rows),
                neither=sum(r["slurm"] is None and r["model"] is None for r in rows),
-               model_started=sum(r["model_from"] == "started" for r in rows))
+               model_started=sum(r["model_from"] == "started" for r in rows),
+               # Slurm shows a start, and the model's last pass came after the submission
+               only_slurm_passed=sum(r["slurm"] is not None and r["model"] is None and
+                                     r["model_pass"] is not None and
+                                     r["model_pass"] >= r["submit"] for r in rows))
     plan = [abs(r["model"] - r["slurm"]) for r in both if r["model_from"] == "plan"]
     if plan:  # the rows where the model's job still waits: its plan against Slurm's
         out.update(plan_rows=len(plan), plan_mae_s=round(float(np.mean(plan)), 2),
@@ -1008,7 +1015,8 @@ def cmd_shown(args) -> None:
     (out / "shown.json").write_text(json.dumps(summary, indent=1))
     with open(out / "shown_rows.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["replay", "time", "job", "submit", "real_start",
-                                          "slurm", "slurm_nodes", "model", "model_from"])
+                                          "slurm", "slurm_nodes", "model", "model_from",
+                                          "model_pass"])
         w.writeheader()
         w.writerows(all_rows)
     print()

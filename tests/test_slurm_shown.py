@@ -63,15 +63,18 @@ def test_the_model_shows_the_plan_of_its_last_pass_at_each_sample(sv, tmp_path, 
     sv.main()
     (row,) = json.loads((out / "shown.json").read_text())
     lines = (out / "shown_rows.csv").read_text().splitlines()
-    assert lines[0] == "replay,time,job,submit,real_start,slurm,slurm_nodes,model,model_from"
-    got = {(float(r.split(",")[1]) - T0, r.split(",")[2]): r.split(",")[7:] for r in lines[1:]}
+    assert lines[0] == \
+        "replay,time,job,submit,real_start,slurm,slurm_nodes,model,model_from,model_pass"
+    got = {(float(r.split(",")[1]) - T0, r.split(",")[2]): r.split(",")[7:9]
+           for r in lines[1:]}
     assert got == {(3.0, "j1"): [str(T0 + 60), "plan"], (5.0, "j1"): [str(T0 + 60), "plan"],
                    (5.0, "j2"): [str(T0 + 180), "plan"], (29.0, "j1"): [str(T0 + 60), "plan"],
                    (29.0, "j2"): [str(T0 + 180), "plan"],
                    (31.0, "j2"): [str(T0 + 150), "plan"]}  # the pass after j0's end
     assert row["replay"] == "shown-tiny" and row["latency"] == 0.0  # no other run: none
     assert (row["samples"], row["rows"], row["both"], row["only_slurm"], row["only_model"],
-            row["neither"], row["model_started"]) == (5, 6, 5, 0, 1, 0, 0)
+            row["neither"], row["model_started"], row["only_slurm_passed"]) == \
+        (5, 6, 5, 0, 1, 0, 0, 0)
     assert (row["mae_s"], row["median_s"]) == (12.2, 0.0)  # gaps 0, 0, 1, 60, 0
     assert (row["within_1s"], row["within_60s"]) == (0.8, 1.0)
     slurm_err, model_err = [30, 30, 31, 190, 100], [30, 30, 30, 130, 100]  # to the real start
@@ -86,23 +89,25 @@ def test_a_job_the_model_already_started_shows_its_start(sv):
     """A job Slurm still shows pending that the model had started by then shows the
     model's start; one it decided to start but whose start (the latency later) is still
     to come shows its plan, as Slurm shows its own until its start; one the plan lacks
-    shows none."""
+    shows none (where Slurm shows one, after a pass that came after its submission)."""
     plans = sv.PlanLog()
     plans.times, plans.plans = [0.0, 10.0], [{"a": 50.0, "b": 70.0}, {"b": 80.0}]
     run = {"real": {"a": (T0, T0 + 12, T0 + 20), "b": (T0, T0 + 90, T0 + 99),
                     "c": (T0, T0 + 95, T0 + 99)},
            "shown": [[T0 + 9.0, "a", T0 + 50, "n[1-2]"], [T0 + 11.0, "a", None, None],
-                     [T0 + 11.0, "b", T0 + 81, "n3"], [T0 + 11.0, "c", None, None]]}
+                     [T0 + 11.0, "b", T0 + 81, "n3"], [T0 + 11.0, "c", T0 + 99, "n4"]]}
     sim = {"a": T0 + 10.5, "b": T0 + 11.5, "c": T0 + 95}  # b: started after the sample
     rows = sv.shown_rows(run, plans, sim)
     assert [(r["model"], r["model_from"]) for r in rows] == [
         (T0 + 50, "plan"), (T0 + 10.5, "started"), (T0 + 80, "plan"), (None, "none")]
-    assert [r["slurm_nodes"] for r in rows] == ["n[1-2]", None, "n3", None]
+    assert [r["slurm_nodes"] for r in rows] == ["n[1-2]", None, "n3", "n4"]
     s = sv.shown_summary(rows, 2)
     assert (s["both"], s["only_slurm"], s["only_model"], s["neither"], s["model_started"]) \
-        == (2, 0, 1, 1, 1)
+        == (2, 1, 1, 0, 1)
     assert (s["plan_rows"], s["plan_mae_s"], s["mae_s"]) == (2, 0.5, 0.5)  # 0 and 1 s
-    assert plans.at(-1.0) == {} and plans.at(10.0) == {"b": 80.0}
+    assert plans.at(-1.0) == (None, {}) and plans.at(10.0) == (10.0, {"b": 80.0})
+    assert [r["model_pass"] for r in rows] == [T0, T0 + 10, T0 + 10, T0 + 10]
+    assert s["only_slurm_passed"] == 1  # c: submitted before the pass at 10 s, no start
 
 
 def test_no_sampled_run_is_a_one_line_error(sv, tmp_path, monkeypatch):
