@@ -19,6 +19,11 @@ takes the start latency (a job's end to the next start, read off Slurm's records
 as a constant (its mean), with the adapter's cycle, and drawn per start (``--draws`` seeds);
 ``--launch-delay`` adds constants of one's own (``analyze``).
 
+With ``--shown-every S`` the Slurm-alone run also samples what ``squeue --start`` shows of
+every pending job every S seconds (``ShownSampler``).  Part ``shown`` sets those samples
+beside what the model of Slurm (``--policy slurm``, set up as part ``alone`` sets it up)
+shows at the same moments: the plan of its last backfill pass.
+
 Part ``cost``: a testbed with N held jobs (10, 100, 1,000) and ``hpcopt slurm run --dry-run``
 cycles: Slurm read time and decision time per cycle.  Part ``report``: the markdown table of
 saved replays.
@@ -26,6 +31,8 @@ saved replays.
     python benchmarks/slurm_validation.py replay --parallel --out results/slurm   (root)
     python benchmarks/slurm_validation.py replay --analyze-only --out results/slurm
     python benchmarks/slurm_validation.py report results/slurm
+    python benchmarks/slurm_validation.py replay --runs slurm --shown-every 2 --out DIR (root)
+    python benchmarks/slurm_validation.py shown DIR... --out results/slurm/shown
     python benchmarks/slurm_validation.py cost --out results/slurm
 
 Writes ``OUT/replay_<run>.json`` (the real times and the adapter's cycles), ``OUT/replay.json``
