@@ -45,6 +45,7 @@ from slurm_validation import (  # noqa: E402
     HPCOPT,
     completed_jobs,
     scaled_slice,
+    squeue_starts,
     stop_run,
     submit_all,
 )
@@ -65,17 +66,12 @@ def sample_file(path: Path) -> list[tuple]:
 
 def sample_squeue(env: dict) -> list[tuple]:
     """(time, job, start, start, start) of every pending job as ``squeue --start`` shows it
-    (``None`` where it shows none)."""
-    now = time.time()
-    out = subprocess.run(["squeue", "--start", "-h", "-t", "PENDING", "-o", "%i|%S"],
-                         env={**env, "SLURM_TIME_FORMAT": "%s"}, capture_output=True,
-                         text=True, timeout=30).stdout
-    rows = []
-    for line in out.splitlines():
-        jid, _, start = line.partition("|")
-        t = float(start) if start.strip().isdigit() else None
-        rows.append((now, jid.strip(), t, t, t))
-    return rows
+    (``squeue_starts``: ``None`` where it shows none; no rows if squeue failed)."""
+    got = squeue_starts(env)
+    if got is None:
+        return []
+    now, rows = got
+    return [(now, jid, t, t, t) for jid, _, t, _ in rows]
 
 
 def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:

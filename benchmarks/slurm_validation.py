@@ -19,6 +19,11 @@ takes the start latency (a job's end to the next start, read off Slurm's records
 as a constant (its mean), with the adapter's cycle, and drawn per start (``--draws`` seeds);
 ``--launch-delay`` adds constants of one's own (``analyze``).
 
+With ``--shown-every S`` the Slurm-alone run also samples what ``squeue --start`` shows of
+every pending job every S seconds (``ShownSampler``).  Part ``shown`` sets those samples
+beside what the model of Slurm (``--policy slurm``, set up as part ``alone`` sets it up)
+shows at the same moments: the plan of its last backfill pass.
+
 Part ``cost``: a testbed with N held jobs (10, 100, 1,000) and ``hpcopt slurm run --dry-run``
 cycles: Slurm read time and decision time per cycle.  Part ``report``: the markdown table of
 saved replays.
@@ -26,6 +31,8 @@ saved replays.
     python benchmarks/slurm_validation.py replay --parallel --out results/slurm   (root)
     python benchmarks/slurm_validation.py replay --analyze-only --out results/slurm
     python benchmarks/slurm_validation.py report results/slurm
+    python benchmarks/slurm_validation.py replay --runs slurm --shown-every 2 --out DIR (root)
+    python benchmarks/slurm_validation.py shown DIR... --out results/slurm/shown
     python benchmarks/slurm_validation.py cost --out results/slurm
 
 Writes ``OUT/replay_<run>.json`` (the real times and the adapter's cycles), ``OUT/replay.json``
@@ -154,6 +161,67 @@ def submit_all(jobs: list[dict], env: dict) -> None:
                        timeout=60)
 
 
+def squeue_starts(env: dict) -> tuple[float, list[tuple]] | None:
+    """One ``squeue --start`` of the pending jobs (``SLURM_TIME_FORMAT=%s``): the time it
+    was asked, and (job id, name, start, nodes) per job, the start ``None`` where it shows
+    none (``N/A``), the nodes those the backfill plan holds for it (``%Y``, ``sched_nodes``;
+    ``None`` where it holds none); ``None`` if squeue failed (a controller busy past its
+    timeout)."""
+    now = time.time()
+    try:
+        got = subprocess.run(["squeue", "--start", "-h", "-t", "PENDING", "-o",
+                              "%i|%j|%S|%Y"],
+                             env={**env, "SLURM_TIME_FORMAT": "%s"}, capture_output=True,
+                             text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None
+    if got.returncode:
+        return None
+    rows = []
+    for line in got.stdout.splitlines():
+        jid, _, rest = line.partition("|")
+        rest, _, nodes = rest.rpartition("|")
+        name, _, start = rest.rpartition("|")
+        start, nodes = start.strip(), nodes.strip()
+        rows.append((jid.strip(), name, float(start) if start.isdigit() and int(start) > 0
+                     else None, nodes if nodes and nodes != "(null)" else None))
+    return now, rows
+
+
+class ShownSampler(threading.Thread):
+    """What ``squeue --start`` shows, every ``every`` seconds from ``start()`` on: ``rows``
+    [time, job name, start or None, planned nodes or None] and ``times`` (every sample's,
+    those that found no pending job too).  After ``submitted`` is set, the first sample
+    with no pending job is the last (every job has started); ``halt()`` ends it sooner.
+    One squeue per sample."""
+
+    def __init__(self, env: dict, every: float) -> None:
+        super().__init__(daemon=True)
+        self.env, self.every = env, every
+        self.rows: list[list] = []
+        self.times: list[float] = []
+        self.submitted = threading.Event()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        due = time.time()
+        while not self._halt.is_set():
+            all_in = self.submitted.is_set()
+            got = squeue_starts(self.env)
+            if got is not None:
+                now, rows = got
+                self.times.append(now)
+                self.rows.extend([now, name, start, nodes] for _, name, start, nodes in rows)
+                if all_in and not rows:
+                    return
+            due += self.every
+            self._halt.wait(max(0.0, due - time.time()))
+
+    def halt(self) -> None:
+        self._halt.set()
+        self.join(60)
+
+
 def completed_jobs(testbed_dir: Path, by: str = "Name") -> dict[str, dict]:
     """The jobs the testbed finished, by name (or by another jobcomp field: ``by="JobId"``
     for array tasks, which share their name), from its ``jobcomp/filetxt`` log (Slurm's own
@@ -261,6 +329,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
     env = testbed.env(d)  # SLURM_CONF, and 24.11's clients (the chroot's) first on PATH
     log = d / "adapter.jsonl"
     proc = None
+    sampler = ShownSampler(env, args.shown_every) \
+        if policy == "slurm" and getattr(args, "shown_every", None) else None
     try:
         if policy != "slurm":
             proc = subprocess.Popen(["nice", "-n", "5", HPCOPT, "slurm", "run", "--policy",
@@ -273,14 +343,22 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
                     raise SystemExit(f"{kind}: the adapter did not start")
                 time.sleep(0.2)
         t0 = time.time()
+        if sampler is not None:
+            sampler.start()
         submit_all(jobs, env)
+        if sampler is not None:
+            sampler.submitted.set()
         while len(completed_jobs(d)) < len(jobs):
             if time.time() - t0 > args.max_minutes * 60:
                 raise SystemExit(f"{kind}: not done in {args.max_minutes} minutes")
             time.sleep(1)
     finally:
+        if sampler is not None:
+            sampler.halt()
         stop_run(proc, d)
     record = run_record(d, len(jobs), kind)
+    if sampler is not None:  # what squeue --start showed (``shown`` subcommand)
+        record.update(shown_every=args.shown_every, shown_at=sampler.times, shown=sampler.rows)
     record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
     record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
     if any(j.get("partition") == SHARED for j in jobs):
@@ -323,13 +401,14 @@ def replay_all(jobs: list[dict], args, workdir: Path, testbed_opts: dict | None 
 
 def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
                   delay=0.0, period: float | None = None, bb: float = 0.0,
-                  options: dict | None = None) -> dict[str, float]:
+                  options: dict | None = None, follow=None) -> dict[str, float]:
     """hpcopt's simulation of the jobs as Slurm saw them (start time by name), with each
     start ``delay`` seconds after its decision (the driver's ``launch_delay``: seconds, or a
     callable giving each job its own) and, with
     ``period``, scheduling passes only every ``period`` seconds (the adapter's cycle);
     ``bb``: the system's burst buffer, each job's request its ``bb``; ``options``: the
-    policy's (``slurm_conf`` for ``slurm``)."""
+    policy's (``slurm_conf`` for ``slurm``); ``follow(sim, names)``, if given, is called
+    before the run (to subscribe to its events; job ``i`` is ``names[i]``)."""
     from hpcopt.domain import Job, System
     from hpcopt.policies import make_policy
     from hpcopt.sim.driver import Simulator
@@ -344,7 +423,10 @@ def simulate_same(jobs: list[dict], real: dict, policy: str, nodes: int,
         sim_jobs.append(Job(i, sub - t0, min(max(end - start, 0.0), limit), limit,
                             by_name[name]["nodes"], bb=by_name[name].get("bb", 0.0)))
     sim = Simulator(sim_jobs, System(nodes, bb=bb), make_policy(policy, **(options or {})),
-                    launch_delay=delay, period=period).run()
+                    launch_delay=delay, period=period)
+    if follow is not None:
+        follow(sim, names)
+    sim.run()
     return {name: sim.records[i].start + t0 for i, name in enumerate(names)}
 
 
@@ -714,7 +796,8 @@ def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
         name = label if suffix == "slurm" else f"{label}/{suffix}"
         total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
         out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
-                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {})))
+                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {}),
+                        shown=run.get("shown"), shown_at=run.get("shown_at", [])))
     return out
 
 
@@ -739,6 +822,26 @@ def write_alone_jobs(path: Path, run: dict, sim: dict[str, float],
                           round(easy[name] - t0, 2)])
 
 
+def alone_setup(run: dict, runs: list[dict], nodes: int,
+                latency: float | None = None) -> tuple[dict, int]:
+    """How ``alone`` simulates ``run`` (one of ``alone_runs``) under ``--policy slurm``: the
+    policy's options (the slurm.conf its testbed ran, its Slurm version, its first
+    submission as the clock origin, the shared partition where it ran there, and as the
+    start latency the mean kept latency of the OTHER folders' runs of ``runs``, or
+    ``latency``) and the machine (nodes, or cores on the shared partition)."""
+    others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
+    delay = round(float(np.mean(others)), 2) if others else 0.0
+    if latency is not None:  # a sensitivity check, no longer out of sample
+        delay = latency
+    conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
+    conf.write_text(run["conf"])
+    opts = dict(slurm_conf=str(conf), launch_latency=delay,
+                slurm_version=run["info"].get("slurm", "22.05"),
+                clock_origin=min(s for s, _, _ in run["real"].values()),
+                **({"slurm_partition": SHARED} if run["shared"] else {}))
+    return opts, nodes * CPUS if run["shared"] else nodes
+
+
 def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
@@ -756,17 +859,8 @@ def cmd_alone(args) -> None:
         d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
     rows, per_job = [], []
     for run in runs:
-        others = [g for r in runs if r["dir"] != run["dir"] for g in latency_kept(r["real"])]
-        delay = round(float(np.mean(others)), 2) if others else 0.0
-        if args.latency is not None:  # a sensitivity check, no longer out of sample
-            delay = args.latency
-        conf = Path(tempfile.mkdtemp(prefix="hpcopt-alone-")) / "slurm.conf"
-        conf.write_text(run["conf"])
-        machine = args.nodes * CPUS if run["shared"] else args.nodes
-        version = run["info"].get("slurm", "22.05")
-        opts = dict(slurm_conf=str(conf), launch_latency=delay, slurm_version=version,
-                    clock_origin=min(s for s, _, _ in run["real"].values()),
-                    **({"slurm_partition": SHARED} if run["shared"] else {}))
+        opts, machine = alone_setup(run, runs, args.nodes, args.latency)
+        delay, version = opts["launch_latency"], opts["slurm_version"]
         row = dict(replay=run["name"], slurm=version,
                    scheduler_parameters=run["info"].get("scheduler_parameters", ""),
                    licenses=run["info"].get("licenses", ""), shared=run["shared"],
@@ -803,6 +897,150 @@ def cmd_alone(args) -> None:
               f"{r['slurm_wait_sim']:.0f} ({r['slurm_wait_dev_pct']:+.1f}%), "
               f"{r['slurm_tau']:.3f} | {r['easy_wait_sim']:.0f} ({r['easy_wait_dev_pct']:+.1f}%)"
               f", {r['easy_tau']:.3f} |")
+
+
+class PlanLog:
+    """The starts a simulated Slurm shows (``SlurmScheduler.planned_starts``), kept after
+    every backfill pass: ``follow`` it to a ``simulate_same`` run of ``--policy slurm``."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []  # simulated time of each backfill pass
+        self.plans: list[dict] = []  # its planned start by job name (simulated time)
+        self.names: list[str] = []
+
+    def follow(self, sim, names: list[str]) -> None:
+        from hpcopt.sim.records import Event
+
+        self.names = names
+        policy, seen = sim.policy, [None]
+
+        def on_pass(sim, event, now) -> None:
+            plan = policy.planned_starts  # a new dict from each backfill pass on
+            if plan is not seen[0]:
+                seen[0] = plan
+                self.times.append(now)
+                self.plans.append({names[i]: t for i, t in plan.items()})
+
+        sim.subscribe(Event.PASS, on_pass)
+
+    def at(self, t: float) -> tuple[float | None, dict]:
+        """The time and plan of the last backfill pass at or before simulated time ``t``
+        (``None`` and no plan before the first)."""
+        from bisect import bisect_right
+
+        k = bisect_right(self.times, t + 1e-9)
+        return (self.times[k - 1], self.plans[k - 1]) if k else (None, {})
+
+
+def shown_rows(run: dict, plans: PlanLog, sim: dict[str, float]) -> list[dict]:
+    """One row per job each sample of ``run`` saw pending: the start ``squeue --start``
+    showed (``slurm``), the start the model showed then (``model``: for a job it had
+    started by then its start in ``sim``, ``simulate_same``'s starts on the run's clock,
+    else the plan of its last backfill pass at or before the sample) and the job's real
+    start; ``model_pass``, when that pass ran (on the run's clock).  A simulated start
+    is Slurm's ``start_time`` (the start latency is the time to it): until then the job
+    waits and shows its plan, as in Slurm."""
+    t0 = min(s for s, _, _ in run["real"].values())  # simulated time 0 (simulate_same)
+    rows = []
+    for time_, name, slurm, *nodes in run["shown"]:  # (the first sampled runs kept no nodes)
+        when, plan = plans.at(time_ - t0)
+        if sim[name] <= time_ + 1e-9:
+            model, how = sim[name], "started"
+        else:
+            got = plan.get(name)
+            model, how = (None, "none") if got is None else (got + t0, "plan")
+        rows.append(dict(time=round(time_, 3), job=name, submit=run["real"][name][0],
+                         real_start=run["real"][name][1], slurm=slurm,
+                         slurm_nodes=nodes[0] if nodes else None, model=model,
+                         model_from=how, model_pass=None if when is None else when + t0))
+    return rows
+
+
+def shown_summary(rows: list[dict], samples: int) -> dict:
+    """Agreement of the model's shown starts with Slurm's over ``rows`` (``shown_rows``):
+    who showed a start, how far apart (MAE, median, within 1 s and 60 s), and each side's
+    error against the real start on the rows both showed, and their ratio."""
+    both = [r for r in rows if r["slurm"] is not None and r["model"] is not None]
+    out = dict(samples=samples, rows=len(rows), both=len(both),
+               only_slurm=sum(r["slurm"] is not None and r["model"] is None for r in rows),
+               only_model=sum(r["slurm"] is None and r["model"] is not None for r in rows),
+               neither=sum(r["slurm"] is None and r["model"] is None for r in rows),
+               model_started=sum(r["model_from"] == "started" for r in rows),
+               # Slurm shows a start, and the model's last pass came after the submission
+               only_slurm_passed=sum(r["slurm"] is not None and r["model"] is None and
+                                     r["model_pass"] is not None and
+                                     r["model_pass"] >= r["submit"] for r in rows))
+    plan = [abs(r["model"] - r["slurm"]) for r in both if r["model_from"] == "plan"]
+    if plan:  # the rows where the model's job still waits: its plan against Slurm's
+        out.update(plan_rows=len(plan), plan_mae_s=round(float(np.mean(plan)), 2),
+                   plan_median_s=round(float(np.median(plan)), 2),
+                   plan_within_60s=round(float(np.mean(np.array(plan) <= 60)), 3))
+    if both:
+        gap = np.array([abs(r["model"] - r["slurm"]) for r in both])
+        slurm_err = np.array([abs(r["slurm"] - r["real_start"]) for r in both])
+        model_err = np.array([abs(r["model"] - r["real_start"]) for r in both])
+        out.update(mae_s=round(float(gap.mean()), 2), median_s=round(float(np.median(gap)), 2),
+                   within_1s=round(float((gap <= 1).mean()), 3),
+                   within_60s=round(float((gap <= 60).mean()), 3),
+                   slurm_mae_real_s=round(float(slurm_err.mean()), 2),
+                   model_mae_real_s=round(float(model_err.mean()), 2),
+                   model_over_slurm=round(float(model_err.mean() / slurm_err.mean()), 3)
+                   if slurm_err.mean() else None)
+    return out
+
+
+def cmd_shown(args) -> None:
+    """What Slurm showed (``squeue --start``, sampled by ``replay --shown-every``) against
+    what the model of Slurm shows at the same moments: each sampled Slurm-alone run
+    simulated under ``--policy slurm`` as ``alone`` simulates it (``alone_setup``: out of
+    sample), the plan of the model's last backfill pass at or before each sample
+    (``PlanLog``) set beside Slurm's (``shown_rows``, ``shown_summary``)."""
+    dirs = [Path(d) for d in args.dirs]
+    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
+    runs = [run for d in dirs for run in alone_runs(
+        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
+    sampled = [r for r in runs if r["shown"] is not None]
+    if not sampled:
+        raise SystemExit(f"shown: no run in {', '.join(map(str, dirs))} has squeue samples "
+                         f"(replay_slurm*.json: shown; replay with --shown-every)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary, all_rows = [], []
+    for run in sampled:
+        opts, machine = alone_setup(run, runs, args.nodes)
+        plans = PlanLog()
+        sim = simulate_same(run["jobs"], run["real"], "slurm", machine, None, options=opts,
+                            bb=run["bb_total"], follow=plans.follow)
+        rows = shown_rows(run, plans, sim)
+        row = dict(replay=run["name"], slurm=opts["slurm_version"],
+                   scheduler_parameters=run["info"].get("scheduler_parameters", ""),
+                   licenses=run["info"].get("licenses", ""),
+                   latency=opts["launch_latency"], **shown_summary(rows, len(run["shown_at"])))
+        summary.append(row)
+        all_rows += [dict(replay=run["name"], **r) for r in rows]
+        print(json.dumps(row), flush=True)
+    (out / "shown.json").write_text(json.dumps(summary, indent=1))
+    with open(out / "shown_rows.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["replay", "time", "job", "submit", "real_start",
+                                          "slurm", "slurm_nodes", "model", "model_from",
+                                          "model_pass"])
+        w.writeheader()
+        w.writerows(all_rows)
+    print()
+    print("| replay | Slurm | SchedulerParameters over the testbed's | licenses | samples | "
+          "job-samples | both / only Slurm / only model / neither | model - Slurm: MAE, "
+          "median (s) | within 1 s, 60 s | vs real start: Slurm MAE, model MAE (ratio) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in summary:
+        n = max(1, r["rows"])
+        shares = " / ".join(f"{r[k] / n:.2f}" for k in ("both", "only_slurm", "only_model",
+                                                           "neither"))
+        gap = (f"{r['mae_s']:.1f}, {r['median_s']:.1f} | {r['within_1s']:.2f}, "
+               f"{r['within_60s']:.2f} | {r['slurm_mae_real_s']:.1f}, "
+               f"{r['model_mae_real_s']:.1f} ({r['model_over_slurm']:.2f})"
+               if r["both"] else "- | - | -")
+        print(f"| {r['replay']} | {r['slurm']} | {r['scheduler_parameters'] or '-'} | "
+              f"{r['licenses'] or '-'} | {r['samples']} | {r['rows']} | {shares} | {gap} |")
 
 
 def cmd_repeat(args) -> None:
@@ -915,7 +1153,19 @@ def cmd_report(args) -> None:
                   f"{r['bsld_sim']:.2f} ({r['bsld_dev_pct']:+.1f}%) |")
 
 
-def main() -> None:
+def positive_seconds(text: str) -> float:
+    """An option's seconds > 0 (argparse type: a one-line error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per part (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
     r = sub.add_parser("replay")
@@ -949,6 +1199,10 @@ def main() -> None:
     r.add_argument("--bb-total", type=int, default=0,
                    help="a license bb of this count; each job asks its share of the "
                         "burst-buffer trace's (give --trace BB_TRACE)")
+    r.add_argument("--shown-every", type=positive_seconds, metavar="S",
+                   help="sample what squeue --start shows of every pending job every S "
+                        "seconds during the Slurm-alone run, from the first submission to "
+                        "the last start (saved in replay_slurm.json: shown)")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])
@@ -974,6 +1228,13 @@ def main() -> None:
     a.add_argument("--out", default="results/slurm/slurm-alone")
     a.add_argument("--plan-view", action="store_true",
                    help="running jobs as slots of the plan, not through Slurm's will-run test")
+    sh = sub.add_parser("shown", help="what squeue --start showed (replay --shown-every) "
+                                      "against the model's plan at the same moments")
+    sh.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone "
+                                            "run; those sampled are compared, all give the "
+                                            "others' latency")
+    sh.add_argument("--nodes", type=int, default=8)
+    sh.add_argument("--out", default="results/slurm/shown")
     rp = sub.add_parser("repeat", help="Slurm against itself: pairs of replay folders that ran "
                                        "the same jobs, compared run by run")
     rp.add_argument("dirs", nargs="+", help="replay folders, in pairs (A B [A B ...])")
@@ -985,9 +1246,16 @@ def main() -> None:
     s.add_argument("--days", type=float, default=30)
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--out", default="results/slurm/slurm-alone")
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = parser().parse_args()
+    if args.part == "replay" and args.shown_every and "slurm" not in args.runs:
+        raise SystemExit("--shown-every samples Slurm's own run: give --runs with slurm")
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
-     "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat}[args.part](args)
+     "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat,
+     "shown": cmd_shown}[args.part](args)
 
 
 if __name__ == "__main__":
