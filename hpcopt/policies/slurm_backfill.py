@@ -40,7 +40,7 @@ equal terms in simulation.  What is modelled (docs/slurm-model.md has the table)
 from __future__ import annotations
 
 import math
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from functools import lru_cache
 
 import numpy as np
@@ -843,7 +843,7 @@ class _WillRunTest:
     (many jobs are tested on the same units) until a job starts."""
 
     __slots__ = ("now", "origin", "ends", "busy", "lic_total", "stale_at", "future", "tests",
-                 "_groups")
+                 "_groups", "_lic_held")
 
     def __init__(self, running: list, now: float, origin: float,
                  future: bool = False, lic_total: float = 0.0) -> None:
@@ -859,6 +859,7 @@ class _WillRunTest:
         for _, units, _ in running:
             busy |= units
         self.busy = busy
+        self._lic_held = sum(held for _, _, held in self.ends)
         self.stale_at = math.inf  # from when the same pass may plan differently
         self.tests = 0  # calls with enough usable units (backfill's ``_try_sched``)
         self._groups: dict[tuple, list] = {}
@@ -868,6 +869,7 @@ class _WillRunTest:
         end, units, lic = running
         insort(self.ends, (running_end(end), units, lic), key=lambda r: r[0])
         self.busy |= units
+        self._lic_held += lic
         self._groups.clear()
 
     def start(self, avail: int, need: int, only_now: bool, start_res: float | None = None,
@@ -901,7 +903,7 @@ class _WillRunTest:
 
     def _lic_free(self) -> float:
         """The licenses the running jobs leave free now."""
-        return self.lic_total - sum(held for _, _, held in self.ends)
+        return self.lic_total - self._lic_held
 
     def _grouped(self, avail: int, start_res: float | None = None, later: float = 0.0,
                  lic: bool = False) -> list:
@@ -916,7 +918,7 @@ class _WillRunTest:
         lic_free = self._lic_free()
         if self.future:
             begin = start_res if start_res is not None else self.now
-            ahead = [e for e in ends if e[0] < begin]
+            ahead = ends[:bisect_left(ends, begin, key=lambda e: e[0])]  # (sorted by end)
             for _, units, held in ahead:
                 if units & avail or (lic and held > 0):
                     busy &= ~units
