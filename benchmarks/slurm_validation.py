@@ -801,6 +801,14 @@ def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
     return out
 
 
+def runs_of(dirs: list[Path], nodes: int) -> list[dict]:
+    """The saved Slurm-alone runs of every folder of ``dirs`` (``alone_runs``), each named by
+    its folder's path below the folders' common parent (``equal-kth/rep1``)."""
+    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
+    return [run for d in dirs for run in alone_runs(
+        d, nodes, str(d.resolve().relative_to(top)) if top else None)]
+
+
 def write_alone_jobs(path: Path, run: dict, sim: dict[str, float],
                      easy: dict[str, float]) -> None:
     """One run's jobs, in Slurm's start order, as seconds from its first submission: the
@@ -854,9 +862,7 @@ def cmd_alone(args) -> None:
     if args.plan_view:
         SlurmScheduler.will_run_test = False
     dirs = [Path(d) for d in args.dirs]
-    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
-    runs = [run for d in dirs for run in alone_runs(
-        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
+    runs = runs_of(dirs, args.nodes)
     rows, per_job = [], []
     for run in runs:
         opts, machine = alone_setup(run, runs, args.nodes, args.latency)
@@ -996,9 +1002,7 @@ def cmd_shown(args) -> None:
     sample), the plan of the model's last backfill pass at or before each sample
     (``PlanLog``) set beside Slurm's (``shown_rows``, ``shown_summary``)."""
     dirs = [Path(d) for d in args.dirs]
-    top = Path(os.path.commonpath([d.resolve() for d in dirs])) if len(dirs) > 1 else None
-    runs = [run for d in dirs for run in alone_runs(
-        d, args.nodes, str(d.resolve().relative_to(top)) if top else None)]
+    runs = runs_of(dirs, args.nodes)
     sampled = [r for r in runs if r["shown"] is not None]
     if not sampled:
         raise SystemExit(f"shown: no run in {', '.join(map(str, dirs))} has squeue samples "
@@ -1164,6 +1168,14 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def runs_parser(sub, name: str, text: str, dirs_text: str) -> argparse.ArgumentParser:
+    """A subcommand that reads saved replay folders (``dirs``) of ``--nodes`` nodes."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("dirs", nargs="+", help=dirs_text)
+    p.add_argument("--nodes", type=int, default=8)
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per part (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -1212,33 +1224,26 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("report")
     t.add_argument("dirs", nargs="+", help="--out folders of earlier replays")
     t.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
-    x = sub.add_parser("crossval", help="out of sample: each run simulated with the latency "
-                                        "of the other replays' runs")
-    x.add_argument("dirs", nargs="+", help="--out folders of earlier replays")
-    x.add_argument("--nodes", type=int, default=8)
+    x = runs_parser(sub, "crossval", "out of sample: each run simulated with the latency of "
+                    "the other replays' runs", "--out folders of earlier replays")
     x.add_argument("--draws", type=int, default=20)
     x.add_argument("--out", default="results/slurm/crossval")
-    a = sub.add_parser("alone", help="Slurm alone against --policy slurm configured from "
-                                     "the slurm.conf its testbed ran, and against EASY")
-    a.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone run")
-    a.add_argument("--nodes", type=int, default=8)
+    a = runs_parser(sub, "alone", "Slurm alone against --policy slurm configured from the "
+                    "slurm.conf its testbed ran, and against EASY",
+                    "--out folders of replays with a Slurm-alone run")
     a.add_argument("--latency", type=float, default=None,
                    help="simulate every run at this latency (s) instead of the other runs' "
                         "mean gap: a sensitivity check, not out of sample")
     a.add_argument("--out", default="results/slurm/slurm-alone")
     a.add_argument("--plan-view", action="store_true",
                    help="running jobs as slots of the plan, not through Slurm's will-run test")
-    sh = sub.add_parser("shown", help="what squeue --start showed (replay --shown-every) "
-                                      "against the model's plan at the same moments")
-    sh.add_argument("dirs", nargs="+", help="--out folders of replays with a Slurm-alone "
-                                            "run; those sampled are compared, all give the "
-                                            "others' latency")
-    sh.add_argument("--nodes", type=int, default=8)
+    sh = runs_parser(sub, "shown", "what squeue --start showed (replay --shown-every) "
+                     "against the model's plan at the same moments",
+                     "--out folders of replays with a Slurm-alone run; those sampled are "
+                     "compared, all give the others' latency")
     sh.add_argument("--out", default="results/slurm/shown")
-    rp = sub.add_parser("repeat", help="Slurm against itself: pairs of replay folders that ran "
-                                       "the same jobs, compared run by run")
-    rp.add_argument("dirs", nargs="+", help="replay folders, in pairs (A B [A B ...])")
-    rp.add_argument("--nodes", type=int, default=8)
+    runs_parser(sub, "repeat", "Slurm against itself: pairs of replay folders that ran the "
+                "same jobs, compared run by run", "replay folders, in pairs (A B [A B ...])")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))
