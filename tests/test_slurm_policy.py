@@ -262,12 +262,13 @@ def test_clock_origin_on_the_command_line(tmp_path, capsys):
 
 def search(plan_slots, running, need, minutes, test=None):
     """backfill's search for one job (``_will_run_search``) on 4 nodes at time 0, the pass's
-    reservations (from, to, units) in the plan (bf_resolution 60, ends rounded up)."""
+    reservations (from, to, units) in the plan (bf_resolution 60, ends rounded up and
+    later_start as from 24.11)."""
     from hpcopt.policies.slurm_backfill import _TimeMap
 
     policy = make_policy("slurm")
     Simulator([], System(4), policy)  # attached: the machine's units
-    plan = _TimeMap(0.0, False, 60.0, True)
+    plan = _TimeMap(0.0, False, 60.0, True, True)
     for lo, hi, units in plan_slots:
         plan.hold(lo, hi, units, 0.0)
     return policy._will_run_search(job(9, 0, minutes, need), minutes * 60.0, plan,

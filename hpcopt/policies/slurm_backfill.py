@@ -358,7 +358,7 @@ class SlurmScheduler(Policy):
         now = state.now
         res = conf.bf_resolution
         window_end = math.floor((now + conf.bf_window) / res) * res
-        plan = _TimeMap(now, conf.bf_licenses, res, conf.round_ends_up)
+        plan = _TimeMap(now, conf.bf_licenses, res, conf.round_ends_up, conf.since_2411)
         replan = -math.inf if not self.skip_repeated_passes or (
             conf.priority == "multifactor" and conf.weight_age > 0) else math.inf
         will_run = None
@@ -369,7 +369,7 @@ class SlurmScheduler(Policy):
             self._hold_running(plan, state)
         else:
             will_run = _WillRunTest(state.running_ends(), now, self.clock_origin,
-                                    conf.round_ends_up, state.lic_total)
+                                    conf.since_2411, state.lic_total)
             if conf.bf_running_job_reserve:  # the running jobs are reservations too
                 for end, units, lic in state.running_ends():
                     self._reserve_running(plan, now, end, units, lic, horizon)
@@ -680,15 +680,18 @@ class _TimeMap:
     """The backfill plan: a step function of the units held (by running jobs and
     reservations) and, with licenses planned, of the licenses held, from ``now`` on."""
 
-    __slots__ = ("times", "held", "lic", "licenses", "res", "round_up", "beyond")
+    __slots__ = ("times", "held", "lic", "licenses", "res", "round_up", "since_2411",
+                 "beyond")
 
-    def __init__(self, now: float, licenses: bool, res: float, round_up: bool) -> None:
+    def __init__(self, now: float, licenses: bool, res: float, round_up: bool,
+                 since_2411: bool = False) -> None:
         self.times = [now]  # slot k is [times[k], times[k + 1])
         self.held = [0]
         self.lic = [0.0]
         self.licenses = licenses
         self.res = res  # bf_resolution
         self.round_up = round_up  # ends rounded up (24.11 on) or down
+        self.since_2411 = since_2411  # later_start's extra rule (SlurmConf.since_2411)
         self.beyond = math.inf  # the earliest start a search gave up at, past the window
 
     def slot(self, start: float, end: float) -> tuple[float, float]:
@@ -738,7 +741,7 @@ class _TimeMap:
         """The ``eligible`` units no slot overlapping [start, end] holds, and the end of the
         first slot from ``start`` after which an eligible unit is free that was not free
         through it (backfill.c's ``later_start``: the search tries again from there; 0 if
-        none before ``window_end``); from 24.11 (``round_up``), failing that, the end of
+        none before ``window_end``); from 24.11 (``since_2411``), failing that, the end of
         the slot after the first one past ``end`` (``_attempt_backfill``).  Where the plan
         holds licenses, a slot in the span without ``lic`` of them free leaves no units,
         and the end of the last such slot is the time to try again."""
@@ -753,7 +756,7 @@ class _TimeMap:
                     eligible & ~held[k + 1] & ~(avail & ~held[k]):
                 later = times[k + 1]
             if times[k] > end:
-                if not later and self.round_up and k + 2 < len(times) and \
+                if not later and self.since_2411 and k + 2 < len(times) and \
                         times[k + 2] < window_end:
                     # from 24.11 a span that ends before slot k tries again from the end
                     # of the slot after it, when that is not the plan's last

@@ -107,11 +107,19 @@ class SlurmConf:
     ``bf_resolution``, from 24.11 up (``round_ends_up``)."""
 
     @property
+    def since_2411(self) -> bool:
+        """Whether the release is 24.11 or later, whose backfill differs from 22.05's in
+        more than rounding: its will-run test is told backfill's ``start_res`` and
+        ``later_start`` and tests licenses, and ``later_start`` has one more rule
+        (docs/slurm-model.md)."""
+        major, minor = (int(x) for x in self.version.split("."))
+        return (major, minor) >= (24, 11)
+
+    @property
     def round_ends_up(self) -> bool:
         """Whether the backfill plan rounds ends up to ``bf_resolution`` (Slurm 24.11 and
         later, its commit "Round up end_time"), else down (earlier releases)."""
-        major, minor = (int(x) for x in self.version.split("."))
-        return (major, minor) >= (24, 11)
+        return self.since_2411
 
     def with_version(self, version: str, where: str = "slurm_version") -> SlurmConf:
         """These settings for Slurm release ``version`` (``MAJOR.MINOR``, e.g. ``22.05``)."""
