@@ -43,6 +43,7 @@ simulated start) and prints the rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -850,6 +851,19 @@ def alone_setup(run: dict, runs: list[dict], nodes: int,
     return opts, nodes * CPUS if run["shared"] else nodes
 
 
+@contextlib.contextmanager
+def will_run_test(on: bool):
+    """``SlurmScheduler.will_run_test`` (the model's view of running jobs; not a policy
+    option) set to ``on`` within the block, restored after it."""
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+
+    was, SlurmScheduler.will_run_test = SlurmScheduler.will_run_test, on
+    try:
+        yield
+    finally:
+        SlurmScheduler.will_run_test = was
+
+
 def cmd_alone(args) -> None:
     """Slurm alone against ``--policy slurm`` configured from the very slurm.conf each run's
     testbed ran, and against FCFS+EASY, both with the start latency measured on the OTHER
@@ -857,10 +871,12 @@ def cmd_alone(args) -> None:
     ``--plan-view``: running jobs as slots of the plan to their exact ends instead of
     Slurm's will-run test (``SlurmScheduler.will_run_test`` off), to show what that
     structure changes."""
-    from hpcopt.policies.slurm_backfill import SlurmScheduler
+    with will_run_test(not args.plan_view):
+        alone_table(args)
 
-    if args.plan_view:
-        SlurmScheduler.will_run_test = False
+
+def alone_table(args) -> None:
+    """``cmd_alone``'s table, with the model's view of running jobs as it is set."""
     dirs = [Path(d) for d in args.dirs]
     runs = runs_of(dirs, args.nodes)
     rows, per_job = [], []
@@ -1083,7 +1099,6 @@ def cmd_month(args) -> None:
     cost of the will-run structure is a ratio measured side by side (``vs_plan``)."""
     from hpcopt import load_trace
     from hpcopt.policies import make_policy
-    from hpcopt.policies.slurm_backfill import SlurmScheduler
     from hpcopt.scenario import trace_clock_origin
     from hpcopt.sim.driver import Simulator
 
@@ -1098,13 +1113,10 @@ def cmd_month(args) -> None:
     sims: list = [None] * len(variants)
     for _ in range(args.repeat):
         for k, (name, opts, will_run) in enumerate(variants):
-            SlurmScheduler.will_run_test = will_run
-            try:
+            with will_run_test(will_run):
                 t0 = time.perf_counter()
                 sims[k] = Simulator(jobs, trace.system, make_policy(name, **opts)).run()
                 best[k] = min(best[k], time.perf_counter() - t0)
-            finally:
-                SlurmScheduler.will_run_test = True
     rows = []
     for k, (name, opts, will_run) in enumerate(variants):
         sim = sims[k]
