@@ -144,9 +144,6 @@ class ShiftedCalibration(BandCalibration):
         return bisect.bisect_right(LEAD_EDGES, start - time) if self.by_lead else 0
 
     def record(self, time, forecasts):
-        if time < self._kept_at + self.every:
-            return
-        self._kept_at = time
         for f in forecasts:
             if f.start is not None:
                 entry = [time, f.start, self._lead(time, f.start), None]  # share once known

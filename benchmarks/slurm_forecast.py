@@ -56,22 +56,24 @@ _STARTING = threading.Lock()
 
 
 def sample_file(path: Path) -> list[tuple]:
-    """(time, job, start, p10, p90) of every pending job in the adapter's forecast file."""
+    """(time, job, start, p10, p90, bands) of every pending job in the adapter's forecast
+    file; ``bands`` is "calibrated" or "raw" (the file's)."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return []
-    return [(doc["time"], r["id"], r["start"], r["p10"], r["p90"]) for r in doc["jobs"]]
+    return [(doc["time"], r["id"], r["start"], r["p10"], r["p90"], doc["bands"])
+            for r in doc["jobs"]]
 
 
 def sample_squeue(env: dict) -> list[tuple]:
-    """(time, job, start, start, start) of every pending job as ``squeue --start`` shows it
-    (``squeue_starts``: ``None`` where it shows none; no rows if squeue failed)."""
+    """(time, job, start, start, start, "-") of every pending job as ``squeue --start``
+    shows it (``squeue_starts``: ``None`` where it shows none; no rows if squeue failed)."""
     got = squeue_starts(env)
     if got is None:
         return []
     now, rows = got
-    return [(now, jid, t, t, t) for jid, _, t, _ in rows]
+    return [(now, jid, t, t, t, "-") for jid, _, t, _ in rows]
 
 
 def run(kind: str, jobs: list[dict], args, workdir: Path) -> tuple[list, dict]:
@@ -124,10 +126,19 @@ def scores(rows: list[dict]) -> dict:
         out.update(mae_s=statistics.fmean(errs), median_ae_s=statistics.median(errs),
                    within_1min=sum(e <= 60 for e in errs) / len(errs),
                    within_10pct=sum(e <= 0.1 * w for e, w in zip(errs, waits)) / len(errs),
-                   band=sum(r["p10"] - 1 <= r["actual"] <= r["p90"] + 1
-                            for r in with_start) / len(with_start),
+                   band=inside(with_start),
                    late=sum(r["start"] > r["actual"] for r in with_start) / len(with_start))
+        calibrated = [r for r in with_start if r["bands"] == "calibrated"]
+        if calibrated:
+            out.update(calibrated=len(calibrated) / len(with_start),
+                       band_calibrated=inside(calibrated),
+                       band_raw=inside([r for r in with_start if r["bands"] == "raw"]))
     return out
+
+
+def inside(rows: list[dict]) -> float:
+    """The share of ``rows`` whose real start is inside their band (to a second)."""
+    return sum(r["p10"] - 1 <= r["actual"] <= r["p90"] + 1 for r in rows) / max(1, len(rows))
 
 
 def main() -> int:
@@ -159,15 +170,15 @@ def main() -> int:
     summary = {}
     for kind, (samples, real) in results.items():
         rows = []
-        for t, jid, start, p10, p90 in samples:
+        for t, jid, start, p10, p90, bands in samples:
             rec = real.get(str(jid))
             if rec is None or rec["start"] <= t - 1:  # started before the sample was read
                 continue
             rows.append({"time": t, "job": jid, "submit": rec["submit"], "start": start,
-                         "p10": p10, "p90": p90, "actual": rec["start"]})
+                         "p10": p10, "p90": p90, "bands": bands, "actual": rec["start"]})
         with open(out / f"samples_{kind}.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["time", "job", "submit", "start", "p10", "p90",
-                                              "actual"])
+                                              "bands", "actual"])
             w.writeheader()
             w.writerows(rows)
         summary[kind] = scores(rows)
@@ -178,6 +189,9 @@ def main() -> int:
         print(f"{kind:7} {s['samples']:7d} {s['no_forecast']:5.2f} {s.get('mae_s', 0):6.1f} "
               f"{s.get('median_ae_s', 0):6.1f} {s.get('within_1min', 0):6.3f} "
               f"{s.get('within_10pct', 0):6.3f} {s.get('band', 0):5.2f} {s.get('late', 0):5.2f}")
+        if "calibrated" in s:
+            print(f"{'':7} bands calibrated in {s['calibrated']:.2f} of the samples: there the "
+                  f"band held {s['band_calibrated']:.2f}, raw {s['band_raw']:.2f}")
     return 0
 
 

@@ -88,7 +88,7 @@ def forecast_files(tmp_path, raw_bands=False, cycles=6) -> list[dict]:
                                  slurm=Recorded(snaps), forecast_file=path, draws=4,
                                  raw_bands=raw_bands, say=lambda s: None)
     if adapter.bands is not None:
-        adapter.bands = BandCalibration(min_seen=3, every=adapter.bands.every)
+        adapter.bands = BandCalibration(min_seen=3, halving=adapter.bands.halving)
     docs = []
     for _ in snaps:
         adapter.cycle()
@@ -112,19 +112,25 @@ def test_the_adapter_calibrates_its_bands_by_its_earlier_forecasts(tmp_path):
             assert doc["bands"] == "calibrated"
 
 
-def test_an_adapter_keeps_one_forecast_set_per_interval_and_forgets_jobs_gone():
-    cal = BandCalibration(min_seen=1, every=600)
+def test_an_adapter_keeps_a_jobs_forecast_when_its_lead_halves_and_forgets_jobs_gone():
+    cal = BandCalibration(min_seen=1, halving=True)
     from hpcopt.sim.forecast import JobForecast
 
-    cal.record(0.0, [JobForecast("a", 100.0, 100.0, 100.0, 100.0)])
-    cal.record(10.0, [JobForecast("a", 5000.0, 5000.0, 5000.0, 5000.0)])  # too soon: not kept
-    cal.record(20.0, [JobForecast("b", 100.0, 100.0, 100.0, 100.0)])
+    def at(job, time, start):
+        cal.record(time, [JobForecast(job, start, start, start, start)])
+
+    at("a", 0.0, 1000.0)  # lead 1000 s: kept
+    at("a", 10.0, 5000.0)  # lead 4990 s: not half of 1000, not kept
+    at("a", 400.0, 1000.0)  # lead 600 s: not kept
+    at("a", 500.0, 1000.0)  # lead 500 s: half, kept
+    at("b", 20.0, 100.0)
     cal.forget({"a"})  # b is gone without a start: its forecast will not count
     cal.started("b", 1000.0)
     assert not cal.ready
-    cal.started("a", 150.0)  # late by half the lead: once
-    (f,) = cal.adjust(0.0, [JobForecast("c", 200.0, 200.0, 200.0, 200.0)])
-    assert (f.p10, f.p90) == (200.0, 300.0)
+    cal.started("a", 1250.0)  # late by 0.25 and 0.5 of the two kept leads
+    assert cal.ready and sorted(cal._shares) == [0.25, 0.5]
+    at("a", 2000.0, 9000.0)  # a started: a forecast of it again is a new one, kept
+    assert cal._pending["a"] == [(2000.0, 9000.0)]
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])

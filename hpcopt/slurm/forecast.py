@@ -40,7 +40,6 @@ from .adapter import ACTIVE, STARTING, Adapter, CycleState, Settings, names_part
 from .record import CycleRecord
 from .state import Slurm, SlurmCommandError, Snapshot
 
-CALIBRATION_EVERY = 600.0  # s between the forecasts a live adapter's calibration keeps
 SACCT_FIELDS = "JobIDRaw,UID,ElapsedRaw,TimelimitRaw,Start,End,State,Partition"
 ENDED = "CD,F,TO,CA,OOM,NF,PR,DL"
 
@@ -237,9 +236,9 @@ class ForecastingAdapter(Adapter):
     history: accounting, read at the first cycle and every ``refresh`` seconds; without
     accounting, the jobs it saw end (each one's runtime to within a cycle).  The forecasts
     run a copy of the policy, so the decisions stay what they are without them.  Their
-    bands are calibrated (``BandCalibration``) by its own earlier forecasts, one set every
-    ``CALIBRATION_EVERY`` seconds, each scored when it sees the job running, unless
-    ``raw_bands``."""
+    bands are calibrated (``BandCalibration``) by its own earlier forecasts, a job's kept
+    when first made and then each time its lead has halved (whatever the cycle and the
+    jobs' time scale), each scored when it sees the job running, unless ``raw_bands``."""
 
     def __init__(self, policy, settings: Settings = Adapter.DEFAULT, *,
                  forecast_file: str | Path, draws: int = 20, refresh: float = 600.0,
@@ -247,7 +246,7 @@ class ForecastingAdapter(Adapter):
         super().__init__(policy, settings, **kwargs)
         self.forecast_file = Path(forecast_file)
         self.draws, self.refresh = draws, refresh
-        self.bands = None if raw_bands else BandCalibration(every=CALIBRATION_EVERY)
+        self.bands = None if raw_bands else BandCalibration(halving=True)
         self._last: tuple[Snapshot, CycleState] | None = None
         self._history: RuntimeHistory | None = None
         self._source = "limits"
