@@ -71,6 +71,7 @@ from hpcopt.sim.forecast import (
     replay_forecasts,
 )
 from hpcopt.sim.runtime_history import RuntimeHistory
+from hpcopt.slurm.forecast import live_calibration
 
 
 class TellRuntimes(RuntimeHistory):
@@ -100,12 +101,12 @@ VARIANTS = ("true+arrivals", "true", "true-running", "true-queued", "predicted+a
 def run_slice(jobs, system, policy: str, first: float, warmup: float, days: float,
               every: float, draws: int, variants, together: str, history: dict,
               point: str = "median", shifts=(), learn_warmup: bool = False,
-              options: dict | None = None, halving: bool = False) -> list[dict]:
+              options: dict | None = None, live_bands: bool = False) -> list[dict]:
     """The rows of ``variants`` (and the calibrated ``predicted``: ``predicted+band``, the
     ``shifts``) on one slice, the policy built with ``options``; with ``learn_warmup`` the
     calibrations learn from ``predicted`` forecast along the warm-up days too (those rows are
-    not returned), as a calibration running for long would have; with ``halving``,
-    ``predicted+band`` keeps a job's forecasts as a live adapter does (``BandCalibration``)."""
+    not returned), as a calibration running for long would have; with ``live_bands``,
+    ``predicted+band`` is calibrated as a live adapter calibrates (``live_calibration``)."""
     t0, t1 = first + warmup, first + warmup + days
     part = [j for j in jobs if first <= j.submit < t1]
     real = {j.id: j.runtime for j in part}
@@ -158,7 +159,8 @@ def run_slice(jobs, system, policy: str, first: float, warmup: float, days: floa
                             recent=DAY, history=RuntimeHistory(**history))
     if "predicted" in variants:
         predicted = [r for r in rows if r["variant"] == "predicted"]
-        rows += calibrated(predicted, BandCalibration(halving=halving), "predicted+band")
+        rows += calibrated(predicted, live_calibration() if live_bands else BandCalibration(),
+                           "predicted+band")
         for name in shifts:
             rows += shifted_told(predicted) if name == "shift-lead-told" else \
                 calibrated(predicted, SHIFTS[name](), f"predicted+{name}")
@@ -287,9 +289,8 @@ def main(argv=None) -> int:
                     help="a user's jobs with the same limit first (RuntimeHistory's by_limit)")
     ap.add_argument("--point", choices=("median", "mean"), default="median",
                     help="the start given: median or mean of the runs (forecast's point)")
-    ap.add_argument("--halving", action="store_true",
-                    help="predicted+band keeps a job's forecast only when its lead has halved "
-                    "since the last one kept, as a live adapter does")
+    ap.add_argument("--live-bands", action="store_true",
+                    help="predicted+band calibrated as a live adapter calibrates its bands")
     ap.add_argument("--out", default=None)
     ap.add_argument("--testbed-share", action="store_true",
                     help="only print runtime_error_share of slurm_forecast.py's testbed slice")
@@ -317,7 +318,7 @@ def main(argv=None) -> int:
                            {"per_user": args.per_user, "by_limit": args.by_limit},
                            args.point, shifts, args.learn_warmup,
                            {"clock_origin": trace_clock_origin(trace)}
-                           if args.policy == "slurm" else None, args.halving):
+                           if args.policy == "slurm" else None, args.live_bands):
             rows.append({**r, "slice": f"day{day:g}"})
     limits_mae = {}
     table = []

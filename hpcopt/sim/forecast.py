@@ -244,8 +244,7 @@ class BandCalibration:
     With ``halving`` (a live adapter, which forecasts every cycle: a long wait would
     otherwise fill the shares), a job's forecast is kept only when its lead is at most half
     the lead of its last one kept, so each job gives a few shares whatever the cycle and
-    the jobs' time scale; on KTH-SP2's tuning weeks its band held 78% of the real starts,
-    keeping every 600-s forecast 80% (``benchmarks/forecast_decompose.py --halving``).
+    the jobs' time scale (``hpcopt.slurm.forecast.live_calibration``).
     The start is left as it is: on KTH-SP2's tuning slices the median share was near 0 for
     every lead, and moving starts by it (pooled, by lead, counting waiting jobs) raised the
     error 4-15% (``benchmarks/forecast_decompose.py --shifts``; held out, 3% on KTH-SP2
