@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from hpcopt.policies import build_policy
-from hpcopt.sim.forecast import BandCalibration
+from hpcopt.sim.forecast import BandCalibration, JobForecast
 from hpcopt.slurm.adapter import Settings
-from hpcopt.slurm.forecast import ForecastingAdapter
+from hpcopt.slurm.forecast import ForecastingAdapter, live_calibration
 from hpcopt.slurm.state import Slurm, Snapshot, parse_sinfo, parse_squeue
 
 from .slurm_fixtures import HPCOPT, VERSIONS, Cluster, started_testbed, unix_user
@@ -114,7 +114,6 @@ def test_the_adapter_calibrates_its_bands_by_its_earlier_forecasts(tmp_path):
 
 def test_an_adapter_keeps_a_jobs_forecast_when_its_lead_halves_and_forgets_jobs_gone():
     cal = BandCalibration(min_seen=1, halving=True)
-    from hpcopt.sim.forecast import JobForecast
 
     def at(job, time, start):
         cal.record(time, [JobForecast(job, start, start, start, start)])
@@ -131,6 +130,20 @@ def test_an_adapter_keeps_a_jobs_forecast_when_its_lead_halves_and_forgets_jobs_
     assert cal.ready and sorted(cal._shares) == [0.25, 0.5]
     at("a", 2000.0, 9000.0)  # a started: a forecast of it again is a new one, kept
     assert cal._pending["a"] == [(2000.0, 9000.0)]
+
+
+def test_a_live_adapter_widens_its_bands_from_its_tenth_error():
+    """It starts cold at every restart: it cannot wait for the 100 errors a replay does."""
+    cal = live_calibration()
+    assert cal.halving
+    for k in range(10):
+        assert not cal.ready
+        cal.calibrate(0.0, [JobForecast(k, 100.0, 100.0, 100.0, 100.0)])
+        cal.calibrate(1.0, [JobForecast(k, 100.0, 100.0, 100.0, 100.0)])  # lead not halved
+        cal.started(k, 130.0)  # late by 0.3 of its lead of 100 s
+    assert cal.ready and len(cal._shares) == 10
+    (f,) = cal.adjust(0.0, [JobForecast("x", 300.0, 300.0, 300.0, 300.0)])
+    assert (f.p10, f.p90) == (300.0, 390.0)
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=[f"slurm{v}" for v in VERSIONS])
