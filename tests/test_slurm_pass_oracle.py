@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hpcopt
-from hpcopt.policies.slurm_backfill import _TimeMap, _WillRunTest
+from hpcopt.domain import System
+from hpcopt.policies.slurm_backfill import SlurmScheduler, _TimeMap, _WillRunTest
 from hpcopt.scenario import trace_clock_origin
 
 from .conftest import shared_file
@@ -183,3 +184,81 @@ def test_with_running_job_reserve_a_started_job_is_held_on_the_grid_too():
     conf = {"version": "24.11", "bf_running_job_reserve": True}
     assert run_pass(w, conf) == (["S"], {"H": 3660, "S": 30, "T": 660})
     assert compare(w, conf) is None
+
+
+# ------------------------------------------------------------------ shared cores
+
+def shared_window(now, running, queue, nodes, cores, licenses=0.0):
+    """A window of a shared-core partition (``nodes`` x ``cores``): a running job is (start,
+    minutes, [[node, cores], ...]), a queued one (id, cores, minutes[, licenses])."""
+    w = window(now, [(start, minutes * 60, alloc) for start, minutes, alloc in running],
+               queue, nodes, licenses)
+    w["cores"] = cores
+    return w
+
+
+def test_a_task_goes_to_the_best_fit_node_of_the_best_fit_set():
+    """cons_tres first picks the set of consecutive nodes with the fewest free cores that
+    has enough, then in it the node with the fewest free cores that has enough: 4 nodes x
+    4 cores, node 1 full, node 2 with 1 free core.  The sets are {0} (4 cores) and {2, 3}
+    (5): a one-core job goes to node 0, not to node 2 (the machine's best fit)."""
+    w = shared_window(0, [(0, 60, [[1, 4]]), (0, 60, [[2, 3]])], [("A", 1, 10)], 4, 4)
+    for version in ("22.05", "24.11"):
+        where: dict = {}
+        assert run_pass(w, {"version": version}, where) == (["A"], {})
+        assert where == {"A": {0: 1}}
+        assert compare(w, {"version": version}) is None
+
+
+def test_a_reservation_on_shared_cores_holds_whole_nodes():
+    """``_add_reservation`` takes the planned job's nodes whole: 1 node x 4 cores, R holds
+    them all to 600.  A (2 cores, 1 h) is reserved 600-4200; B (1 core, 1 h) would fit
+    beside it, on the 2 cores A leaves, but the reservation holds the node: B is planned
+    at A's end.  A model reserving A's cores only plans B at 600."""
+    w = shared_window(0, [(0, 10, [[0, 4]])], [("A", 2, 60), ("B", 1, 60)], 1, 4)
+    for version in ("22.05", "24.11"):
+        assert run_pass(w, {"version": version}) == ([], {"A": 600, "B": 4200})
+        assert compare(w, {"version": version}) is None
+
+
+def test_a_job_started_on_shared_cores_is_not_held_in_the_plan():
+    """``_bf_reserve_running`` holds a started job only if it holds its nodes whole or has
+    licenses: 2 nodes x 4 cores, R holds node 0's 4 cores to 600.  H (8 cores) is reserved
+    at 600; S (1 core, 5 min) starts now on node 1; T (3 cores, 5 min) is tested over the
+    plan, where node 1 is free: the will-run test starts it now beside S."""
+    w = shared_window(0, [(0, 10, [[0, 4]])], [("H", 8, 60), ("S", 1, 5), ("T", 3, 5)], 2, 4)
+    for version in ("22.05", "24.11"):
+        where: dict = {}
+        assert run_pass(w, {"version": version}, where) == (["S", "T"],
+                                                               {"H": 600, "S": 0, "T": 0})
+        assert where == {"S": {1: 1}, "T": {1: 3}}
+        assert compare(w, {"version": version}) is None
+
+
+def shared_kth_windows(version, part_count, jobs=300, every=5):
+    """KTH-SP2's jobs ask processors: the first ``jobs`` on 25 nodes x 4 cores."""
+    trace = hpcopt.load_trace(shared_file(KTH))
+    conf = {"version": version, "bf_job_part_count_reserve": part_count}
+    return conf, dump(trace.jobs[:jobs], System(100), conf, trace_clock_origin(trace),
+                      every=every, cores=4)
+
+
+@pytest.mark.parametrize("version, part_count", [("22.05", 0), ("24.11", 0), ("22.05", 1),
+                                                  ("24.11", 1)])
+def test_the_model_matches_the_oracle_on_real_shared_core_windows(version, part_count):
+    """Every 5th window of the first 300 jobs of KTH-SP2 as processors on 25 nodes x 4
+    cores, Slurm's defaults and one reservation: the same jobs started, on the same cores
+    per node, and the same start for every job the pass tested."""
+    conf, windows = shared_kth_windows(version, part_count)
+    assert len(windows) > 300
+    assert any(len(r[3]) > 1 or r[3][0][1] < 4 for w in windows for r in w["running"])
+    bad = [d for w in windows if (d := compare(w, conf))]
+    assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
+
+
+def test_the_oracle_catches_reservations_of_cores_only(monkeypatch):
+    """A model whose reservations hold only the cores planned, not their whole nodes,
+    differs from the oracle on real shared-core windows."""
+    conf, windows = shared_kth_windows("22.05", 0)
+    monkeypatch.setattr(SlurmScheduler, "whole_nodes", lambda self, units: units)
+    assert any(compare(w, conf) for w in windows)

@@ -523,21 +523,18 @@ class SlurmScheduler(Policy):
 
     def choose(self, free: int, need: int) -> int:
         """The ``need`` units of ``free`` Slurm's node selection takes (``select/cons_tres``
-        without a topology, read in its source): a job that fits on one node gets the node
-        with the fewest free units that has enough; otherwise the nodes come from the runs
-        of consecutive nodes with free units, the run with the fewest free units that has
-        enough first (else the largest), in node order, each node's free units whole."""
+        without a topology, read in its source: ``_eval_nodes``, 24.11's
+        ``_eval_nodes_consec``).  On shared cores (a job of ``need`` one-core tasks): runs
+        of consecutive nodes with free units; while units are missing, the run with the
+        fewest free units that has enough (else the largest; the first of equal ones), and
+        in it the node with the fewest free units that has enough alone (the first of equal
+        ones), else its nodes in order, each node's free units whole."""
         per = self._per
         if per == 1:
             return _best_fit_runs(free, need)
         node = (1 << per) - 1
         n_nodes = self._units // per
         counts = [((free >> (k * per)) & node).bit_count() for k in range(n_nodes)]
-        if per > 1 and need <= per:
-            fit = [k for k in range(n_nodes) if counts[k] >= need]
-            if fit:
-                k = min(fit, key=lambda k: (counts[k], k))
-                return _lowest(free & (node << (k * per)), need)
         runs, k = [], 0
         while k < n_nodes:
             if counts[k]:
@@ -552,7 +549,8 @@ class SlurmScheduler(Policy):
             enough = [r for r in runs if r[2] >= need]
             run = min(enough, key=lambda r: r[2]) if enough else max(runs, key=lambda r: r[2])
             runs.remove(run)
-            for k in range(run[0], run[1]):
+            fit = [k for k in range(run[0], run[1]) if counts[k] >= need]
+            for k in [min(fit, key=lambda k: counts[k])] if fit else range(run[0], run[1]):
                 got = _lowest(free & (node << (k * per)), need)
                 out |= got
                 need -= got.bit_count()
