@@ -262,3 +262,19 @@ def test_the_oracle_catches_reservations_of_cores_only(monkeypatch):
     conf, windows = shared_kth_windows("22.05", 0)
     monkeypatch.setattr(SlurmScheduler, "whole_nodes", lambda self, units: units)
     assert any(compare(w, conf) for w in windows)
+
+
+def test_bf_max_job_test_counts_a_job_of_more_cores_than_its_usable_nodes_have():
+    """On shared cores backfill's ``min_nodes`` is one node: a job with a usable node
+    reaches the will-run test and counts in ``bf_max_job_test`` even if those nodes have
+    fewer cores than it asks.  2 nodes x 4 cores, R holds 3 cores of node 0 for a day, S
+    node 1 to 600; the plan ends at 4200 (``bf_window`` 70 min).  A (4 cores, 1 h) is
+    reserved on node 1 600-4200; B (5 cores, 10 min) sees node 0 only (4 cores): tested,
+    no start; C (1 core) would start now on node 0, but it is the third job tested
+    (``bf_max_job_test=2``)."""
+    w = shared_window(0, [(0, 1440, [[0, 3]]), (0, 10, [[1, 4]])],
+                      [("A", 4, 60), ("B", 5, 10), ("C", 1, 5)], 2, 4)
+    for version in ("22.05", "24.11"):
+        conf = {"version": version, "bf_window": 70, "bf_max_job_test": 2}
+        assert run_pass(w, conf) == ([], {"A": 600})
+        assert compare(w, conf) is None

@@ -369,7 +369,7 @@ class SlurmScheduler(Policy):
             self._hold_running(plan, state)
         else:
             will_run = _WillRunTest(state.running_ends(), now, self.clock_origin,
-                                    conf.since_2411, state.lic_total)
+                                    conf.since_2411, state.lic_total, self._per > 1)
             if conf.bf_running_job_reserve:  # the running jobs are reservations too
                 for end, units, lic in state.running_ends():
                     self._reserve_running(plan, now, end, units, lic, horizon)
@@ -844,11 +844,14 @@ class _WillRunTest:
     (many jobs are tested on the same units) until a job starts."""
 
     __slots__ = ("now", "origin", "ends", "busy", "lic_total", "stale_at", "future", "tests",
-                 "_groups", "_lic_held")
+                 "shared", "_groups", "_lic_held")
 
     def __init__(self, running: list, now: float, origin: float,
-                 future: bool = False, lic_total: float = 0.0) -> None:
+                 future: bool = False, lic_total: float = 0.0, shared: bool = False) -> None:
         self.now = now
+        # jobs ask cores (``sbatch -n``) on a partition that shares nodes: backfill's
+        # ``min_nodes`` is one node, so every job with a usable node is tested
+        self.shared = shared
         self.origin = origin
         self.future = future
         self.lic_total = lic_total
@@ -862,7 +865,9 @@ class _WillRunTest:
         self.busy = busy
         self._lic_held = sum(held for _, _, held in self.ends)
         self.stale_at = math.inf  # from when the same pass may plan differently
-        self.tests = 0  # calls with enough usable units (backfill's ``_try_sched``)
+        # calls with enough usable units, or on shared cores a usable node (backfill's
+        # ``_try_sched``)
+        self.tests = 0
         self._groups: dict[tuple, list] = {}
 
     def add(self, running: tuple) -> None:
@@ -881,7 +886,7 @@ class _WillRunTest:
         never fits (or, with ``only_now``, not now).  A start now from a later
         ``start_res`` means that time."""
         now = self.now
-        if avail.bit_count() >= need:
+        if (avail != 0) if self.shared else avail.bit_count() >= need:
             self.tests += 1
         ahead = self.future and start_res is not None and start_res > now
         licensed = not (self.future and lic > 0)  # before 24.11 licenses are not tested
