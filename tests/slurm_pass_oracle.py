@@ -544,9 +544,10 @@ def _params(conf: dict) -> str:
                                                "bf_job_part_count_reserve")] + flags)
 
 
-def _policy(conf: dict, origin: float, cores: int = 0, nodes: int = 0, base=None):
-    """A ``slurm`` policy with ``conf``'s pass options over ``base`` (a ``SlurmConf``;
-    default Slurm's defaults), on ``nodes`` x ``cores`` shared cores when ``cores``."""
+def _policy(conf: dict, origin: float, cores: int = 0, nodes: int = 0, base=None, cls=None):
+    """A ``slurm`` policy (``cls``: a subclass) with ``conf``'s pass options over ``base``
+    (a ``SlurmConf``; default Slurm's defaults), on ``nodes`` x ``cores`` shared cores when
+    ``cores``."""
     from dataclasses import replace
 
     from hpcopt.policies.slurm_backfill import SlurmScheduler
@@ -555,8 +556,9 @@ def _policy(conf: dict, origin: float, cores: int = 0, nodes: int = 0, base=None
     base = base or SlurmConf()
     if cores:
         base = replace(base, nodes=nodes, cpus_per_node=cores, shared_cores=True)
-    return SlurmScheduler(conf=base, scheduler_parameters=_params(conf), clock_origin=origin,
-                          slurm_version=conf.get("version", DEFAULTS["version"]))
+    return (cls or SlurmScheduler)(conf=base, scheduler_parameters=_params(conf),
+                                   clock_origin=origin,
+                                   slurm_version=conf.get("version", DEFAULTS["version"]))
 
 
 def dump(jobs, system, conf: dict, origin: float = 0.0, every: int = 1,
@@ -567,6 +569,7 @@ def dump(jobs, system, conf: dict, origin: float = 0.0, every: int = 1,
     ``every``-th, at most ``limit``).  With ``cores`` the partition shares its nodes core
     by core: ``system`` counts cores (nodes x ``cores``), jobs ask cores, and a window
     gives each running job's cores per node (``[[node, cores], ...]``)."""
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
     from hpcopt.sim.driver import Simulator
 
     windows: list[dict] = []
@@ -600,15 +603,12 @@ def dump(jobs, system, conf: dict, origin: float = 0.0, every: int = 1,
                     "queue": [[j.id, j.nodes, limit_s(j.walltime), float(j.bb)]
                               for j in window.jobs]})
 
-    policy = _policy(conf, origin, cores, n_nodes, base)
-    decide = policy.decide
+    class Recorder(SlurmScheduler):
+        def decide(self, window):
+            record(self, window)
+            return super().decide(window)
 
-    def recorded(window):
-        record(policy, window)
-        return decide(window)
-
-    policy.decide = recorded  # type: ignore[method-assign]
-    Simulator(jobs, system, policy).run()
+    Simulator(jobs, system, _policy(conf, origin, cores, n_nodes, base, Recorder)).run()
     return windows
 
 
