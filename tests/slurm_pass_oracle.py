@@ -195,7 +195,8 @@ class NodeSpace:
     def add_reservation(self, start: int, end_reserve: int, job_nodes: set, res: int,
                         lic: float = 0.0) -> None:
         """``_add_reservation``: ``res_bitmap`` is the complement of the job's nodes, so
-        merging it in is removing them; ``bf_licenses_deduct`` takes the job's licenses."""
+        merging it in is removing them; ``bf_licenses_deduct`` takes the job's licenses (none
+        left on an underflow)."""
         ns = self.rec
         placed = False
         one_before, one_after = 0, -1
@@ -229,7 +230,7 @@ class NodeSpace:
                 ns[j][3] = i
             ns[j][2] -= job_nodes
             if ns[j][4] is not None:
-                ns[j][4] -= lic
+                ns[j][4] = max(0.0, ns[j][4] - lic)  # an underflow leaves none
             if end_reserve == ns[j][1]:
                 if ns[j][3]:
                     one_after = ns[j][3]
@@ -256,8 +257,9 @@ class NodeSpace:
 
 
 def lic_avail(left: float | None, lic: float) -> bool:
-    """``bf_licenses_avail``: true without licenses in the plan."""
-    return left is None or lic <= left + 1e-9
+    """``bf_licenses_avail``: true without licenses in the plan or for a job that asks
+    none."""
+    return left is None or lic <= 0 or lic <= left + 1e-9
 
 
 # ------------------------------------------------------------------ the will-run test

@@ -278,3 +278,41 @@ def test_bf_max_job_test_counts_a_job_of_more_cores_than_its_usable_nodes_have()
         conf = {"version": version, "bf_window": 70, "bf_max_job_test": 2}
         assert run_pass(w, conf) == ([], {"A": 600})
         assert compare(w, conf) is None
+
+
+def test_licensed_jobs_on_shared_cores_split_the_plan_at_their_ends():
+    """``_bf_reserve_running`` holds a job on shared cores that has licenses for them
+    alone: without ``bf_licenses`` the plan holds no licenses, so the reservation takes
+    nothing, but ``_add_reservation`` still splits the plan at its end.  22.05, 2 nodes x 3
+    cores, ``bf_running_job_reserve``; on node 1 R (licensed) holds 2 cores to 1200 and T
+    (licensed) 1 to 1800, on node 0 U (licensed) 1 core to 300 and S 2 to 600.  A (3
+    cores, 1 h) is reserved on node 0 600-4200 (its one merge of equal records takes the
+    split at 300).  B (4 cores, 15 min) sees node 1 only (3 cores); the record that ends
+    its walk (1200-1800) is followed by one (1800-4200) that frees no other node: no later
+    time to try (``later_start``), no start.  Without the splits the record after 600 runs
+    to 4200, where node 0 is free again, and B would be planned there."""
+    w = shared_window(0, [(0, 20, [[1, 2]]), (0, 30, [[1, 1]]), (0, 5, [[0, 1]]),
+                          (0, 10, [[0, 2]])], [("A", 3, 60), ("B", 4, 15)], 2, 3,
+                      licenses=3.0)
+    for k in range(3):
+        w["running"][k][4] = 1.0
+    conf = {"version": "22.05", "bf_running_job_reserve": True}
+    assert run_pass(w, conf) == ([], {"A": 600})
+    assert compare(w, conf) is None
+
+
+def test_a_job_without_licenses_is_not_stopped_by_the_plans_licenses():
+    """``bf_licenses_avail`` is true for a job that asks no licenses, and
+    ``bf_licenses_deduct`` leaves none (not fewer) on an underflow.  22.05, ``bf_licenses``,
+    5-min slots, 1 node x 2 cores held by R to 3315, a pool of 5: A (4 licenses) and B (2)
+    are both reserved at 3315 (before 24.11 a job shorter than the slot meets no
+    reservation), in the same record 3300-3600, which they overdraw; C and D (1 core, 10
+    min, D with a license) are reserved 3600-4200 and 4200-4800.  E (both cores, no
+    licenses) sees no node free over its span and no later time to try: the overdrawn
+    record's licenses do not make it try again from 3600 (and so reach 4800)."""
+    w = shared_window(3216, [(3195, 2, [[0, 2]])],
+                      [("A", 1, 2, 4), ("B", 1, 1, 2), ("C", 1, 10), ("D", 1, 10, 1),
+                       ("E", 2, 5)], 1, 2, licenses=5.0)
+    conf = {"version": "22.05", "bf_licenses": True, "bf_resolution": 300}
+    assert run_pass(w, conf) == ([], {"A": 3315, "B": 3315, "C": 3600, "D": 4200})
+    assert compare(w, conf) is None

@@ -437,11 +437,16 @@ class SlurmScheduler(Policy):
         """backfill.c's ``_bf_reserve_running``: a running job (or one the pass starts) as
         a reservation of the plan from now to its end on the plan's grid, up to the
         plan's end; on whole nodes its nodes and licenses, on shared cores its licenses
-        only (and then only where the plan holds licenses)."""
+        only (a job without licenses is not held).  Where the plan holds no licenses such
+        a reservation takes nothing, but ``_add_reservation`` still splits the plan at its
+        end (``mark``)."""
         units = units if self._per == 1 else 0
-        if units or (plan.licenses and lic):
+        if units or lic:
             hi = plan.slot(now, running_end(end))[1]
-            plan.hold(now, min(hi, horizon), units, lic)
+            if units or plan.licenses:
+                plan.hold(now, min(hi, horizon), units, lic)
+            elif hi < horizon:
+                plan.mark(hi)
 
     def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
         """Running jobs into the plan (``_hold_one``)."""
@@ -707,6 +712,12 @@ class _TimeMap:
         self.held.insert(k + 1, self.held[k])
         self.lic.insert(k + 1, self.lic[k])
         return k + 1
+
+    def mark(self, t: float) -> None:
+        """A record boundary at ``t`` and nothing else: a reservation from the plan's start
+        that takes nothing (``_add_reservation`` splits the plan at its start and end,
+        then joins the first two equal records, the ones at its start)."""
+        self._split(t)
 
     def hold(self, lo: float, hi: float, units: int, lic: float) -> None:
         """``units`` and ``lic`` licenses are taken over [lo, hi)."""
