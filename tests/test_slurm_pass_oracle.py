@@ -1,6 +1,7 @@
 """``--policy slurm``'s whole pass against an independent oracle written from Slurm's source
-(tests/slurm_pass_oracle.py), on windows dumped from simulations of a real trace, and on
-two hand-made windows that show what the oracle caught."""
+(tests/slurm_pass_oracle.py), on windows dumped from simulations of real traces (whole
+nodes, and shared cores: jobs of one-core tasks), and on hand-made windows that show what
+the oracle caught."""
 
 from __future__ import annotations
 
