@@ -5,6 +5,10 @@ the oracle caught."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
+
 import pytest
 
 import hpcopt
@@ -253,6 +257,33 @@ def test_the_model_matches_the_oracle_on_real_shared_core_windows(version, part_
     conf, windows = shared_kth_windows(version, part_count)
     assert len(windows) > 300
     assert any(len(r[3]) > 1 or r[3][0][1] < 4 for w in windows for r in w["running"])
+    bad = [d for w in windows if (d := compare(w, conf))]
+    assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
+
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """benchmarks/slurm_pass_oracle.py as a module (its replays of the testbed)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("slurm_pass_oracle")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.mark.parametrize("folder", ["again/shared", "heldout-shared7500"])
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_the_model_matches_the_oracle_on_the_testbeds_shared_core_replays(bench, folder,
+                                                                          version):
+    """Every window of the testbed's 150-job and 60-job shared-core replays (8 nodes x 4
+    cores, jobs of 1-32 one-core tasks), simulated with the slurm.conf they ran."""
+    jobs, origin, base, _ = bench.replay(BENCH / "results/slurm" / folder)
+    conf = {"version": version, **bench.own_settings(base)["testbed"]}
+    windows = dump(jobs, System(32), conf, origin, cores=4, base=base)
+    assert len(windows) > 100
     bad = [d for w in windows if (d := compare(w, conf))]
     assert not bad, f"{len(bad)} of {len(windows)}: {bad[:3]}"
 
