@@ -5,8 +5,7 @@ the oracle caught."""
 
 from __future__ import annotations
 
-import importlib
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -267,11 +266,12 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 @pytest.fixture(scope="module")
 def bench():
     """benchmarks/slurm_pass_oracle.py as a module (its replays of the testbed)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("slurm_pass_oracle")
-    finally:
-        sys.path.remove(str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_slurm_pass_oracle",
+                                                  BENCH / "slurm_pass_oracle.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("folder", ["again/shared", "heldout-shared7500"])
