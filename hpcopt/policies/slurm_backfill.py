@@ -369,7 +369,7 @@ class SlurmScheduler(Policy):
             self._hold_running(plan, state)
         else:
             will_run = _WillRunTest(state.running_ends(), now, self.clock_origin,
-                                    conf.since_2411, state.lic_total)
+                                    conf.since_2411, state.lic_total, self._per > 1)
             if conf.bf_running_job_reserve:  # the running jobs are reservations too
                 for end, units, lic in state.running_ends():
                     self._reserve_running(plan, now, end, units, lic, horizon)
@@ -437,11 +437,16 @@ class SlurmScheduler(Policy):
         """backfill.c's ``_bf_reserve_running``: a running job (or one the pass starts) as
         a reservation of the plan from now to its end on the plan's grid, up to the
         plan's end; on whole nodes its nodes and licenses, on shared cores its licenses
-        only (and then only where the plan holds licenses)."""
+        only (a job without licenses is not held).  Where the plan holds no licenses such
+        a reservation takes nothing, but ``_add_reservation`` still splits the plan at its
+        end (``mark``)."""
         units = units if self._per == 1 else 0
-        if units or (plan.licenses and lic):
+        if units or lic:
             hi = plan.slot(now, running_end(end))[1]
-            plan.hold(now, min(hi, horizon), units, lic)
+            if units or plan.licenses:
+                plan.hold(now, min(hi, horizon), units, lic)
+            elif hi < horizon:
+                plan.mark(hi)
 
     def _hold_running(self, plan: _TimeMap, state: _PassState) -> None:
         """Running jobs into the plan (``_hold_one``)."""
@@ -523,21 +528,18 @@ class SlurmScheduler(Policy):
 
     def choose(self, free: int, need: int) -> int:
         """The ``need`` units of ``free`` Slurm's node selection takes (``select/cons_tres``
-        without a topology, read in its source): a job that fits on one node gets the node
-        with the fewest free units that has enough; otherwise the nodes come from the runs
-        of consecutive nodes with free units, the run with the fewest free units that has
-        enough first (else the largest), in node order, each node's free units whole."""
+        without a topology, read in its source: ``_eval_nodes``, 24.11's
+        ``_eval_nodes_consec``).  On shared cores (a job of ``need`` one-core tasks): runs
+        of consecutive nodes with free units; while units are missing, the run with the
+        fewest free units that has enough (else the largest; the first of equal ones), and
+        in it the node with the fewest free units that has enough alone (the first of equal
+        ones), else its nodes in order, each node's free units whole."""
         per = self._per
         if per == 1:
             return _best_fit_runs(free, need)
         node = (1 << per) - 1
         n_nodes = self._units // per
         counts = [((free >> (k * per)) & node).bit_count() for k in range(n_nodes)]
-        if per > 1 and need <= per:
-            fit = [k for k in range(n_nodes) if counts[k] >= need]
-            if fit:
-                k = min(fit, key=lambda k: (counts[k], k))
-                return _lowest(free & (node << (k * per)), need)
         runs, k = [], 0
         while k < n_nodes:
             if counts[k]:
@@ -552,7 +554,8 @@ class SlurmScheduler(Policy):
             enough = [r for r in runs if r[2] >= need]
             run = min(enough, key=lambda r: r[2]) if enough else max(runs, key=lambda r: r[2])
             runs.remove(run)
-            for k in range(run[0], run[1]):
+            fit = [k for k in range(run[0], run[1]) if counts[k] >= need]
+            for k in [min(fit, key=lambda k: counts[k])] if fit else range(run[0], run[1]):
                 got = _lowest(free & (node << (k * per)), need)
                 out |= got
                 need -= got.bit_count()
@@ -710,6 +713,12 @@ class _TimeMap:
         self.lic.insert(k + 1, self.lic[k])
         return k + 1
 
+    def mark(self, t: float) -> None:
+        """A record boundary at ``t`` and nothing else: a reservation from the plan's start
+        that takes nothing (``_add_reservation`` splits the plan at its start and end,
+        then joins the first two equal records, the ones at its start)."""
+        self._split(t)
+
     def hold(self, lo: float, hi: float, units: int, lic: float) -> None:
         """``units`` and ``lic`` licenses are taken over [lo, hi)."""
         if hi <= lo:
@@ -846,11 +855,14 @@ class _WillRunTest:
     (many jobs are tested on the same units) until a job starts."""
 
     __slots__ = ("now", "origin", "ends", "busy", "lic_total", "stale_at", "future", "tests",
-                 "_groups", "_lic_held")
+                 "shared", "_groups", "_lic_held")
 
     def __init__(self, running: list, now: float, origin: float,
-                 future: bool = False, lic_total: float = 0.0) -> None:
+                 future: bool = False, lic_total: float = 0.0, shared: bool = False) -> None:
         self.now = now
+        # jobs ask cores (``sbatch -n``) on a partition that shares nodes: backfill's
+        # ``min_nodes`` is one node, so every job with a usable node is tested
+        self.shared = shared
         self.origin = origin
         self.future = future
         self.lic_total = lic_total
@@ -864,7 +876,9 @@ class _WillRunTest:
         self.busy = busy
         self._lic_held = sum(held for _, _, held in self.ends)
         self.stale_at = math.inf  # from when the same pass may plan differently
-        self.tests = 0  # calls with enough usable units (backfill's ``_try_sched``)
+        # calls with enough usable units, or on shared cores a usable node (backfill's
+        # ``_try_sched``)
+        self.tests = 0
         self._groups: dict[tuple, list] = {}
 
     def add(self, running: tuple) -> None:
@@ -883,7 +897,7 @@ class _WillRunTest:
         never fits (or, with ``only_now``, not now).  A start now from a later
         ``start_res`` means that time."""
         now = self.now
-        if avail.bit_count() >= need:
+        if (avail != 0) if self.shared else avail.bit_count() >= need:
             self.tests += 1
         ahead = self.future and start_res is not None and start_res > now
         licensed = not (self.future and lic > 0)  # before 24.11 licenses are not tested
