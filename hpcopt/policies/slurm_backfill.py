@@ -687,7 +687,7 @@ class _TimeMap:
                  "beyond")
 
     def __init__(self, now: float, licenses: bool, res: float, round_up: bool,
-                 since_2411: bool = False) -> None:
+                 since_2411: bool) -> None:
         self.times = [now]  # slot k is [times[k], times[k + 1])
         self.held = [0]
         self.lic = [0.0]
@@ -897,7 +897,8 @@ class _WillRunTest:
         never fits (or, with ``only_now``, not now).  A start now from a later
         ``start_res`` means that time."""
         now = self.now
-        if (avail != 0) if self.shared else avail.bit_count() >= need:
+        usable = avail != 0 if self.shared else avail.bit_count() >= need
+        if usable:
             self.tests += 1
         ahead = self.future and start_res is not None and start_res > now
         licensed = not (self.future and lic > 0)  # before 24.11 licenses are not tested
