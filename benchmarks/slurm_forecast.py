@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -129,16 +130,19 @@ def scores(rows: list[dict]) -> dict:
                    band=inside(with_start),
                    late=sum(r["start"] > r["actual"] for r in with_start) / len(with_start))
         calibrated = [r for r in with_start if r["bands"] == "calibrated"]
+        raw = [r for r in with_start if r["bands"] == "raw"]
         if calibrated:
             out.update(calibrated=len(calibrated) / len(with_start),
-                       band_calibrated=inside(calibrated),
-                       band_raw=inside([r for r in with_start if r["bands"] == "raw"]))
+                       band_calibrated=inside(calibrated), band_raw=inside(raw))
     return out
 
 
 def inside(rows: list[dict]) -> float:
-    """The share of ``rows`` whose real start is inside their band (to a second)."""
-    return sum(r["p10"] - 1 <= r["actual"] <= r["p90"] + 1 for r in rows) / max(1, len(rows))
+    """The share of ``rows`` whose real start is inside their band (to a second); NaN
+    without rows."""
+    if not rows:
+        return math.nan
+    return sum(r["p10"] - 1 <= r["actual"] <= r["p90"] + 1 for r in rows) / len(rows)
 
 
 def main() -> int:
