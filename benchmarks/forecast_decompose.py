@@ -341,8 +341,11 @@ def main(argv=None) -> int:
                           "within_10pct": round(statistics.fmean(
                               abs(e) <= 0.1 * (r["actual"] - r["submit"])
                               for e, r in zip(errs, part)), 3),
-                          "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3)
-                          })
+                          "band_coverage": round(statistics.fmean(r["inside"] for r in part), 3),
+                          "before_band": round(statistics.fmean(
+                              r["actual"] < r["p10"] for r in part), 3),
+                          "after_band": round(statistics.fmean(
+                              r["actual"] > r["p90"] for r in part), 3)})
     for row in table:
         base = limits_mae.get(row["lead"])
         row["of_limits"] = round(row["mae_s"] / base, 3) if base else ""
@@ -350,11 +353,12 @@ def main(argv=None) -> int:
         f"forecast_decompose_{args.trace}_{args.policy}.csv"
     write_table(table, out)
     print(f"\n{'lead':7} {'variant':29} {'n':>6} {'MAE s':>7} {'mean err':>8} {'med AE':>7} "
-          f"{'<=1min':>6} {'<=10%':>6} {'/limits':>7} {'band':>5}")
+          f"{'<=1min':>6} {'<=10%':>6} {'/limits':>7} {'band':>5} {'before':>6} {'after':>6}")
     for r in table:
         print(f"{r['lead']:7} {r['variant']:29} {r['n']:6d} {r['mae_s']:7.0f} "
               f"{r['mean_error_s']:8.0f} {r['median_ae_s']:7.0f} {r['within_1min']:6.3f} "
-              f"{r['within_10pct']:6.3f} {r['of_limits']!s:>7} {r['band_coverage']:5.2f}")
+              f"{r['within_10pct']:6.3f} {r['of_limits']!s:>7} {r['band_coverage']:5.2f} "
+              f"{r['before_band']:6.3f} {r['after_band']:6.3f}")
     print(f"\nwrote {out}")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -416,3 +417,33 @@ def test_slurms_shown_start_is_the_will_run_groups_last_end():
     policy = build_policy("slurm")
     assert [f.start for f in bench.slurm_plan(state, policy)] == [620.0]
     assert [f.start for f in forecast(state, policy, None, started={0: 0.0, 1: 0.0})] == [600.0]
+
+
+def test_the_live_benchmark_scores_a_band_miss_on_its_side_and_rescores_what_it_saved(
+        monkeypatch, tmp_path, capsys):
+    """``slurm_forecast.py``: a real start before the band (by over a second) and one after
+    it are counted apart, a start within a second of an end is inside, a sample without a
+    forecast counts in no error; ``--rescore`` scores the saved samples again."""
+    bench_dir = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench_dir))  # it imports its sibling slurm_validation
+    spec = importlib.util.spec_from_file_location("slurm_forecast",
+                                                  bench_dir / "slurm_forecast.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    band = {"submit": 0.0, "start": 100.0, "p10": 50.0, "p90": 200.0, "bands": "calibrated"}
+    rows = [{**band, "time": 10.0, "job": k, "actual": actual}
+            for k, actual in enumerate((20.0, 49.5, 120.0, 201.0, 260.0))]
+    for kind in ("hpcopt", "slurm"):
+        with open(tmp_path / f"samples_{kind}.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=bench.FIELDS)
+            w.writeheader()
+            w.writerows(rows + [{**rows[0], "job": 9, "start": None, "p10": None,
+                                 "p90": None, "bands": "-"}])
+    monkeypatch.setattr("sys.argv", ["slurm_forecast.py", "--rescore", "--out", str(tmp_path)])
+    assert bench.main() == 0
+    got = json.loads((tmp_path / "summary.json").read_text())["hpcopt"]
+    assert got["samples"] == 6 and got["no_forecast"] == pytest.approx(1 / 6)
+    assert (got["before_band"], got["band"], got["after_band"]) == \
+        pytest.approx((1 / 5, 3 / 5, 1 / 5))
+    assert got["mae_s"] == pytest.approx((80 + 50.5 + 20 + 101 + 160) / 5)
+    assert "before the band 0.200, after it 0.200" in capsys.readouterr().out
