@@ -48,6 +48,7 @@ import csv
 import json
 import math
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -1089,6 +1090,123 @@ def cmd_repeat(args) -> None:
                   f"{got['tau']:.3f} |")
 
 
+CONTROLLER_LOG = "slurmctld*.log.gz"  # what a -dbg run keeps of its controller's log
+_LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
+_LOG_EVENTS = (("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
+               ("start", re.compile(r"_start_job: Started JobId=(\d+)")),
+               ("start", re.compile(r"sched: Allocate JobId=(\d+)")),
+               ("end", re.compile(r"_job_complete: JobId=(\d+) done")))
+
+
+def controller_timing(path: Path) -> dict:
+    """A controller's timing from its log (``SlurmctldDebug=debug``, ``DebugFlags=Backfill``;
+    local times to the millisecond, as Unix seconds of this machine's zone): each job's
+    submission, start and end by Slurm job id, and when its backfill passes and its main
+    scheduler's passes (default depth or the whole queue) ran."""
+    import datetime as dt
+    import gzip
+
+    out: dict = {"submit": {}, "start": {}, "end": {}, "backfill": [], "main": []}
+    with gzip.open(path, "rt", errors="replace") as f:
+        for line in f:
+            m = _LOG_LINE.match(line)
+            if not m:
+                continue
+            text = m.group(2)
+            t = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+            if "_attempt_backfill: beginning" in text:
+                out["backfill"].append(t)
+            elif "Running job scheduler for default depth" in text:
+                out["main"].append((t, "default"))
+            elif "Running job scheduler for full queue" in text:
+                out["main"].append((t, "full"))
+            else:
+                for kind, pattern in _LOG_EVENTS:
+                    if (e := pattern.search(text)):
+                        out[kind].setdefault(int(e.group(1)), t)
+                        break
+    return out
+
+
+def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict, dict]:
+    """``run`` simulated under ``--policy slurm`` (set up as ``alone`` sets it up) with its
+    controller's own timing instead of the model's: every submission and end at its logged
+    millisecond, and the passes run exactly when the controller ran them (each logged
+    backfill pass; each main pass, of its depth), starting jobs at that instant.  Nothing
+    is fitted, and nothing predicted: this reads the run's own timing, to tell the pass
+    rules apart from when the passes fall.  Returns the real times from the log and the
+    simulated starts, by job name, in the run's Unix seconds, and the log's timing."""
+    from hpcopt.domain import Job, System
+    from hpcopt.policies.slurm_backfill import SlurmScheduler
+    from hpcopt.sim.driver import Simulator
+
+    log = next(iter(sorted(run["dir"].glob(CONTROLLER_LOG))), None)
+    if log is None:
+        raise SystemExit(f"{run['dir']}: no controller log ({CONTROLLER_LOG}) kept")
+    timing = controller_timing(log)
+    real = run["real"]
+    names = sorted(real, key=lambda n: (real[n][0], int(n[1:])))  # Slurm id order
+    t0 = math.floor(min(timing["submit"].values()))
+    shift = min(s for s, _, _ in real.values()) - t0  # the log's zone to Unix seconds
+    try:
+        exact = {n: tuple(timing[k][i + 1] + shift for k in ("submit", "start", "end"))
+                 for i, n in enumerate(names)}
+    except KeyError as e:
+        raise SystemExit(f"{log}: job {e} has no submission, start or end logged") from None
+    wrong = [n for n in names if [math.floor(x) for x in exact[n]] != list(real[n])]
+    if wrong:
+        raise SystemExit(f"{log}: jobs {wrong[:5]} are not at the log's times in the jobcomp "
+                         "record: not this run's log")
+    size = {j["name"]: j for j in run["jobs"]}
+    jobs = [Job(i, exact[n][0] - shift - t0, exact[n][2] - exact[n][1],
+                size[n]["limit"] * 60.0, size[n]["nodes"]) for i, n in enumerate(names)]
+    backfill = {round(t - t0, 6) for t in timing["backfill"]}
+    main = {round(t - t0, 6): depth for t, depth in timing["main"]}
+
+    class LoggedPasses(SlurmScheduler):
+        """Slurm's passes at the logged times only (``SlurmScheduler.passes_now``)."""
+
+        woken = False
+
+        def decide(self, window):
+            if not self.woken:
+                self.woken = True
+                for t in sorted(backfill | set(main)):
+                    if t >= window.time:
+                        self._sim.wake_at(t)
+            now = round(window.time, 6)
+            depth = main.get(now)
+            return self.passes_now(
+                window, 0 if depth is None else
+                len(window.jobs) if depth == "full" else self.conf.default_queue_depth,
+                backfill=now in backfill)
+
+    opts, machine = alone_setup(run, runs, nodes)
+    opts.pop("launch_latency")
+    opts["clock_origin"] = t0 + shift
+    sim = Simulator(jobs, System(machine), LoggedPasses(**opts))
+    sim.run()
+    return exact, {n: sim.records[i].start + t0 + shift for i, n in enumerate(names)}, timing
+
+
+def cmd_logged(args) -> None:
+    """Runs that kept their controller's log, replayed with its own timing
+    (``simulate_logged``): how much of the model's departure from each is timing."""
+    runs = runs_of([Path(d) for d in args.dirs], args.nodes)
+    print("| run | passes logged: backfill / main | jobs | wait real (s) | --policy slurm at "
+          "the logged passes: wait (dev), tau | same start (within 0.5 s) |")
+    print("|---|---|---|---|---|---|")
+    for run in runs:
+        if next(iter(run["dir"].glob(CONTROLLER_LOG)), None) is None:
+            continue
+        exact, sim, timing = simulate_logged(run, runs, args.nodes)
+        got = compare(exact, sim)
+        same = sum(abs(exact[n][1] - sim[n]) < 0.5 for n in exact)
+        print(f"| {run['name']} | {len(timing['backfill'])} / {len(timing['main'])} | "
+              f"{got['jobs']} | {got['wait_real']:.1f} | {got['wait_sim']:.1f} "
+              f"({got['wait_dev_pct']:+.1f}%), {got['tau']:.3f} | {same} of {got['jobs']} |")
+
+
 def cmd_month(args) -> None:
     """The simulator's speed under ``--policy slurm`` (Slurm's defaults, and one reservation)
     beside FCFS+EASY on ``--days`` days of a real trace, on the trace's clock: seconds of
@@ -1256,6 +1374,9 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--out", default="results/slurm/shown")
     runs_parser(sub, "repeat", "Slurm against itself: pairs of replay folders that ran the "
                 "same jobs, compared run by run", "replay folders, in pairs (A B [A B ...])")
+    runs_parser(sub, "logged", "runs that kept their controller's log, simulated with its "
+                "own timing (logged submissions, ends and passes)",
+                "replay folders; those with a controller log are replayed")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))
@@ -1272,7 +1393,7 @@ def main() -> None:
         raise SystemExit("--shown-every samples Slurm's own run: give --runs with slurm")
     {"month": cmd_month, "alone": cmd_alone, "replay": cmd_replay, "cost": cmd_cost,
      "report": cmd_report, "crossval": cmd_crossval, "repeat": cmd_repeat,
-     "shown": cmd_shown}[args.part](args)
+     "shown": cmd_shown, "logged": cmd_logged}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -268,6 +268,23 @@ class SlurmScheduler(Policy):
             self._empty_pass = True
         return Decision(tuple(state.order), allocations=state.allocations)
 
+    def passes_now(self, window: Window, main_depth: int = 0,
+                   backfill: bool = False) -> Decision:
+        """A main pass over at most ``main_depth`` jobs, then a backfill pass if asked, at
+        ``window.time``, whatever Slurm's timers say: what a controller whose passes were
+        logged did then (``benchmarks/slurm_validation.py logged`` replays a run's own
+        pass times with it, to tell the pass rules from their timing)."""
+        if self._sim is None:
+            raise SimulationError("policy 'slurm' keeps a controller's state: run it through "
+                                  "a Simulator (attach)")
+        state = _PassState(self, window)
+        queue = self._priority_order(window.jobs, window.time)
+        if main_depth > 0:
+            self._main_pass(queue, state, main_depth)
+        if backfill and self.conf.scheduler == "backfill":
+            self._backfill(queue, state)
+        return Decision(tuple(state.order), allocations=state.allocations)
+
     def _bf_due(self, now: float) -> float:
         """When, from ``now``, the backfill agent next runs a pass: ``bf_interval`` after its
         last pass, then every second (its short sleep) until something changed.  A pass that
