@@ -320,6 +320,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
         opts["scheduler_parameters"] = args.scheduler_parameters
     if setting == "best":
         opts["scheduler_parameters"] = best_parameters(opts)
+    if policy == "slurm" and getattr(args, "controller_log", False):
+        opts["conf_extra"] = (*opts.get("conf_extra", ()), *CONTROLLER_DEBUG)
     if setting == "wake":  # the adapter's wake-up, and the batch_sched_delay it asks of a site
         opts.update(wake_port=free_udp_port(), batch_sched_delay=0)
         adapter_args = (*adapter_args, "--wake-port", str(opts["wake_port"]))
@@ -363,6 +365,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
         record.update(shown_every=args.shown_every, shown_at=sampler.times, shown=sampler.rows)
     record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
     record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
+    if "conf_extra" in opts:
+        record["controller_log"] = str(d / "log" / "slurmctld.log")  # cmd_replay keeps it
     if any(j.get("partition") == SHARED for j in jobs):
         record["read_back"] = cores_read_back(d, jobs)
     return record
@@ -593,6 +597,9 @@ def cmd_replay(args) -> None:
         runs = replay_all(jobs, args, work, opts)
     if not args.analyze_only:
         for kind, run in runs.items():
+            log = run.pop("controller_log", None)
+            if log is not None:
+                keep_controller_log(Path(log), out / f"slurmctld_{kind}.log.gz")
             (out / f"replay_{kind}.json").write_text(json.dumps(run))
     rows = []
     for kind in args.runs:
@@ -797,8 +804,9 @@ def alone_runs(d: Path, nodes: int, label: str | None = None) -> list[dict]:
         label = label or d.name
         name = label if suffix == "slurm" else f"{label}/{suffix}"
         total = float(parse_slurm_conf(conf).licenses["bb"]) if bb else 0.0
-        out.append(dict(dir=d, name=name, jobs=jobs, real=real, conf=conf, info=info,
-                        shared=shared, bb_total=total, nodelist=run.get("nodelist", {}),
+        out.append(dict(dir=d, name=name, kind=suffix, jobs=jobs, real=real, conf=conf,
+                        info=info, shared=shared, bb_total=total,
+                        nodelist=run.get("nodelist", {}),
                         shown=run.get("shown"), shown_at=run.get("shown_at", [])))
     return out
 
@@ -1090,12 +1098,36 @@ def cmd_repeat(args) -> None:
                   f"{got['tau']:.3f} |")
 
 
-CONTROLLER_LOG = "slurmctld*.log.gz"  # what a -dbg run keeps of its controller's log
+# what ``replay --controller-log`` sets on the Slurm-alone testbed: the lines that
+# ``controller_timing`` reads (passes at debug level, backfill's at DebugFlags=Backfill)
+CONTROLLER_DEBUG = ("SlurmctldDebug=debug", "DebugFlags=Backfill")
 _LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
 _LOG_EVENTS = (("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
                ("start", re.compile(r"_start_job: Started JobId=(\d+)")),
                ("start", re.compile(r"sched: Allocate JobId=(\d+)")),
                ("end", re.compile(r"_job_complete: JobId=(\d+) done")))
+
+
+def controller_log(run: dict) -> Path | None:
+    """The controller's log kept with ``run`` (one of ``alone_runs``), if any: the
+    ``slurmctld_<kind>.log.gz`` of ``replay --controller-log``, or for the default run a log
+    kept by hand (``slurmctld.log.gz``, ``slurmctld-events.log.gz``)."""
+    names = [f"slurmctld_{run['kind']}.log.gz"]
+    if run["kind"] == "slurm":
+        names += ["slurmctld.log.gz", "slurmctld-events.log.gz"]
+    return next((run["dir"] / n for n in names if (run["dir"] / n).exists()), None)
+
+
+def keep_controller_log(src: Path, dst: Path) -> None:
+    """The lines of the controller's log ``src`` that ``controller_timing`` reads, gzipped
+    to ``dst`` (the rest of a debug log is large and not read)."""
+    import gzip
+
+    wanted = ("_attempt_backfill: beginning", "Running job scheduler for",
+              "_slurm_rpc_submit_batch_job: JobId=", "_start_job: Started JobId=",
+              "sched: Allocate JobId=", "_job_complete: JobId=")
+    with open(src, errors="replace") as f, gzip.open(dst, "wt") as out:
+        out.writelines(line for line in f if any(w in line for w in wanted))
 
 
 def controller_timing(path: Path) -> dict:
@@ -1140,9 +1172,10 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
     from hpcopt.policies.slurm_backfill import SlurmScheduler
     from hpcopt.sim.driver import Simulator
 
-    log = next(iter(sorted(run["dir"].glob(CONTROLLER_LOG))), None)
+    log = controller_log(run)
     if log is None:
-        raise SystemExit(f"{run['dir']}: no controller log ({CONTROLLER_LOG}) kept")
+        raise SystemExit(f"{run['dir']}: no controller log kept for {run['name']} "
+                         f"(replay --controller-log)")
     timing = controller_timing(log)
     real = run["real"]
     names = sorted(real, key=lambda n: (real[n][0], int(n[1:])))  # Slurm id order
@@ -1197,7 +1230,7 @@ def cmd_logged(args) -> None:
           "the logged passes: wait (dev), tau | same start (within 0.5 s) |")
     print("|---|---|---|---|---|---|")
     for run in runs:
-        if next(iter(run["dir"].glob(CONTROLLER_LOG)), None) is None:
+        if controller_log(run) is None:
             continue
         exact, sim, timing = simulate_logged(run, runs, args.nodes)
         got = compare(exact, sim)
@@ -1345,6 +1378,10 @@ def parser() -> argparse.ArgumentParser:
                    help="sample what squeue --start shows of every pending job every S "
                         "seconds during the Slurm-alone run, from the first submission to "
                         "the last start (saved in replay_slurm.json: shown)")
+    r.add_argument("--controller-log", action="store_true",
+                   help="Slurm's own runs log their passes (SlurmctldDebug=debug, "
+                        "DebugFlags=Backfill); the lines of their timing are kept as "
+                        "OUT/slurmctld_<run>.log.gz (part logged)")
     r.add_argument("--out", default="results/slurm")
     c = sub.add_parser("cost")
     c.add_argument("--pending", type=int, nargs="+", default=[10, 100, 1000])

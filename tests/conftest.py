@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 # CI lays it out), else the per-user one that 'hpcopt data fetch' fills (hpcopt.datadir)
 SHARED_DATA = data_root()
 INSTANCES = REPO / "instances"
+BENCH = REPO / "benchmarks"
 
 
 def default_signals() -> None:
@@ -24,6 +25,19 @@ def default_signals() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="module")
+def sv():
+    """benchmarks/slurm_validation.py as a module (it imports its sibling benchmarks)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("slurm_validation")
+    finally:
+        sys.path.remove(str(BENCH))
 
 
 def missing_data(*relpaths: str) -> str | None:

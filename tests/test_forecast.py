@@ -29,6 +29,18 @@ from hpcopt.sim.runtime_history import RuntimeHistory
 from .conftest import shared_file
 
 KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark(name: str, monkeypatch=None):
+    """``benchmarks/<name>.py`` as a module; with ``monkeypatch``, its folder on the path for
+    the siblings it imports."""
+    if monkeypatch is not None:
+        monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def hand_state():
@@ -333,11 +345,7 @@ def test_slurm_policy_forecast_with_limits_is_slurms_backfill_plan():
     the forward run's 610), none past ``bf_job_part_count_reserve`` reservations (3) or
     beyond ``bf_max_job_test`` (3, 4); a job started now is shown at now."""
     state, started = slurm_state()
-    spec = importlib.util.spec_from_file_location(
-        "forecast_accuracy", Path(__file__).resolve().parents[1] / "benchmarks"
-        / "forecast_accuracy.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark("forecast_accuracy")
     policies = {}
     for params, starts, shown in (
             (None, [1200.0, 610.0, 1800.0], {2: 1200.0, 3: 600.0, 4: 1800.0}),
@@ -362,12 +370,7 @@ def test_point_shift_tried_in_the_benchmark_learns_only_errors_known_by_then(mon
     the errors of jobs started before its time, times its lead, within its band; a start
     after the forecast's time changes nothing (``calibrated``); by lead, each bucket learns
     its own; counting waiting jobs (censored) moves a forecast later when they wait long."""
-    bench_dir = Path(__file__).resolve().parents[1] / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench_dir))  # it imports its sibling forecast_accuracy
-    spec = importlib.util.spec_from_file_location("forecast_decompose",
-                                                  bench_dir / "forecast_decompose.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark("forecast_decompose", monkeypatch)
     # 10 forecasts at 0 with a lead of 100 s, late by half a lead; 10 with 2000 s, on time
     rows = [{"time": 0.0, "job": k, "start": 100.0, "p10": 100.0, "p90": 100.0,
              "actual": 150.0} for k in range(10)]
@@ -407,11 +410,7 @@ def test_slurms_shown_start_is_the_will_run_groups_last_end():
     running jobs in groups on 30-s windows of the wall clock: jobs 0 and 1 end at 600 and
     620 s, one window, so job 2 (the 2 nodes job 0 frees would do) is shown at 620, the
     group's last end, while Slurm's own run with every job at its limit starts it at 600."""
-    spec = importlib.util.spec_from_file_location(
-        "forecast_accuracy", Path(__file__).resolve().parents[1] / "benchmarks"
-        / "forecast_accuracy.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark("forecast_accuracy")
     running = ((Job(0, 0.0, 0.0, 600.0, 2), 600.0), (Job(1, 0.0, 0.0, 620.0, 2), 620.0))
     state = ClusterState(40.0, System(4), (Job(2, 30.0, 0.0, 600.0, 2),), running)
     policy = build_policy("slurm")
@@ -424,12 +423,7 @@ def test_the_live_benchmark_scores_a_band_miss_on_its_side_and_rescores_what_it_
     """``slurm_forecast.py``: a real start before the band (by over a second) and one after
     it are counted apart, a start within a second of an end is inside, a sample without a
     forecast counts in no error; ``--rescore`` scores the saved samples again."""
-    bench_dir = Path(__file__).resolve().parents[1] / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench_dir))  # it imports its sibling slurm_validation
-    spec = importlib.util.spec_from_file_location("slurm_forecast",
-                                                  bench_dir / "slurm_forecast.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark("slurm_forecast", monkeypatch)
     band = {"submit": 0.0, "start": 100.0, "p10": 50.0, "p90": 200.0, "bands": "calibrated"}
     rows = [{**band, "time": 10.0, "job": k, "actual": actual}
             for k, actual in enumerate((20.0, 49.5, 120.0, 201.0, 260.0))]

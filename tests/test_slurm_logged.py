@@ -3,25 +3,13 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from .conftest import BENCH
+
 RUN = BENCH / "results" / "slurm" / "again" / "heldout-shared7500-dbg"
-
-
-@pytest.fixture(scope="module")
-def sv():
-    """benchmarks/slurm_validation.py as a module (it imports its sibling benchmarks)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("slurm_validation")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_the_log_gives_every_job_and_pass_to_the_millisecond(sv):

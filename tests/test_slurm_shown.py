@@ -3,7 +3,6 @@ a tiny saved record, and the parsing of ``replay --shown-every``; no Slurm."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -12,18 +11,7 @@ import pytest
 
 from .slurm_fixtures import VERSIONS, started_testbed
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 T0 = 1_700_000_000.0  # the record's first submission (Unix seconds, as Slurm records them)
-
-
-@pytest.fixture(scope="module")
-def sv():
-    """benchmarks/slurm_validation.py as a module (it imports its sibling benchmarks)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("slurm_validation")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def record(folder: Path, shown: list, shown_at: list) -> Path:
