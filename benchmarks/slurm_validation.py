@@ -520,7 +520,8 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
     passes now wait on average) as the delay."""
     rows = []
     real = {k: tuple(v) for k, v in run["real"].items()}
-    policy = "fcfs" if kind == "slurm" else kind
+    base = kind_setting(kind)[0]  # Slurm alone is simulated as FCFS+EASY
+    policy = "fcfs" if base == "slurm" else base
     gaps = latency_kept(real)
     measured = round(float(gaps.mean()), 2) if len(gaps) else None  # the constant delay
     models = [("none", 0.0, None)] + [("given", d, None) for d in args.launch_delay]
@@ -530,7 +531,7 @@ def analyze(jobs: list[dict], kind: str, run: dict, args, out: Path) -> list[dic
         if cycle is not None:
             models.append(("cycle", round(max(0.0, measured - cycle / 2), 2), cycle))
     ok = [c for c in run["cycles"] if c.get("ok")]
-    label = dict(run=kind if kind == "slurm" else f"hpcopt {kind}",
+    label = dict(run=kind if base == "slurm" else f"hpcopt {kind}",
                  simulated=f"{policy}+easy" if policy == "fcfs" else policy)
     adapter = {} if not ok else dict(
         cycles=len(run["cycles"]), failed_cycles=len(run["cycles"]) - len(ok),
@@ -1103,8 +1104,8 @@ def cmd_repeat(args) -> None:
 CONTROLLER_DEBUG = ("SlurmctldDebug=debug", "DebugFlags=Backfill")
 _LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
 _LOG_EVENTS = (("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
-               ("start", re.compile(r"_start_job: Started JobId=(\d+)")),
-               ("start", re.compile(r"sched: Allocate JobId=(\d+)")),
+               ("start", re.compile(r"_start_job: Started JobId=(\d+)")),  # by backfill
+               ("allocate", re.compile(r"sched: Allocate JobId=(\d+)")),  # by a main pass
                ("end", re.compile(r"_job_complete: JobId=(\d+) done")))
 
 
@@ -1133,29 +1134,37 @@ def keep_controller_log(src: Path, dst: Path) -> None:
 def controller_timing(path: Path) -> dict:
     """A controller's timing from its log (``SlurmctldDebug=debug``, ``DebugFlags=Backfill``;
     local times to the millisecond, as Unix seconds of this machine's zone): each job's
-    submission, start and end by Slurm job id, and when its backfill passes and its main
-    scheduler's passes (default depth or the whole queue) ran."""
+    submission and end, and the pass that started it, by Slurm job id, and when its backfill
+    passes and its main scheduler's passes (default depth or the whole queue) ran.  Each
+    time is its line's less a millisecond: Slurm reads the clock, then logs (a job allocated
+    in a line logged at x.000 has the ``start_time`` x - 1); lines of one millisecond keep
+    their order, a microsecond apart."""
     import datetime as dt
     import gzip
 
     out: dict = {"submit": {}, "start": {}, "end": {}, "backfill": [], "main": []}
+    last: dict = {"start": None, "allocate": None}  # the last pass of each kind
+    prev = -math.inf
     with gzip.open(path, "rt", errors="replace") as f:
         for line in f:
             m = _LOG_LINE.match(line)
             if not m:
                 continue
             text = m.group(2)
-            t = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+            t = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp() - 0.001
+            t = prev = max(t, prev + 1e-6)  # lines of one millisecond in their log order
             if "_attempt_backfill: beginning" in text:
                 out["backfill"].append(t)
-            elif "Running job scheduler for default depth" in text:
-                out["main"].append((t, "default"))
-            elif "Running job scheduler for full queue" in text:
-                out["main"].append((t, "full"))
+                last["start"] = t
+            elif "Running job scheduler for" in text:
+                out["main"].append((t, "full" if "full queue" in text else "default"))
+                last["allocate"] = t
             else:
                 for kind, pattern in _LOG_EVENTS:
                     if (e := pattern.search(text)):
-                        out[kind].setdefault(int(e.group(1)), t)
+                        if kind in last:  # a start: at the pass that made it
+                            t = last[kind] if last[kind] is not None else t
+                        out["start" if kind in last else kind].setdefault(int(e.group(1)), t)
                         break
     return out
 
@@ -1186,15 +1195,18 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
                  for i, n in enumerate(names)}
     except KeyError as e:
         raise SystemExit(f"{log}: job {e} has no submission, start or end logged") from None
-    wrong = [n for n in names if [math.floor(x) for x in exact[n]] != list(real[n])]
+    wrong = [n for n in names if math.floor(exact[n][0]) != real[n][0]
+             or math.floor(exact[n][2]) != real[n][2] or abs(exact[n][1] - real[n][1]) > 1.5]
     if wrong:
         raise SystemExit(f"{log}: jobs {wrong[:5]} are not at the log's times in the jobcomp "
                          "record: not this run's log")
     size = {j["name"]: j for j in run["jobs"]}
     jobs = [Job(i, exact[n][0] - shift - t0, exact[n][2] - exact[n][1],
-                size[n]["limit"] * 60.0, size[n]["nodes"]) for i, n in enumerate(names)]
+                size[n]["limit"] * 60.0, size[n]["nodes"], bb=size[n].get("bb", 0.0))
+            for i, n in enumerate(names)]
     backfill = {round(t - t0, 6) for t in timing["backfill"]}
     main = {round(t - t0, 6): depth for t, depth in timing["main"]}
+    end_of_log = max(backfill | set(main))
 
     class LoggedPasses(SlurmScheduler):
         """Slurm's passes at the logged times only (``SlurmScheduler.passes_now``)."""
@@ -1202,6 +1214,8 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
         woken = False
 
         def decide(self, window):
+            if window.time > end_of_log:  # the run goes on past the log: Slurm's timers
+                return super().decide(window)
             if not self.woken:
                 self.woken = True
                 for t in sorted(backfill | set(main)):
@@ -1217,27 +1231,35 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
     opts, machine = alone_setup(run, runs, nodes)
     opts.pop("launch_latency")
     opts["clock_origin"] = t0 + shift
-    sim = Simulator(jobs, System(machine), LoggedPasses(**opts))
+    sim = Simulator(jobs, System(machine, bb=run["bb_total"]), LoggedPasses(**opts))
     sim.run()
     return exact, {n: sim.records[i].start + t0 + shift for i, n in enumerate(names)}, timing
 
 
 def cmd_logged(args) -> None:
-    """Runs that kept their controller's log, replayed with its own timing
+    """Runs that kept their controller's log, simulated as ``alone`` simulates them (the
+    model's own timing, the latency of the other folders' runs) and with the log's timing
     (``simulate_logged``): how much of the model's departure from each is timing."""
     runs = runs_of([Path(d) for d in args.dirs], args.nodes)
-    print("| run | passes logged: backfill / main | jobs | wait real (s) | --policy slurm at "
-          "the logged passes: wait (dev), tau | same start (within 0.5 s) |")
-    print("|---|---|---|---|---|---|")
+    print("| run | Slurm | SchedulerParameters over the testbed's | jobs | passes logged: "
+          "backfill / main | wait real (s) | the model's timing: wait (dev), tau | the "
+          "logged timing: wait (dev), tau | same start (within 0.5 s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for run in runs:
         if controller_log(run) is None:
             continue
+        opts, machine = alone_setup(run, runs, args.nodes)
+        own = compare(run["real"], simulate_same(run["jobs"], run["real"], "slurm", machine,
+                                                 None, options=opts, bb=run["bb_total"]))
         exact, sim, timing = simulate_logged(run, runs, args.nodes)
         got = compare(exact, sim)
         same = sum(abs(exact[n][1] - sim[n]) < 0.5 for n in exact)
-        print(f"| {run['name']} | {len(timing['backfill'])} / {len(timing['main'])} | "
-              f"{got['jobs']} | {got['wait_real']:.1f} | {got['wait_sim']:.1f} "
-              f"({got['wait_dev_pct']:+.1f}%), {got['tau']:.3f} | {same} of {got['jobs']} |")
+        print(f"| {run['name']} | {opts['slurm_version']} | "
+              f"{run['info'].get('scheduler_parameters') or '-'} | {got['jobs']} | "
+              f"{len(timing['backfill'])} / {len(timing['main'])} | {got['wait_real']:.1f} | "
+              f"{own['wait_sim']:.1f} ({own['wait_dev_pct']:+.1f}%), {own['tau']:.3f} | "
+              f"{got['wait_sim']:.1f} ({got['wait_dev_pct']:+.1f}%), {got['tau']:.3f} | "
+              f"{same} of {got['jobs']} |")
 
 
 def cmd_month(args) -> None:
