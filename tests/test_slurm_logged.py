@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from .conftest import BENCH
+from .slurm_fixtures import VERSIONS, started_testbed
 
 RUN = BENCH / "results" / "slurm" / "again" / "heldout-shared7500-dbg"
 LOGGED = BENCH / "results" / "slurm" / "logged"
@@ -55,3 +56,29 @@ def test_a_run_without_its_log_or_with_another_runs_log_is_refused(sv, tmp_path)
     runs = sv.runs_of([other], 8)
     with pytest.raises(SystemExit, match="not this run's log|no submission"):
         sv.simulate_logged(runs[0], runs, 8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_real_controller_logs_what_the_replay_reads(sv, version, tmp_path):
+    """On a real testbed with ``replay --controller-log``'s lines: each job's submission,
+    start and end, and the passes, are read from the kept log, in the whole seconds Slurm
+    itself records (``squeue``'s submit, start and end times)."""
+    with started_testbed(version, "logged", scheduler="backfill", hold=False,
+                         conf_extra=sv.CONTROLLER_DEBUG) as c:
+        wide = c.submit("-J", "wide", "-N", "8", "-t", "1", sleep=3)
+        behind = c.submit("-J", "behind", "-N", "2", "-t", "1", sleep=1)
+        c.wait(lambda: all(c.jobs()[j]["job_state"] == "COMPLETED" for j in (wide, behind)),
+               60)
+        kept = tmp_path / "slurmctld_slurm.log.gz"
+        sv.keep_controller_log(c.dir / "log" / "slurmctld.log", kept)
+        timing = sv.controller_timing(kept)
+        jobs = c.jobs()
+    assert timing["backfill"] and timing["main"]
+    for jid in (wide, behind):
+        times = [timing[k][jid] for k in ("submit", "start", "end")]
+        assert times == sorted(times)
+        shift = jobs[jid]["submit_time"] - int(times[0])  # the log's zone to Unix seconds
+        assert [int(t) + shift for t in times] == \
+            [jobs[jid][k] for k in ("submit_time", "start_time", "end_time")]
+    assert timing["start"][behind] >= timing["end"][wide]
