@@ -24,6 +24,11 @@ every pending job every S seconds (``ShownSampler``).  Part ``shown`` sets those
 beside what the model of Slurm (``--policy slurm``, set up as part ``alone`` sets it up)
 shows at the same moments: the plan of its last backfill pass.
 
+Part ``logged``: runs that kept their controller's log (``replay --controller-log``)
+simulated under ``--policy slurm`` twice, with the model's own timing and with the log's
+(its submissions, ends and passes to the millisecond), to tell the pass rules apart from
+when the passes fall.
+
 Part ``cost``: a testbed with N held jobs (10, 100, 1,000) and ``hpcopt slurm run --dry-run``
 cycles: Slurm read time and decision time per cycle.  Part ``report``: the markdown table of
 saved replays.
@@ -33,6 +38,8 @@ saved replays.
     python benchmarks/slurm_validation.py report results/slurm
     python benchmarks/slurm_validation.py replay --runs slurm --shown-every 2 --out DIR (root)
     python benchmarks/slurm_validation.py shown DIR... --out results/slurm/shown
+    python benchmarks/slurm_validation.py replay --runs slurm --controller-log --out DIR (root)
+    python benchmarks/slurm_validation.py logged DIR...
     python benchmarks/slurm_validation.py cost --out results/slurm
 
 Writes ``OUT/replay_<run>.json`` (the real times and the adapter's cycles), ``OUT/replay.json``
@@ -1104,8 +1111,8 @@ def cmd_repeat(args) -> None:
 CONTROLLER_DEBUG = ("SlurmctldDebug=debug", "DebugFlags=Backfill")
 _LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
 _LOG_EVENTS = (("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
-               ("start", re.compile(r"_start_job: Started JobId=(\d+)")),  # by backfill
-               ("allocate", re.compile(r"sched: Allocate JobId=(\d+)")),  # by a main pass
+               ("backfill", re.compile(r"_start_job: Started JobId=(\d+)")),  # a start
+               ("main", re.compile(r"sched: Allocate JobId=(\d+)")),  # a start
                ("end", re.compile(r"_job_complete: JobId=(\d+) done")))
 
 
@@ -1143,7 +1150,7 @@ def controller_timing(path: Path) -> dict:
     import gzip
 
     out: dict = {"submit": {}, "start": {}, "end": {}, "backfill": [], "main": []}
-    last: dict = {"start": None, "allocate": None}  # the last pass of each kind
+    last_pass: dict = {"backfill": None, "main": None}
     prev = -math.inf
     with gzip.open(path, "rt", errors="replace") as f:
         for line in f:
@@ -1155,16 +1162,16 @@ def controller_timing(path: Path) -> dict:
             t = prev = max(t, prev + 1e-6)  # lines of one millisecond in their log order
             if "_attempt_backfill: beginning" in text:
                 out["backfill"].append(t)
-                last["start"] = t
+                last_pass["backfill"] = t
             elif "Running job scheduler for" in text:
                 out["main"].append((t, "full" if "full queue" in text else "default"))
-                last["allocate"] = t
+                last_pass["main"] = t
             else:
                 for kind, pattern in _LOG_EVENTS:
                     if (e := pattern.search(text)):
-                        if kind in last:  # a start: at the pass that made it
-                            t = last[kind] if last[kind] is not None else t
-                        out["start" if kind in last else kind].setdefault(int(e.group(1)), t)
+                        if kind in last_pass:  # a start, at the time of the pass that made it
+                            kind, t = "start", last_pass[kind] or t
+                        out[kind].setdefault(int(e.group(1)), t)
                         break
     return out
 
