@@ -222,13 +222,9 @@ class SlurmScheduler(Policy):
         """The passes Slurm runs at ``window.time``: submissions tried at once, a main pass
         when one is due, a backfill pass when one is due; every pass still due later asks
         the driver for a pass then (``Simulator.wake_at``)."""
-        if self._sim is None:
-            raise SimulationError("policy 'slurm' keeps a controller's state: run it through "
-                                  "a Simulator (attach)")
         now = window.time
         conf = self.conf
-        state = _PassState(self, window)
-        queue = self._priority_order(window.jobs, now)
+        state, queue = self._pass_start(window)
         new, self._new = {j.id for j in self._new}, []
         for job in queue:  # a new job at the top of the queue starts if it fits
             if job.id not in state.started and not state.capped(job):
@@ -274,16 +270,20 @@ class SlurmScheduler(Policy):
         ``window.time``, whatever Slurm's timers say: what a controller whose passes were
         logged did then (``benchmarks/slurm_validation.py logged`` replays a run's own
         pass times with it, to tell the pass rules from their timing)."""
-        if self._sim is None:
-            raise SimulationError("policy 'slurm' keeps a controller's state: run it through "
-                                  "a Simulator (attach)")
-        state = _PassState(self, window)
-        queue = self._priority_order(window.jobs, window.time)
+        state, queue = self._pass_start(window)
         if main_depth > 0:
             self._main_pass(queue, state, main_depth)
         if backfill and self.conf.scheduler == "backfill":
             self._backfill(queue, state)
         return Decision(tuple(state.order), allocations=state.allocations)
+
+    def _pass_start(self, window: Window) -> tuple[_PassState, list[Job]]:
+        """What every pass at ``window.time`` starts from: the controller's state and the
+        queue in priority order."""
+        if self._sim is None:
+            raise SimulationError("policy 'slurm' keeps a controller's state: run it through "
+                                  "a Simulator (attach)")
+        return _PassState(self, window), self._priority_order(window.jobs, window.time)
 
     def _bf_due(self, now: float) -> float:
         """When, from ``now``, the backfill agent next runs a pass: ``bf_interval`` after its
