@@ -128,34 +128,25 @@ def scores(rows: list[dict]) -> dict:
         out.update(mae_s=statistics.fmean(errs), median_ae_s=statistics.median(errs),
                    within_1min=sum(e <= 60 for e in errs) / len(errs),
                    within_10pct=sum(e <= 0.1 * w for e, w in zip(errs, waits)) / len(errs),
-                   band=inside(with_start), before_band=before_band(with_start),
-                   after_band=after_band(with_start),
                    late=sum(r["start"] > r["actual"] for r in with_start) / len(with_start))
+        out["before_band"], out["band"], out["after_band"] = band_shares(with_start)
         calibrated = [r for r in with_start if r["bands"] == "calibrated"]
         raw = [r for r in with_start if r["bands"] == "raw"]
         if calibrated:
             out.update(calibrated=len(calibrated) / len(with_start),
-                       band_calibrated=inside(calibrated), band_raw=inside(raw))
+                       band_calibrated=band_shares(calibrated)[1],
+                       band_raw=band_shares(raw)[1])
     return out
 
 
-def inside(rows: list[dict]) -> float:
-    """The share of ``rows`` whose real start is inside their band (to a second); NaN
-    without rows."""
+def band_shares(rows: list[dict]) -> tuple[float, float, float]:
+    """The shares of ``rows`` whose real start came before their band, inside it and after
+    it, to a second (a 10%-90% band claims 10%, 80% and 10%); NaN without rows."""
     if not rows:
-        return math.nan
-    return sum(r["p10"] - 1 <= r["actual"] <= r["p90"] + 1 for r in rows) / len(rows)
-
-
-def before_band(rows: list[dict]) -> float:
-    """The share of ``rows`` whose real start came before their band (by over a second):
-    a 10%-90% band claims 10%."""
-    return sum(r["actual"] < r["p10"] - 1 for r in rows) / len(rows) if rows else math.nan
-
-
-def after_band(rows: list[dict]) -> float:
-    """The share of ``rows`` whose real start came after their band (by over a second)."""
-    return sum(r["actual"] > r["p90"] + 1 for r in rows) / len(rows) if rows else math.nan
+        return math.nan, math.nan, math.nan
+    before = sum(r["actual"] < r["p10"] - 1 for r in rows) / len(rows)
+    after = sum(r["actual"] > r["p90"] + 1 for r in rows) / len(rows)
+    return before, 1.0 - before - after, after
 
 
 FIELDS = ["time", "job", "submit", "start", "p10", "p90", "bands", "actual"]
