@@ -327,7 +327,8 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
         opts["scheduler_parameters"] = args.scheduler_parameters
     if setting == "best":
         opts["scheduler_parameters"] = best_parameters(opts)
-    if policy == "slurm" and getattr(args, "controller_log", False):
+    logged = policy == "slurm" and getattr(args, "controller_log", False)
+    if logged:
         opts["conf_extra"] = (*opts.get("conf_extra", ()), *CONTROLLER_DEBUG)
     if setting == "wake":  # the adapter's wake-up, and the batch_sched_delay it asks of a site
         opts.update(wake_port=free_udp_port(), batch_sched_delay=0)
@@ -372,7 +373,7 @@ def replay(jobs: list[dict], kind: str, args, workdir: Path, testbed_opts: dict 
         record.update(shown_every=args.shown_every, shown_at=sampler.times, shown=sampler.rows)
     record["slurm_conf"] = conf_text  # what the testbed ran (the model of Slurm reads it)
     record["testbed"] = {k: v for k, v in opts.items() if isinstance(v, (str, int, bool))}
-    if "conf_extra" in opts:
+    if logged:
         record["controller_log"] = str(d / "log" / "slurmctld.log")  # cmd_replay keeps it
     if any(j.get("partition") == SHARED for j in jobs):
         record["read_back"] = cores_read_back(d, jobs)
@@ -1109,6 +1110,7 @@ def cmd_repeat(args) -> None:
 # what ``replay --controller-log`` sets on the Slurm-alone testbed: the lines that
 # ``controller_timing`` reads (passes at debug level, backfill's at DebugFlags=Backfill)
 CONTROLLER_DEBUG = ("SlurmctldDebug=debug", "DebugFlags=Backfill")
+_BACKFILL_PASS, _MAIN_PASS = "_attempt_backfill: beginning", "Running job scheduler for"
 _LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
 _LOG_EVENTS = (("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
                ("backfill", re.compile(r"_start_job: Started JobId=(\d+)")),  # a start
@@ -1131,11 +1133,12 @@ def keep_controller_log(src: Path, dst: Path) -> None:
     to ``dst`` (the rest of a debug log is large and not read)."""
     import gzip
 
-    wanted = ("_attempt_backfill: beginning", "Running job scheduler for",
-              "_slurm_rpc_submit_batch_job: JobId=", "_start_job: Started JobId=",
-              "sched: Allocate JobId=", "_job_complete: JobId=")
+    def read(line: str) -> bool:
+        return _BACKFILL_PASS in line or _MAIN_PASS in line or \
+            any(pattern.search(line) for _, pattern in _LOG_EVENTS)
+
     with open(src, errors="replace") as f, gzip.open(dst, "wt") as out:
-        out.writelines(line for line in f if any(w in line for w in wanted))
+        out.writelines(line for line in f if read(line))
 
 
 def controller_timing(path: Path) -> dict:
@@ -1160,10 +1163,10 @@ def controller_timing(path: Path) -> dict:
             text = m.group(2)
             t = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp() - 0.001
             t = prev = max(t, prev + 1e-6)  # lines of one millisecond in their log order
-            if "_attempt_backfill: beginning" in text:
+            if _BACKFILL_PASS in text:
                 out["backfill"].append(t)
                 last_pass["backfill"] = t
-            elif "Running job scheduler for" in text:
+            elif _MAIN_PASS in text:
                 out["main"].append((t, "full" if "full queue" in text else "default"))
                 last_pass["main"] = t
             else:
@@ -1176,14 +1179,17 @@ def controller_timing(path: Path) -> dict:
     return out
 
 
-def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict, dict]:
-    """``run`` simulated under ``--policy slurm`` (set up as ``alone`` sets it up) with its
-    controller's own timing instead of the model's: every submission and end at its logged
-    millisecond, and the passes run exactly when the controller ran them (each logged
-    backfill pass; each main pass, of its depth), starting jobs at that instant.  Nothing
-    is fitted, and nothing predicted: this reads the run's own timing, to tell the pass
-    rules apart from when the passes fall.  Returns the real times from the log and the
-    simulated starts, by job name, in the run's Unix seconds, and the log's timing."""
+def simulate_logged(run: dict, opts: dict, machine: int,
+                    completing: float = 0.0) -> tuple[dict, dict, dict]:
+    """``run`` simulated under ``--policy slurm`` (``opts`` and ``machine`` as ``alone_setup``
+    gives them) with its controller's own timing instead of the model's: every submission
+    and end at its logged millisecond, and the passes run exactly when the controller ran
+    them (each logged backfill pass; each main pass, of its depth), starting jobs at that
+    instant; ``completing``: seconds each job's nodes stay held past its end (a sensitivity
+    check).  Nothing is fitted, and nothing predicted: this reads the run's own timing, to
+    tell the pass rules apart from when the passes fall.  Returns the real times from the
+    log and the simulated starts, by job name, in the run's Unix seconds, and the log's
+    timing."""
     from hpcopt.domain import Job, System
     from hpcopt.policies.slurm_backfill import SlurmScheduler
     from hpcopt.sim.driver import Simulator
@@ -1208,12 +1214,12 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
         raise SystemExit(f"{log}: jobs {wrong[:5]} are not at the log's times in the jobcomp "
                          "record: not this run's log")
     size = {j["name"]: j for j in run["jobs"]}
-    jobs = [Job(i, exact[n][0] - shift - t0, exact[n][2] - exact[n][1],
+    jobs = [Job(i, exact[n][0] - shift - t0, exact[n][2] - exact[n][1] + completing,
                 size[n]["limit"] * 60.0, size[n]["nodes"], bb=size[n].get("bb", 0.0))
             for i, n in enumerate(names)]
     backfill = {round(t - t0, 6) for t in timing["backfill"]}
     main = {round(t - t0, 6): depth for t, depth in timing["main"]}
-    end_of_log = max(backfill | set(main))
+    passes = sorted(backfill | set(main))
 
     class LoggedPasses(SlurmScheduler):
         """Slurm's passes at the logged times only (``SlurmScheduler.passes_now``)."""
@@ -1221,11 +1227,11 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
         woken = False
 
         def decide(self, window):
-            if window.time > end_of_log:  # the run goes on past the log: Slurm's timers
+            if window.time > passes[-1]:  # the run goes on past the log: Slurm's timers
                 return super().decide(window)
             if not self.woken:
                 self.woken = True
-                for t in sorted(backfill | set(main)):
+                for t in passes:
                     if t >= window.time:
                         self._sim.wake_at(t)
             now = round(window.time, 6)
@@ -1235,10 +1241,9 @@ def simulate_logged(run: dict, runs: list[dict], nodes: int) -> tuple[dict, dict
                 len(window.jobs) if depth == "full" else self.conf.default_queue_depth,
                 backfill=now in backfill)
 
-    opts, machine = alone_setup(run, runs, nodes)
-    opts.pop("launch_latency")
-    opts["clock_origin"] = t0 + shift
-    sim = Simulator(jobs, System(machine, bb=run["bb_total"]), LoggedPasses(**opts))
+    logged = {k: v for k, v in opts.items() if k != "launch_latency"}  # the log times it
+    logged["clock_origin"] = t0 + shift
+    sim = Simulator(jobs, System(machine, bb=run["bb_total"]), LoggedPasses(**logged))
     sim.run()
     return exact, {n: sim.records[i].start + t0 + shift for i, n in enumerate(names)}, timing
 
@@ -1258,7 +1263,7 @@ def cmd_logged(args) -> None:
         opts, machine = alone_setup(run, runs, args.nodes)
         own = compare(run["real"], simulate_same(run["jobs"], run["real"], "slurm", machine,
                                                  None, options=opts, bb=run["bb_total"]))
-        exact, sim, timing = simulate_logged(run, runs, args.nodes)
+        exact, sim, timing = simulate_logged(run, opts, machine, args.completing)
         got = compare(exact, sim)
         same = sum(abs(exact[n][1] - sim[n]) < 0.5 for n in exact)
         print(f"| {run['name']} | {opts['slurm_version']} | "
@@ -1440,9 +1445,13 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--out", default="results/slurm/shown")
     runs_parser(sub, "repeat", "Slurm against itself: pairs of replay folders that ran the "
                 "same jobs, compared run by run", "replay folders, in pairs (A B [A B ...])")
-    runs_parser(sub, "logged", "runs that kept their controller's log, simulated with its "
-                "own timing (logged submissions, ends and passes)",
-                "replay folders; those with a controller log are replayed")
+    lg = runs_parser(sub, "logged", "runs that kept their controller's log, simulated with "
+                     "its own timing (logged submissions, ends and passes)",
+                     "replay folders; those with a controller log are replayed")
+    lg.add_argument("--completing", type=float, default=0.0, metavar="S",
+                    help="hold each job's nodes S seconds past its logged end in the logged "
+                         "replay (a sensitivity check: the log does not say when they stop "
+                         "completing)")
     s = sub.add_parser("month", help="the simulator's speed under --policy slurm on a month "
                                      "of a real trace")
     s.add_argument("--trace", default=str(DEFAULT_TRACE))

@@ -27,7 +27,7 @@ def test_at_the_logged_passes_the_model_starts_the_jobs_slurm_started(sv):
     """With the run's own timing the model starts every job when Slurm did, where with its
     own timing it misses the targets (+3.1%, tau 0.925)."""
     runs = sv.runs_of([RUN], 8)
-    exact, sim, _ = sv.simulate_logged(runs[0], runs, 8)
+    exact, sim, _ = sv.simulate_logged(runs[0], *sv.alone_setup(runs[0], runs, 8))
     got = sv.compare(exact, sim)
     assert got["tau"] == 1.0 and abs(got["wait_dev_pct"]) < 0.1
     assert all(abs(exact[n][1] - sim[n]) < 0.01 for n in exact)
@@ -37,7 +37,7 @@ def test_on_24_11_with_licenses_in_the_plan_too(sv):
     """A 24.11 run with a license burst buffer, bf_licenses and one reservation (the
     testbed's logged run, 100 jobs): 97 jobs start in the pass they started in Slurm."""
     runs = [r for r in sv.runs_of([LOGGED / "bb-2411"], 8) if r["kind"] == "slurm-best"]
-    exact, sim, timing = sv.simulate_logged(runs[0], runs, 8)
+    exact, sim, timing = sv.simulate_logged(runs[0], *sv.alone_setup(runs[0], runs, 8))
     assert len(timing["backfill"]) == 1490
     assert sum(abs(exact[n][1] - sim[n]) < 0.5 for n in exact) == 97
     assert sv.compare(exact, sim)["tau"] > 0.99
@@ -48,14 +48,14 @@ def test_a_run_without_its_log_or_with_another_runs_log_is_refused(sv, tmp_path)
     shutil.copytree(RUN, bare, ignore=shutil.ignore_patterns("slurmctld*"))
     runs = sv.runs_of([bare], 8)
     with pytest.raises(SystemExit, match="no controller log"):
-        sv.simulate_logged(runs[0], runs, 8)
+        sv.simulate_logged(runs[0], *sv.alone_setup(runs[0], runs, 8))
     other = tmp_path / "other"
     shutil.copytree(bare, other)
     shutil.copy(BENCH / "results" / "slurm" / "again" / "shared-dbg" /
                 "slurmctld-events.log.gz", other)
     runs = sv.runs_of([other], 8)
     with pytest.raises(SystemExit, match="not this run's log|no submission"):
-        sv.simulate_logged(runs[0], runs, 8)
+        sv.simulate_logged(runs[0], *sv.alone_setup(runs[0], runs, 8))
 
 
 @pytest.mark.slow
