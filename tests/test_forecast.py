@@ -13,7 +13,6 @@ import csv
 import importlib.util
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +25,9 @@ from hpcopt.sim.driver import Simulator
 from hpcopt.sim.forecast import BandCalibration, JobForecast, forecast, replay_forecasts
 from hpcopt.sim.runtime_history import RuntimeHistory
 
-from .conftest import shared_file
+from .conftest import BENCH, shared_file
 
 KTH = "hpc_swf/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def benchmark(name: str, monkeypatch=None):
